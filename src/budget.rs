@@ -1,0 +1,661 @@
+//! The lesson's GPU training-memory budget.
+//!
+//! Training memory splits into five terms that scale differently: the
+//! parameters, their gradients, an fp32 master copy of the weights (mixed
+//! precision only), Adam's two fp32 moment buffers, and the activations saved
+//! for the backward pass. [`estimate`] reproduces the lesson's
+//! `memory_budget_gb` to the last bit of every figure, for every valid input.
+//!
+//! ```
+//! use membudget::budget::{estimate, Term, TrainingConfig};
+//!
+//! // The lesson's demo: 7 B parameters, batch 4, sequence 2048, hidden 4096,
+//! // 32 layers, mixed precision.
+//! let b = estimate(&TrainingConfig::default()).unwrap();
+//! assert_eq!(b.gb(Term::Params), 14.0);
+//! assert_eq!(b.gb(Term::MasterWeights), 28.0);
+//! assert_eq!(b.gb(Term::OptimizerState), 56.0);
+//! assert_eq!(format!("{:.1}", b.gb(Term::Activations)), "73.0");
+//! assert_eq!(format!("{:.1}", b.total_gb()), "185.0");
+//! assert_eq!(b.dominant(), Term::Activations);
+//! ```
+//!
+//! Figures are in bytes; a GB is 10⁹ bytes, as in the lesson.
+
+use std::fmt;
+
+/// Bytes in one GB as the lesson counts it: decimal, 10⁹.
+pub const BYTES_PER_GB: f64 = 1e9;
+
+/// One training set-up, in the lesson's terms.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TrainingConfig {
+    /// Model size in billions of parameters (the lesson's `num_params_b`).
+    pub params_b: f64,
+    /// Sequences per step (the lesson's `batch`).
+    pub batch: u32,
+    /// Tokens per sequence (the lesson's `seq_len`).
+    pub seq_len: u32,
+    /// Width of the residual stream (the lesson's `hidden`).
+    pub hidden: u32,
+    /// Transformer layers (the lesson's `layers`).
+    pub layers: u32,
+    /// bf16 weights and gradients with an fp32 master copy (true), or plain fp32.
+    pub mixed_precision: bool,
+}
+
+impl Default for TrainingConfig {
+    /// The lesson's demo: `memory_budget_gb(num_params_b=7, batch=4,
+    /// seq_len=2048, hidden=4096, layers=32)`, mixed precision on.
+    fn default() -> Self {
+        Self {
+            params_b: 7.0,
+            batch: 4,
+            seq_len: 2048,
+            hidden: 4096,
+            layers: 32,
+            mixed_precision: true,
+        }
+    }
+}
+
+/// How a control moves through a field's range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scale {
+    /// Even steps of one.
+    Linear,
+    /// Even steps in log₂: each notch doubles (batch, sequence, hidden size).
+    Log2,
+    /// Even steps in log₁₀ (model size, which spans four decades).
+    Log10,
+}
+
+/// A numeric input of [`TrainingConfig`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Field {
+    /// Model size, billions of parameters.
+    ModelSize,
+    /// Batch size, sequences.
+    Batch,
+    /// Sequence length, tokens.
+    SeqLen,
+    /// Hidden size.
+    Hidden,
+    /// Number of layers.
+    Layers,
+}
+
+impl Field {
+    /// Every numeric field, in the order of the lesson's signature.
+    pub const ALL: [Field; 5] = [
+        Field::ModelSize,
+        Field::Batch,
+        Field::SeqLen,
+        Field::Hidden,
+        Field::Layers,
+    ];
+
+    /// The label a reader sees.
+    pub fn label(self) -> &'static str {
+        match self {
+            Field::ModelSize => "Model size",
+            Field::Batch => "Batch size",
+            Field::SeqLen => "Sequence length",
+            Field::Hidden => "Hidden size",
+            Field::Layers => "Layers",
+        }
+    }
+
+    /// Short machine name: the CLI flag and the URL key.
+    pub fn key(self) -> &'static str {
+        match self {
+            Field::ModelSize => "params",
+            Field::Batch => "batch",
+            Field::SeqLen => "seq",
+            Field::Hidden => "hidden",
+            Field::Layers => "layers",
+        }
+    }
+
+    /// Unit shown after the value, if any.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Field::ModelSize => "B params",
+            Field::SeqLen => "tokens",
+            _ => "",
+        }
+    }
+
+    /// Smallest and largest accepted value, inclusive.
+    pub fn range(self) -> (f64, f64) {
+        match self {
+            Field::ModelSize => (0.1, 1000.0),
+            Field::Batch => (1.0, 1024.0),
+            Field::SeqLen => (128.0, 131_072.0),
+            Field::Hidden => (128.0, 65_536.0),
+            Field::Layers => (1.0, 256.0),
+        }
+    }
+
+    /// Whether only whole numbers are accepted.
+    pub fn is_integer(self) -> bool {
+        self != Field::ModelSize
+    }
+
+    /// How a slider for this field moves.
+    pub fn scale(self) -> Scale {
+        match self {
+            Field::ModelSize => Scale::Log10,
+            Field::Batch | Field::SeqLen | Field::Hidden => Scale::Log2,
+            Field::Layers => Scale::Linear,
+        }
+    }
+
+    /// Accepts `value` if it is a finite number in range (and whole where
+    /// the field needs it); otherwise says what is wrong.
+    pub fn check(self, value: f64) -> Result<f64, ConfigError> {
+        let (min, max) = self.range();
+        let kind = if value.is_nan() {
+            ErrorKind::NotANumber
+        } else if value < min {
+            ErrorKind::BelowMin { min, got: value }
+        } else if value > max {
+            ErrorKind::AboveMax { max, got: value }
+        } else if self.is_integer() && value.fract() != 0.0 {
+            ErrorKind::NotWhole { got: value }
+        } else {
+            return Ok(value);
+        };
+        Err(ConfigError { field: self, kind })
+    }
+
+    /// Parses what a reader typed (surrounding spaces allowed) and checks it.
+    pub fn parse(self, text: &str) -> Result<f64, ConfigError> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(ConfigError {
+                field: self,
+                kind: ErrorKind::Empty,
+            });
+        }
+        match text.parse::<f64>() {
+            Ok(v) => self.check(v),
+            Err(_) => Err(ConfigError {
+                field: self,
+                kind: ErrorKind::NotANumber,
+            }),
+        }
+    }
+
+    /// The nearest accepted value: clamped into range, rounded to a whole
+    /// number where needed; NaN becomes the lesson's default.
+    pub fn clamp(self, value: f64) -> f64 {
+        if value.is_nan() {
+            return TrainingConfig::default().get(self);
+        }
+        let (min, max) = self.range();
+        let v = value.clamp(min, max);
+        if self.is_integer() {
+            v.round()
+        } else {
+            v
+        }
+    }
+}
+
+impl fmt::Display for Field {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// What is wrong with an input value.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ErrorKind {
+    /// Nothing was given.
+    Empty,
+    /// The text is not a number, or the number is NaN.
+    NotANumber,
+    /// Below the field's minimum.
+    BelowMin {
+        /// The minimum.
+        min: f64,
+        /// What was given.
+        got: f64,
+    },
+    /// Above the field's maximum (infinity included).
+    AboveMax {
+        /// The maximum.
+        max: f64,
+        /// What was given.
+        got: f64,
+    },
+    /// A fraction where only whole numbers make sense.
+    NotWhole {
+        /// What was given.
+        got: f64,
+    },
+}
+
+/// An input the budget refuses: which field, and why.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ConfigError {
+    /// The field at fault.
+    pub field: Field,
+    /// What is wrong with it.
+    pub kind: ErrorKind,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let label = self.field.label();
+        match self.kind {
+            ErrorKind::Empty => write!(f, "{label} needs a value"),
+            ErrorKind::NotANumber => write!(f, "{label} must be a number"),
+            ErrorKind::BelowMin { min, got } => {
+                write!(f, "{label} must be at least {min} (got {got})")
+            }
+            ErrorKind::AboveMax { max, got } => {
+                write!(f, "{label} must be at most {max} (got {got})")
+            }
+            ErrorKind::NotWhole { got } => write!(f, "{label} must be a whole number (got {got})"),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl TrainingConfig {
+    /// The value of one numeric field.
+    pub fn get(&self, field: Field) -> f64 {
+        match field {
+            Field::ModelSize => self.params_b,
+            Field::Batch => f64::from(self.batch),
+            Field::SeqLen => f64::from(self.seq_len),
+            Field::Hidden => f64::from(self.hidden),
+            Field::Layers => f64::from(self.layers),
+        }
+    }
+
+    /// A copy with one field changed, if the value is accepted.
+    pub fn with(&self, field: Field, value: f64) -> Result<Self, ConfigError> {
+        let v = field.check(value)?;
+        let mut next = *self;
+        // `check` guarantees whole numbers within u32 for the integer fields.
+        match field {
+            Field::ModelSize => next.params_b = v,
+            Field::Batch => next.batch = v as u32,
+            Field::SeqLen => next.seq_len = v as u32,
+            Field::Hidden => next.hidden = v as u32,
+            Field::Layers => next.layers = v as u32,
+        }
+        Ok(next)
+    }
+
+    /// Checks every field; the first one out of range is reported.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        for field in Field::ALL {
+            field.check(self.get(field))?;
+        }
+        Ok(())
+    }
+}
+
+/// One term of the budget.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Term {
+    /// The weights themselves.
+    Params,
+    /// One gradient per trainable weight.
+    Grads,
+    /// fp32 copy of the weights kept by mixed-precision training.
+    MasterWeights,
+    /// Adam's first and second moments.
+    OptimizerState,
+    /// Intermediate tensors saved for the backward pass.
+    Activations,
+}
+
+impl Term {
+    /// Every term, in the lesson's order.
+    pub const ALL: [Term; 5] = [
+        Term::Params,
+        Term::Grads,
+        Term::MasterWeights,
+        Term::OptimizerState,
+        Term::Activations,
+    ];
+
+    /// The lesson's dictionary key (`params_gb` …).
+    pub fn lesson_key(self) -> &'static str {
+        match self {
+            Term::Params => "params_gb",
+            Term::Grads => "grads_gb",
+            Term::MasterWeights => "master_weights_gb",
+            Term::OptimizerState => "optimizer_state_gb",
+            Term::Activations => "activations_gb",
+        }
+    }
+
+    /// The JSON key (`params` …).
+    pub fn json_key(self) -> &'static str {
+        match self {
+            Term::Params => "params",
+            Term::Grads => "grads",
+            Term::MasterWeights => "master_weights",
+            Term::OptimizerState => "optimizer_state",
+            Term::Activations => "activations",
+        }
+    }
+
+    /// The name a reader sees.
+    pub fn label(self) -> &'static str {
+        match self {
+            Term::Params => "Parameters",
+            Term::Grads => "Gradients",
+            Term::MasterWeights => "Master weights",
+            Term::OptimizerState => "Optimizer state",
+            Term::Activations => "Activations",
+        }
+    }
+
+    /// The term's formula in symbols (N = parameters, b = batch, s =
+    /// sequence length, h = hidden size, L = layers).
+    pub fn formula(self, mixed_precision: bool) -> &'static str {
+        match (self, mixed_precision) {
+            (Term::Params | Term::Grads, true) => "N × 2 B",
+            (Term::Params | Term::Grads, false) => "N × 4 B",
+            (Term::MasterWeights, true) => "N × 4 B",
+            (Term::MasterWeights, false) => "0",
+            (Term::OptimizerState, _) => "N × 4 B × 2",
+            (Term::Activations, _) => "34 × L × b × s × h × 2 B",
+        }
+    }
+
+    /// The term's formula in words.
+    pub fn explanation(self, mixed_precision: bool) -> &'static str {
+        match (self, mixed_precision) {
+            (Term::Params, true) => "one bf16 copy of every weight, 2 bytes each",
+            (Term::Params, false) => "one fp32 copy of every weight, 4 bytes each",
+            (Term::Grads, true) => "one bf16 gradient per weight, 2 bytes each",
+            (Term::Grads, false) => "one fp32 gradient per weight, 4 bytes each",
+            (Term::MasterWeights, true) => {
+                "an fp32 copy of the weights that the optimizer updates, 4 bytes each"
+            }
+            (Term::MasterWeights, false) => "none: the fp32 weights are already the master copy",
+            (Term::OptimizerState, _) => "Adam's momentum and variance, two fp32 buffers per weight",
+            (Term::Activations, _) => {
+                "the lesson's rule of thumb: 34 values per token, per hidden unit, per layer, 2 bytes each"
+            }
+        }
+    }
+}
+
+/// The budget in bytes, term by term.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Breakdown {
+    /// Parameter bytes.
+    pub params: f64,
+    /// Gradient bytes.
+    pub grads: f64,
+    /// fp32 master-weight bytes (0 without mixed precision).
+    pub master_weights: f64,
+    /// Optimizer-state bytes.
+    pub optimizer_state: f64,
+    /// Activation bytes.
+    pub activations: f64,
+    /// Sum of the five terms, added in the lesson's order.
+    pub total: f64,
+}
+
+impl Breakdown {
+    /// Bytes of one term.
+    pub fn bytes(&self, term: Term) -> f64 {
+        match term {
+            Term::Params => self.params,
+            Term::Grads => self.grads,
+            Term::MasterWeights => self.master_weights,
+            Term::OptimizerState => self.optimizer_state,
+            Term::Activations => self.activations,
+        }
+    }
+
+    /// One term in GB (bytes / 10⁹), bit for bit the lesson's figure.
+    pub fn gb(&self, term: Term) -> f64 {
+        self.bytes(term) / BYTES_PER_GB
+    }
+
+    /// The total in GB, bit for bit the lesson's `total_gb`.
+    pub fn total_gb(&self) -> f64 {
+        self.total / BYTES_PER_GB
+    }
+
+    /// The largest term; on a tie, the first in the lesson's order.
+    pub fn dominant(&self) -> Term {
+        Term::ALL
+            .into_iter()
+            .fold(Term::Params, |best, t| {
+                if self.bytes(t) > self.bytes(best) {
+                    t
+                } else {
+                    best
+                }
+            })
+    }
+
+    /// A term's fraction of the total, in 0..=1.
+    pub fn share(&self, term: Term) -> f64 {
+        if self.total > 0.0 {
+            self.bytes(term) / self.total
+        } else {
+            0.0
+        }
+    }
+
+    /// The lesson's printout: one `f"{key:20s} {value:8.1f} GB"` line per
+    /// term, then `total_gb`, each ending in a newline.
+    pub fn lesson_table(&self) -> String {
+        let rows = Term::ALL
+            .into_iter()
+            .map(|t| (t.lesson_key(), self.gb(t)))
+            .chain([("total_gb", self.total_gb())]);
+        rows.map(|(key, gb)| format!("{key:20} {gb:8.1} GB\n"))
+            .collect()
+    }
+}
+
+/// Computes the lesson's budget for `cfg`.
+///
+/// Each figure follows the lesson's `memory_budget_gb` operation for
+/// operation (same f64 operations in the same order, integer activations
+/// exact before one rounding to f64), so every GB figure equals Python's bit
+/// for bit. Sources of the terms:
+///
+/// - N = `params_b` × 10⁹ parameters.
+/// - Parameters and gradients: N × 2 bytes in bf16 under mixed precision,
+///   N × 4 bytes in fp32 (Micikevicius et al. 2018, "Mixed Precision
+///   Training", §3: fp16/bf16 weights, activations and gradients).
+/// - Master weights: N × 4 bytes under mixed precision, else 0 (ibid. §3.1,
+///   "FP32 master copy of weights").
+/// - Optimizer state: N × 4 × 2 bytes, Adam's first and second moments in
+///   fp32 (Kingma & Ba 2015, "Adam", Algorithm 1, m_t and v_t; with the two
+///   lines above this is the 16Ψ of Rajbhandari et al. 2020, "ZeRO", §3.1).
+/// - Activations: 34·L·b·s·h·2 bytes. The 34·s·b·h per layer is the first
+///   term of Korthikanti et al. 2022, "Reducing Activation Recomputation in
+///   Large Transformer Models", §4.1, Eq. 1 (attention scores' 5·a·s²·b
+///   dropped). Korthikanti's figure is already bytes at 16 bits; the lesson
+///   multiplies by 2 bytes once more, and this function keeps the lesson's
+///   rule exactly as taught.
+pub fn estimate(cfg: &TrainingConfig) -> Result<Breakdown, ConfigError> {
+    cfg.validate()?;
+    let params = cfg.params_b * 1e9;
+    let bytes_per_param = if cfg.mixed_precision { 2.0 } else { 4.0 };
+    let param_mem = params * bytes_per_param;
+    let grad_mem = params * bytes_per_param;
+    let master_mem = if cfg.mixed_precision { params * 4.0 } else { 0.0 };
+    let adam_mem = params * 4.0 * 2.0;
+    // Exact in u64 (at most 34·256·1024·131072·65536·2 ≈ 1.5e17 < 2^64),
+    // then one correctly rounded conversion, as Python's int → float.
+    let act_mem = (34
+        * u64::from(cfg.layers)
+        * u64::from(cfg.batch)
+        * u64::from(cfg.seq_len)
+        * u64::from(cfg.hidden)
+        * 2) as f64;
+    let total = param_mem + grad_mem + master_mem + adam_mem + act_mem;
+    Ok(Breakdown {
+        params: param_mem,
+        grads: grad_mem,
+        master_weights: master_mem,
+        optimizer_state: adam_mem,
+        activations: act_mem,
+        total,
+    })
+}
+
+/// The sentence naming the dominant term, e.g. "Activations dominate: 73.0
+/// of 185.0 GB, 39 %".
+pub fn dominant_sentence(b: &Breakdown) -> String {
+    let term = b.dominant();
+    format!(
+        "{} dominate: {:.1} of {:.1} GB, {:.0} %",
+        term.label(),
+        b.gb(term),
+        b.total_gb(),
+        b.share(term) * 100.0
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// VECTORS.md, "The lesson's demo" table: (B, batch, seq, hidden, layers,
+    /// mixed) → params, grads, master, optim, activations, total (GB; the
+    /// last two to three decimals as published).
+    const VECTORS: &[(f64, u32, u32, u32, u32, bool, [f64; 6])] = &[
+        (7.0, 4, 2048, 4096, 32, true, [14.0, 14.0, 28.0, 56.0, 73.014, 185.014]),
+        (7.0, 4, 2048, 4096, 32, false, [28.0, 28.0, 0.0, 56.0, 73.014, 185.014]),
+        (7.0, 8, 2048, 4096, 32, true, [14.0, 14.0, 28.0, 56.0, 146.029, 258.029]),
+        (0.124, 8, 1024, 768, 12, true, [0.248, 0.248, 0.496, 0.992, 5.134, 7.118]),
+        (70.0, 1, 4096, 8192, 80, true, [140.0, 140.0, 280.0, 560.0, 182.536, 1302.536]),
+    ];
+
+    fn config(v: &(f64, u32, u32, u32, u32, bool, [f64; 6])) -> TrainingConfig {
+        TrainingConfig {
+            params_b: v.0,
+            batch: v.1,
+            seq_len: v.2,
+            hidden: v.3,
+            layers: v.4,
+            mixed_precision: v.5,
+        }
+    }
+
+    #[test]
+    fn reference_vectors() {
+        for v in VECTORS {
+            let b = estimate(&config(v)).unwrap();
+            let got = [
+                b.gb(Term::Params),
+                b.gb(Term::Grads),
+                b.gb(Term::MasterWeights),
+                b.gb(Term::OptimizerState),
+                b.gb(Term::Activations),
+                b.total_gb(),
+            ];
+            for (g, want) in got.iter().zip(v.6) {
+                assert!((g - want).abs() < 5e-4, "{v:?}: got {g}, want {want}");
+            }
+        }
+    }
+
+    #[test]
+    fn lesson_demo_printout_and_unrounded_activations() {
+        let b = estimate(&TrainingConfig::default()).unwrap();
+        assert_eq!(
+            b.lesson_table(),
+            "params_gb                14.0 GB\n\
+             grads_gb                 14.0 GB\n\
+             master_weights_gb        28.0 GB\n\
+             optimizer_state_gb       56.0 GB\n\
+             activations_gb           73.0 GB\n\
+             total_gb                185.0 GB\n"
+        );
+        assert_eq!(b.activations, 73_014_444_032.0);
+        assert_eq!(
+            dominant_sentence(&b),
+            "Activations dominate: 73.0 of 185.0 GB, 39 %"
+        );
+    }
+
+    #[test]
+    fn exercise_one_fp32_total_unchanged() {
+        let mixed = estimate(&TrainingConfig::default()).unwrap();
+        let fp32 = estimate(&TrainingConfig {
+            mixed_precision: false,
+            ..TrainingConfig::default()
+        })
+        .unwrap();
+        assert_eq!(fp32.total, mixed.total);
+        assert_eq!(fp32.params, 2.0 * mixed.params);
+        assert_eq!(fp32.master_weights, 0.0);
+    }
+
+    #[test]
+    fn field_checks_name_the_field_and_reason() {
+        let cases: &[(Field, &str, Result<f64, ErrorKind>)] = &[
+            (Field::Batch, "4", Ok(4.0)),
+            (Field::Batch, " 16 ", Ok(16.0)),
+            (Field::Batch, "", Err(ErrorKind::Empty)),
+            (Field::Batch, "abc", Err(ErrorKind::NotANumber)),
+            (Field::Batch, "NaN", Err(ErrorKind::NotANumber)),
+            (Field::Batch, "0", Err(ErrorKind::BelowMin { min: 1.0, got: 0.0 })),
+            (Field::Batch, "-3", Err(ErrorKind::BelowMin { min: 1.0, got: -3.0 })),
+            (Field::Batch, "2.5", Err(ErrorKind::NotWhole { got: 2.5 })),
+            (Field::Batch, "inf", Err(ErrorKind::AboveMax { max: 1024.0, got: f64::INFINITY })),
+            (Field::SeqLen, "100", Err(ErrorKind::BelowMin { min: 128.0, got: 100.0 })),
+            (Field::Hidden, "65537", Err(ErrorKind::AboveMax { max: 65536.0, got: 65537.0 })),
+            (Field::Layers, "256", Ok(256.0)),
+            (Field::ModelSize, "0.124", Ok(0.124)),
+            (Field::ModelSize, "1e3", Ok(1000.0)),
+            (Field::ModelSize, "0.05", Err(ErrorKind::BelowMin { min: 0.1, got: 0.05 })),
+        ];
+        for (field, text, want) in cases {
+            let got = field.parse(text).map_err(|e| {
+                assert_eq!(e.field, *field);
+                e.kind
+            });
+            assert_eq!(&got, want, "{field} {text:?}");
+        }
+        let msg = Field::Batch.parse("0").unwrap_err().to_string();
+        assert_eq!(msg, "Batch size must be at least 1 (got 0)");
+    }
+
+    #[test]
+    fn invalid_config_is_refused_not_computed() {
+        let bad = TrainingConfig {
+            batch: 0,
+            ..TrainingConfig::default()
+        };
+        assert_eq!(estimate(&bad).unwrap_err().field, Field::Batch);
+        let nan = TrainingConfig {
+            params_b: f64::NAN,
+            ..TrainingConfig::default()
+        };
+        assert_eq!(
+            estimate(&nan).unwrap_err().kind,
+            ErrorKind::NotANumber
+        );
+    }
+
+    #[test]
+    fn clamp_lands_in_range() {
+        assert_eq!(Field::Batch.clamp(5000.0), 1024.0);
+        assert_eq!(Field::Batch.clamp(-1.0), 1.0);
+        assert_eq!(Field::Batch.clamp(2.6), 3.0);
+        assert_eq!(Field::SeqLen.clamp(f64::NAN), 2048.0);
+        assert_eq!(Field::ModelSize.clamp(f64::INFINITY), 1000.0);
+        assert_eq!(Field::ModelSize.clamp(0.0), 0.1);
+    }
+}

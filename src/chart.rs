@@ -1,0 +1,244 @@
+//! The stacked bar chart: one bar per breakdown, five coloured segments, a GB
+//! axis and a legend with each term's figure.
+//!
+//! Drawing is written once, generic over plotters' [`DrawingBackend`]: the
+//! page renders it on a `<canvas>`, the tests into an SVG string.
+
+use crate::budget::{Breakdown, Term};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+/// Okabe & Ito's colour-blind-safe palette (Okabe & Ito 2008, "Color
+/// Universal Design"), one colour per term.
+pub fn term_colour(term: Term) -> RGBColor {
+    match term {
+        Term::Params => RGBColor(0x00, 0x72, 0xB2),
+        Term::Grads => RGBColor(0x56, 0xB4, 0xE9),
+        Term::MasterWeights => RGBColor(0x00, 0x9E, 0x73),
+        Term::OptimizerState => RGBColor(0xE6, 0x9F, 0x00),
+        Term::Activations => RGBColor(0xD5, 0x5E, 0x00),
+    }
+}
+
+/// The colour as CSS hex (`#0072b2`), for the table's swatches.
+pub fn term_colour_hex(term: Term) -> String {
+    let RGBColor(r, g, b) = term_colour(term);
+    format!("#{r:02x}{g:02x}{b:02x}")
+}
+
+/// How the chart looks: pixel density and light or dark colours.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ChartStyle {
+    /// Device pixels per CSS pixel; every length and font size is scaled by it.
+    pub scale: f64,
+    /// Dark background with light text.
+    pub dark: bool,
+}
+
+impl Default for ChartStyle {
+    fn default() -> Self {
+        Self {
+            scale: 1.0,
+            dark: false,
+        }
+    }
+}
+
+impl ChartStyle {
+    fn px(&self, css_px: f64) -> i32 {
+        (css_px * self.scale).round() as i32
+    }
+    fn background(&self) -> RGBColor {
+        if self.dark {
+            RGBColor(0x1b, 0x1d, 0x22)
+        } else {
+            WHITE
+        }
+    }
+    fn foreground(&self) -> RGBColor {
+        if self.dark {
+            RGBColor(0xe8, 0xe8, 0xe8)
+        } else {
+            RGBColor(0x22, 0x22, 0x22)
+        }
+    }
+    fn font(&self, css_px: f64) -> TextStyle<'static> {
+        ("sans-serif", css_px * self.scale)
+            .into_font()
+            .color(&self.foreground())
+    }
+}
+
+/// One bar: its caption under the axis and its breakdown.
+#[derive(Clone, Copy, Debug)]
+pub struct Bar<'a> {
+    /// Caption under the bar ("Current", "Baseline").
+    pub label: &'a str,
+    /// The figures it stacks.
+    pub breakdown: &'a Breakdown,
+}
+
+/// The top of the GB axis for a largest total of `max_gb`: the next value of
+/// 1, 1.5, 2, 3, 4, 5, 6, 8 × 10ᵏ at or above it. The axis moves in these
+/// steps only, so while a reader drags a slider the bar visibly grows
+/// instead of the axis rescaling under it.
+pub fn axis_top(max_gb: f64) -> f64 {
+    if !(max_gb.is_finite() && max_gb > 0.0) {
+        return 1.0;
+    }
+    let decade = 10f64.powf(max_gb.log10().floor());
+    [1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0]
+        .into_iter()
+        .map(|m| m * decade)
+        .find(|&top| top >= max_gb * (1.0 - 1e-12))
+        .unwrap_or(10.0 * decade)
+}
+
+/// Width of the legend column, in CSS pixels.
+const LEGEND_WIDTH: f64 = 190.0;
+
+/// Draws the bars into `area`, filling it: axis and bars on the left, the
+/// legend (with the first bar's figures) on the right.
+pub fn draw<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    bars: &[Bar<'_>],
+    style: &ChartStyle,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    area.fill(&style.background())?;
+    let (width, _) = area.dim_in_pixel();
+    let legend_px = style.px(LEGEND_WIDTH).min(width as i32 / 2).max(0) as u32;
+    let (plot_area, legend_area) = area.split_horizontally(width - legend_px);
+
+    let max_gb = bars
+        .iter()
+        .map(|b| b.breakdown.total_gb())
+        .fold(0.0, f64::max);
+    let top = axis_top(max_gb);
+    let n = bars.len().max(1) as u32;
+    let fg = style.foreground();
+
+    let mut chart = ChartBuilder::on(&plot_area)
+        .margin(style.px(12.0))
+        .margin_top(style.px(24.0))
+        .x_label_area_size(style.px(28.0))
+        .y_label_area_size(style.px(64.0))
+        .build_cartesian_2d((0..n).into_segmented(), 0.0..top)?;
+
+    let labels: Vec<&str> = bars.iter().map(|b| b.label).collect();
+    let x_label = |v: &SegmentValue<u32>| match v {
+        SegmentValue::CenterOf(i) => labels.get(*i as usize).copied().unwrap_or("").to_string(),
+        _ => String::new(),
+    };
+    let y_label = |v: &f64| format!("{} GB", trim_number(*v));
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n as usize + 1)
+        .y_labels(6)
+        .x_label_formatter(&x_label)
+        .y_label_formatter(&y_label)
+        .label_style(style.font(13.0))
+        .axis_style(fg.stroke_width(style.px(1.0).max(1) as u32))
+        .bold_line_style(fg.mix(0.15))
+        .light_line_style(TRANSPARENT)
+        .draw()?;
+
+    // Bars take 60 % of their slot.
+    let slot_px = chart.plotting_area().dim_in_pixel().0 as f64 / f64::from(n);
+    let side = (slot_px * 0.2).round() as u32;
+    for (i, bar) in bars.iter().enumerate() {
+        let i = i as u32;
+        let mut base = 0.0;
+        for term in Term::ALL {
+            let gb = bar.breakdown.gb(term);
+            if gb <= 0.0 {
+                continue;
+            }
+            let mut rect = Rectangle::new(
+                [
+                    (SegmentValue::Exact(i), base),
+                    (SegmentValue::Exact(i + 1), base + gb),
+                ],
+                term_colour(term).filled(),
+            );
+            rect.set_margin(0, 0, side, side);
+            chart.draw_series([rect])?;
+            base += gb;
+        }
+        chart.draw_series([Text::new(
+            format!("{:.1} GB", bar.breakdown.total_gb()),
+            (SegmentValue::CenterOf(i), base),
+            style
+                .font(14.0)
+                .pos(Pos::new(HPos::Center, VPos::Bottom)),
+        )])?;
+    }
+
+    if let Some(first) = bars.first() {
+        draw_legend(&legend_area, first.breakdown, style)?;
+    }
+    area.present()
+}
+
+/// The legend: a swatch, the term's name and its GB, top of the stack first.
+fn draw_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    b: &Breakdown,
+    style: &ChartStyle,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let row = style.px(26.0);
+    let swatch = style.px(14.0);
+    let x = style.px(8.0);
+    let mut y = style.px(28.0);
+    for term in Term::ALL.into_iter().rev() {
+        area.draw(&Rectangle::new(
+            [(x, y), (x + swatch, y + swatch)],
+            term_colour(term).filled(),
+        ))?;
+        area.draw(&Text::new(
+            format!("{}  {:.1} GB", term.label(), b.gb(term)),
+            (x + swatch + style.px(8.0), y + swatch / 2),
+            style.font(13.0).pos(Pos::new(HPos::Left, VPos::Center)),
+        ))?;
+        y += row;
+    }
+    Ok(())
+}
+
+/// `200` rather than `200.0`, `1.5` as is.
+fn trim_number(v: f64) -> String {
+    let s = format!("{v:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axis_top_steps() {
+        let cases = [
+            (185.014, 200.0),
+            (258.0, 300.0),
+            (7.118, 8.0),
+            (1302.5, 1500.0),
+            (100.0, 100.0),
+            (0.0, 1.0),
+            (f64::NAN, 1.0),
+            (0.35, 0.4),
+            (9.5, 10.0),
+        ];
+        for (max, want) in cases {
+            let got = axis_top(max);
+            assert!((got - want).abs() < 1e-9, "{max}: {got} vs {want}");
+        }
+    }
+
+    #[test]
+    fn trims_numbers() {
+        assert_eq!(trim_number(200.0), "200");
+        assert_eq!(trim_number(1.5), "1.5");
+        assert_eq!(trim_number(0.25), "0.25");
+    }
+}

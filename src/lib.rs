@@ -1,0 +1,15 @@
+//! membudget: the lesson's GPU training-memory budget as a library, a command
+//! line and a Leptos page.
+//!
+//! - [`budget`]: the pure-Rust core (no web dependencies).
+//! - [`chart`]: the stacked bar chart, drawn on any plotters backend.
+//! - `cli` (native only): the command line.
+//! - `app` (wasm32 only): the Leptos page.
+#![deny(missing_docs)]
+
+pub mod budget;
+pub mod chart;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod cli;
+#[cfg(target_arch = "wasm32")]
+pub mod app;

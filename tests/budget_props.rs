@@ -1,0 +1,108 @@
+//! Properties of the lesson's budget over many random valid inputs.
+
+use membudget::budget::{estimate, Field, Term, TrainingConfig};
+use proptest::prelude::*;
+
+/// Any configuration the core accepts.
+fn any_config() -> impl Strategy<Value = TrainingConfig> {
+    (
+        0.1f64..=1000.0,
+        1u32..=1024,
+        128u32..=131_072,
+        128u32..=65_536,
+        1u32..=256,
+        any::<bool>(),
+    )
+        .prop_map(|(params_b, batch, seq_len, hidden, layers, mixed_precision)| {
+            TrainingConfig {
+                params_b,
+                batch,
+                seq_len,
+                hidden,
+                layers,
+                mixed_precision,
+            }
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(4000))]
+
+    #[test]
+    fn total_is_the_sum_and_every_figure_finite(cfg in any_config()) {
+        let b = estimate(&cfg).unwrap();
+        let sum: f64 = Term::ALL.iter().map(|&t| b.bytes(t)).sum();
+        prop_assert!((b.total - sum).abs() <= b.total * 1e-15);
+        for t in Term::ALL {
+            prop_assert!(b.bytes(t).is_finite() && b.bytes(t) >= 0.0);
+            prop_assert!(b.share(t) >= 0.0 && b.share(t) <= 1.0);
+        }
+        prop_assert!(b.total.is_finite() && b.total > 0.0);
+        let d = b.dominant();
+        prop_assert!(Term::ALL.iter().all(|&t| b.bytes(t) <= b.bytes(d)));
+    }
+
+    #[test]
+    fn activations_linear_in_batch_others_fixed(cfg in any_config(), k in 2u32..=8) {
+        // Fold the batch into 1..=1024/k so that k times it stays in range.
+        let cfg = TrainingConfig { batch: 1 + cfg.batch % (1024 / k), ..cfg };
+        let one = estimate(&cfg).unwrap();
+        let more = estimate(&TrainingConfig { batch: cfg.batch * k, ..cfg }).unwrap();
+        prop_assert_eq!(more.activations, one.activations * f64::from(k));
+        for t in [Term::Params, Term::Grads, Term::MasterWeights, Term::OptimizerState] {
+            prop_assert_eq!(more.bytes(t), one.bytes(t));
+        }
+    }
+
+    #[test]
+    fn activations_linear_in_seq_others_fixed(cfg in any_config(), k in 2u32..=8) {
+        // Fold the length into 128..=131072/k so that k times it stays in range.
+        let cfg = TrainingConfig { seq_len: 128 + cfg.seq_len % (131_072 / k - 127), ..cfg };
+        let one = estimate(&cfg).unwrap();
+        let more = estimate(&TrainingConfig { seq_len: cfg.seq_len * k, ..cfg }).unwrap();
+        prop_assert_eq!(more.activations, one.activations * f64::from(k));
+        for t in [Term::Params, Term::Grads, Term::MasterWeights, Term::OptimizerState] {
+            prop_assert_eq!(more.bytes(t), one.bytes(t));
+        }
+    }
+
+    /// The lesson's exercise 1: fp32 doubles weights and gradients, removes
+    /// the master copy, and leaves optimizer state and activations alone.
+    #[test]
+    fn mixed_precision_moves_exactly_the_weight_terms(cfg in any_config()) {
+        let mixed = estimate(&TrainingConfig { mixed_precision: true, ..cfg }).unwrap();
+        let fp32 = estimate(&TrainingConfig { mixed_precision: false, ..cfg }).unwrap();
+        let n = cfg.params_b * 1e9;
+        prop_assert_eq!(mixed.params, n * 2.0);
+        prop_assert_eq!(fp32.params, n * 4.0);
+        prop_assert_eq!(fp32.grads, 2.0 * mixed.grads);
+        prop_assert_eq!(mixed.master_weights, n * 4.0);
+        prop_assert_eq!(fp32.master_weights, 0.0);
+        prop_assert_eq!(fp32.optimizer_state, mixed.optimizer_state);
+        prop_assert_eq!(fp32.activations, mixed.activations);
+    }
+
+    /// Whatever is typed, parsing never panics, and what it accepts is in
+    /// range and whole where it must be; clamping always lands in range.
+    #[test]
+    fn parse_and_clamp_stay_in_range(text in "\\PC{0,12}", x in any::<f64>()) {
+        for field in Field::ALL {
+            let (min, max) = field.range();
+            if let Ok(v) = field.parse(&text) {
+                prop_assert!(v >= min && v <= max);
+                prop_assert!(!field.is_integer() || v.fract() == 0.0);
+            }
+            let c = field.clamp(x);
+            prop_assert!(c >= min && c <= max && field.check(c).is_ok());
+        }
+    }
+
+    #[test]
+    fn out_of_range_is_refused_with_the_field(cfg in any_config(), which in 0usize..5, over in any::<bool>()) {
+        let field = Field::ALL[which];
+        let (min, max) = field.range();
+        let bad = if over { max + 1.0 } else { min - 0.05 };
+        let err = cfg.with(field, bad).unwrap_err();
+        prop_assert_eq!(err.field, field);
+    }
+}

@@ -1,0 +1,99 @@
+//! The command line, run as a user runs it.
+
+use std::process::Command;
+
+fn membudget(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_membudget"))
+        .args(args)
+        .output()
+        .expect("run membudget");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+const LESSON: &str = "\
+params_gb                14.0 GB
+grads_gb                 14.0 GB
+master_weights_gb        28.0 GB
+optimizer_state_gb       56.0 GB
+activations_gb           73.0 GB
+total_gb                185.0 GB
+dominant: activations_gb (73.0 of 185.0 GB, 39 %)
+";
+
+#[test]
+fn no_flags_prints_the_lesson() {
+    assert_eq!(membudget(&[]), (0, LESSON.to_string(), String::new()));
+}
+
+#[test]
+fn lesson_flags_print_the_lesson() {
+    let args = [
+        "--params", "7", "--batch", "4", "--seq", "2048", "--hidden", "4096", "--layers", "32",
+    ];
+    assert_eq!(membudget(&args).1, LESSON);
+}
+
+#[test]
+fn fp32_moves_weights_and_master_copy() {
+    let (code, out, _) = membudget(&["--fp32"]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with(
+        "params_gb                28.0 GB\n\
+         grads_gb                 28.0 GB\n\
+         master_weights_gb         0.0 GB\n"
+    ));
+    assert!(out.contains("total_gb                185.0 GB\n"));
+}
+
+#[test]
+fn gpt2_small_row() {
+    let (_, out, _) = membudget(&[
+        "--params", "0.124", "--batch", "8", "--seq", "1024", "--hidden", "768", "--layers", "12",
+    ]);
+    assert!(out.contains("activations_gb            5.1 GB\n"), "{out}");
+    assert!(out.contains("total_gb                  7.1 GB\n"), "{out}");
+}
+
+#[test]
+fn json_has_bytes_and_gb() {
+    let (code, out, _) = membudget(&["--json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["model"], "lesson");
+    assert_eq!(v["bytes"]["activations"], 73_014_444_032.0);
+    assert_eq!(v["bytes"]["params"], 14e9);
+    assert_eq!(v["gb"]["master_weights"], 28.0);
+    assert_eq!(v["gb"]["optimizer_state"], 56.0);
+    assert_eq!(v["gb"]["total"], 185.014444032);
+    let keys = ["params", "grads", "master_weights", "optimizer_state", "activations", "total"];
+    for part in ["bytes", "gb"] {
+        let obj = v[part].as_object().unwrap();
+        assert_eq!(obj.len(), keys.len());
+        for k in keys {
+            assert!(obj[k].is_f64(), "{part}.{k}");
+        }
+    }
+}
+
+#[test]
+fn bad_flags_fail_with_a_clear_message() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["--batch", "0"], "Batch size must be at least 1"),
+        (&["--batch", "2.5"], "Batch size must be a whole number"),
+        (&["--seq", "abc"], "Sequence length must be a number"),
+        (&["--hidden", "100000"], "Hidden size must be at most 65536"),
+        (&["--params", "NaN"], "Model size must be a number"),
+        (&["--layers", "-1"], "Layers must be at least 1"),
+        (&["--nonsense"], "unexpected argument '--nonsense'"),
+    ];
+    for (args, msg) in cases {
+        let (code, out, err) = membudget(args);
+        assert_eq!(code, 2, "{args:?}");
+        assert!(out.is_empty(), "{args:?}");
+        assert!(err.contains(msg), "{args:?}: {err}");
+    }
+}
