@@ -187,6 +187,38 @@ impl Field {
         }
     }
 
+    /// The slider's `(min, max, step)` in slider units: the value itself
+    /// (linear), its log₂ (one notch per doubling) or its log₁₀.
+    pub fn slider_range(self) -> (f64, f64, f64) {
+        let (min, max) = self.range();
+        match self.scale() {
+            Scale::Linear => (min, max, 1.0),
+            Scale::Log2 => (min.log2(), max.log2(), 1.0),
+            Scale::Log10 => (min.log10(), max.log10(), 0.005),
+        }
+    }
+
+    /// Where `value` sits on the slider.
+    pub fn to_slider(self, value: f64) -> f64 {
+        match self.scale() {
+            Scale::Linear => value,
+            Scale::Log2 => value.log2(),
+            Scale::Log10 => value.log10(),
+        }
+    }
+
+    /// The value at slider position `pos`, always accepted by [`Field::check`]:
+    /// powers of two on log₂ sliders, two significant digits on the log₁₀
+    /// one (so 7 B is reachable and values read cleanly).
+    pub fn from_slider(self, pos: f64) -> f64 {
+        let raw = match self.scale() {
+            Scale::Linear => pos.round(),
+            Scale::Log2 => pos.round().exp2(),
+            Scale::Log10 => round_significant(10f64.powf(pos), 2),
+        };
+        self.clamp(raw)
+    }
+
     /// The nearest accepted value: clamped into range, rounded to a whole
     /// number where needed; NaN becomes the lesson's default.
     pub fn clamp(self, value: f64) -> f64 {
@@ -200,6 +232,20 @@ impl Field {
         } else {
             v
         }
+    }
+}
+
+/// `x` rounded to `digits` significant decimal digits (finite, positive x).
+fn round_significant(x: f64, digits: i32) -> f64 {
+    if !(x.is_finite() && x > 0.0) {
+        return x;
+    }
+    let exp = x.log10().floor() as i32 - (digits - 1);
+    if exp >= 0 {
+        (x / 10f64.powi(exp)).round() * 10f64.powi(exp)
+    } else {
+        // Divide by the inverse so that 0.12 comes out as the f64 nearest 0.12.
+        (x * 10f64.powi(-exp)).round() / 10f64.powi(-exp)
     }
 }
 
@@ -432,15 +478,13 @@ impl Breakdown {
 
     /// The largest term; on a tie, the first in the lesson's order.
     pub fn dominant(&self) -> Term {
-        Term::ALL
-            .into_iter()
-            .fold(Term::Params, |best, t| {
-                if self.bytes(t) > self.bytes(best) {
-                    t
-                } else {
-                    best
-                }
-            })
+        Term::ALL.into_iter().fold(Term::Params, |best, t| {
+            if self.bytes(t) > self.bytes(best) {
+                t
+            } else {
+                best
+            }
+        })
     }
 
     /// A term's fraction of the total, in 0..=1.
@@ -492,7 +536,11 @@ pub fn estimate(cfg: &TrainingConfig) -> Result<Breakdown, ConfigError> {
     let bytes_per_param = if cfg.mixed_precision { 2.0 } else { 4.0 };
     let param_mem = params * bytes_per_param;
     let grad_mem = params * bytes_per_param;
-    let master_mem = if cfg.mixed_precision { params * 4.0 } else { 0.0 };
+    let master_mem = if cfg.mixed_precision {
+        params * 4.0
+    } else {
+        0.0
+    };
     let adam_mem = params * 4.0 * 2.0;
     // Exact in u64 (at most 34·256·1024·131072·65536·2 ≈ 1.5e17 < 2^64),
     // then one correctly rounded conversion, as Python's int → float.
@@ -534,11 +582,51 @@ mod tests {
     /// mixed) → params, grads, master, optim, activations, total (GB; the
     /// last two to three decimals as published).
     const VECTORS: &[(f64, u32, u32, u32, u32, bool, [f64; 6])] = &[
-        (7.0, 4, 2048, 4096, 32, true, [14.0, 14.0, 28.0, 56.0, 73.014, 185.014]),
-        (7.0, 4, 2048, 4096, 32, false, [28.0, 28.0, 0.0, 56.0, 73.014, 185.014]),
-        (7.0, 8, 2048, 4096, 32, true, [14.0, 14.0, 28.0, 56.0, 146.029, 258.029]),
-        (0.124, 8, 1024, 768, 12, true, [0.248, 0.248, 0.496, 0.992, 5.134, 7.118]),
-        (70.0, 1, 4096, 8192, 80, true, [140.0, 140.0, 280.0, 560.0, 182.536, 1302.536]),
+        (
+            7.0,
+            4,
+            2048,
+            4096,
+            32,
+            true,
+            [14.0, 14.0, 28.0, 56.0, 73.014, 185.014],
+        ),
+        (
+            7.0,
+            4,
+            2048,
+            4096,
+            32,
+            false,
+            [28.0, 28.0, 0.0, 56.0, 73.014, 185.014],
+        ),
+        (
+            7.0,
+            8,
+            2048,
+            4096,
+            32,
+            true,
+            [14.0, 14.0, 28.0, 56.0, 146.029, 258.029],
+        ),
+        (
+            0.124,
+            8,
+            1024,
+            768,
+            12,
+            true,
+            [0.248, 0.248, 0.496, 0.992, 5.134, 7.118],
+        ),
+        (
+            70.0,
+            1,
+            4096,
+            8192,
+            80,
+            true,
+            [140.0, 140.0, 280.0, 560.0, 182.536, 1302.536],
+        ),
     ];
 
     fn config(v: &(f64, u32, u32, u32, u32, bool, [f64; 6])) -> TrainingConfig {
@@ -610,16 +698,55 @@ mod tests {
             (Field::Batch, "", Err(ErrorKind::Empty)),
             (Field::Batch, "abc", Err(ErrorKind::NotANumber)),
             (Field::Batch, "NaN", Err(ErrorKind::NotANumber)),
-            (Field::Batch, "0", Err(ErrorKind::BelowMin { min: 1.0, got: 0.0 })),
-            (Field::Batch, "-3", Err(ErrorKind::BelowMin { min: 1.0, got: -3.0 })),
+            (
+                Field::Batch,
+                "0",
+                Err(ErrorKind::BelowMin { min: 1.0, got: 0.0 }),
+            ),
+            (
+                Field::Batch,
+                "-3",
+                Err(ErrorKind::BelowMin {
+                    min: 1.0,
+                    got: -3.0,
+                }),
+            ),
             (Field::Batch, "2.5", Err(ErrorKind::NotWhole { got: 2.5 })),
-            (Field::Batch, "inf", Err(ErrorKind::AboveMax { max: 1024.0, got: f64::INFINITY })),
-            (Field::SeqLen, "100", Err(ErrorKind::BelowMin { min: 128.0, got: 100.0 })),
-            (Field::Hidden, "65537", Err(ErrorKind::AboveMax { max: 65536.0, got: 65537.0 })),
+            (
+                Field::Batch,
+                "inf",
+                Err(ErrorKind::AboveMax {
+                    max: 1024.0,
+                    got: f64::INFINITY,
+                }),
+            ),
+            (
+                Field::SeqLen,
+                "100",
+                Err(ErrorKind::BelowMin {
+                    min: 128.0,
+                    got: 100.0,
+                }),
+            ),
+            (
+                Field::Hidden,
+                "65537",
+                Err(ErrorKind::AboveMax {
+                    max: 65536.0,
+                    got: 65537.0,
+                }),
+            ),
             (Field::Layers, "256", Ok(256.0)),
             (Field::ModelSize, "0.124", Ok(0.124)),
             (Field::ModelSize, "1e3", Ok(1000.0)),
-            (Field::ModelSize, "0.05", Err(ErrorKind::BelowMin { min: 0.1, got: 0.05 })),
+            (
+                Field::ModelSize,
+                "0.05",
+                Err(ErrorKind::BelowMin {
+                    min: 0.1,
+                    got: 0.05,
+                }),
+            ),
         ];
         for (field, text, want) in cases {
             let got = field.parse(text).map_err(|e| {
@@ -643,10 +770,36 @@ mod tests {
             params_b: f64::NAN,
             ..TrainingConfig::default()
         };
-        assert_eq!(
-            estimate(&nan).unwrap_err().kind,
-            ErrorKind::NotANumber
-        );
+        assert_eq!(estimate(&nan).unwrap_err().kind, ErrorKind::NotANumber);
+    }
+
+    #[test]
+    fn sliders_map_to_clean_values() {
+        let cases: &[(Field, f64, f64)] = &[
+            (Field::ModelSize, 7f64.log10(), 7.0),
+            (Field::ModelSize, 0.845, 7.0),
+            (Field::ModelSize, -1.0, 0.1),
+            (Field::ModelSize, 3.0, 1000.0),
+            (Field::ModelSize, (0.124f64).log10(), 0.12),
+            (Field::ModelSize, 1.845, 70.0),
+            (Field::Batch, 3.0, 8.0),
+            (Field::Batch, 2.4, 4.0),
+            (Field::Batch, 11.0, 1024.0),
+            (Field::SeqLen, 11.0, 2048.0),
+            (Field::Hidden, 12.0, 4096.0),
+            (Field::Layers, 32.0, 32.0),
+            (Field::Layers, 0.0, 1.0),
+        ];
+        for &(field, pos, want) in cases {
+            assert_eq!(field.from_slider(pos), want, "{field} at {pos}");
+        }
+        for field in Field::ALL {
+            let d = TrainingConfig::default().get(field);
+            let (min, max, _) = field.slider_range();
+            let pos = field.to_slider(d);
+            assert!(pos >= min && pos <= max);
+            assert_eq!(field.from_slider(pos), d, "{field} default round trip");
+        }
     }
 
     #[test]

@@ -95,27 +95,40 @@ pub fn axis_top(max_gb: f64) -> f64 {
         .unwrap_or(10.0 * decade)
 }
 
-/// Width of the legend column, in CSS pixels.
+/// Width of the legend column beside the chart, in CSS pixels.
 const LEGEND_WIDTH: f64 = 190.0;
+/// Below this width (CSS pixels) the legend goes under the chart.
+const NARROW: f64 = 520.0;
+/// Height of one legend row, in CSS pixels.
+const LEGEND_ROW: f64 = 24.0;
 
-/// Draws the bars into `area`, filling it: axis and bars on the left, the
-/// legend (with the first bar's figures) on the right.
+/// Draws the bars into `area`, filling it: axis and bars, and a legend (with
+/// the first bar's figures) on the right, or underneath on narrow areas.
 pub fn draw<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     bars: &[Bar<'_>],
     style: &ChartStyle,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     area.fill(&style.background())?;
-    let (width, _) = area.dim_in_pixel();
-    let legend_px = style.px(LEGEND_WIDTH).min(width as i32 / 2).max(0) as u32;
-    let (plot_area, legend_area) = area.split_horizontally(width - legend_px);
+    let (width, height) = area.dim_in_pixel();
+    let narrow = f64::from(width) < NARROW * style.scale;
+    let (plot_area, legend_area) = if narrow {
+        let rows = Term::ALL.len() as f64;
+        let legend_px = style
+            .px(LEGEND_ROW * rows + 8.0)
+            .clamp(0, height as i32 / 2);
+        area.split_vertically(height as i32 - legend_px)
+    } else {
+        let legend_px = style.px(LEGEND_WIDTH).clamp(0, width as i32 / 2);
+        area.split_horizontally(width as i32 - legend_px)
+    };
 
     let max_gb = bars
         .iter()
         .map(|b| b.breakdown.total_gb())
         .fold(0.0, f64::max);
     let top = axis_top(max_gb);
-    let n = bars.len().max(1) as u32;
+    let n = bars.len().max(1) as f64;
     let fg = style.foreground();
 
     let mut chart = ChartBuilder::on(&plot_area)
@@ -123,20 +136,14 @@ pub fn draw<DB: DrawingBackend>(
         .margin_top(style.px(24.0))
         .x_label_area_size(style.px(28.0))
         .y_label_area_size(style.px(64.0))
-        .build_cartesian_2d((0..n).into_segmented(), 0.0..top)?;
+        .build_cartesian_2d(0.0..n, 0.0..top)?;
 
-    let labels: Vec<&str> = bars.iter().map(|b| b.label).collect();
-    let x_label = |v: &SegmentValue<u32>| match v {
-        SegmentValue::CenterOf(i) => labels.get(*i as usize).copied().unwrap_or("").to_string(),
-        _ => String::new(),
-    };
     let y_label = |v: &f64| format!("{} GB", trim_number(*v));
     chart
         .configure_mesh()
         .disable_x_mesh()
-        .x_labels(n as usize + 1)
+        .x_labels(0)
         .y_labels(6)
-        .x_label_formatter(&x_label)
         .y_label_formatter(&y_label)
         .label_style(style.font(13.0))
         .axis_style(fg.stroke_width(style.px(1.0).max(1) as u32))
@@ -144,35 +151,35 @@ pub fn draw<DB: DrawingBackend>(
         .light_line_style(TRANSPARENT)
         .draw()?;
 
-    // Bars take 60 % of their slot.
-    let slot_px = chart.plotting_area().dim_in_pixel().0 as f64 / f64::from(n);
-    let side = (slot_px * 0.2).round() as u32;
+    // Each bar takes the middle 60 % of its slot.
     for (i, bar) in bars.iter().enumerate() {
-        let i = i as u32;
+        let (left, right) = (i as f64 + 0.2, i as f64 + 0.8);
         let mut base = 0.0;
         for term in Term::ALL {
             let gb = bar.breakdown.gb(term);
             if gb <= 0.0 {
                 continue;
             }
-            let mut rect = Rectangle::new(
-                [
-                    (SegmentValue::Exact(i), base),
-                    (SegmentValue::Exact(i + 1), base + gb),
-                ],
+            chart.draw_series([Rectangle::new(
+                [(left, base), (right, base + gb)],
                 term_colour(term).filled(),
-            );
-            rect.set_margin(0, 0, side, side);
-            chart.draw_series([rect])?;
+            )])?;
             base += gb;
         }
+        let centre = i as f64 + 0.5;
         chart.draw_series([Text::new(
             format!("{:.1} GB", bar.breakdown.total_gb()),
-            (SegmentValue::CenterOf(i), base),
-            style
-                .font(14.0)
-                .pos(Pos::new(HPos::Center, VPos::Bottom)),
+            (centre, base),
+            style.font(14.0).pos(Pos::new(HPos::Center, VPos::Bottom)),
         )])?;
+        // The caption sits under the axis, outside the plotting area, so it
+        // is placed in pixels on the whole area.
+        let (x, y) = chart.backend_coord(&(centre, 0.0));
+        area.draw(&Text::new(
+            bar.label.to_string(),
+            (x, y + style.px(8.0)),
+            style.font(13.0).pos(Pos::new(HPos::Center, VPos::Top)),
+        ))?;
     }
 
     if let Some(first) = bars.first() {
@@ -187,11 +194,15 @@ fn draw_legend<DB: DrawingBackend>(
     b: &Breakdown,
     style: &ChartStyle,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
-    let row = style.px(26.0);
+    let row = style.px(LEGEND_ROW);
     let swatch = style.px(14.0);
-    let x = style.px(8.0);
-    let mut y = style.px(28.0);
-    for term in Term::ALL.into_iter().rev() {
+    let (width, height) = area.dim_in_pixel();
+    // Beside the chart the legend starts level with the axis top; under it,
+    // at its own top.
+    let top = style.px(if width < height { 28.0 } else { 4.0 });
+    for (k, term) in Term::ALL.into_iter().rev().enumerate() {
+        let x = style.px(8.0);
+        let y = top + k as i32 * row;
         area.draw(&Rectangle::new(
             [(x, y), (x + swatch, y + swatch)],
             term_colour(term).filled(),
@@ -201,7 +212,6 @@ fn draw_legend<DB: DrawingBackend>(
             (x + swatch + style.px(8.0), y + swatch / 2),
             style.font(13.0).pos(Pos::new(HPos::Left, VPos::Center)),
         ))?;
-        y += row;
     }
     Ok(())
 }

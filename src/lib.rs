@@ -7,9 +7,9 @@
 //! - `app` (wasm32 only): the Leptos page.
 #![deny(missing_docs)]
 
+#[cfg(target_arch = "wasm32")]
+pub mod app;
 pub mod budget;
 pub mod chart;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod cli;
-#[cfg(target_arch = "wasm32")]
-pub mod app;

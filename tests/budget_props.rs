@@ -1,4 +1,5 @@
 //! Properties of the lesson's budget over many random valid inputs.
+#![cfg(not(target_arch = "wasm32"))]
 
 use membudget::budget::{estimate, Field, Term, TrainingConfig};
 use proptest::prelude::*;
@@ -13,16 +14,16 @@ fn any_config() -> impl Strategy<Value = TrainingConfig> {
         1u32..=256,
         any::<bool>(),
     )
-        .prop_map(|(params_b, batch, seq_len, hidden, layers, mixed_precision)| {
-            TrainingConfig {
+        .prop_map(
+            |(params_b, batch, seq_len, hidden, layers, mixed_precision)| TrainingConfig {
                 params_b,
                 batch,
                 seq_len,
                 hidden,
                 layers,
                 mixed_precision,
-            }
-        })
+            },
+        )
 }
 
 proptest! {

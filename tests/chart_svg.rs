@@ -40,9 +40,15 @@ fn segment_height(svg: &str, term: Term) -> Option<f64> {
 fn lesson_bar_has_five_segments_legend_and_total() {
     let svg = render(&TrainingConfig::default());
     for term in Term::ALL {
-        assert!(segment_height(&svg, term).is_some(), "no segment for {term:?}");
+        assert!(
+            segment_height(&svg, term).is_some(),
+            "no segment for {term:?}"
+        );
     }
-    assert!(svg.contains("Activations  73.0 GB"), "legend figure missing");
+    assert!(
+        svg.contains("Activations  73.0 GB"),
+        "legend figure missing"
+    );
     assert!(svg.contains("Master weights  28.0 GB"));
     assert!(svg.contains("185.0 GB"), "total label missing");
     assert!(svg.contains("200 GB"), "axis top missing");
@@ -61,9 +67,21 @@ fn doubling_batch_grows_only_the_activation_segment() {
     let large = render(&TrainingConfig { batch: 2, ..base });
     let act_s = segment_height(&small, Term::Activations).unwrap();
     let act_l = segment_height(&large, Term::Activations).unwrap();
-    assert!(act_l > act_s * 1.9 && act_l < act_s * 2.1, "{act_s} -> {act_l}");
-    for term in [Term::Params, Term::Grads, Term::MasterWeights, Term::OptimizerState] {
-        assert_eq!(segment_height(&small, term), segment_height(&large, term), "{term:?}");
+    assert!(
+        act_l > act_s * 1.9 && act_l < act_s * 2.1,
+        "{act_s} -> {act_l}"
+    );
+    for term in [
+        Term::Params,
+        Term::Grads,
+        Term::MasterWeights,
+        Term::OptimizerState,
+    ] {
+        assert_eq!(
+            segment_height(&small, term),
+            segment_height(&large, term),
+            "{term:?}"
+        );
     }
 }
 

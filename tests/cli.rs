@@ -1,4 +1,5 @@
 //! The command line, run as a user runs it.
+#![cfg(not(target_arch = "wasm32"))]
 
 use std::process::Command;
 
@@ -69,7 +70,14 @@ fn json_has_bytes_and_gb() {
     assert_eq!(v["gb"]["master_weights"], 28.0);
     assert_eq!(v["gb"]["optimizer_state"], 56.0);
     assert_eq!(v["gb"]["total"], 185.014444032);
-    let keys = ["params", "grads", "master_weights", "optimizer_state", "activations", "total"];
+    let keys = [
+        "params",
+        "grads",
+        "master_weights",
+        "optimizer_state",
+        "activations",
+        "total",
+    ];
     for part in ["bytes", "gb"] {
         let obj = v[part].as_object().unwrap();
         assert_eq!(obj.len(), keys.len());

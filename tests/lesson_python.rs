@@ -20,15 +20,20 @@ fn every_python_row_matches_bit_for_bit() {
             mixed_precision: cols[5] == "1",
         };
         let b = estimate(&cfg).unwrap_or_else(|e| panic!("{cfg:?}: {e}"));
-        let ours = Term::ALL
-            .map(|t| b.gb(t))
-            .into_iter()
-            .chain([b.total_gb()]);
+        let ours = Term::ALL.map(|t| b.gb(t)).into_iter().chain([b.total_gb()]);
         for (i, got) in ours.enumerate() {
             let want: f64 = cols[6 + i].parse().unwrap();
-            assert_eq!(got.to_bits(), want.to_bits(), "{cfg:?} column {i}: {got} vs {want}");
+            assert_eq!(
+                got.to_bits(),
+                want.to_bits(),
+                "{cfg:?} column {i}: {got} vs {want}"
+            );
         }
-        assert_eq!(b.lesson_table(), cols[12].replace('|', "\n") + "\n", "{cfg:?}");
+        assert_eq!(
+            b.lesson_table(),
+            cols[12].replace('|', "\n") + "\n",
+            "{cfg:?}"
+        );
         rows += 1;
     }
     assert_eq!(rows, 2007);

@@ -1,0 +1,150 @@
+//! The inputs: one slider and number box per field, and the precision toggle.
+
+use super::Inputs;
+use crate::budget::Field;
+use leptos::prelude::*;
+
+/// Formats a field's value for the number box: `7`, `0.124`, `2048`.
+fn show(value: f64) -> String {
+    format!("{value}")
+}
+
+/// A labelled slider with a number box beside it for one [`Field`].
+///
+/// The slider moves along the field's scale (doubling for batch, sequence
+/// and hidden size; log₁₀ for model size). The box takes any typed value:
+/// in range it applies as typed; out of range it is clamped on commit;
+/// unparseable it is refused. Either way a message stays under the control
+/// until a valid value arrives.
+#[component]
+pub fn FieldControl(
+    /// Which input of the configuration this control edits.
+    field: Field,
+) -> impl IntoView {
+    let Inputs(inputs) = expect_context::<Inputs>();
+    let value = Memo::new(move |_| inputs.read().get(field));
+    let message = RwSignal::new(None::<String>);
+    let (smin, smax, step) = field.slider_range();
+    let (min, max) = field.range();
+    let key = field.key();
+    let slider_id = format!("{key}-slider");
+    let box_id = format!("{key}-input");
+    let msg_id = format!("{key}-message");
+
+    let apply = move |v: f64| {
+        if let Ok(next) = inputs.get_untracked().with(field, v) {
+            inputs.set(next);
+            message.set(None);
+        }
+    };
+
+    let on_slider = move |ev: leptos::ev::Event| {
+        if let Ok(pos) = event_target_value(&ev).parse::<f64>() {
+            apply(field.from_slider(pos));
+        }
+    };
+    // While typing: apply only values that are already valid.
+    let on_box_input = move |ev: leptos::ev::Event| {
+        if let Ok(v) = field.parse(&event_target_value(&ev)) {
+            apply(v);
+        }
+    };
+    // On commit (Enter or leaving the box): clamp or refuse, and say so.
+    let on_box_change = move |ev: leptos::ev::Event| {
+        let text = event_target_value(&ev);
+        let current = value.get_untracked();
+        let note = match field.parse(&text) {
+            Ok(v) => {
+                apply(v);
+                None
+            }
+            Err(e) => {
+                use crate::budget::ErrorKind::*;
+                let fixed = match e.kind {
+                    BelowMin { got, .. } | AboveMax { got, .. } | NotWhole { got } => {
+                        Some(field.clamp(got))
+                    }
+                    Empty | NotANumber => None,
+                };
+                Some(match fixed {
+                    Some(v) => {
+                        apply(v);
+                        format!("{e}; using {}.", show(v))
+                    }
+                    None => format!("{e}; kept {}.", show(current)),
+                })
+            }
+        };
+        // Show the value in force, even when the signal did not change.
+        let input = event_target::<web_sys::HtmlInputElement>(&ev);
+        input.set_value(&show(value.get_untracked()));
+        message.set(note);
+    };
+
+    view! {
+        <div class="field">
+            <label for=slider_id.clone()>{field.label()}</label>
+            <div class="field-inputs">
+                <input
+                    type="range"
+                    id=slider_id
+                    min=smin
+                    max=smax
+                    step=step
+                    prop:value=move || field.to_slider(value.get())
+                    aria-valuetext=move || format!("{} {}", show(value.get()), field.unit())
+                    on:input=on_slider
+                />
+                <input
+                    type="number"
+                    id=box_id
+                    class="number"
+                    min=min
+                    max=max
+                    step=if field.is_integer() { "1" } else { "any" }
+                    aria-label=format!("{} value", field.label())
+                    aria-describedby=msg_id.clone()
+                    prop:value=move || show(value.get())
+                    on:input=on_box_input
+                    on:change=on_box_change
+                />
+                <span class="unit">{field.unit()}</span>
+            </div>
+            <p id=msg_id class="field-message" role="status" aria-live="polite">
+                {move || message.get()}
+            </p>
+        </div>
+    }
+}
+
+/// The "Mixed precision" checkbox: bf16 weights and gradients with an fp32
+/// master copy when ticked, plain fp32 when not.
+#[component]
+pub fn MixedPrecisionToggle() -> impl IntoView {
+    let Inputs(inputs) = expect_context::<Inputs>();
+    view! {
+        <div class="field toggle">
+            <label>
+                <input
+                    type="checkbox"
+                    id="mixed-input"
+                    prop:checked=move || inputs.read().mixed_precision
+                    on:change=move |ev| {
+                        let on = event_target_checked(&ev);
+                        inputs.update(|c| c.mixed_precision = on);
+                    }
+                />
+                " Mixed precision"
+            </label>
+            <span class="hint">
+                {move || {
+                    if inputs.read().mixed_precision {
+                        "bf16 weights and gradients, fp32 master copy"
+                    } else {
+                        "fp32 weights and gradients, no master copy"
+                    }
+                }}
+            </span>
+        </div>
+    }
+}
