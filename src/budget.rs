@@ -578,72 +578,54 @@ pub fn dominant_sentence(b: &Breakdown) -> String {
 mod tests {
     use super::*;
 
-    /// VECTORS.md, "The lesson's demo" table: (B, batch, seq, hidden, layers,
-    /// mixed) → params, grads, master, optim, activations, total (GB; the
-    /// last two to three decimals as published).
-    const VECTORS: &[(f64, u32, u32, u32, u32, bool, [f64; 6])] = &[
+    /// A configuration in the order of the lesson's signature.
+    const fn cfg(
+        params_b: f64,
+        batch: u32,
+        seq_len: u32,
+        hidden: u32,
+        layers: u32,
+        mixed: bool,
+    ) -> TrainingConfig {
+        TrainingConfig {
+            params_b,
+            batch,
+            seq_len,
+            hidden,
+            layers,
+            mixed_precision: mixed,
+        }
+    }
+
+    /// VECTORS.md, "The lesson's demo" table: configuration → params, grads,
+    /// master, optim, activations, total (GB; to three decimals as published).
+    const VECTORS: &[(TrainingConfig, [f64; 6])] = &[
         (
-            7.0,
-            4,
-            2048,
-            4096,
-            32,
-            true,
+            cfg(7.0, 4, 2048, 4096, 32, true),
             [14.0, 14.0, 28.0, 56.0, 73.014, 185.014],
         ),
         (
-            7.0,
-            4,
-            2048,
-            4096,
-            32,
-            false,
+            cfg(7.0, 4, 2048, 4096, 32, false),
             [28.0, 28.0, 0.0, 56.0, 73.014, 185.014],
         ),
         (
-            7.0,
-            8,
-            2048,
-            4096,
-            32,
-            true,
+            cfg(7.0, 8, 2048, 4096, 32, true),
             [14.0, 14.0, 28.0, 56.0, 146.029, 258.029],
         ),
         (
-            0.124,
-            8,
-            1024,
-            768,
-            12,
-            true,
+            cfg(0.124, 8, 1024, 768, 12, true),
             [0.248, 0.248, 0.496, 0.992, 5.134, 7.118],
         ),
         (
-            70.0,
-            1,
-            4096,
-            8192,
-            80,
-            true,
+            cfg(70.0, 1, 4096, 8192, 80, true),
             [140.0, 140.0, 280.0, 560.0, 182.536, 1302.536],
         ),
     ];
 
-    fn config(v: &(f64, u32, u32, u32, u32, bool, [f64; 6])) -> TrainingConfig {
-        TrainingConfig {
-            params_b: v.0,
-            batch: v.1,
-            seq_len: v.2,
-            hidden: v.3,
-            layers: v.4,
-            mixed_precision: v.5,
-        }
-    }
-
     #[test]
     fn reference_vectors() {
-        for v in VECTORS {
-            let b = estimate(&config(v)).unwrap();
+        for (config, want) in VECTORS {
+            let b = estimate(config).unwrap();
             let got = [
                 b.gb(Term::Params),
                 b.gb(Term::Grads),
@@ -652,8 +634,8 @@ mod tests {
                 b.gb(Term::Activations),
                 b.total_gb(),
             ];
-            for (g, want) in got.iter().zip(v.6) {
-                assert!((g - want).abs() < 5e-4, "{v:?}: got {g}, want {want}");
+            for (g, w) in got.iter().zip(want) {
+                assert!((g - w).abs() < 5e-4, "{config:?}: got {g}, want {w}");
             }
         }
     }

@@ -32,8 +32,7 @@ fn segment_height(svg: &str, term: Term) -> Option<f64> {
             h.parse::<f64>().ok()
         })
         // The legend swatch is 14 px; the bar segment is the other one.
-        .filter(|&h| h != 14.0)
-        .last()
+        .rfind(|&h| h != 14.0)
 }
 
 #[test]
