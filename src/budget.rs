@@ -28,7 +28,7 @@ use std::fmt;
 pub const BYTES_PER_GB: f64 = 1e9;
 
 /// One training set-up, in the lesson's terms.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TrainingConfig {
     /// Model size in billions of parameters (the lesson's `num_params_b`).
     pub params_b: f64,
@@ -347,6 +347,55 @@ impl TrainingConfig {
     }
 }
 
+/// The unit figures are shown in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Unit {
+    /// 10⁹ bytes, as the lesson counts.
+    #[default]
+    Gb,
+    /// 2³⁰ bytes, as `nvidia-smi` and operating systems count.
+    Gib,
+}
+
+impl Unit {
+    /// Bytes in one unit.
+    pub fn bytes(self) -> f64 {
+        match self {
+            Unit::Gb => 1e9,
+            Unit::Gib => 1_073_741_824.0,
+        }
+    }
+
+    /// The unit's symbol.
+    pub fn label(self) -> &'static str {
+        match self {
+            Unit::Gb => "GB",
+            Unit::Gib => "GiB",
+        }
+    }
+
+    /// The URL value.
+    pub fn key(self) -> &'static str {
+        match self {
+            Unit::Gb => "gb",
+            Unit::Gib => "gib",
+        }
+    }
+
+    /// What the unit means, for labels.
+    pub fn definition(self) -> &'static str {
+        match self {
+            Unit::Gb => "GB = 10⁹ bytes",
+            Unit::Gib => "GiB = 2³⁰ bytes",
+        }
+    }
+
+    /// `bytes` in this unit.
+    pub fn of(self, bytes: f64) -> f64 {
+        bytes / self.bytes()
+    }
+}
+
 /// One term of the budget.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Term {
@@ -563,13 +612,14 @@ pub fn estimate(cfg: &TrainingConfig) -> Result<Breakdown, ConfigError> {
 
 /// The sentence naming the dominant term, e.g. "Activations dominate: 73.0
 /// of 185.0 GB, 39 %".
-pub fn dominant_sentence(b: &Breakdown) -> String {
+pub fn dominant_sentence(b: &Breakdown, unit: Unit) -> String {
     let term = b.dominant();
     format!(
-        "{} dominate: {:.1} of {:.1} GB, {:.0} %",
+        "{} dominate: {:.1} of {:.1} {}, {:.0} %",
         term.label(),
-        b.gb(term),
-        b.total_gb(),
+        unit.of(b.bytes(term)),
+        unit.of(b.total),
+        unit.label(),
         b.share(term) * 100.0
     )
 }
@@ -654,7 +704,7 @@ mod tests {
         );
         assert_eq!(b.activations, 73_014_444_032.0);
         assert_eq!(
-            dominant_sentence(&b),
+            dominant_sentence(&b, Unit::Gb),
             "Activations dominate: 73.0 of 185.0 GB, 39 %"
         );
     }

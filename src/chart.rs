@@ -5,6 +5,7 @@
 //! page renders it on a `<canvas>`, the tests into an SVG string.
 
 use crate::budget::{Breakdown, Term};
+use crate::state::Unit;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -71,12 +72,28 @@ impl ChartStyle {
 }
 
 /// One bar: its caption under the axis and its breakdown.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Bar<'a> {
-    /// Caption under the bar ("Current", "Baseline").
-    pub label: &'a str,
+    /// Caption under the bar ("Current", "Baseline", "256").
+    pub label: String,
     /// The figures it stacks.
     pub breakdown: &'a Breakdown,
+}
+
+/// What to draw: the bars and everything around them.
+#[derive(Clone, Debug)]
+pub struct ChartSpec<'a> {
+    /// The bars, left to right.
+    pub bars: Vec<Bar<'a>>,
+    /// The unit of the axis and the labels.
+    pub unit: Unit,
+    /// A GPU's memory in bytes, drawn as a dashed line across the bars.
+    pub capacity_bytes: Option<f64>,
+    /// The bar to emphasise (the current point of a sweep); the others fade
+    /// and only this one carries its total.
+    pub marked: Option<usize>,
+    /// Whose figures the legend lists; no legend when `None`.
+    pub legend: Option<&'a Breakdown>,
 }
 
 /// The top of the GB axis for a largest total of `max_gb`: the next value of
@@ -102,43 +119,52 @@ const NARROW: f64 = 520.0;
 /// Height of one legend row, in CSS pixels.
 const LEGEND_ROW: f64 = 24.0;
 
-/// Draws the bars into `area`, filling it: axis and bars, and a legend (with
-/// the first bar's figures) on the right, or underneath on narrow areas.
+/// Draws `spec` into `area`, filling it: axis and bars, and the legend on
+/// the right, or underneath on narrow areas.
 pub fn draw<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
-    bars: &[Bar<'_>],
+    spec: &ChartSpec<'_>,
     style: &ChartStyle,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     area.fill(&style.background())?;
     let (width, height) = area.dim_in_pixel();
     let narrow = f64::from(width) < NARROW * style.scale;
-    let (plot_area, legend_area) = if narrow {
-        let rows = Term::ALL.len() as f64;
-        let legend_px = style
-            .px(LEGEND_ROW * rows + 8.0)
-            .clamp(0, height as i32 / 2);
-        area.split_vertically(height as i32 - legend_px)
-    } else {
-        let legend_px = style.px(LEGEND_WIDTH).clamp(0, width as i32 / 2);
-        area.split_horizontally(width as i32 - legend_px)
+    let (plot_area, legend_area) = match (spec.legend, narrow) {
+        (None, _) => (area.clone(), None),
+        (Some(_), true) => {
+            let rows = Term::ALL.len() as f64;
+            let legend_px = style
+                .px(LEGEND_ROW * rows + 8.0)
+                .clamp(0, height as i32 / 2);
+            let (top, bottom) = area.split_vertically(height as i32 - legend_px);
+            (top, Some(bottom))
+        }
+        (Some(_), false) => {
+            let legend_px = style.px(LEGEND_WIDTH).clamp(0, width as i32 / 2);
+            let (left, right) = area.split_horizontally(width as i32 - legend_px);
+            (left, Some(right))
+        }
     };
 
-    let max_gb = bars
+    let unit = spec.unit;
+    let max_total = spec
+        .bars
         .iter()
-        .map(|b| b.breakdown.total_gb())
+        .map(|b| b.breakdown.total)
+        .chain(spec.capacity_bytes)
         .fold(0.0, f64::max);
-    let top = axis_top(max_gb);
-    let n = bars.len().max(1) as f64;
+    let top = axis_top(unit.of(max_total));
+    let n = spec.bars.len().max(1) as f64;
     let fg = style.foreground();
 
     let mut chart = ChartBuilder::on(&plot_area)
         .margin(style.px(12.0))
         .margin_top(style.px(24.0))
         .x_label_area_size(style.px(28.0))
-        .y_label_area_size(style.px(64.0))
+        .y_label_area_size(style.px(72.0))
         .build_cartesian_2d(0.0..n, 0.0..top)?;
 
-    let y_label = |v: &f64| format!("{} GB", trim_number(*v));
+    let y_label = |v: &f64| format!("{} {}", trim_number(*v), unit.label());
     chart
         .configure_mesh()
         .disable_x_mesh()
@@ -152,38 +178,65 @@ pub fn draw<DB: DrawingBackend>(
         .draw()?;
 
     // Each bar takes the middle 60 % of its slot.
-    for (i, bar) in bars.iter().enumerate() {
+    for (i, bar) in spec.bars.iter().enumerate() {
+        let faded = spec.marked.is_some_and(|m| m != i);
         let (left, right) = (i as f64 + 0.2, i as f64 + 0.8);
         let mut base = 0.0;
         for term in Term::ALL {
-            let gb = bar.breakdown.gb(term);
-            if gb <= 0.0 {
+            let v = unit.of(bar.breakdown.bytes(term));
+            if v <= 0.0 {
                 continue;
             }
-            chart.draw_series([Rectangle::new(
-                [(left, base), (right, base + gb)],
-                term_colour(term).filled(),
-            )])?;
-            base += gb;
+            let colour = term_colour(term);
+            let fill = if faded {
+                colour.mix(0.55).filled()
+            } else {
+                colour.filled()
+            };
+            chart.draw_series([Rectangle::new([(left, base), (right, base + v)], fill)])?;
+            base += v;
         }
         let centre = i as f64 + 0.5;
-        chart.draw_series([Text::new(
-            format!("{:.1} GB", bar.breakdown.total_gb()),
-            (centre, base),
-            style.font(14.0).pos(Pos::new(HPos::Center, VPos::Bottom)),
-        )])?;
+        if spec.marked.is_none_or(|m| m == i) {
+            chart.draw_series([Text::new(
+                format!("{:.1} {}", unit.of(bar.breakdown.total), unit.label()),
+                (centre, base),
+                style.font(14.0).pos(Pos::new(HPos::Center, VPos::Bottom)),
+            )])?;
+        }
         // The caption sits under the axis, outside the plotting area, so it
         // is placed in pixels on the whole area.
         let (x, y) = chart.backend_coord(&(centre, 0.0));
+        let caption = if spec.marked == Some(i) {
+            style.font(13.0).color(&fg)
+        } else {
+            style.font(12.0)
+        };
         area.draw(&Text::new(
-            bar.label.to_string(),
+            bar.label.clone(),
             (x, y + style.px(8.0)),
-            style.font(13.0).pos(Pos::new(HPos::Center, VPos::Top)),
+            caption.pos(Pos::new(HPos::Center, VPos::Top)),
         ))?;
     }
 
-    if let Some(first) = bars.first() {
-        draw_legend(&legend_area, first.breakdown, style)?;
+    if let Some(cap) = spec.capacity_bytes {
+        let y = unit.of(cap);
+        let line = fg.stroke_width(style.px(2.0).max(1) as u32);
+        chart.draw_series(DashedLineSeries::new(
+            [(0.0, y), (n, y)],
+            style.px(8.0).max(1) as u32,
+            style.px(5.0).max(1) as u32,
+            line,
+        ))?;
+        chart.draw_series([Text::new(
+            format!("GPU {:.1} {}", y, unit.label()),
+            (n, y),
+            style.font(12.0).pos(Pos::new(HPos::Right, VPos::Bottom)),
+        )])?;
+    }
+
+    if let (Some(b), Some(legend_area)) = (spec.legend, legend_area) {
+        draw_legend(&legend_area, b, unit, style)?;
     }
     area.present()
 }
@@ -192,6 +245,7 @@ pub fn draw<DB: DrawingBackend>(
 fn draw_legend<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     b: &Breakdown,
+    unit: Unit,
     style: &ChartStyle,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     let row = style.px(LEGEND_ROW);
@@ -208,7 +262,12 @@ fn draw_legend<DB: DrawingBackend>(
             term_colour(term).filled(),
         ))?;
         area.draw(&Text::new(
-            format!("{}  {:.1} GB", term.label(), b.gb(term)),
+            format!(
+                "{}  {:.1} {}",
+                term.label(),
+                unit.of(b.bytes(term)),
+                unit.label()
+            ),
             (x + swatch + style.px(8.0), y + swatch / 2),
             style.font(13.0).pos(Pos::new(HPos::Left, VPos::Center)),
         ))?;

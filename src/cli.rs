@@ -1,6 +1,6 @@
 //! The command line: the lesson's printout (or JSON) for one configuration.
 
-use crate::budget::{estimate, Breakdown, Field, Term, TrainingConfig};
+use crate::budget::{estimate, Breakdown, Field, TrainingConfig};
 use clap::Parser;
 
 /// Prints the lesson's GPU training-memory budget. With no flags: the
@@ -71,29 +71,11 @@ pub fn render_text(b: &Breakdown) -> String {
     )
 }
 
-/// `{"model": "lesson", "bytes": {...}, "gb": {...}}`, pretty-printed.
-pub fn render_json(b: &Breakdown) -> String {
-    let pick = |f: &dyn Fn(Term) -> f64, total: f64| {
-        let mut map = serde_json::Map::new();
-        for t in Term::ALL {
-            map.insert(t.json_key().into(), f(t).into());
-        }
-        map.insert("total".into(), total.into());
-        serde_json::Value::Object(map)
-    };
-    let doc = serde_json::json!({
-        "model": "lesson",
-        "bytes": pick(&|t| b.bytes(t), b.total),
-        "gb": pick(&|t| b.gb(t), b.total_gb()),
-    });
-    format!("{doc:#}\n")
-}
-
 /// Runs the command for parsed flags: the text to print, or the error.
 pub fn run(args: &Args) -> Result<String, crate::budget::ConfigError> {
     let b = estimate(&args.config()?)?;
     Ok(if args.json {
-        render_json(&b)
+        crate::export::to_json(&b)
     } else {
         render_text(&b)
     })

@@ -3,6 +3,9 @@
 //!
 //! - [`budget`]: the pure-Rust core (no web dependencies).
 //! - [`chart`]: the stacked bar chart, drawn on any plotters backend.
+//! - [`state`]: what the page shows besides the inputs (baseline, GPU fit,
+//!   unit, sweep, exercises); [`url`]: that state in a query string.
+//! - [`export`]: the table as Markdown, CSV and JSON.
 //! - `cli` (native only): the command line.
 //! - `app` (wasm32 only): the Leptos page.
 #![deny(missing_docs)]
@@ -13,3 +16,6 @@ pub mod budget;
 pub mod chart;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod cli;
+pub mod export;
+pub mod state;
+pub mod url;

@@ -1,25 +1,41 @@
 //! The chart drawn off-browser into SVG: the same `draw` the page runs.
 
+use membudget::budget::Breakdown;
 use membudget::budget::{estimate, Term, TrainingConfig};
-use membudget::chart::{draw, term_colour_hex, Bar, ChartStyle};
+use membudget::chart::{draw, term_colour_hex, Bar, ChartSpec, ChartStyle};
+use membudget::state::{sweep, SweepAxis, Unit};
 use plotters::prelude::*;
+
+fn svg_of(spec: &ChartSpec<'_>, size: (u32, u32)) -> String {
+    let mut svg = String::new();
+    {
+        let area = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        draw(&area, spec, &ChartStyle::default()).unwrap();
+    }
+    svg
+}
+
+/// Whether the SVG has a `<text>` element reading exactly `text`.
+fn has_text(svg: &str, text: &str) -> bool {
+    svg.contains(&format!(">\n{text}\n</text>"))
+}
+
+fn one_bar(b: &Breakdown) -> ChartSpec<'_> {
+    ChartSpec {
+        bars: vec![Bar {
+            label: "Current".into(),
+            breakdown: b,
+        }],
+        unit: Unit::Gb,
+        capacity_bytes: None,
+        marked: None,
+        legend: Some(b),
+    }
+}
 
 fn render(cfg: &TrainingConfig) -> String {
     let b = estimate(cfg).unwrap();
-    let mut svg = String::new();
-    {
-        let area = SVGBackend::with_string(&mut svg, (720, 360)).into_drawing_area();
-        draw(
-            &area,
-            &[Bar {
-                label: "Current",
-                breakdown: &b,
-            }],
-            &ChartStyle::default(),
-        )
-        .unwrap();
-    }
-    svg
+    svg_of(&one_bar(&b), (720, 360))
 }
 
 /// Height in pixels of the filled rectangle of `colour` (the bar segment).
@@ -92,4 +108,100 @@ fn fp32_draws_no_master_weight_segment() {
     });
     assert_eq!(segment_height(&svg, Term::MasterWeights), None);
     assert!(svg.contains("Master weights  0.0 GB"));
+}
+
+#[test]
+fn baseline_bar_gpu_line_and_gib_axis() {
+    let base = estimate(&TrainingConfig::default()).unwrap();
+    let cur = estimate(&TrainingConfig {
+        batch: 8,
+        ..TrainingConfig::default()
+    })
+    .unwrap();
+    let spec = ChartSpec {
+        bars: vec![
+            Bar {
+                label: "Baseline".into(),
+                breakdown: &base,
+            },
+            Bar {
+                label: "Current".into(),
+                breakdown: &cur,
+            },
+        ],
+        unit: Unit::Gib,
+        capacity_bytes: Some(80.0 * Unit::Gib.bytes()),
+        marked: None,
+        legend: Some(&cur),
+    };
+    let svg = svg_of(&spec, (720, 360));
+    assert!(has_text(&svg, "Baseline") && has_text(&svg, "Current"));
+    // 185.0 GB = 172.3 GiB; 258.0 GB = 240.3 GiB; the axis is in GiB.
+    assert!(
+        svg.contains("172.3 GiB") && svg.contains("240.3 GiB"),
+        "totals in GiB"
+    );
+    assert!(svg.contains("GPU 80.0 GiB"), "capacity line label");
+    assert!(
+        svg.contains("<polyline") || svg.contains("<line"),
+        "capacity line"
+    );
+    assert!(
+        svg.contains("Activations  136.0 GiB"),
+        "legend lists the current bar"
+    );
+}
+
+#[test]
+fn narrow_chart_puts_the_legend_underneath() {
+    let b = estimate(&TrainingConfig::default()).unwrap();
+    let svg = svg_of(&one_bar(&b), (360, 420));
+    let y_of = |needle: &str| -> f64 {
+        let at = svg
+            .find(&format!(">\n{needle}\n</text>"))
+            .unwrap_or_else(|| panic!("no {needle}"));
+        let tag = &svg[svg[..at].rfind("<text").unwrap()..at];
+        tag.split(" y=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert!(
+        y_of("Parameters  14.0 GB") > y_of("Current"),
+        "legend is not under the bars"
+    );
+}
+
+#[test]
+fn sweep_marks_the_current_point_only() {
+    let cfg = TrainingConfig::default();
+    let points = sweep(&cfg, SweepAxis::Batch);
+    let bars: Vec<Bar> = points
+        .iter()
+        .map(|(v, b)| Bar {
+            label: v.to_string(),
+            breakdown: b,
+        })
+        .collect();
+    let marked = points.iter().position(|(v, _)| *v == cfg.batch);
+    let spec = ChartSpec {
+        bars,
+        unit: Unit::Gb,
+        capacity_bytes: None,
+        marked,
+        legend: None,
+    };
+    let svg = svg_of(&spec, (720, 360));
+    assert!(has_text(&svg, "1024") && has_text(&svg, "1"));
+    // Only the marked bar (batch 4) carries its total.
+    assert!(svg.contains("185.0 GB"));
+    assert!(
+        !svg.contains("18803.7 GB"),
+        "unmarked bars must not carry totals"
+    );
+    assert!(!svg.contains("Parameters  "), "no legend requested");
 }

@@ -2,7 +2,9 @@
 //! wasm-bindgen-test): move a control, see the table and the chart change.
 #![cfg(target_arch = "wasm32")]
 
-use membudget::app::App;
+use leptos::prelude::*;
+use membudget::app::{App, Calculator};
+use membudget::state::PageState;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_test::*;
 use web_sys::{Event, EventInit, HtmlCanvasElement, HtmlElement, HtmlInputElement};
@@ -20,13 +22,23 @@ async fn settle() {
     wasm_bindgen_futures::JsFuture::from(promise).await.unwrap();
 }
 
-/// Mounts a fresh App in its own sized `<div>` and returns that div.
-async fn mount() -> HtmlElement {
+/// A fresh sized `<div>` on the test page.
+fn container() -> HtmlElement {
     let doc = web_sys::window().unwrap().document().unwrap();
     let root: HtmlElement = doc.create_element("div").unwrap().unchecked_into();
     root.set_attribute("style", "width: 1000px").unwrap();
     doc.body().unwrap().append_child(&root).unwrap();
-    leptos::mount::mount_to(root.clone(), App).forget();
+    root
+}
+
+/// Mounts a calculator on the lesson's example in its own `<div>` (not
+/// [`App`], which reads the shared test page's address) and returns the div.
+async fn mount() -> HtmlElement {
+    let root = container();
+    leptos::mount::mount_to(root.clone(), || {
+        view! { <Calculator initial=PageState::default() /> }
+    })
+    .forget();
     settle().await;
     root
 }
@@ -145,5 +157,51 @@ async fn unticking_mixed_precision_empties_master_weights() {
     assert_eq!(
         all_gb(&root),
         ["28.0", "28.0", "0.0", "56.0", "73.0", "185.0"]
+    );
+}
+
+#[wasm_bindgen_test]
+async fn app_reads_its_configuration_from_the_address() {
+    let history = web_sys::window().unwrap().history().unwrap();
+    history
+        .replace_state_with_url(
+            &wasm_bindgen::JsValue::NULL,
+            "",
+            Some("?batch=16&mixed=0&junk=1"),
+        )
+        .unwrap();
+    let root = container();
+    leptos::mount::mount_to(root.clone(), App).forget();
+    settle().await;
+    assert_eq!(
+        all_gb(&root),
+        ["28.0", "28.0", "0.0", "56.0", "292.1", "404.1"]
+    );
+    // And writes its state back, in the codec's canonical form.
+    let search = web_sys::window().unwrap().location().search().unwrap();
+    assert_eq!(
+        search,
+        "?params=7&batch=16&seq=2048&hidden=4096&layers=32&mixed=0"
+    );
+    history
+        .replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some("?"))
+        .unwrap();
+}
+
+#[wasm_bindgen_test]
+async fn pinning_a_baseline_adds_its_column() {
+    let root = mount().await;
+    find::<HtmlElement>(&root, "#pin-baseline").click();
+    settle().await;
+    set(&find(&root, "#layers-slider"), "64", "input");
+    settle().await;
+    let cell = |class: &str| {
+        find::<HtmlElement>(&root, &format!("tr[data-term='activations'] td.{class}"))
+            .text_content()
+            .unwrap()
+    };
+    assert_eq!(
+        (cell("baseline"), cell("gb"), cell("change")),
+        ("73.0".into(), "146.0".into(), "+73.0".into())
     );
 }

@@ -1,70 +1,116 @@
-//! The stacked bar chart on a `<canvas>`, redrawn whenever the budget changes.
+//! Drawing charts on `<canvas>` elements, and the budget chart itself.
 
-use super::Budget;
+use super::{BaselineBudget, Budget, State};
 use crate::budget::dominant_sentence;
-use crate::chart::{draw, Bar, ChartStyle};
+use crate::chart::{draw, Bar, ChartSpec, ChartStyle};
 use leptos::html::Canvas;
 use leptos::prelude::*;
 use plotters::prelude::IntoDrawingArea;
 use plotters_canvas::CanvasBackend;
+use wasm_bindgen::prelude::*;
 
-/// Whether the reader's system asks for dark colours.
-fn prefers_dark() -> bool {
-    web_sys::window()
-        .and_then(|w| w.match_media("(prefers-color-scheme: dark)").ok().flatten())
-        .is_some_and(|m| m.matches())
+/// Bumped whenever every chart must be redrawn (window resized, light/dark
+/// switched); charts track it.
+#[derive(Clone, Copy)]
+pub struct Redraw(pub RwSignal<u32>);
+
+fn dark_query() -> Option<web_sys::MediaQueryList> {
+    web_sys::window()?
+        .match_media("(prefers-color-scheme: dark)")
+        .ok()
+        .flatten()
 }
 
-/// The chart: one stacked bar for the current budget, sized to its box at
-/// the screen's pixel density so it stays crisp on high-DPI screens.
+/// Provides [`Redraw`], bumped on window resize and colour-scheme change.
+pub fn provide_redraw() {
+    let redraw = Redraw(RwSignal::new(0));
+    let bump = move || redraw.0.update(|n| *n = n.wrapping_add(1));
+    let handle = window_event_listener(leptos::ev::resize, move |_| bump());
+    on_cleanup(move || handle.remove());
+    if let Some(query) = dark_query() {
+        let listener = Closure::<dyn Fn()>::new(bump);
+        let _ = query.add_event_listener_with_callback("change", listener.as_ref().unchecked_ref());
+        // Lives as long as the page: one listener per mounted calculator.
+        listener.forget();
+    }
+    provide_context(redraw);
+}
+
+/// Sizes `canvas` to its box at the screen's pixel density (crisp on
+/// high-DPI screens) and draws `spec` on it in the reader's colour scheme.
+pub fn paint(canvas: &web_sys::HtmlCanvasElement, spec: &ChartSpec<'_>) {
+    let scale = web_sys::window()
+        .map_or(1.0, |w| w.device_pixel_ratio())
+        .max(1.0);
+    let css_w = f64::from(canvas.client_width().max(1));
+    let css_h = f64::from(canvas.client_height().max(1));
+    canvas.set_width((css_w * scale).round() as u32);
+    canvas.set_height((css_h * scale).round() as u32);
+    let Some(backend) = CanvasBackend::with_canvas_object(canvas.clone()) else {
+        return;
+    };
+    let style = ChartStyle {
+        scale,
+        dark: dark_query().is_some_and(|q| q.matches()),
+    };
+    if let Err(e) = draw(&backend.into_drawing_area(), spec, &style) {
+        leptos::logging::error!("chart: {e:?}");
+    }
+}
+
+/// The main chart: the current budget as one stacked bar, the pinned
+/// baseline beside it, and the GPU's memory as a dashed line.
 #[component]
 pub fn BudgetChart() -> impl IntoView {
     let Budget(budget) = expect_context::<Budget>();
+    let BaselineBudget(baseline) = expect_context::<BaselineBudget>();
+    let State(state) = expect_context::<State>();
+    let Redraw(redraw) = expect_context::<Redraw>();
     let canvas_ref = NodeRef::<Canvas>::new();
-    // Bumped on window resize so the chart is redrawn at the new size.
-    let resized = RwSignal::new(0u32);
-    let handle = window_event_listener(leptos::ev::resize, move |_| {
-        resized.update(|n| *n = n.wrapping_add(1))
-    });
-    on_cleanup(move || handle.remove());
 
     Effect::new(move |_| {
-        resized.track();
+        redraw.track();
         let Some(canvas) = canvas_ref.get() else {
             return;
         };
-        let Ok(b) = budget.get() else { return };
-        let scale = web_sys::window()
-            .map_or(1.0, |w| w.device_pixel_ratio())
-            .max(1.0);
-        let css_w = f64::from(canvas.client_width().max(1));
-        let css_h = f64::from(canvas.client_height().max(1));
-        canvas.set_width((css_w * scale).round() as u32);
-        canvas.set_height((css_h * scale).round() as u32);
-        let Some(backend) = CanvasBackend::with_canvas_object(canvas.clone()) else {
-            return;
-        };
-        let style = ChartStyle {
-            scale,
-            dark: prefers_dark(),
-        };
-        let bars = [Bar {
-            label: "Current",
-            breakdown: &b,
-        }];
-        if let Err(e) = draw(&backend.into_drawing_area(), &bars, &style) {
-            leptos::logging::error!("chart: {e:?}");
+        let Ok(current) = budget.get() else { return };
+        let base = baseline.get();
+        let s = state.read();
+        let mut bars = Vec::with_capacity(2);
+        if let Some(b) = &base {
+            bars.push(Bar {
+                label: "Baseline".into(),
+                breakdown: b,
+            });
         }
+        bars.push(Bar {
+            label: "Current".into(),
+            breakdown: &current,
+        });
+        let spec = ChartSpec {
+            bars,
+            unit: s.unit,
+            capacity_bytes: s.gpu.map(|g| g.bytes()),
+            marked: None,
+            legend: (!s.embed).then_some(&current),
+        };
+        paint(&canvas, &spec);
     });
 
+    let label = move || {
+        let unit = state.read().unit;
+        let mut text = budget
+            .get()
+            .map(|b| dominant_sentence(&b, unit))
+            .unwrap_or_default();
+        if let Some(b) = baseline.get() {
+            text += &format!("; baseline {:.1} {}", unit.of(b.total), unit.label());
+        }
+        text
+    };
     view! {
         <div class="chart">
-            <canvas
-                node_ref=canvas_ref
-                id="budget-chart"
-                role="img"
-                aria-label=move || budget.get().map(|b| dominant_sentence(&b)).unwrap_or_default()
-            ></canvas>
+            <canvas node_ref=canvas_ref id="budget-chart" role="img" aria-label=label></canvas>
         </div>
     }
 }

@@ -1,7 +1,8 @@
 //! The inputs: one slider and number box per field, and the precision toggle.
 
-use super::Inputs;
+use super::State;
 use crate::budget::Field;
+use crate::state::Unit;
 use leptos::prelude::*;
 
 /// Formats a field's value for the number box: `7`, `0.124`, `2048`.
@@ -21,8 +22,8 @@ pub fn FieldControl(
     /// Which input of the configuration this control edits.
     field: Field,
 ) -> impl IntoView {
-    let Inputs(inputs) = expect_context::<Inputs>();
-    let value = Memo::new(move |_| inputs.read().get(field));
+    let State(state) = expect_context::<State>();
+    let value = Memo::new(move |_| state.read().config.get(field));
     let message = RwSignal::new(None::<String>);
     let (smin, smax, step) = field.slider_range();
     let (min, max) = field.range();
@@ -32,8 +33,10 @@ pub fn FieldControl(
     let msg_id = format!("{key}-message");
 
     let apply = move |v: f64| {
-        if let Ok(next) = inputs.get_untracked().with(field, v) {
-            inputs.set(next);
+        // Bind first: the read guard must be dropped before the update.
+        let next = state.read_untracked().config.with(field, v);
+        if let Ok(next) = next {
+            state.update(|s| s.config = next);
             message.set(None);
         }
     };
@@ -121,24 +124,25 @@ pub fn FieldControl(
 /// master copy when ticked, plain fp32 when not.
 #[component]
 pub fn MixedPrecisionToggle() -> impl IntoView {
-    let Inputs(inputs) = expect_context::<Inputs>();
+    let State(state) = expect_context::<State>();
+    let mixed = move || state.read().config.mixed_precision;
     view! {
         <div class="field toggle">
             <label>
                 <input
                     type="checkbox"
                     id="mixed-input"
-                    prop:checked=move || inputs.read().mixed_precision
+                    prop:checked=mixed
                     on:change=move |ev| {
                         let on = event_target_checked(&ev);
-                        inputs.update(|c| c.mixed_precision = on);
+                        state.update(|s| s.config.mixed_precision = on);
                     }
                 />
                 " Mixed precision"
             </label>
             <span class="hint">
                 {move || {
-                    if inputs.read().mixed_precision {
+                    if mixed() {
                         "bf16 weights and gradients, fp32 master copy"
                     } else {
                         "fp32 weights and gradients, no master copy"
@@ -146,5 +150,32 @@ pub fn MixedPrecisionToggle() -> impl IntoView {
                 }}
             </span>
         </div>
+    }
+}
+
+/// GB (10⁹ bytes, the lesson's) or GiB (2³⁰ bytes, what `nvidia-smi` shows).
+#[component]
+pub fn UnitSwitch() -> impl IntoView {
+    let State(state) = expect_context::<State>();
+    let option = move |unit: Unit| {
+        view! {
+            <label>
+                <input
+                    type="radio"
+                    name="unit"
+                    id=format!("unit-{}", unit.key())
+                    prop:checked=move || state.read().unit == unit
+                    on:change=move |_| state.update(|s| s.unit = unit)
+                />
+                {format!(" {}", unit.definition())}
+            </label>
+        }
+    };
+    view! {
+        <fieldset class="field unit-switch">
+            <legend>"Units"</legend>
+            {option(Unit::Gb)}
+            {option(Unit::Gib)}
+        </fieldset>
     }
 }

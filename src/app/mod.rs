@@ -1,28 +1,46 @@
-//! The Leptos page: controls wired to the budget core, a table and a chart.
+//! The Leptos page: controls wired to the budget core, a table, two charts,
+//! GPU fit, comparison, exercises and sharing.
 //!
-//! One source of truth: the [`Inputs`] signal holds the configuration; the
-//! breakdown is a memo derived from it; the table, the sentence and the chart
-//! all read that memo.
+//! One source of truth: [`State`] holds the whole [`PageState`] (the URL
+//! encodes exactly it); the budgets are memos derived from it; every view
+//! reads those. Effects only talk to the outside world: the canvases and the
+//! address bar.
 
 mod canvas;
+mod compare;
 mod controls;
+mod exercises;
+mod fit;
 mod panic;
+mod share;
+mod sweep;
 mod table;
 
-use crate::budget::{estimate, Breakdown, ConfigError, Field, TrainingConfig};
+use crate::budget::{estimate, Breakdown, ConfigError, Field};
+use crate::state::PageState;
+use crate::url::{decode, encode, Ignored};
 use leptos::prelude::*;
 
 pub use canvas::BudgetChart;
-pub use controls::{FieldControl, MixedPrecisionToggle};
+pub use compare::PinBaseline;
+pub use controls::{FieldControl, MixedPrecisionToggle, UnitSwitch};
+pub use exercises::Exercises;
+pub use fit::GpuFit;
+pub use share::{ExportPanel, UrlNotices};
+pub use sweep::SweepPanel;
 pub use table::BudgetTable;
 
-/// The configuration every control edits, passed by context.
+/// The page state every control edits, passed by context.
 #[derive(Clone, Copy)]
-pub struct Inputs(pub RwSignal<TrainingConfig>);
+pub struct State(pub RwSignal<PageState>);
 
-/// The budget derived from [`Inputs`], passed by context.
+/// The budget of the current configuration, passed by context.
 #[derive(Clone, Copy)]
 pub struct Budget(pub Memo<Result<Breakdown, ConfigError>>);
+
+/// The budget of the pinned baseline, if one is pinned.
+#[derive(Clone, Copy)]
+pub struct BaselineBudget(pub Memo<Option<Breakdown>>);
 
 /// Installs the panic banner and mounts [`App`] on `<body>`.
 pub fn start() {
@@ -30,17 +48,58 @@ pub fn start() {
     mount_to_body(App);
 }
 
-/// The whole calculator.
+/// The query string of the page's address, without the `?`.
+fn location_query() -> String {
+    web_sys::window()
+        .and_then(|w| w.location().search().ok())
+        .unwrap_or_default()
+}
+
+/// The whole calculator, reading its first state from the address bar.
 #[component]
 pub fn App() -> impl IntoView {
-    let inputs = Inputs(RwSignal::new(TrainingConfig::default()));
-    let budget = Budget(Memo::new(move |_| estimate(&inputs.0.read())));
-    provide_context(inputs);
-    provide_context(budget);
+    let decoded = decode(&location_query());
+    let initial = decoded.state.with_exercise_set_up();
+    view! { <Calculator initial=initial ignored=decoded.ignored /> }
+}
 
+/// The calculator for a given starting state; `ignored` lists what the
+/// address carried that could not be used.
+#[component]
+pub fn Calculator(
+    /// The state to start from.
+    initial: PageState,
+    /// Values from the address that were not used, shown until dismissed.
+    #[prop(optional)]
+    ignored: Vec<Ignored>,
+) -> impl IntoView {
+    let state = State(RwSignal::new(initial));
+    let budget = Budget(Memo::new(move |_| estimate(&state.0.read().config)));
+    let baseline = BaselineBudget(Memo::new(move |_| {
+        state.0.read().baseline.and_then(|b| estimate(&b).ok())
+    }));
+    provide_context(state);
+    provide_context(budget);
+    provide_context(baseline);
+    canvas::provide_redraw();
+
+    // Keep the address bar in step, without adding history entries.
+    Effect::new(move |_| {
+        let query = encode(&state.0.read());
+        if let Some(history) = web_sys::window().and_then(|w| w.history().ok()) {
+            let _ = history.replace_state_with_url(
+                &wasm_bindgen::JsValue::NULL,
+                "",
+                Some(&format!("?{query}")),
+            );
+        }
+    });
+
+    let embed = move || state.0.read().embed;
     view! {
-        <main class="membudget">
-            <header>
+        <main class="membudget" class:embed=embed>
+            <UrlNotices ignored=ignored />
+            <header class="full-only">
                 <h1>"GPU memory for training"</h1>
                 <p class="lede">
                     "Training memory splits into terms that scale differently. "
@@ -49,18 +108,37 @@ pub fn App() -> impl IntoView {
             </header>
             <div class="layout">
                 <section class="controls" aria-label="Training configuration">
-                    {Field::ALL.into_iter().map(|field| view! { <FieldControl field=field /> }).collect_view()}
+                    {Field::ALL
+                        .into_iter()
+                        .map(|field| view! { <FieldControl field=field /> })
+                        .collect_view()}
                     <MixedPrecisionToggle />
+                    <div class="full-only">
+                        <UnitSwitch />
+                        <GpuFit />
+                        <PinBaseline />
+                    </div>
                 </section>
                 <section class="results" aria-label="Memory budget">
                     <BudgetChart />
                     <BudgetTable />
+                    <a class="embed-only open-full" target="_blank" rel="noopener" href=move || {
+                        let mut s = *state.0.read();
+                        s.embed = false;
+                        format!("?{}", encode(&s))
+                    }>"Open the full calculator ↗"</a>
                 </section>
             </div>
-            <footer>
-                "The lesson's rule of thumb: GB = 10"<sup>"9"</sup>" bytes. "
-                "Activations use 34·L·b·s·h·2 bytes (after Korthikanti et al. 2022), "
-                "Adam keeps two fp32 buffers per parameter."
+            <div class="full-only panels">
+                <SweepPanel />
+                <Exercises />
+                <ExportPanel />
+            </div>
+            <footer class="full-only">
+                "The lesson's rule of thumb. Parameters, gradients and master weights after "
+                "Micikevicius et al. 2018; Adam's two fp32 moments after Kingma & Ba 2015; "
+                "activations 34·L·b·s·h·2 bytes after Korthikanti et al. 2022. "
+                "Nothing leaves your browser."
             </footer>
         </main>
     }

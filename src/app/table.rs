@@ -1,33 +1,79 @@
-//! The budget as a table, the dominant-term sentence and each term's formula.
+//! The budget as a table, the dominant-term sentence and each term's formula;
+//! with a pinned baseline, its column and the change per term.
 
-use super::{Budget, Inputs};
-use crate::budget::{dominant_sentence, Term};
+use super::{BaselineBudget, Budget, State};
+use crate::budget::{dominant_sentence, Breakdown, Term};
 use crate::chart::term_colour_hex;
 use leptos::prelude::*;
 
-/// Rows Parameters … Activations and Total, GB to one decimal (the CLI's
-/// figures), each with its formula in symbols and words.
+/// `+73.0`, `−14.0` (a true minus sign), `0.0`.
+fn signed(v: f64) -> String {
+    let shown = format!("{:.1}", v.abs());
+    if shown == "0.0" {
+        shown
+    } else if v > 0.0 {
+        format!("+{shown}")
+    } else {
+        format!("−{shown}")
+    }
+}
+
+/// A term's bytes, or the total for `None`.
+fn bytes_of(b: &Breakdown, t: Option<Term>) -> f64 {
+    t.map_or(b.total, |t| b.bytes(t))
+}
+
+/// The term whose figure changed most from `base` to `cur` (by size).
+fn largest_change(base: &Breakdown, cur: &Breakdown) -> Option<Term> {
+    let change = |t: Term| (cur.bytes(t) - base.bytes(t)).abs();
+    Term::ALL
+        .into_iter()
+        .filter(|&t| change(t) > 0.0)
+        .max_by(|&a, &b| change(a).total_cmp(&change(b)))
+}
+
+/// Rows Parameters … Activations and Total in the chosen unit to one
+/// decimal (the CLI's figures in GB), each with its formula in symbols and
+/// words; a Baseline and a Change column while a baseline is pinned.
 #[component]
 pub fn BudgetTable() -> impl IntoView {
     let Budget(budget) = expect_context::<Budget>();
-    let Inputs(inputs) = expect_context::<Inputs>();
-    let mixed = move || inputs.read().mixed_precision;
-    let gb = move |t: Term| {
-        budget
-            .get()
-            .map(|b| format!("{:.1}", b.gb(t)))
-            .unwrap_or_default()
+    let BaselineBudget(baseline) = expect_context::<BaselineBudget>();
+    let State(state) = expect_context::<State>();
+    let mixed = move || state.read().config.mixed_precision;
+    let unit = move || state.read().unit;
+    let shown = move |b: &Breakdown, t: Option<Term>| format!("{:.1}", unit().of(bytes_of(b, t)));
+    let current = move |t| budget.get().map(|b| shown(&b, t)).unwrap_or_default();
+    let pinned = move || baseline.get().is_some();
+    let base_cell = move |t| baseline.get().map(|b| shown(&b, t)).unwrap_or_default();
+    let change_cell = move |t| match (baseline.get(), budget.get()) {
+        (Some(base), Ok(cur)) => signed(unit().of(bytes_of(&cur, t) - bytes_of(&base, t))),
+        _ => String::new(),
+    };
+    let largest = move || match (baseline.get(), budget.get()) {
+        (Some(base), Ok(cur)) => largest_change(&base, &cur),
+        _ => None,
     };
     let dominant = move || budget.get().ok().map(|b| b.dominant());
 
     let rows = Term::ALL.map(|term| {
         view! {
-            <tr data-term=term.json_key() class:dominant=move || dominant() == Some(term)>
+            <tr
+                data-term=term.json_key()
+                class:dominant=move || dominant() == Some(term)
+                class:largest-change=move || largest() == Some(term)
+            >
                 <th scope="row">
                     <span class="swatch" style:background-color=term_colour_hex(term)></span>
                     {term.label()}
                 </th>
-                <td class="gb">{move || gb(term)}</td>
+                <Show when=pinned>
+                    <td class="baseline num">{move || base_cell(Some(term))}</td>
+                </Show>
+                <td class="gb num">{move || current(Some(term))}</td>
+                <Show when=pinned>
+                    <td class="change num">{move || change_cell(Some(term))}</td>
+                </Show>
                 <td class="formula">
                     <code>{move || term.formula(mixed())}</code>
                     <span class="why">{move || term.explanation(mixed())}</span>
@@ -39,27 +85,43 @@ pub fn BudgetTable() -> impl IntoView {
     view! {
         <p class="dominant-sentence" aria-live="polite">
             {move || match budget.get() {
-                Ok(b) => dominant_sentence(&b),
+                Ok(b) => dominant_sentence(&b, unit()),
                 Err(e) => e.to_string(),
             }}
         </p>
         <table class="budget">
-            <caption>"Memory budget (GB = 10" <sup>"9"</sup> " bytes; N = parameters)"</caption>
+            <caption>
+                {move || format!("Memory budget ({}; N = parameters)", unit().definition())}
+            </caption>
             <thead>
                 <tr>
                     <th scope="col">"Term"</th>
-                    <th scope="col" class="gb">"GB"</th>
-                    <th scope="col">"Formula"</th>
+                    <Show when=pinned>
+                        <th scope="col" class="num">"Baseline"</th>
+                    </Show>
+                    <th scope="col" class="num">
+                        {move || if pinned() { "Current" } else { unit().label() }}
+                    </th>
+                    <Show when=pinned>
+                        <th scope="col" class="num">"Change"</th>
+                    </Show>
+                    <th scope="col" class="formula">"Formula"</th>
                 </tr>
             </thead>
             <tbody>{rows.into_iter().collect_view()}</tbody>
             <tfoot>
                 <tr data-term="total">
-                    <th scope="row">"Total"</th>
-                    <td class="gb">
-                        {move || budget.get().map(|b| format!("{:.1}", b.total_gb())).unwrap_or_default()}
+                    <th scope="row">{move || format!("Total ({})", unit().label())}</th>
+                    <Show when=pinned>
+                        <td class="baseline num">{move || base_cell(None)}</td>
+                    </Show>
+                    <td class="gb num">{move || current(None)}</td>
+                    <Show when=pinned>
+                        <td class="change num">{move || change_cell(None)}</td>
+                    </Show>
+                    <td class="formula">
+                        <code>"sum of the five terms"</code>
                     </td>
-                    <td class="formula"><code>"sum of the five terms"</code></td>
                 </tr>
             </tfoot>
         </table>

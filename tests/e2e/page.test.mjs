@@ -3,69 +3,13 @@
 // unticks mixed precision, types a bad value. Run: node --test tests/e2e/
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
-import fs from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { startServer, launch, openPage, figures, chart } from './harness.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const dist = process.env.MEMBUDGET_DIST || path.join(root, 'dist');
-const prefix = '/course/membudget/';
-const types = {
-  '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm',
-  '.css': 'text/css', '.svg': 'image/svg+xml',
-};
-const chromiumArgs = [
-  '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-];
+let server, browser;
+before(async () => { server = await startServer(); browser = await launch(); });
+after(async () => { await browser?.close(); server?.close(); });
 
-let server, browser, base;
-
-before(async () => {
-  assert.ok(fs.existsSync(path.join(dist, 'index.html')), `no build in ${dist}: run trunk build --release`);
-  // A static server that only knows dist/ under a sub-path, as a course site would host it.
-  server = http.createServer((req, res) => {
-    const url = new URL(req.url, 'http://x');
-    if (!url.pathname.startsWith(prefix)) { res.writeHead(404).end(); return; }
-    let file = path.join(dist, decodeURIComponent(url.pathname.slice(prefix.length)) || 'index.html');
-    if (!file.startsWith(dist) || !fs.existsSync(file) || fs.statSync(file).isDirectory()) {
-      file = path.join(dist, 'index.html');
-    }
-    res.writeHead(200, { 'content-type': types[path.extname(file)] || 'application/octet-stream' });
-    fs.createReadStream(file).pipe(res);
-  });
-  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
-  base = `http://127.0.0.1:${server.address().port}${prefix}`;
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    args: chromiumArgs,
-  });
-});
-
-after(async () => {
-  await browser?.close();
-  server?.close();
-});
-
-/** Opens the page; collects console errors and failed requests. */
-async function open(options = {}) {
-  const context = await browser.newContext(options);
-  const page = await context.newPage();
-  const problems = [];
-  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
-  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
-  page.on('requestfailed', (r) => problems.push(`requestfailed: ${r.url()}`));
-  await page.goto(base);
-  await page.waitForSelector('tr[data-term="total"] td.gb:not(:empty)');
-  return { page, problems, context };
-}
-
-const terms = ['params', 'grads', 'master_weights', 'optimizer_state', 'activations', 'total'];
-const figures = (page) => page.evaluate((terms) =>
-  terms.map((t) => document.querySelector(`tr[data-term="${t}"] td.gb`).textContent), terms);
-const chart = (page) => page.evaluate(() => document.querySelector('#budget-chart').toDataURL());
+const open = (options = {}) => openPage(browser, server.base, options);
 
 test('opens on the lesson example from a sub-path, with no errors', async () => {
   const { page, problems, context } = await open();

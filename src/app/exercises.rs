@@ -1,0 +1,64 @@
+//! The lesson's two exercises, each set up with one click or one link.
+
+use super::State;
+use crate::state::{Exercise, PageState};
+use crate::url::encode;
+use leptos::prelude::*;
+
+/// One exercise: the task, a button that sets up the comparison, its own
+/// link, and the explanation once the comparison is on screen.
+#[component]
+fn ExerciseCard(
+    /// Which exercise.
+    exercise: Exercise,
+) -> impl IntoView {
+    let State(state) = expect_context::<State>();
+    let n = exercise.number();
+    let tried = move || exercise.tried(&state.read());
+    let link = format!("?{}", encode(&exercise.setup(&PageState::default())));
+    view! {
+        <article
+            class="exercise"
+            id=format!("exercise-{n}")
+            class:active=move || state.read().exercise == Some(exercise)
+        >
+            <h3>{format!("Exercise {n}")}</h3>
+            <p>{exercise.task()}</p>
+            <div class="buttons">
+                <button
+                    type="button"
+                    id=format!("exercise-{n}-setup")
+                    on:click=move |_| state.update(|s| *s = exercise.setup(s))
+                >
+                    "Set it up"
+                </button>
+                <a href=link id=format!("exercise-{n}-link")>
+                    "Link to this exercise"
+                </a>
+            </div>
+            <p class="explanation" id=format!("exercise-{n}-explanation")>
+                {move || {
+                    if tried() {
+                        exercise.explanation()
+                    } else {
+                        "Try it (or press “Set it up”): the baseline and the change appear side by side, and the explanation here."
+                    }
+                }}
+            </p>
+        </article>
+    }
+}
+
+/// The exercises panel.
+#[component]
+pub fn Exercises() -> impl IntoView {
+    view! {
+        <section class="panel exercises" aria-labelledby="exercises-title">
+            <h2 id="exercises-title">"Exercises"</h2>
+            {Exercise::ALL
+                .into_iter()
+                .map(|exercise| view! { <ExerciseCard exercise=exercise /> })
+                .collect_view()}
+        </section>
+    }
+}

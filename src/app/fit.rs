@@ -1,0 +1,162 @@
+//! Does it fit on my GPU? A capacity line, the verdict, and the largest
+//! batch and sequence length that fit.
+
+use super::{Budget, State};
+use crate::budget::Field;
+use crate::state::{max_fitting, GpuCapacity, Unit, GPU_PRESETS, MAX_GPU_AMOUNT};
+use leptos::prelude::*;
+
+/// The `<select>` value for a capacity: `none`, `p80` (a preset) or `custom`.
+fn choice_of(gpu: Option<GpuCapacity>) -> String {
+    match gpu {
+        None => "none".into(),
+        Some(g) if g.unit == Unit::Gib && GPU_PRESETS.iter().any(|p| p.0 == g.amount) => {
+            format!("p{}", g.amount)
+        }
+        Some(_) => "custom".into(),
+    }
+}
+
+/// A GPU picker (the cards' capacities as sold, and custom) and what fits.
+#[component]
+pub fn GpuFit() -> impl IntoView {
+    let State(state) = expect_context::<State>();
+    let Budget(budget) = expect_context::<Budget>();
+    let gpu = move || state.read().gpu;
+    let unit = move || state.read().unit;
+    // Whether the reader chose "Custom" (a custom amount may equal a preset).
+    let custom = RwSignal::new(choice_of(state.read_untracked().gpu) == "custom");
+    let message = RwSignal::new(None::<String>);
+
+    let on_select = move |ev: leptos::ev::Event| {
+        let value = event_target_value(&ev);
+        message.set(None);
+        custom.set(value == "custom");
+        state.update(|s| {
+            s.gpu = match value.as_str() {
+                "none" => None,
+                "custom" => Some(s.gpu.unwrap_or(GpuCapacity {
+                    amount: 80.0,
+                    unit: s.unit,
+                })),
+                preset => preset
+                    .strip_prefix('p')
+                    .and_then(|n| n.parse().ok())
+                    .map(|amount| GpuCapacity {
+                        amount,
+                        unit: Unit::Gib,
+                    }),
+            }
+        });
+    };
+    let on_custom = move |ev: leptos::ev::Event| {
+        let text = event_target_value(&ev);
+        let u = unit();
+        match text.trim().parse::<f64>() {
+            Ok(amount) if (GpuCapacity { amount, unit: u }).is_valid() => {
+                message.set(None);
+                state.update(|s| s.gpu = Some(GpuCapacity { amount, unit: u }));
+            }
+            _ => message.set(Some(format!(
+                "GPU memory must be a number above 0 and at most {MAX_GPU_AMOUNT} {}; kept the previous value.",
+                u.label()
+            ))),
+        }
+    };
+
+    let verdict = move || {
+        let (g, b, u) = (gpu()?, budget.get().ok()?, unit());
+        let cap = g.bytes();
+        let (need, have) = (u.of(b.total), u.of(cap));
+        Some(if b.total <= cap {
+            format!(
+                "Fits: {need:.1} of {have:.1} {l} used, {:.1} {l} to spare.",
+                have - need,
+                l = u.label()
+            )
+        } else {
+            format!(
+                "Does not fit by {:.1} {l}: needs {need:.1} {l}, the GPU has {have:.1} {l}.",
+                need - have,
+                l = u.label()
+            )
+        })
+    };
+    let largest = move |field: Field| {
+        let (g, u) = (gpu()?, unit());
+        let cfg = state.read().config;
+        Some(match max_fitting(&cfg, field, g.bytes()) {
+            Some(v) => format!("{v}"),
+            None => {
+                let b = budget.get().ok()?;
+                format!(
+                    "none (even {} does not fit; weights and optimizer state alone take {:.1} {})",
+                    field.range().0,
+                    u.of(b.total - b.activations),
+                    u.label()
+                )
+            }
+        })
+    };
+
+    view! {
+        <div class="field gpu-fit">
+            <label for="gpu-select">"GPU memory"</label>
+            <select
+                id="gpu-select"
+                prop:value=move || if custom.get() { "custom".to_string() } else { choice_of(gpu()) }
+                on:change=on_select
+            >
+                <option value="none">"No GPU"</option>
+                {GPU_PRESETS
+                    .iter()
+                    .map(|(amount, cards)| {
+                        view! {
+                            <option value=format!("p{amount}")>
+                                {format!("{amount} GB as sold ({cards})")}
+                            </option>
+                        }
+                    })
+                    .collect_view()}
+                <option value="custom">"Custom…"</option>
+            </select>
+            <Show when=move || custom.get()>
+                <div class="field-inputs">
+                    <input
+                        type="number"
+                        id="gpu-custom"
+                        class="number"
+                        min="0"
+                        step="any"
+                        aria-label="Custom GPU memory"
+                        prop:value=move || gpu().map(|g| format!("{}", unit().of(g.bytes()))).unwrap_or_default()
+                        on:change=on_custom
+                    />
+                    <span class="unit">{move || unit().label()}</span>
+                </div>
+            </Show>
+            <p class="field-message" role="status">{move || message.get()}</p>
+            <Show when=move || gpu().is_some()>
+                <p class="hint">
+                    {move || {
+                        gpu()
+                            .filter(|g| g.unit == Unit::Gib)
+                            .map(|g| {
+                                format!(
+                                    "Sold as {} GB, which is {} GiB = {:.1} × 10⁹ bytes.",
+                                    g.amount,
+                                    g.amount,
+                                    g.bytes() / 1e9
+                                )
+                            })
+                    }}
+                </p>
+                <p id="fit-verdict" class="verdict">{verdict}</p>
+                <p id="fit-batch">"Largest batch that fits: " {move || largest(Field::Batch)}</p>
+                <p id="fit-seq">
+                    "Largest sequence length that fits: " {move || largest(Field::SeqLen)}
+                </p>
+            </Show>
+        </div>
+    }
+}

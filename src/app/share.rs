@@ -1,0 +1,148 @@
+//! Sharing and exporting: links, embed code, the table as text, the chart
+//! as PNG; and the notice for values a link carried that were not used.
+
+use super::{Budget, State};
+use crate::export::{iframe_snippet, to_csv, to_json, to_markdown};
+use crate::url::{encode, Ignored};
+use leptos::prelude::*;
+use wasm_bindgen::JsCast;
+
+/// Lists what the address carried that could not be used, until dismissed.
+/// Values are shown as text, never as HTML.
+#[component]
+pub fn UrlNotices(
+    /// The values that were ignored.
+    ignored: Vec<Ignored>,
+) -> impl IntoView {
+    let shown = RwSignal::new(!ignored.is_empty());
+    view! {
+        <Show when=move || shown.get()>
+            <div class="notice" role="alert" id="url-notices">
+                <p>"Some values in this link could not be used; defaults are shown instead:"</p>
+                <ul>
+                    {ignored.iter().map(|i| view! { <li>{i.to_string()}</li> }).collect_view()}
+                </ul>
+                <button type="button" on:click=move |_| shown.set(false)>
+                    "Dismiss"
+                </button>
+            </div>
+        </Show>
+    }
+}
+
+/// The page's address for `query`, without any existing query or fragment.
+fn page_url(query: &str) -> String {
+    let location = web_sys::window().map(|w| w.location());
+    let base = location
+        .and_then(|l| Some(format!("{}{}", l.origin().ok()?, l.pathname().ok()?)))
+        .unwrap_or_default();
+    format!("{base}?{query}")
+}
+
+/// Copies `text` to the clipboard; the text also stays in the box below the
+/// buttons, so it can be copied by hand where the browser refuses.
+fn copy(text: String, what: &'static str, status: RwSignal<String>, output: RwSignal<String>) {
+    output.set(text.clone());
+    let Some(clipboard) = web_sys::window().map(|w| w.navigator().clipboard()) else {
+        return;
+    };
+    let promise = clipboard.write_text(&text);
+    leptos::task::spawn_local(async move {
+        let done = wasm_bindgen_futures::JsFuture::from(promise).await;
+        status.set(match done {
+            Ok(_) => format!("Copied {what} to the clipboard."),
+            Err(_) => {
+                format!("The browser did not allow copying: select the {what} below and copy it.")
+            }
+        });
+    });
+}
+
+/// Saves the main chart as `membudget-chart.png`.
+fn download_chart(status: RwSignal<String>) {
+    let Some(doc) = web_sys::window().and_then(|w| w.document()) else {
+        return;
+    };
+    let url = doc
+        .get_element_by_id("budget-chart")
+        .and_then(|c| c.dyn_into::<web_sys::HtmlCanvasElement>().ok())
+        .and_then(|c| c.to_data_url().ok());
+    let link = doc
+        .create_element("a")
+        .ok()
+        .and_then(|a| a.dyn_into::<web_sys::HtmlAnchorElement>().ok());
+    if let (Some(url), Some(link)) = (url, link) {
+        link.set_href(&url);
+        link.set_download("membudget-chart.png");
+        link.click();
+        status.set("Saved the chart as membudget-chart.png.".into());
+    }
+}
+
+/// "Share and export": copy a link or embed code for this exact view, the
+/// table as Markdown, CSV or JSON, or save the chart as PNG.
+#[component]
+pub fn ExportPanel() -> impl IntoView {
+    let State(state) = expect_context::<State>();
+    let Budget(budget) = expect_context::<Budget>();
+    let status = RwSignal::new(String::new());
+    let output = RwSignal::new(String::new());
+
+    let link = move |embed: bool| {
+        let mut s = *state.read_untracked();
+        s.embed = embed;
+        page_url(&encode(&s))
+    };
+    let table = move |format: fn(&crate::budget::Breakdown, crate::budget::Unit) -> String| {
+        let unit = state.read_untracked().unit;
+        budget
+            .get_untracked()
+            .map(|b| format(&b, unit))
+            .unwrap_or_default()
+    };
+
+    view! {
+        <section class="panel export" aria-labelledby="export-title">
+            <h2 id="export-title">"Share and export"</h2>
+            <div class="buttons">
+                <button type="button" id="copy-link" on:click=move |_| copy(link(false), "link", status, output)>
+                    "Copy link"
+                </button>
+                <button
+                    type="button"
+                    id="copy-embed"
+                    on:click=move |_| copy(iframe_snippet(&link(true)), "embed code", status, output)
+                >
+                    "Copy embed code"
+                </button>
+                <button
+                    type="button"
+                    id="copy-markdown"
+                    on:click=move |_| copy(table(to_markdown), "Markdown table", status, output)
+                >
+                    "Copy table (Markdown)"
+                </button>
+                <button type="button" id="copy-csv" on:click=move |_| copy(table(to_csv), "CSV", status, output)>
+                    "Copy table (CSV)"
+                </button>
+                <button
+                    type="button"
+                    id="copy-json"
+                    on:click=move |_| {
+                        let json = budget.get_untracked().map(|b| to_json(&b)).unwrap_or_default();
+                        copy(json, "JSON", status, output)
+                    }
+                >
+                    "Copy table (JSON)"
+                </button>
+                <button type="button" id="download-chart" on:click=move |_| download_chart(status)>
+                    "Download chart (PNG)"
+                </button>
+            </div>
+            <p id="export-status" role="status">{move || status.get()}</p>
+            <Show when=move || !output.get().is_empty()>
+                <textarea id="export-text" readonly rows="8" aria-label="Copied text" prop:value=move || output.get()></textarea>
+            </Show>
+        </section>
+    }
+}

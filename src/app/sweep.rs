@@ -1,0 +1,106 @@
+//! The sweep chart: every term against batch size (or sequence length).
+
+use super::canvas::{paint, Redraw};
+use super::State;
+use crate::budget::estimate;
+use crate::chart::{Bar, ChartSpec};
+use crate::state::{sweep, SweepAxis};
+use leptos::html::Canvas;
+use leptos::prelude::*;
+
+/// `1k` for 1024, `128k` for 131072, the number itself otherwise.
+fn short(v: u32) -> String {
+    if v >= 1024 && v.is_multiple_of(1024) {
+        format!("{}k", v / 1024)
+    } else {
+        v.to_string()
+    }
+}
+
+/// Stacked bars of the budget at every power of two of batch size (or
+/// sequence length), with the current value among them and marked: only
+/// the activations climb.
+#[component]
+pub fn SweepPanel() -> impl IntoView {
+    let State(state) = expect_context::<State>();
+    let Redraw(redraw) = expect_context::<Redraw>();
+    let canvas_ref = NodeRef::<Canvas>::new();
+    let axis = move || state.read().sweep;
+
+    Effect::new(move |_| {
+        redraw.track();
+        let Some(canvas) = canvas_ref.get() else {
+            return;
+        };
+        let s = *state.read();
+        let field = s.sweep.field();
+        let current = s.config.get(field) as u32;
+        let mut points = sweep(&s.config, s.sweep);
+        if !points.iter().any(|(v, _)| *v == current) {
+            if let Ok(b) = estimate(&s.config) {
+                let at = points.partition_point(|(v, _)| *v < current);
+                points.insert(at, (current, b));
+            }
+        }
+        let bars = points
+            .iter()
+            .map(|(v, b)| Bar {
+                label: short(*v),
+                breakdown: b,
+            })
+            .collect();
+        let spec = ChartSpec {
+            bars,
+            unit: s.unit,
+            capacity_bytes: s.gpu.map(|g| g.bytes()),
+            marked: points.iter().position(|(v, _)| *v == current),
+            legend: None,
+        };
+        paint(&canvas, &spec);
+    });
+
+    let option = move |a: SweepAxis, text: &'static str| {
+        view! {
+            <label>
+                <input
+                    type="radio"
+                    name="sweep"
+                    id=format!("sweep-{}", a.key())
+                    prop:checked=move || axis() == a
+                    on:change=move |_| state.update(|s| s.sweep = a)
+                />
+                {text}
+            </label>
+        }
+    };
+    view! {
+        <section class="panel sweep" aria-labelledby="sweep-title">
+            <h2 id="sweep-title">
+                {move || match axis() {
+                    SweepAxis::Batch => "How the budget grows with batch size",
+                    SweepAxis::SeqLen => "How the budget grows with sequence length",
+                }}
+            </h2>
+            <div class="switch" role="group" aria-label="Sweep">
+                {option(SweepAxis::Batch, " Batch size")}
+                {option(SweepAxis::SeqLen, " Sequence length")}
+            </div>
+            <div class="chart sweep-chart">
+                <canvas
+                    node_ref=canvas_ref
+                    id="sweep-chart"
+                    role="img"
+                    aria-label=move || {
+                        format!(
+                            "Stacked bars of every term for {} from the smallest to the largest; only activations grow.",
+                            match axis() {
+                                SweepAxis::Batch => "batch sizes",
+                                SweepAxis::SeqLen => "sequence lengths",
+                            }
+                        )
+                    }
+                ></canvas>
+            </div>
+        </section>
+    }
+}

@@ -1,0 +1,126 @@
+//! The budget as text to paste elsewhere: Markdown, CSV and JSON.
+//!
+//! ```
+//! use membudget::budget::{estimate, TrainingConfig};
+//! use membudget::export::to_markdown;
+//! use membudget::state::Unit;
+//!
+//! let b = estimate(&TrainingConfig::default()).unwrap();
+//! assert!(to_markdown(&b, Unit::Gb).contains("| Activations | 73.0 |"));
+//! ```
+
+use crate::budget::{Breakdown, Term};
+use crate::state::Unit;
+
+/// The rows every format shares: label, JSON key, bytes.
+fn rows(b: &Breakdown) -> impl Iterator<Item = (&'static str, &'static str, f64)> + '_ {
+    Term::ALL
+        .into_iter()
+        .map(|t| (t.label(), t.json_key(), b.bytes(t)))
+        .chain([("Total", "total", b.total)])
+}
+
+/// A Markdown table, figures to one decimal as on the page.
+pub fn to_markdown(b: &Breakdown, unit: Unit) -> String {
+    let mut out = format!("| Term | {} |\n|---|---:|\n", unit.label());
+    for (label, _, bytes) in rows(b) {
+        out += &format!("| {label} | {:.1} |\n", unit.of(bytes));
+    }
+    out
+}
+
+/// CSV with a header: term, bytes, and the figure in `unit` at full
+/// precision (shortest text that reads back to the same number).
+pub fn to_csv(b: &Breakdown, unit: Unit) -> String {
+    let mut out = format!("term,bytes,{}\n", unit.key());
+    for (_, key, bytes) in rows(b) {
+        out += &format!("{key},{bytes},{}\n", unit.of(bytes));
+    }
+    out
+}
+
+/// `{"model": "lesson", "bytes": {...}, "gb": {...}}`, each object keyed
+/// `params grads master_weights optimizer_state activations total`; GB are
+/// 10⁹ bytes. Figures are finite, so every number is valid JSON.
+pub fn to_json(b: &Breakdown) -> String {
+    let object = |scale: f64| {
+        let fields: Vec<String> = rows(b)
+            .map(|(_, key, bytes)| format!("    \"{key}\": {:?}", bytes / scale))
+            .collect();
+        format!("{{\n{}\n  }}", fields.join(",\n"))
+    };
+    format!(
+        "{{\n  \"model\": \"lesson\",\n  \"bytes\": {},\n  \"gb\": {}\n}}\n",
+        object(1.0),
+        object(Unit::Gb.bytes())
+    )
+}
+
+/// An `<iframe>` that embeds the page at `url` (which should carry
+/// `embed=1`), sized for the compact layout. The URL is escaped for an
+/// attribute value.
+pub fn iframe_snippet(url: &str) -> String {
+    let escaped = url
+        .replace('&', "&amp;")
+        .replace('"', "&quot;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    format!(
+        "<iframe src=\"{escaped}\" width=\"640\" height=\"480\" style=\"border:0\" \
+         title=\"GPU memory budget calculator\" loading=\"lazy\"></iframe>"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::budget::{estimate, TrainingConfig};
+
+    fn lesson() -> Breakdown {
+        estimate(&TrainingConfig::default()).unwrap()
+    }
+
+    #[test]
+    fn markdown_is_the_page_table() {
+        assert_eq!(
+            to_markdown(&lesson(), Unit::Gb),
+            "| Term | GB |\n|---|---:|\n| Parameters | 14.0 |\n| Gradients | 14.0 |\n\
+             | Master weights | 28.0 |\n| Optimizer state | 56.0 |\n| Activations | 73.0 |\n\
+             | Total | 185.0 |\n"
+        );
+        assert!(to_markdown(&lesson(), Unit::Gib).contains("| Total | 172.3 |"));
+    }
+
+    #[test]
+    fn csv_has_exact_bytes() {
+        let csv = to_csv(&lesson(), Unit::Gb);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines[0], "term,bytes,gb");
+        assert_eq!(lines[5], "activations,73014444032,73.014444032");
+        assert_eq!(lines[6], "total,185014444032,185.014444032");
+        assert_eq!(lines.len(), 7);
+    }
+
+    #[test]
+    fn json_numbers_read_back_exactly() {
+        let json = to_json(&lesson());
+        assert!(json.contains("\"model\": \"lesson\""));
+        assert!(json.contains("\"activations\": 73014444032.0"));
+        assert!(json.contains("\"total\": 185.014444032"));
+    }
+}
+
+#[cfg(test)]
+mod snippet_tests {
+    use super::iframe_snippet;
+
+    #[test]
+    fn iframe_escapes_the_url() {
+        assert_eq!(
+            iframe_snippet("https://x.org/m/?batch=8&embed=1"),
+            "<iframe src=\"https://x.org/m/?batch=8&amp;embed=1\" width=\"640\" height=\"480\" \
+             style=\"border:0\" title=\"GPU memory budget calculator\" loading=\"lazy\"></iframe>"
+        );
+        assert!(!iframe_snippet("a\"><script>").contains("<script>"));
+    }
+}

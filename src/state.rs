@@ -1,0 +1,348 @@
+//! Everything the page shows besides the inputs: a pinned baseline, a GPU to
+//! fit, the unit, the sweep axis, embed mode and the lesson's exercises.
+//! Pure data and logic; the URL codec ([`crate::url`]) reads and writes it.
+
+pub use crate::budget::Unit;
+use crate::budget::{estimate, Breakdown, Field, TrainingConfig};
+
+/// A GPU's memory: an amount in a unit.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GpuCapacity {
+    /// How many units.
+    pub amount: f64,
+    /// Which unit.
+    pub unit: Unit,
+}
+
+/// Largest capacity accepted, in either unit (a 64-GPU node of 192 GiB
+/// cards is 12 288; this leaves room for whole pods).
+pub const MAX_GPU_AMOUNT: f64 = 100_000.0;
+
+impl GpuCapacity {
+    /// The capacity in bytes.
+    pub fn bytes(&self) -> f64 {
+        self.amount * self.unit.bytes()
+    }
+
+    /// Whether the amount is a positive finite number within
+    /// [`MAX_GPU_AMOUNT`].
+    pub fn is_valid(&self) -> bool {
+        self.amount.is_finite() && self.amount > 0.0 && self.amount <= MAX_GPU_AMOUNT
+    }
+}
+
+/// GPUs by the memory printed on the box. Vendors' "80 GB" is 80 GiB of
+/// memory (A100 80GB: 81 920 MiB in `nvidia-smi`), so each preset is that
+/// many GiB; a few hundred MiB of it are reserved by the driver in practice.
+pub const GPU_PRESETS: [(f64, &str); 8] = [
+    (16.0, "V100 16GB, T4"),
+    (24.0, "RTX 4090, A10, L4"),
+    (40.0, "A100 40GB"),
+    (48.0, "L40S, RTX 6000 Ada"),
+    (80.0, "A100 / H100 80GB"),
+    (94.0, "H100 NVL"),
+    (141.0, "H200"),
+    (192.0, "MI300X, B200"),
+];
+
+/// Which input the sweep chart varies.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SweepAxis {
+    /// Batch 1, 2, 4 … 1024.
+    #[default]
+    Batch,
+    /// Sequence length 128, 256 … 131 072.
+    SeqLen,
+}
+
+impl SweepAxis {
+    /// The field it varies.
+    pub fn field(self) -> Field {
+        match self {
+            SweepAxis::Batch => Field::Batch,
+            SweepAxis::SeqLen => Field::SeqLen,
+        }
+    }
+
+    /// The URL value.
+    pub fn key(self) -> &'static str {
+        match self {
+            SweepAxis::Batch => "batch",
+            SweepAxis::SeqLen => "seq",
+        }
+    }
+
+    /// The powers of two across the field's range.
+    pub fn points(self) -> Vec<u32> {
+        let (min, max) = self.field().range();
+        let (lo, hi) = (min.log2() as u32, max.log2() as u32);
+        (lo..=hi).map(|k| 1u32 << k).collect()
+    }
+}
+
+/// The budget at every sweep point, other inputs as in `cfg`.
+pub fn sweep(cfg: &TrainingConfig, axis: SweepAxis) -> Vec<(u32, Breakdown)> {
+    axis.points()
+        .into_iter()
+        .filter_map(|v| {
+            let c = cfg.with(axis.field(), f64::from(v)).ok()?;
+            Some((v, estimate(&c).ok()?))
+        })
+        .collect()
+}
+
+/// The lesson's two exercises.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exercise {
+    /// Turn mixed precision off and compare the totals.
+    FullPrecision,
+    /// Raise the batch and see which term grows.
+    LargerBatch,
+}
+
+impl Exercise {
+    /// Both, in the lesson's order.
+    pub const ALL: [Exercise; 2] = [Exercise::FullPrecision, Exercise::LargerBatch];
+
+    /// 1 or 2, as in the lesson and the URL.
+    pub fn number(self) -> u8 {
+        match self {
+            Exercise::FullPrecision => 1,
+            Exercise::LargerBatch => 2,
+        }
+    }
+
+    /// The exercise with this number.
+    pub fn from_number(n: u8) -> Option<Self> {
+        Self::ALL.into_iter().find(|e| e.number() == n)
+    }
+
+    /// What the reader is asked to do.
+    pub fn task(self) -> &'static str {
+        match self {
+            Exercise::FullPrecision => {
+                "Turn mixed precision off and compare the total. Is plain fp32 training just \
+                 \"weights twice as big\"?"
+            }
+            Exercise::LargerBatch => {
+                "Raise the batch size and watch the bar. Which single term grows, and which \
+                 stay put?"
+            }
+        }
+    }
+
+    /// The explanation, shown once the reader has tried it.
+    pub fn explanation(self) -> &'static str {
+        match self {
+            Exercise::FullPrecision => {
+                "In fp32 the weights and gradients take 4 bytes instead of 2, so both double; \
+                 but the separate fp32 master copy is no longer needed, because the weights \
+                 already are fp32. Adam's state (always fp32) and the activations do not move. \
+                 For the lesson's 7 B model the gains and losses cancel: 185.0 GB either way."
+            }
+            Exercise::LargerBatch => {
+                "Only activations grow: they are kept for every token of every sequence in the \
+                 batch, so doubling the batch doubles them. Parameters, gradients, master weights \
+                 and optimizer state depend on the model alone. When you run out of memory with \
+                 large batches, activations are the term to cut (smaller micro-batches, \
+                 recomputation)."
+            }
+        }
+    }
+
+    /// The page state that sets the exercise up: the current configuration
+    /// pinned as the baseline, and the change applied to the current one.
+    pub fn setup(self, state: &PageState) -> PageState {
+        let mut next = *state;
+        next.exercise = Some(self);
+        let mut base = state.config;
+        let mut current = state.config;
+        match self {
+            Exercise::FullPrecision => {
+                base.mixed_precision = true;
+                current.mixed_precision = false;
+            }
+            Exercise::LargerBatch => {
+                if base.batch >= 1024 {
+                    base.batch = 512;
+                }
+                current.batch = base.batch * 2;
+            }
+        }
+        next.baseline = Some(base);
+        next.config = current;
+        next
+    }
+
+    /// Whether the page shows the comparison the exercise asks for.
+    pub fn tried(self, state: &PageState) -> bool {
+        let Some(base) = state.baseline else {
+            return false;
+        };
+        let cur = state.config;
+        match self {
+            Exercise::FullPrecision => base.mixed_precision && !cur.mixed_precision,
+            Exercise::LargerBatch => {
+                cur.batch > base.batch
+                    && TrainingConfig {
+                        batch: base.batch,
+                        ..cur
+                    } == base
+            }
+        }
+    }
+}
+
+/// Everything the page shows, as one value: the URL encodes exactly this.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct PageState {
+    /// The configuration the controls edit.
+    pub config: TrainingConfig,
+    /// A pinned configuration to compare against.
+    pub baseline: Option<TrainingConfig>,
+    /// A GPU to fit the budget on.
+    pub gpu: Option<GpuCapacity>,
+    /// The unit figures are shown in.
+    pub unit: Unit,
+    /// What the sweep chart varies.
+    pub sweep: SweepAxis,
+    /// Compact layout for an `<iframe>`.
+    pub embed: bool,
+    /// The exercise the reader opened, if any.
+    pub exercise: Option<Exercise>,
+}
+
+impl PageState {
+    /// A state that names an exercise but has no baseline (a hand-written
+    /// `?ex=1`) gets the exercise's comparison set up; others are unchanged.
+    pub fn with_exercise_set_up(self) -> Self {
+        match (self.exercise, self.baseline) {
+            (Some(ex), None) => ex.setup(&self),
+            _ => self,
+        }
+    }
+}
+
+/// The largest value of `field` (batch or sequence length) for which the
+/// budget of `cfg` fits in `capacity_bytes`, other inputs unchanged; `None`
+/// when even the field's minimum does not fit. Solved from the formula (the
+/// activations are linear in the field, everything else is constant) and
+/// then confirmed against [`estimate`]'s own total, so the answer agrees with
+/// the figures the page shows to the byte.
+pub fn max_fitting(cfg: &TrainingConfig, field: Field, capacity_bytes: f64) -> Option<u32> {
+    let (min, max) = field.range();
+    let (min, max) = (min as u32, max as u32);
+    let fits = |v: u32| {
+        cfg.with(field, f64::from(v))
+            .ok()
+            .and_then(|c| estimate(&c).ok())
+            .is_some_and(|b| b.total <= capacity_bytes)
+    };
+    let b = estimate(cfg).ok()?;
+    let current = cfg.get(field);
+    let per_unit = b.activations / current;
+    let fixed = b.total - b.activations;
+    let guess = ((capacity_bytes - fixed) / per_unit).floor();
+    let mut v = if guess.is_nan() {
+        min
+    } else {
+        guess.clamp(f64::from(min), f64::from(max)) as u32
+    };
+    // Rounding in the float sums can put the guess one off either way.
+    while v < max && fits(v + 1) {
+        v += 1;
+    }
+    while v > min && !fits(v) {
+        v -= 1;
+    }
+    fits(v).then_some(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sweep_points_are_powers_of_two_across_the_range() {
+        assert_eq!(
+            SweepAxis::Batch.points(),
+            [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+        );
+        let seq = SweepAxis::SeqLen.points();
+        assert_eq!(
+            (seq[0], *seq.last().unwrap(), seq.len()),
+            (128, 131_072, 11)
+        );
+    }
+
+    #[test]
+    fn exercise_setups_compare_what_the_lesson_asks() {
+        let lesson = PageState::default();
+        let one = Exercise::FullPrecision.setup(&lesson);
+        assert_eq!(one.baseline, Some(TrainingConfig::default()));
+        assert!(!one.config.mixed_precision);
+        assert!(Exercise::FullPrecision.tried(&one));
+        assert!(!Exercise::LargerBatch.tried(&one));
+        let a = estimate(&one.baseline.unwrap()).unwrap();
+        let b = estimate(&one.config).unwrap();
+        assert_eq!(
+            format!("{:.1} {:.1}", a.total_gb(), b.total_gb()),
+            "185.0 185.0"
+        );
+
+        let two = Exercise::LargerBatch.setup(&lesson);
+        assert_eq!(two.config.batch, 8);
+        assert!(Exercise::LargerBatch.tried(&two));
+        assert!(!Exercise::LargerBatch.tried(&lesson));
+        let full = PageState {
+            config: TrainingConfig {
+                batch: 1024,
+                ..TrainingConfig::default()
+            },
+            ..lesson
+        };
+        let two = Exercise::LargerBatch.setup(&full);
+        assert_eq!((two.baseline.unwrap().batch, two.config.batch), (512, 1024));
+    }
+
+    #[test]
+    fn exercise_link_without_baseline_is_set_up() {
+        let bare = PageState {
+            exercise: Some(Exercise::FullPrecision),
+            ..PageState::default()
+        };
+        let s = bare.with_exercise_set_up();
+        assert_eq!(s, Exercise::FullPrecision.setup(&PageState::default()));
+        assert_eq!(s.with_exercise_set_up(), s, "an existing baseline is kept");
+        assert_eq!(
+            PageState::default().with_exercise_set_up(),
+            PageState::default()
+        );
+    }
+
+    #[test]
+    fn vendor_capacities_are_binary() {
+        let h100 = GpuCapacity {
+            amount: 80.0,
+            unit: Unit::Gib,
+        };
+        assert_eq!(h100.bytes(), 85_899_345_920.0);
+        assert_eq!(format!("{:.1}", Unit::Gb.of(h100.bytes())), "85.9");
+    }
+
+    #[test]
+    fn max_batch_on_known_cards() {
+        let lesson = TrainingConfig::default();
+        // 112 GB fixed + 18.25 GB per sequence: 192 GiB (206.2 GB) fits 5.
+        let cap = 192.0 * Unit::Gib.bytes();
+        assert_eq!(max_fitting(&lesson, Field::Batch, cap), Some(5));
+        // 80 GiB does not even hold the 112 GB of weights and optimizer state.
+        assert_eq!(
+            max_fitting(&lesson, Field::Batch, 80.0 * Unit::Gib.bytes()),
+            None
+        );
+        // Plenty of room: capped at the range's maximum.
+        assert_eq!(max_fitting(&lesson, Field::Batch, 1e15), Some(1024));
+        assert_eq!(max_fitting(&lesson, Field::SeqLen, 1e15), Some(131_072));
+    }
+}

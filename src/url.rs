@@ -1,0 +1,324 @@
+//! The page's state in a URL query string, and back.
+//!
+//! ```
+//! use membudget::state::PageState;
+//! use membudget::url::{decode, encode};
+//!
+//! let state = PageState::default();
+//! let query = encode(&state);
+//! assert_eq!(query, "params=7&batch=4&seq=2048&hidden=4096&layers=32&mixed=1");
+//! assert_eq!(decode(&query).state, state);
+//!
+//! // What cannot be used falls back to the default, and says so.
+//! let d = decode("?batch=0&colour=red");
+//! assert_eq!(d.state, state);
+//! assert_eq!(d.ignored[0].to_string(), "batch: Batch size must be at least 1 (got 0)");
+//! ```
+//!
+//! Keys: `params batch seq hidden layers` (numbers), `mixed` (`1`/`0`),
+//! `base` (a pinned baseline: `params,batch,seq,hidden,layers,mixed`),
+//! `gpu` (`80` or `80gib` for a card sold as 80 GB, `85.9gb` in decimal GB),
+//! `unit` (`gb`/`gib`), `sweep` (`batch`/`seq`), `embed` (`1`), `ex` (`1`/`2`).
+//! Unknown keys are ignored without a word; a known key with a bad value is
+//! reported in [`Decoded::ignored`] and its default kept.
+
+use crate::budget::{Field, TrainingConfig};
+use crate::state::{Exercise, GpuCapacity, PageState, SweepAxis, Unit};
+use std::fmt;
+
+/// A value from the URL that was not used, and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ignored {
+    /// The key, shortened to 40 characters.
+    pub key: String,
+    /// The value as given (percent-decoded), shortened to 40 characters.
+    pub value: String,
+    /// Why it was not used.
+    pub reason: String,
+}
+
+/// `key: reason`. The raw value is left out: it is the reader's to see in
+/// the address bar, and echoing it would put arbitrary text (or a literal
+/// "NaN") on the page.
+impl fmt::Display for Ignored {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.key, self.reason)
+    }
+}
+
+/// What [`decode`] found.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decoded {
+    /// The state: defaults wherever the URL had nothing usable.
+    pub state: PageState,
+    /// Values that were present but not used.
+    pub ignored: Vec<Ignored>,
+}
+
+/// Shortens untrusted text for display (by characters, not bytes).
+fn shorten(text: &str) -> String {
+    const MAX: usize = 40;
+    if text.chars().count() <= MAX {
+        text.to_string()
+    } else {
+        text.chars().take(MAX - 1).chain(['…']).collect()
+    }
+}
+
+/// Reads the page state from a query string (with or without the leading
+/// `?`). Never fails: what it cannot use it lists in [`Decoded::ignored`].
+pub fn decode(query: &str) -> Decoded {
+    let query = query.strip_prefix('?').unwrap_or(query);
+    let mut state = PageState::default();
+    let mut ignored = Vec::new();
+    for (key, value) in form_urlencoded::parse(query.as_bytes()) {
+        let outcome = apply(&mut state, &key, &value);
+        if let Err(reason) = outcome {
+            ignored.push(Ignored {
+                key: shorten(&key),
+                value: shorten(&value),
+                reason,
+            });
+        }
+    }
+    Decoded { state, ignored }
+}
+
+/// Applies one pair to `state`; unknown keys are accepted and do nothing.
+fn apply(state: &mut PageState, key: &str, value: &str) -> Result<(), String> {
+    if let Some(field) = Field::ALL.into_iter().find(|f| f.key() == key) {
+        let v = field.parse(value).map_err(|e| e.to_string())?;
+        state.config = state.config.with(field, v).map_err(|e| e.to_string())?;
+        return Ok(());
+    }
+    match key {
+        "mixed" => state.config.mixed_precision = parse_flag(value)?,
+        "base" => state.baseline = Some(parse_config(value)?),
+        "gpu" => state.gpu = Some(parse_gpu(value)?),
+        "unit" => {
+            state.unit = match value {
+                "gb" => Unit::Gb,
+                "gib" => Unit::Gib,
+                _ => return Err("unit must be gb or gib".into()),
+            }
+        }
+        "sweep" => {
+            state.sweep = match value {
+                "batch" => SweepAxis::Batch,
+                "seq" => SweepAxis::SeqLen,
+                _ => return Err("sweep must be batch or seq".into()),
+            }
+        }
+        "embed" => state.embed = parse_flag(value)?,
+        "ex" => {
+            state.exercise = Some(
+                value
+                    .parse::<u8>()
+                    .ok()
+                    .and_then(Exercise::from_number)
+                    .ok_or("exercise must be 1 or 2")?,
+            )
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn parse_flag(value: &str) -> Result<bool, String> {
+    match value {
+        "1" | "true" | "on" => Ok(true),
+        "0" | "false" | "off" => Ok(false),
+        _ => Err("must be 1 or 0".into()),
+    }
+}
+
+/// `params,batch,seq,hidden,layers,mixed`, each checked like its own key.
+fn parse_config(value: &str) -> Result<TrainingConfig, String> {
+    let parts: Vec<&str> = value.split(',').collect();
+    if parts.len() != Field::ALL.len() + 1 {
+        return Err("baseline must be params,batch,seq,hidden,layers,mixed".into());
+    }
+    let mut cfg = TrainingConfig::default();
+    for (field, text) in Field::ALL.into_iter().zip(&parts) {
+        let v = field.parse(text).map_err(|e| format!("baseline: {e}"))?;
+        cfg = cfg.with(field, v).map_err(|e| format!("baseline: {e}"))?;
+    }
+    cfg.mixed_precision =
+        parse_flag(parts[Field::ALL.len()]).map_err(|e| format!("baseline mixed {e}"))?;
+    Ok(cfg)
+}
+
+/// `80` or `80gib` (vendor GB, which are GiB) or `85.9gb` (decimal GB).
+fn parse_gpu(value: &str) -> Result<GpuCapacity, String> {
+    let lower = value.trim().to_ascii_lowercase();
+    let (number, unit) = if let Some(n) = lower.strip_suffix("gib") {
+        (n, Unit::Gib)
+    } else if let Some(n) = lower.strip_suffix("gb") {
+        (n, Unit::Gb)
+    } else {
+        (lower.as_str(), Unit::Gib)
+    };
+    let gpu = GpuCapacity {
+        amount: number
+            .parse()
+            .map_err(|_| "GPU memory must be a number, like 80 or 85.9gb")?,
+        unit,
+    };
+    if gpu.is_valid() {
+        Ok(gpu)
+    } else {
+        Err(format!(
+            "GPU memory must be above 0 and at most {}",
+            crate::state::MAX_GPU_AMOUNT
+        ))
+    }
+}
+
+/// Writes the state as a query string (no leading `?`): the five inputs and
+/// `mixed` always, the rest only when they differ from the default.
+pub fn encode(state: &PageState) -> String {
+    let mut out = form_urlencoded::Serializer::new(String::new());
+    for field in Field::ALL {
+        out.append_pair(field.key(), &format_value(state.config.get(field)));
+    }
+    out.append_pair("mixed", flag(state.config.mixed_precision));
+    if let Some(base) = state.baseline {
+        let mut parts: Vec<String> = Field::ALL
+            .into_iter()
+            .map(|f| format_value(base.get(f)))
+            .collect();
+        parts.push(flag(base.mixed_precision).into());
+        out.append_pair("base", &parts.join(","));
+    }
+    if let Some(gpu) = state.gpu {
+        out.append_pair(
+            "gpu",
+            &format!("{}{}", format_value(gpu.amount), gpu.unit.key()),
+        );
+    }
+    if state.unit != Unit::default() {
+        out.append_pair("unit", state.unit.key());
+    }
+    if state.sweep != SweepAxis::default() {
+        out.append_pair("sweep", state.sweep.key());
+    }
+    if state.embed {
+        out.append_pair("embed", "1");
+    }
+    if let Some(ex) = state.exercise {
+        out.append_pair("ex", &ex.number().to_string());
+    }
+    out.finish()
+}
+
+fn flag(on: bool) -> &'static str {
+    if on {
+        "1"
+    } else {
+        "0"
+    }
+}
+
+/// Shortest text that reads back to the same f64 (`7`, `0.124`).
+fn format_value(v: f64) -> String {
+    format!("{v}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn malformed_values_fall_back_and_are_reported() {
+        let cases: &[(&str, &str)] = &[
+            ("batch=abc", "batch: Batch size must be a number"),
+            ("seq=NaN", "seq: Sequence length must be a number"),
+            (
+                "params=1e400",
+                "params: Model size must be at most 1000 (got inf)",
+            ),
+            ("layers=-3", "layers: Layers must be at least 1 (got -3)"),
+            ("hidden=", "hidden: Hidden size needs a value"),
+            ("mixed=maybe", "mixed: must be 1 or 0"),
+            ("unit=furlong", "unit: unit must be gb or gib"),
+            (
+                "gpu=-80",
+                "gpu: GPU memory must be above 0 and at most 100000",
+            ),
+            (
+                "gpu=lots",
+                "gpu: GPU memory must be a number, like 80 or 85.9gb",
+            ),
+            ("ex=3", "ex: exercise must be 1 or 2"),
+            (
+                "base=7,4",
+                "base: baseline must be params,batch,seq,hidden,layers,mixed",
+            ),
+            (
+                "base=7,0,2048,4096,32,1",
+                "base: baseline: Batch size must be at least 1 (got 0)",
+            ),
+            (
+                "batch=%3Cscript%3Ealert(1)%3C%2Fscript%3E",
+                "batch: Batch size must be a number",
+            ),
+        ];
+        for (query, want) in cases {
+            let d = decode(query);
+            assert_eq!(d.state, PageState::default(), "{query}");
+            let got: Vec<String> = d.ignored.iter().map(|i| i.to_string()).collect();
+            assert_eq!(got, [*want], "{query}");
+        }
+    }
+
+    #[test]
+    fn unknown_keys_are_ignored_silently_and_long_values_shortened() {
+        let d = decode("?utm_source=x&batch=8&&=&colour");
+        assert_eq!(d.state.config.batch, 8);
+        assert!(d.ignored.is_empty());
+        let long = "9".repeat(500);
+        let d = decode(&format!("batch={long}"));
+        assert_eq!(d.ignored[0].value.chars().count(), 40);
+        let d = decode("batch=%3Cscript%3E");
+        assert_eq!(
+            d.ignored[0].value, "<script>",
+            "value kept, percent-decoded"
+        );
+    }
+
+    #[test]
+    fn full_state_reads_back() {
+        let d = decode(
+            "params=0.124&batch=8&seq=1024&hidden=768&layers=12&mixed=0\
+             &base=7,4,2048,4096,32,1&gpu=80gib&unit=gib&sweep=seq&embed=1&ex=2",
+        );
+        assert!(d.ignored.is_empty(), "{:?}", d.ignored);
+        let s = d.state;
+        assert_eq!(s.config.params_b, 0.124);
+        assert_eq!(
+            (s.config.batch, s.config.layers, s.config.mixed_precision),
+            (8, 12, false)
+        );
+        assert_eq!(s.baseline, Some(TrainingConfig::default()));
+        assert_eq!(
+            s.gpu,
+            Some(GpuCapacity {
+                amount: 80.0,
+                unit: Unit::Gib
+            })
+        );
+        assert_eq!(
+            (s.unit, s.sweep, s.embed),
+            (Unit::Gib, SweepAxis::SeqLen, true)
+        );
+        assert_eq!(s.exercise, Some(Exercise::LargerBatch));
+        assert_eq!(decode(&encode(&s)).state, s);
+        assert_eq!(
+            decode("gpu=80").state.gpu,
+            Some(GpuCapacity {
+                amount: 80.0,
+                unit: Unit::Gib
+            })
+        );
+    }
+}

@@ -1,0 +1,68 @@
+// Shared by the end-to-end tests: serve dist/ under a sub-path, as a course
+// site would host it, and drive Debian's Chromium with playwright-core.
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const dist = process.env.MEMBUDGET_DIST || path.join(root, 'dist');
+const prefix = '/course/membudget/';
+const types = {
+  '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm',
+  '.css': 'text/css', '.svg': 'image/svg+xml',
+};
+
+/** Starts a static server for dist/ at a sub-path; `base` is its address. */
+export async function startServer() {
+  assert.ok(fs.existsSync(path.join(dist, 'index.html')), `no build in ${dist}: run trunk build --release`);
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url, 'http://x');
+    if (!url.pathname.startsWith(prefix)) { res.writeHead(404).end(); return; }
+    let file = path.join(dist, decodeURIComponent(url.pathname.slice(prefix.length)) || 'index.html');
+    if (!file.startsWith(dist) || !fs.existsSync(file) || fs.statSync(file).isDirectory()) {
+      file = path.join(dist, 'index.html');
+    }
+    res.writeHead(200, { 'content-type': types[path.extname(file)] || 'application/octet-stream' });
+    fs.createReadStream(file).pipe(res);
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  server.base = `http://127.0.0.1:${server.address().port}${prefix}`;
+  return server;
+}
+
+/** Launches headless Chromium, kept off the closed network. */
+export function launch() {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    args: [
+      '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync',
+    ],
+  });
+}
+
+/** Opens `url` in a fresh context once the table is filled; collects page
+ *  errors, console errors and failed requests in `problems`. */
+export async function openPage(browser, url, options = {}) {
+  const context = await browser.newContext(options);
+  const page = await context.newPage();
+  const problems = [];
+  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
+  page.on('requestfailed', (r) => problems.push(`requestfailed: ${r.url()}`));
+  await page.goto(url);
+  await page.waitForSelector('tr[data-term="total"] td.gb:not(:empty)');
+  return { page, problems, context };
+}
+
+const terms = ['params', 'grads', 'master_weights', 'optimizer_state', 'activations', 'total'];
+
+/** The table's current figures, Parameters … Total. */
+export const figures = (page) => page.evaluate((terms) =>
+  terms.map((t) => document.querySelector(`tr[data-term="${t}"] td.gb`).textContent), terms);
+
+/** The main chart's pixels as a data URL. */
+export const chart = (page) => page.evaluate(() => document.querySelector('#budget-chart').toDataURL());

@@ -1,0 +1,166 @@
+// End-to-end: deep links, embed mode, compare, GPU fit, units, exercises,
+// export, and hostile links, against the built page in Chromium.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer, launch, openPage, figures, chart } from './harness.mjs';
+
+let server, browser;
+before(async () => { server = await startServer(); browser = await launch(); });
+after(async () => { await browser?.close(); server?.close(); });
+
+const open = (query = '', options = {}) => openPage(browser, server.base + query, options);
+
+test('a deep link opens its configuration', async () => {
+  const { page, problems, context } = await open('?params=70&batch=1&seq=4096&hidden=8192&layers=80&mixed=1');
+  assert.deepEqual(await figures(page), ['140.0', '140.0', '280.0', '560.0', '182.5', '1302.5']);
+  assert.equal(await page.inputValue('#params-input'), '70');
+  assert.equal(await page.inputValue('#hidden-input'), '8192');
+  assert.equal(await page.isVisible('#url-notices'), false);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('moving a slider updates the address without adding history', async () => {
+  const { page, context } = await open();
+  const historyBefore = await page.evaluate(() => history.length);
+  await page.focus('#batch-slider');
+  await page.keyboard.press('ArrowRight');
+  await page.waitForFunction(() => location.search.includes('batch=8'));
+  assert.match(page.url(), /\?params=7&batch=8&seq=2048&hidden=4096&layers=32&mixed=1$/);
+  assert.equal(await page.evaluate(() => history.length), historyBefore);
+  // The copied address reopens the same view.
+  const again = await open(new URL(page.url()).search);
+  assert.deepEqual(await figures(again.page), ['14.0', '14.0', '28.0', '56.0', '146.0', '258.0']);
+  await again.context.close();
+  await context.close();
+});
+
+test('pin a baseline, change, compare; clear with one click', async () => {
+  const { page, context } = await open();
+  const chartBefore = await chart(page);
+  await page.click('#pin-baseline');
+  await page.focus('#batch-slider');
+  await page.keyboard.press('ArrowRight');
+  const row = 'tr[data-term="activations"]';
+  assert.equal(await page.textContent(`${row} td.baseline`), '73.0');
+  assert.equal(await page.textContent(`${row} td.gb`), '146.0');
+  assert.equal(await page.textContent(`${row} td.change`), '+73.0');
+  assert.equal(await page.textContent('tr[data-term="params"] td.change'), '0.0');
+  assert.match(await page.getAttribute(row, 'class'), /largest-change/);
+  assert.match(page.url(), /base=7%2C4%2C2048%2C4096%2C32%2C1/);
+  assert.notEqual(await chart(page), chartBefore);
+  await page.click('#clear-baseline');
+  assert.equal(await page.locator('td.baseline').count(), 0);
+  assert.doesNotMatch(page.url(), /base=/);
+  await context.close();
+});
+
+test('embed mode fits a 640x480 iframe without scrollbars', async () => {
+  const { page, context } = await open('?embed=1', { viewport: { width: 640, height: 480 } });
+  const dims = await page.evaluate(() => {
+    const d = document.documentElement;
+    return { sw: d.scrollWidth, cw: d.clientWidth, sh: d.scrollHeight, ch: d.clientHeight };
+  });
+  assert.ok(dims.sw <= dims.cw && dims.sh <= dims.ch, JSON.stringify(dims));
+  assert.equal(await page.isVisible('h1'), false);
+  assert.equal(await page.isVisible('#batch-slider'), true);
+  assert.equal(await page.isVisible('.open-full'), true);
+  assert.doesNotMatch(await page.getAttribute('.open-full', 'href'), /embed=1/);
+  // And inside a real iframe of that size.
+  const host = await browser.newContext();
+  const hp = await host.newPage();
+  await hp.setContent(`<iframe src="${server.base}?embed=1" width="640" height="480" style="border:0"></iframe>`);
+  const frame = await (await hp.waitForSelector('iframe')).contentFrame();
+  await frame.waitForSelector('tr[data-term="total"] td.gb:not(:empty)');
+  const inFrame = await frame.evaluate(() => {
+    const d = document.documentElement;
+    return d.scrollHeight <= d.clientHeight && d.scrollWidth <= d.clientWidth;
+  });
+  assert.ok(inFrame, 'scrollbars inside the iframe');
+  await host.close();
+  await context.close();
+});
+
+test('GPU fit: capacity, verdict, largest batch; GiB switch converts honestly', async () => {
+  const { page, context } = await open();
+  await page.selectOption('#gpu-select', 'p192');
+  assert.equal(await page.textContent('#fit-verdict'), 'Fits: 185.0 of 206.2 GB used, 21.1 GB to spare.');
+  assert.equal(await page.textContent('#fit-batch'), 'Largest batch that fits: 5');
+  assert.match(await page.textContent('#fit-seq'), /^Largest sequence length that fits: \d+$/);
+  assert.match(page.url(), /gpu=192gib/);
+  await page.check('#unit-gib');
+  assert.equal(await page.textContent('tr[data-term="total"] td.gb'), '172.3');
+  assert.equal(await page.textContent('#fit-verdict'), 'Fits: 172.3 of 192.0 GiB used, 19.7 GiB to spare.');
+  await page.selectOption('#gpu-select', 'p80');
+  assert.match(await page.textContent('#fit-batch'), /^Largest batch that fits: none/);
+  await page.selectOption('#gpu-select', 'custom');
+  await page.fill('#gpu-custom', '300');
+  await page.press('#gpu-custom', 'Enter');
+  assert.match(page.url(), /gpu=300gib/);
+  await context.close();
+});
+
+test('exercise links set up their comparisons and explain after trying', async () => {
+  const { page, context } = await open();
+  assert.doesNotMatch(await page.textContent('#exercise-1-explanation'), /either way/);
+  await page.click('#exercise-1-link');
+  await page.waitForSelector('td.baseline');
+  assert.equal(await page.textContent('tr[data-term="master_weights"] td.baseline'), '28.0');
+  assert.equal(await page.textContent('tr[data-term="master_weights"] td.gb'), '0.0');
+  assert.equal(await page.textContent('tr[data-term="total"] td.change'), '0.0');
+  assert.match(await page.textContent('#exercise-1-explanation'), /185\.0 GB either way/);
+  await context.close();
+
+  const bare = await open('?ex=2');
+  assert.equal(await bare.page.textContent('tr[data-term="activations"] td.change'), '+73.0');
+  assert.match(await bare.page.textContent('#exercise-2-explanation'), /Only activations grow/);
+  await bare.context.close();
+});
+
+test('export: Markdown, CSV and JSON of the table, the chart as PNG', async () => {
+  const { page, context } = await open();
+  await page.click('#copy-markdown');
+  assert.match(await page.inputValue('#export-text'), /\| Activations \| 73\.0 \|\n\| Total \| 185\.0 \|/);
+  await page.click('#copy-csv');
+  assert.match(await page.inputValue('#export-text'), /^term,bytes,gb\n/);
+  await page.click('#copy-json');
+  const json = JSON.parse(await page.inputValue('#export-text'));
+  assert.equal(json.bytes.activations, 73014444032);
+  assert.equal(json.gb.total, 185.014444032);
+  await page.click('#copy-embed');
+  assert.match(await page.inputValue('#export-text'), /^<iframe src="http:\/\/127\.0\.0\.1:\d+\/course\/membudget\/\?params=7&amp;.*embed=1"/);
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#download-chart')]);
+  assert.equal(download.suggestedFilename(), 'membudget-chart.png');
+  await context.close();
+});
+
+test('the sweep switches to sequence length and redraws', async () => {
+  const { page, context } = await open();
+  const before = await page.evaluate(() => document.querySelector('#sweep-chart').toDataURL());
+  await page.check('#sweep-seq');
+  assert.match(page.url(), /sweep=seq/);
+  assert.equal(await page.textContent('#sweep-title'), 'How the budget grows with sequence length');
+  assert.notEqual(await page.evaluate(() => document.querySelector('#sweep-chart').toDataURL()), before);
+  await context.close();
+});
+
+test('a hostile link loads with a message, runs no script and shows no NaN', async () => {
+  const query = '?batch=abc&params=%3Cscript%3Ewindow.pwned%3D1%3C%2Fscript%3E&seq=NaN&hidden=1e999'
+    + '&layers=-1&gpu=&mixed=javascript:alert(1)&unit=%3Cimg%20src%3Dx%20onerror%3Dwindow.pwned%3D1%3E';
+  const { page, context } = await open(query);
+  let dialogs = 0;
+  page.on('dialog', (d) => { dialogs += 1; d.dismiss(); });
+  assert.deepEqual(await figures(page), ['14.0', '14.0', '28.0', '56.0', '73.0', '185.0']);
+  const notice = await page.textContent('#url-notices');
+  for (const key of ['batch: ', 'params: ', 'seq: ', 'hidden: ', 'layers: ', 'gpu: ', 'mixed: ', 'unit: ']) {
+    assert.ok(notice.includes(key), `notice lacks ${key}`);
+  }
+  assert.ok(!notice.includes('<script>') && !notice.includes('javascript:'), 'raw values echoed');
+  assert.equal(await page.evaluate(() => window.pwned), undefined);
+  assert.equal(await page.locator('#url-notices script, #url-notices img').count(), 0);
+  assert.equal(dialogs, 0);
+  assert.ok(!(await page.innerText('body')).includes('NaN'));
+  await page.click('#url-notices button');
+  assert.equal(await page.isVisible('#url-notices'), false);
+  await context.close();
+});

@@ -1,0 +1,141 @@
+//! Properties of the URL codec and the GPU-fit solver over random input.
+#![cfg(not(target_arch = "wasm32"))]
+
+use membudget::budget::{estimate, Field, TrainingConfig};
+use membudget::state::{max_fitting, Exercise, GpuCapacity, PageState, SweepAxis, Unit};
+use membudget::url::{decode, encode};
+use proptest::prelude::*;
+
+fn any_config() -> impl Strategy<Value = TrainingConfig> {
+    (
+        0.1f64..=1000.0,
+        1u32..=1024,
+        128u32..=131_072,
+        128u32..=65_536,
+        1u32..=256,
+        any::<bool>(),
+    )
+        .prop_map(
+            |(params_b, batch, seq_len, hidden, layers, mixed_precision)| TrainingConfig {
+                params_b,
+                batch,
+                seq_len,
+                hidden,
+                layers,
+                mixed_precision,
+            },
+        )
+}
+
+fn any_state() -> impl Strategy<Value = PageState> {
+    (
+        any_config(),
+        proptest::option::of(any_config()),
+        proptest::option::of((0.001f64..=100_000.0, any::<bool>())),
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+        proptest::option::of(1u8..=2),
+    )
+        .prop_map(|(config, baseline, gpu, gib, seq, embed, ex)| PageState {
+            config,
+            baseline,
+            gpu: gpu.map(|(amount, gib)| GpuCapacity {
+                amount,
+                unit: if gib { Unit::Gib } else { Unit::Gb },
+            }),
+            unit: if gib { Unit::Gib } else { Unit::Gb },
+            sweep: if seq {
+                SweepAxis::SeqLen
+            } else {
+                SweepAxis::Batch
+            },
+            embed,
+            exercise: ex.and_then(Exercise::from_number),
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    #[test]
+    fn url_round_trips(state in any_state()) {
+        let query = encode(&state);
+        let d = decode(&query);
+        prop_assert!(d.ignored.is_empty(), "{query}: {:?}", d.ignored);
+        prop_assert_eq!(d.state, state);
+        prop_assert_eq!(decode(&format!("?{query}")).state, state);
+    }
+
+    /// Any query at all: no panic, and whatever was accepted is valid.
+    #[test]
+    fn any_query_decodes_to_a_valid_state(query in "[a-z=&%0-9.,eE+-]{0,60}|\\PC{0,60}") {
+        let d = decode(&query);
+        prop_assert!(d.state.config.validate().is_ok());
+        if let Some(b) = d.state.baseline {
+            prop_assert!(b.validate().is_ok());
+        }
+        if let Some(g) = d.state.gpu {
+            prop_assert!(g.is_valid());
+        }
+        for i in &d.ignored {
+            prop_assert!(i.value.chars().count() <= 40 && i.key.chars().count() <= 40);
+        }
+    }
+
+    /// Keys with random values: each known key either applies or is
+    /// reported, never both, never a panic.
+    #[test]
+    fn known_keys_apply_or_report(
+        key in prop::sample::select(vec!["params", "batch", "seq", "hidden", "layers", "mixed", "base", "gpu", "unit", "sweep", "embed", "ex"]),
+        value in "[0-9a-z.,-]{0,12}",
+    ) {
+        let d = decode(&format!("{key}={value}"));
+        prop_assert!(d.ignored.len() <= 1);
+        if d.ignored.len() == 1 {
+            prop_assert_eq!(d.state, PageState::default());
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// The solver's batch equals the largest that a scan of every batch
+    /// finds fitting, using the page's own totals.
+    #[test]
+    fn max_batch_matches_brute_force(cfg in any_config(), cap_gb in 1.0f64..50_000.0) {
+        let cap = cap_gb * 1e9;
+        let brute = (1..=1024u32)
+            .filter(|&b| estimate(&TrainingConfig { batch: b, ..cfg }).unwrap().total <= cap)
+            .max();
+        prop_assert_eq!(max_fitting(&cfg, Field::Batch, cap), brute);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    #[test]
+    fn max_seq_matches_brute_force(cfg in any_config(), cap_gb in 1.0f64..50_000.0) {
+        let cap = cap_gb * 1e9;
+        let brute = (128..=131_072u32)
+            .rev()
+            .find(|&s| estimate(&TrainingConfig { seq_len: s, ..cfg }).unwrap().total <= cap);
+        prop_assert_eq!(max_fitting(&cfg, Field::SeqLen, cap), brute);
+    }
+}
+
+/// Exact boundaries: a capacity equal to a total fits; one byte less does not.
+#[test]
+fn fit_boundary_is_exact() {
+    let cfg = TrainingConfig::default();
+    let at = |b: u32| estimate(&TrainingConfig { batch: b, ..cfg }).unwrap().total;
+    for b in [1, 4, 7, 100, 1024] {
+        assert_eq!(max_fitting(&cfg, Field::Batch, at(b)), Some(b));
+        if b > 1 {
+            let just_under = at(b) - 1.0;
+            assert_eq!(max_fitting(&cfg, Field::Batch, just_under), Some(b - 1));
+        }
+    }
+}
