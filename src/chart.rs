@@ -177,6 +177,11 @@ pub fn draw<DB: DrawingBackend>(
         .light_line_style(TRANSPARENT)
         .draw()?;
 
+    // Captions need about 40 CSS px each; on crowded axes every k-th is
+    // drawn (and always the marked one).
+    let slot_px = f64::from(chart.plotting_area().dim_in_pixel().0) / n;
+    let caption_every = (40.0 * style.scale / slot_px).ceil().max(1.0) as usize;
+
     // Each bar takes the middle 60 % of its slot.
     for (i, bar) in spec.bars.iter().enumerate() {
         let faded = spec.marked.is_some_and(|m| m != i);
@@ -206,6 +211,9 @@ pub fn draw<DB: DrawingBackend>(
         }
         // The caption sits under the axis, outside the plotting area, so it
         // is placed in pixels on the whole area.
+        if i % caption_every != 0 && spec.marked != Some(i) {
+            continue;
+        }
         let (x, y) = chart.backend_coord(&(centre, 0.0));
         let caption = if spec.marked == Some(i) {
             style.font(13.0).color(&fg)

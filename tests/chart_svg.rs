@@ -204,4 +204,15 @@ fn sweep_marks_the_current_point_only() {
         "unmarked bars must not carry totals"
     );
     assert!(!svg.contains("Parameters  "), "no legend requested");
+
+    // On a phone-sized chart every other caption is left out, but never the
+    // marked one.
+    let narrow = svg_of(&spec, (330, 300));
+    assert!(has_text(&narrow, "1") && has_text(&narrow, "4"));
+    assert!(!has_text(&narrow, "2"), "captions would overlap");
+    let marked8 = ChartSpec {
+        marked: Some(3),
+        ..spec.clone()
+    };
+    assert!(has_text(&svg_of(&marked8, (330, 300)), "8"));
 }
