@@ -27,7 +27,7 @@ fn any_config() -> impl Strategy<Value = TrainingConfig> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(4000))]
+    #![proptest_config(ProptestConfig::with_cases(10_000))]
 
     #[test]
     fn total_is_the_sum_and_every_figure_finite(cfg in any_config()) {

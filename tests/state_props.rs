@@ -56,7 +56,7 @@ fn any_state() -> impl Strategy<Value = PageState> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(3000))]
+    #![proptest_config(ProptestConfig::with_cases(15_000))]
 
     #[test]
     fn url_round_trips(state in any_state()) {

@@ -36,9 +36,16 @@ pub fn provide_redraw() {
     provide_context(redraw);
 }
 
+/// Records a performance mark (`membudget:budget-drawn` …) for the benchmark.
+pub fn mark(name: &str) {
+    if let Some(perf) = web_sys::window().and_then(|w| w.performance()) {
+        let _ = perf.mark(name);
+    }
+}
+
 /// Sizes `canvas` to its box at the screen's pixel density (crisp on
 /// high-DPI screens) and draws `spec` on it in the reader's colour scheme.
-pub fn paint(canvas: &web_sys::HtmlCanvasElement, spec: &ChartSpec<'_>) {
+pub fn paint(canvas: &web_sys::HtmlCanvasElement, spec: &ChartSpec<'_>, name: &str) {
     let scale = web_sys::window()
         .map_or(1.0, |w| w.device_pixel_ratio())
         .max(1.0);
@@ -56,6 +63,7 @@ pub fn paint(canvas: &web_sys::HtmlCanvasElement, spec: &ChartSpec<'_>) {
     if let Err(e) = draw(&backend.into_drawing_area(), spec, &style) {
         leptos::logging::error!("chart: {e:?}");
     }
+    mark(&format!("membudget:{name}-drawn"));
 }
 
 /// The main chart: the current budget as one stacked bar, the pinned
@@ -94,7 +102,7 @@ pub fn BudgetChart() -> impl IntoView {
             marked: None,
             legend: (!s.embed).then_some(&current),
         };
-        paint(&canvas, &spec);
+        paint(&canvas, &spec, "budget");
     });
 
     let label = move || {

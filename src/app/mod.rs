@@ -58,7 +58,14 @@ fn location_query() -> String {
 /// The whole calculator, reading its first state from the address bar.
 #[component]
 pub fn App() -> impl IntoView {
-    let decoded = decode(&location_query());
+    let query = location_query();
+    // Debug builds only: `?debug_panic=1` panics on purpose, so the end-to-end
+    // tests can check that a panic shows the banner, not a blank page.
+    #[cfg(debug_assertions)]
+    if query.contains("debug_panic=1") {
+        panic!("debug_panic=1 asked for a panic");
+    }
+    let decoded = decode(&query);
     let initial = decoded.state.with_exercise_set_up();
     view! { <Calculator initial=initial ignored=decoded.ignored /> }
 }

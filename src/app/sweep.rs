@@ -32,6 +32,7 @@ pub fn SweepPanel() -> impl IntoView {
         let Some(canvas) = canvas_ref.get() else {
             return;
         };
+        super::canvas::mark("membudget:sweep-start");
         let s = *state.read();
         let field = s.sweep.field();
         let current = s.config.get(field) as u32;
@@ -56,7 +57,7 @@ pub fn SweepPanel() -> impl IntoView {
             marked: points.iter().position(|(v, _)| *v == current),
             legend: None,
         };
-        paint(&canvas, &spec);
+        paint(&canvas, &spec, "sweep");
     });
 
     let option = move |a: SweepAxis, text: &'static str| {

@@ -15,15 +15,16 @@ const types = {
   '.css': 'text/css', '.svg': 'image/svg+xml',
 };
 
-/** Starts a static server for dist/ at a sub-path; `base` is its address. */
-export async function startServer() {
-  assert.ok(fs.existsSync(path.join(dist, 'index.html')), `no build in ${dist}: run trunk build --release`);
+/** Starts a static server for `dir` (dist/ by default) at a sub-path;
+ *  `base` is its address. */
+export async function startServer(dir = dist) {
+  assert.ok(fs.existsSync(path.join(dir, 'index.html')), `no build in ${dir}: run trunk build --release`);
   const server = http.createServer((req, res) => {
     const url = new URL(req.url, 'http://x');
     if (!url.pathname.startsWith(prefix)) { res.writeHead(404).end(); return; }
-    let file = path.join(dist, decodeURIComponent(url.pathname.slice(prefix.length)) || 'index.html');
-    if (!file.startsWith(dist) || !fs.existsSync(file) || fs.statSync(file).isDirectory()) {
-      file = path.join(dist, 'index.html');
+    let file = path.join(dir, decodeURIComponent(url.pathname.slice(prefix.length)) || 'index.html');
+    if (!file.startsWith(dir) || !fs.existsSync(file) || fs.statSync(file).isDirectory()) {
+      file = path.join(dir, 'index.html');
     }
     res.writeHead(200, { 'content-type': types[path.extname(file)] || 'application/octet-stream' });
     fs.createReadStream(file).pipe(res);
