@@ -1,58 +1,267 @@
-//! The command line: the lesson's printout (or JSON) for one configuration.
+//! The command line: the lesson's printout (or JSON) for one configuration,
+//! or, with any of the detailed flags, the detailed model's per-GPU budget.
 
 use crate::budget::{estimate, Breakdown, Field, TrainingConfig};
+use crate::detailed::{
+    self, preset, Architecture, AttentionKernel, DetailedBreakdown, DetailedConfig, Device, Family,
+    Optimizer, Precision, Profile, Recompute,
+};
+use crate::export::json_document;
 use clap::Parser;
 
-/// Prints the lesson's GPU training-memory budget. With no flags: the
-/// lesson's example (7 B parameters, batch 4, sequence 2048, hidden 4096,
-/// 32 layers, mixed precision).
-#[derive(Parser, Debug)]
+/// Prints the GPU training-memory budget. With no flags: the lesson's
+/// example (7 B parameters, batch 4, sequence 2048, hidden 4096, 32 layers,
+/// mixed precision). Any of the detailed flags (--model, --arch, --heads,
+/// --precision, --attention, --dp, …) switches to the detailed model, per GPU.
+#[derive(Parser, Debug, Default)]
 #[command(name = "membudget", version, about, long_about = None, allow_negative_numbers = true)]
 pub struct Args {
-    /// Model size in billions of parameters (0.1–1000).
-    #[arg(long, value_name = "B", value_parser = field_parser(Field::ModelSize), default_value = "7")]
-    pub params: f64,
-    /// Batch size in sequences (1–1024).
-    #[arg(long, value_name = "N", value_parser = field_parser(Field::Batch), default_value = "4")]
-    pub batch: f64,
+    /// Lesson model: size in billions of parameters (0.1–1000).
+    #[arg(long, value_name = "B")]
+    pub params: Option<String>,
+    /// Batch size in sequences (lesson: 1–1024; detailed: the global batch).
+    #[arg(long, value_name = "N")]
+    pub batch: Option<String>,
     /// Sequence length in tokens (128–131072).
-    #[arg(long, value_name = "TOKENS", value_parser = field_parser(Field::SeqLen), default_value = "2048")]
-    pub seq: f64,
+    #[arg(long, value_name = "TOKENS")]
+    pub seq: Option<String>,
     /// Hidden size (128–65536).
-    #[arg(long, value_name = "H", value_parser = field_parser(Field::Hidden), default_value = "4096")]
-    pub hidden: f64,
+    #[arg(long, value_name = "H")]
+    pub hidden: Option<String>,
     /// Number of layers (1–256).
-    #[arg(long, value_name = "L", value_parser = field_parser(Field::Layers), default_value = "32")]
-    pub layers: f64,
-    /// Train in plain fp32 instead of mixed precision.
+    #[arg(long, value_name = "L")]
+    pub layers: Option<String>,
+    /// Lesson model: train in plain fp32 instead of mixed precision.
     #[arg(long)]
     pub fp32: bool,
-    /// Print JSON: {"model": "lesson", "bytes": {...}, "gb": {...}}.
+    /// Print JSON: {"model": "lesson"|"detailed", "bytes": {...}, "gb": {...}}.
     #[arg(long)]
     pub json: bool,
+
+    /// Detailed: a published model (gpt2, gpt2-medium, gpt2-large, gpt2-xl,
+    /// llama-2-7b/13b/70b, llama-3.1-8b/70b/405b, mistral-7b,
+    /// qwen2.5-0.5b/7b/72b); shape flags given with it override its values.
+    #[arg(long, value_name = "PRESET")]
+    pub model: Option<String>,
+    /// Detailed: architecture family, gpt2 or llama.
+    #[arg(long, value_name = "FAMILY")]
+    pub arch: Option<Family>,
+    /// Detailed: attention heads.
+    #[arg(long)]
+    pub heads: Option<u64>,
+    /// Detailed: key/value heads (grouped-query attention; default: heads).
+    #[arg(long)]
+    pub kv_heads: Option<u64>,
+    /// Detailed: MLP inner size (default 4·hidden for gpt2; required for llama).
+    #[arg(long)]
+    pub ffn: Option<u64>,
+    /// Detailed: vocabulary size (default 50257 for gpt2, 32000 for llama).
+    #[arg(long)]
+    pub vocab: Option<u64>,
+    /// Detailed: mixed (bf16 + fp32 master, default), bf16, or fp32.
+    #[arg(long)]
+    pub precision: Option<Precision>,
+    /// Detailed: keep gradients in fp32 (some frameworks do under mixed precision).
+    #[arg(long)]
+    pub grad_fp32: bool,
+    /// Detailed: adamw (default), sgd, sgd-momentum, adam8bit.
+    #[arg(long)]
+    pub optimizer: Option<Optimizer>,
+    /// Detailed: eager (keeps the a·s² scores, default) or flash.
+    #[arg(long)]
+    pub attention: Option<AttentionKernel>,
+    /// Detailed: the model uses dropout (masks are kept for backward).
+    #[arg(long)]
+    pub dropout: bool,
+    /// Detailed: activation recomputation none (default), selective, full.
+    #[arg(long)]
+    pub recompute: Option<Recompute>,
+    /// Detailed: kernels, fused (Megatron, default) or hf (stock transformers).
+    #[arg(long = "impl", value_name = "IMPL")]
+    pub implementation: Option<Profile>,
+    /// Detailed: cuda (default) or cpu; changes dropout masks and SDPA in "hf".
+    #[arg(long)]
+    pub device: Option<Device>,
+    /// Detailed: data-parallel GPUs.
+    #[arg(long)]
+    pub dp: Option<u64>,
+    /// Detailed: ZeRO stage 0–3 across the data-parallel GPUs.
+    #[arg(long)]
+    pub zero: Option<u8>,
+    /// Detailed: tensor-parallel degree.
+    #[arg(long)]
+    pub tp: Option<u64>,
+    /// Detailed: sequence parallelism (with --tp).
+    #[arg(long)]
+    pub sp: bool,
+    /// Detailed: pipeline stages (1F1B).
+    #[arg(long)]
+    pub pp: Option<u64>,
+    /// Detailed: sequences per GPU per forward pass (default batch / dp).
+    #[arg(long)]
+    pub micro_batch: Option<u64>,
+    /// Detailed: LoRA rank on q and v; the base model is frozen.
+    #[arg(long)]
+    pub lora_rank: Option<u64>,
 }
 
-/// A clap value parser that accepts what [`Field::parse`] accepts and
-/// reports its message otherwise.
-fn field_parser(field: Field) -> impl Fn(&str) -> Result<f64, String> + Clone {
-    move |text| field.parse(text).map_err(|e| e.to_string())
-}
+/// What the command found wrong.
+pub type CliError = String;
 
 impl Args {
-    /// The configuration these flags describe.
-    pub fn config(&self) -> Result<TrainingConfig, crate::budget::ConfigError> {
+    /// Whether any flag of the detailed model was given.
+    pub fn is_detailed(&self) -> bool {
+        self.model.is_some()
+            || self.arch.is_some()
+            || self.heads.is_some()
+            || self.kv_heads.is_some()
+            || self.ffn.is_some()
+            || self.vocab.is_some()
+            || self.precision.is_some()
+            || self.grad_fp32
+            || self.optimizer.is_some()
+            || self.attention.is_some()
+            || self.dropout
+            || self.recompute.is_some()
+            || self.implementation.is_some()
+            || self.device.is_some()
+            || self.dp.is_some()
+            || self.zero.is_some()
+            || self.tp.is_some()
+            || self.sp
+            || self.pp.is_some()
+            || self.micro_batch.is_some()
+            || self.lora_rank.is_some()
+    }
+
+    /// The lesson configuration these flags describe.
+    pub fn config(&self) -> Result<TrainingConfig, CliError> {
         let mut cfg = TrainingConfig {
             mixed_precision: !self.fp32,
             ..TrainingConfig::default()
         };
-        for (field, value) in [
-            (Field::ModelSize, self.params),
-            (Field::Batch, self.batch),
-            (Field::SeqLen, self.seq),
-            (Field::Hidden, self.hidden),
-            (Field::Layers, self.layers),
+        for (field, text) in [
+            (Field::ModelSize, &self.params),
+            (Field::Batch, &self.batch),
+            (Field::SeqLen, &self.seq),
+            (Field::Hidden, &self.hidden),
+            (Field::Layers, &self.layers),
         ] {
-            cfg = cfg.with(field, value)?;
+            if let Some(text) = text {
+                let v = field.parse(text).map_err(|e| e.to_string())?;
+                cfg = cfg.with(field, v).map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(cfg)
+    }
+
+    /// The detailed configuration these flags describe.
+    pub fn detailed_config(&self) -> Result<DetailedConfig, CliError> {
+        if self.params.is_some() {
+            return Err("--params is the lesson model's; the detailed model counts parameters from the architecture".into());
+        }
+        if self.fp32 {
+            return Err("use --precision fp32 with the detailed model".into());
+        }
+        // Sizes in the detailed model use the lesson's ranges and messages.
+        let size = |field: Field, text: &Option<String>| -> Result<Option<u64>, CliError> {
+            text.as_deref()
+                .map(|t| field.parse(t).map(|v| v as u64).map_err(|e| e.to_string()))
+                .transpose()
+        };
+        let layers = size(Field::Layers, &self.layers)?;
+        let hidden = size(Field::Hidden, &self.hidden)?;
+        let seq = size(Field::SeqLen, &self.seq)?.unwrap_or(2048);
+        let batch = match self.batch.as_deref() {
+            None => 1,
+            Some(t) => t
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|&b| (1..=1 << 20).contains(&b))
+                .ok_or_else(|| {
+                    format!(
+                        "Batch size must be a whole number from 1 to {} (got {t})",
+                        1 << 20
+                    )
+                })?,
+        };
+
+        let mut arch = match (&self.model, self.arch) {
+            (Some(name), _) => preset(name).map(|p| p.arch).ok_or_else(|| {
+                let names: Vec<&str> = detailed::PRESETS.iter().map(|p| p.name).collect();
+                format!("unknown model '{name}'; known: {}", names.join(", "))
+            })?,
+            (None, Some(family)) => {
+                let (l, h) = (
+                    layers.ok_or("--layers is required with --arch")?,
+                    hidden.ok_or("--hidden is required with --arch")?,
+                );
+                let heads = self.heads.ok_or("--heads is required with --arch")?;
+                match family {
+                    Family::Gpt2 => Architecture::gpt2(l, h, heads, self.vocab.unwrap_or(50257)),
+                    Family::Llama => Architecture::llama(
+                        l,
+                        h,
+                        heads,
+                        self.kv_heads.unwrap_or(heads),
+                        self.ffn.ok_or("--ffn is required with --arch llama")?,
+                        self.vocab.unwrap_or(32000),
+                    ),
+                }
+            }
+            (None, None) => {
+                return Err("the detailed model needs --model PRESET or --arch gpt2|llama".into())
+            }
+        };
+        // Shape flags override a preset.
+        if let Some(l) = layers {
+            arch.layers = l;
+        }
+        if let Some(h) = hidden {
+            arch.hidden = h;
+            if arch.family == Family::Gpt2 && self.ffn.is_none() {
+                arch.ffn = 4 * h;
+            }
+        }
+        if let Some(v) = self.heads {
+            // GPT-2 has no grouped-query attention; an MHA preset stays MHA.
+            if arch.family == Family::Gpt2 || arch.kv_heads == arch.heads {
+                arch.kv_heads = v;
+            }
+            arch.heads = v;
+        }
+        if let Some(v) = self.kv_heads {
+            arch.kv_heads = v;
+        }
+        if let Some(v) = self.ffn {
+            arch.ffn = v;
+        }
+        if let Some(v) = self.vocab {
+            arch.vocab = v;
+        }
+
+        let mut cfg = DetailedConfig::new(arch, seq, batch);
+        cfg.micro_batch = self.micro_batch;
+        cfg.precision = self.precision.unwrap_or(Precision::Mixed);
+        cfg.fp32_grads = self.grad_fp32;
+        cfg.optimizer = self.optimizer.unwrap_or(Optimizer::AdamW);
+        cfg.attention = self.attention.unwrap_or(AttentionKernel::Eager);
+        cfg.dropout = self.dropout;
+        cfg.recompute = self.recompute.unwrap_or(Recompute::None);
+        cfg.profile = self.implementation.unwrap_or(Profile::Fused);
+        cfg.device = self.device.unwrap_or(Device::Cuda);
+        cfg.parallel.dp = self.dp.unwrap_or(1);
+        cfg.parallel.zero = self.zero.unwrap_or(0);
+        cfg.parallel.tp = self.tp.unwrap_or(1);
+        cfg.parallel.sp = self.sp;
+        cfg.parallel.pp = self.pp.unwrap_or(1);
+        cfg.lora_rank = self.lora_rank;
+        if cfg.micro_batch.is_none()
+            && cfg.parallel.dp > 0
+            && !batch.is_multiple_of(cfg.parallel.dp)
+        {
+            return Err("batch must be a multiple of --dp".into());
         }
         Ok(cfg)
     }
@@ -71,9 +280,92 @@ pub fn render_text(b: &Breakdown) -> String {
     )
 }
 
+/// The detailed budget's rows: JSON key and bytes.
+fn detailed_rows(b: &DetailedBreakdown) -> [(&'static str, f64); 7] {
+    [
+        ("params", b.params),
+        ("grads", b.grads),
+        ("master_weights", b.master_weights),
+        ("optimizer_state", b.optimizer_state),
+        ("activations", b.activations),
+        ("logits", b.logits),
+        ("total", b.total),
+    ]
+}
+
+/// A description line, the lesson's layout of rows (logits indented under
+/// activations), and the dominant term.
+pub fn render_detailed(cfg: &DetailedConfig, b: &DetailedBreakdown) -> String {
+    let a = &cfg.arch;
+    let p = &cfg.parallel;
+    let mut out = format!(
+        "# detailed, per GPU: {} L{} h{} a{} kv{} ffn{} V{}, {} parameters; seq {}, micro-batch {}; \
+         {}, {}, {} attention{}, recompute {}, {} kernels; dp {} (ZeRO {}), tp {}{}, pp {}{}\n",
+        a.family.name(),
+        a.layers,
+        a.hidden,
+        a.heads,
+        a.kv_heads,
+        a.ffn,
+        a.vocab,
+        a.params(),
+        cfg.seq,
+        cfg.micro(),
+        cfg.precision.name(),
+        cfg.optimizer.name(),
+        cfg.attention.name(),
+        if cfg.dropout { ", dropout" } else { "" },
+        cfg.recompute.name(),
+        cfg.profile.name(),
+        p.dp,
+        p.zero,
+        p.tp,
+        if p.sp { " with SP" } else { "" },
+        p.pp,
+        cfg.lora_rank.map_or(String::new(), |r| format!(", LoRA rank {r}")),
+    );
+    for (key, bytes) in detailed_rows(b) {
+        let label = match key {
+            "logits" => "  of which logits_gb".to_string(),
+            _ => format!("{key}_gb"),
+        };
+        out += &format!("{label:20} {:8.1} GB\n", bytes / 1e9);
+    }
+    let terms = [
+        ("params_gb", b.params),
+        ("grads_gb", b.grads),
+        ("master_weights_gb", b.master_weights),
+        ("optimizer_state_gb", b.optimizer_state),
+        ("activations_gb", b.activations),
+    ];
+    let (key, bytes) = terms
+        .into_iter()
+        .fold(terms[0], |best, t| if t.1 > best.1 { t } else { best });
+    out += &format!(
+        "dominant: {key} ({:.1} of {:.1} GB, {:.0} %)\n",
+        bytes / 1e9,
+        b.total / 1e9,
+        if b.total > 0.0 {
+            bytes / b.total * 100.0
+        } else {
+            0.0
+        }
+    );
+    out
+}
+
 /// Runs the command for parsed flags: the text to print, or the error.
-pub fn run(args: &Args) -> Result<String, crate::budget::ConfigError> {
-    let b = estimate(&args.config()?)?;
+pub fn run(args: &Args) -> Result<String, CliError> {
+    if args.is_detailed() {
+        let cfg = args.detailed_config()?;
+        let b = detailed::estimate(&cfg).map_err(|e| e.to_string())?;
+        return Ok(if args.json {
+            json_document("detailed", &detailed_rows(&b))
+        } else {
+            render_detailed(&cfg, &b)
+        });
+    }
+    let b = estimate(&args.config()?).map_err(|e| e.to_string())?;
     Ok(if args.json {
         crate::export::to_json(&b)
     } else {

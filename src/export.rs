@@ -43,14 +43,22 @@ pub fn to_csv(b: &Breakdown, unit: Unit) -> String {
 /// `params grads master_weights optimizer_state activations total`; GB are
 /// 10⁹ bytes. Figures are finite, so every number is valid JSON.
 pub fn to_json(b: &Breakdown) -> String {
+    let rows: Vec<(&str, f64)> = rows(b).map(|(_, key, bytes)| (key, bytes)).collect();
+    json_document("lesson", &rows)
+}
+
+/// `{"model": MODEL, "bytes": {KEY: bytes, …}, "gb": {KEY: bytes / 10⁹, …}}`
+/// for finite figures (Rust's shortest round-trip form is valid JSON).
+pub fn json_document(model: &str, rows: &[(&str, f64)]) -> String {
     let object = |scale: f64| {
-        let fields: Vec<String> = rows(b)
-            .map(|(_, key, bytes)| format!("    \"{key}\": {:?}", bytes / scale))
+        let fields: Vec<String> = rows
+            .iter()
+            .map(|(key, bytes)| format!("    \"{key}\": {:?}", bytes / scale))
             .collect();
         format!("{{\n{}\n  }}", fields.join(",\n"))
     };
     format!(
-        "{{\n  \"model\": \"lesson\",\n  \"bytes\": {},\n  \"gb\": {}\n}}\n",
+        "{{\n  \"model\": \"{model}\",\n  \"bytes\": {},\n  \"gb\": {}\n}}\n",
         object(1.0),
         object(Unit::Gb.bytes())
     )

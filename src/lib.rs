@@ -2,6 +2,8 @@
 //! line and a Leptos page.
 //!
 //! - [`budget`]: the pure-Rust core (no web dependencies).
+//! - [`detailed`]: the architecture-aware model (presets, precision,
+//!   optimizers, attention kernels, recomputation, parallelism, LoRA).
 //! - [`chart`]: the stacked bar chart, drawn on any plotters backend.
 //! - [`state`]: what the page shows besides the inputs (baseline, GPU fit,
 //!   unit, sweep, exercises); [`url`]: that state in a query string.
@@ -16,6 +18,7 @@ pub mod budget;
 pub mod chart;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod cli;
+pub mod detailed;
 pub mod export;
 pub mod state;
 pub mod url;

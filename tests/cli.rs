@@ -105,3 +105,124 @@ fn bad_flags_fail_with_a_clear_message() {
         assert!(err.contains(msg), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn detailed_json_has_logits_and_adds_up() {
+    let (code, out, err) = membudget(&["--model", "llama-2-7b", "--seq", "4096", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["model"], "detailed");
+    let bytes = &v["bytes"];
+    assert_eq!(bytes["params"], 6_738_415_616.0 * 2.0);
+    assert_eq!(bytes["master_weights"], 6_738_415_616.0 * 4.0);
+    let sum: f64 = [
+        "params",
+        "grads",
+        "master_weights",
+        "optimizer_state",
+        "activations",
+    ]
+    .iter()
+    .map(|k| bytes[k].as_f64().unwrap())
+    .sum();
+    assert_eq!(bytes["total"].as_f64().unwrap(), sum);
+    let logits = bytes["logits"].as_f64().unwrap();
+    // fp32 log-probabilities for 4096 tokens over 32000 words.
+    assert_eq!(logits, 4.0 * 4096.0 * 32000.0);
+    assert!(logits < bytes["activations"].as_f64().unwrap());
+}
+
+#[test]
+fn detailed_hf_profile_reproduces_a_measured_row() {
+    // tests/fixtures/hf_measured.tsv, first row: GPT-2 L2 h256, fp32, eager,
+    // dropout, measured 20,729,860 activation bytes on the CPU.
+    let (code, out, err) = membudget(&[
+        "--model",
+        "gpt2",
+        "--layers",
+        "2",
+        "--hidden",
+        "256",
+        "--heads",
+        "4",
+        "--ffn",
+        "1024",
+        "--vocab",
+        "1031",
+        "--seq",
+        "128",
+        "--batch",
+        "2",
+        "--precision",
+        "fp32",
+        "--impl",
+        "hf",
+        "--device",
+        "cpu",
+        "--dropout",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["bytes"]["activations"], 20_729_860.0);
+    assert_eq!(v["bytes"]["params"], 8_424_448.0);
+}
+
+#[test]
+fn detailed_parallelism_divides_model_states() {
+    let run = |extra: &[&str]| {
+        let mut args = vec!["--model", "llama-2-7b", "--batch", "8", "--json"];
+        args.extend_from_slice(extra);
+        let (code, out, err) = membudget(&args);
+        assert_eq!(code, 0, "{err}");
+        serde_json::from_str::<serde_json::Value>(&out).unwrap()
+    };
+    let one = run(&[]);
+    let zero3 = run(&["--dp", "8", "--zero", "3"]);
+    for k in ["params", "grads", "master_weights", "optimizer_state"] {
+        let (a, b) = (
+            one["bytes"][k].as_f64().unwrap(),
+            zero3["bytes"][k].as_f64().unwrap(),
+        );
+        assert_eq!(b, a / 8.0, "{k}");
+    }
+}
+
+#[test]
+fn detailed_flags_are_checked() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["--model", "gpt5"], "unknown model 'gpt5'"),
+        (
+            &[
+                "--arch", "llama", "--layers", "2", "--hidden", "256", "--heads", "4",
+            ],
+            "--ffn is required",
+        ),
+        (
+            &["--model", "gpt2", "--params", "7"],
+            "--params is the lesson model's",
+        ),
+        (
+            &["--model", "gpt2", "--precision", "fp16"],
+            "precision must be one of: mixed, bf16, fp32",
+        ),
+        (
+            &["--model", "gpt2", "--tp", "5"],
+            "tensor parallelism must divide the attention heads",
+        ),
+        (
+            &["--model", "gpt2", "--zero", "4"],
+            "ZeRO stage must be 0, 1, 2 or 3",
+        ),
+        (
+            &["--model", "gpt2", "--batch", "3", "--dp", "2"],
+            "batch must be a multiple of --dp",
+        ),
+    ];
+    for (args, msg) in cases {
+        let (code, out, err) = membudget(args);
+        assert_eq!(code, 2, "{args:?}");
+        assert!(out.is_empty());
+        assert!(err.contains(msg), "{args:?}: {err}");
+    }
+}
