@@ -4,7 +4,7 @@
 use crate::budget::{estimate, Breakdown, Field, TrainingConfig};
 use crate::detailed::{
     self, preset, Architecture, AttentionKernel, DetailedBreakdown, DetailedConfig, Device, Family,
-    Optimizer, Precision, Profile, Recompute,
+    LoraTargets, Optimizer, Precision, Profile, Recompute,
 };
 use crate::export::json_document;
 use clap::Parser;
@@ -100,9 +100,12 @@ pub struct Args {
     /// Detailed: sequences per GPU per forward pass (default batch / dp).
     #[arg(long)]
     pub micro_batch: Option<u64>,
-    /// Detailed: LoRA rank on q and v; the base model is frozen.
+    /// Detailed: LoRA rank; the base model is frozen.
     #[arg(long)]
     pub lora_rank: Option<u64>,
+    /// Detailed: projections LoRA adapts, e.g. q,v (default) or q,k,v,o,gate,up,down or all.
+    #[arg(long, value_name = "LIST")]
+    pub lora_targets: Option<LoraTargets>,
 }
 
 /// What the command found wrong.
@@ -132,6 +135,7 @@ impl Args {
             || self.pp.is_some()
             || self.micro_batch.is_some()
             || self.lora_rank.is_some()
+            || self.lora_targets.is_some()
     }
 
     /// The lesson configuration these flags describe.
@@ -257,6 +261,12 @@ impl Args {
         cfg.parallel.sp = self.sp;
         cfg.parallel.pp = self.pp.unwrap_or(1);
         cfg.lora_rank = self.lora_rank;
+        if let Some(t) = self.lora_targets {
+            if self.lora_rank.is_none() {
+                return Err("--lora-targets needs --lora-rank".into());
+            }
+            cfg.lora_targets = t;
+        }
         if cfg.micro_batch.is_none()
             && cfg.parallel.dp > 0
             && !batch.is_multiple_of(cfg.parallel.dp)
@@ -322,7 +332,7 @@ pub fn render_detailed(cfg: &DetailedConfig, b: &DetailedBreakdown) -> String {
         p.tp,
         if p.sp { " with SP" } else { "" },
         p.pp,
-        cfg.lora_rank.map_or(String::new(), |r| format!(", LoRA rank {r}")),
+        cfg.lora_rank.map_or(String::new(), |r| format!(", LoRA rank {r} on {}", cfg.lora_targets.names())),
     );
     for (key, bytes) in detailed_rows(b) {
         let label = match key {

@@ -156,11 +156,110 @@ impl Architecture {
         }
     }
 
-    /// Parameters that LoRA of rank `r` adds on the q and v projections
-    /// (Hu et al. 2021, "LoRA", §4: A is r × in, B is out × r).
-    pub fn lora_params(&self, rank: u64) -> u64 {
-        let (h, kv) = (self.hidden, self.kv_dim());
-        self.layers * rank * ((h + h) + (h + kv))
+    /// Input and output widths of one adaptable projection.
+    fn projection(&self, target: u8) -> (u64, u64) {
+        let (h, kv, f) = (self.hidden, self.kv_dim(), self.ffn);
+        match target {
+            LoraTargets::K | LoraTargets::V => (h, kv),
+            LoraTargets::GATE | LoraTargets::UP => (h, f),
+            LoraTargets::DOWN => (f, h),
+            _ => (h, h),
+        }
+    }
+
+    /// Parameters that LoRA of rank `r` adds on `targets` (Hu et al. 2021,
+    /// "LoRA", §4: A is r × in, B is out × r, per adapted projection).
+    pub fn lora_params(&self, rank: u64, targets: LoraTargets) -> u64 {
+        let per_layer: u64 = targets
+            .iter()
+            .map(|t| {
+                let (i, o) = self.projection(t);
+                rank * (i + o)
+            })
+            .sum();
+        self.layers * per_layer
+    }
+}
+
+/// Which projections LoRA adapts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoraTargets(pub u8);
+
+impl LoraTargets {
+    /// Query projection.
+    pub const Q: u8 = 1;
+    /// Key projection.
+    pub const K: u8 = 2;
+    /// Value projection.
+    pub const V: u8 = 4;
+    /// Attention output projection.
+    pub const O: u8 = 8;
+    /// SwiGLU gate projection (Llama only).
+    pub const GATE: u8 = 16;
+    /// MLP up projection (GPT-2's c_fc).
+    pub const UP: u8 = 32;
+    /// MLP down projection (GPT-2's c_proj).
+    pub const DOWN: u8 = 64;
+    const NAMES: [(&'static str, u8); 7] = [
+        ("q", Self::Q),
+        ("k", Self::K),
+        ("v", Self::V),
+        ("o", Self::O),
+        ("gate", Self::GATE),
+        ("up", Self::UP),
+        ("down", Self::DOWN),
+    ];
+
+    /// The targets one by one.
+    pub fn iter(self) -> impl Iterator<Item = u8> {
+        Self::NAMES
+            .into_iter()
+            .map(|(_, bit)| bit)
+            .filter(move |bit| self.0 & bit != 0)
+    }
+
+    /// How many projections per layer.
+    pub fn count(self) -> u64 {
+        u64::from(self.0.count_ones())
+    }
+
+    /// `q,v` style.
+    pub fn names(self) -> String {
+        let names: Vec<&str> = Self::NAMES
+            .iter()
+            .filter(|(_, bit)| self.0 & bit != 0)
+            .map(|(n, _)| *n)
+            .collect();
+        names.join(",")
+    }
+}
+
+impl Default for LoraTargets {
+    /// q and v, as Hu et al. 2021 (§7.1) and PEFT's default for Llama.
+    fn default() -> Self {
+        Self(Self::Q | Self::V)
+    }
+}
+
+impl std::str::FromStr for LoraTargets {
+    type Err = String;
+    /// `q,v`, `q,k,v,o,gate,up,down` or `all`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s.eq_ignore_ascii_case("all") {
+            return Ok(Self(127));
+        }
+        let mut bits = 0;
+        for part in s.split(',').map(str::trim) {
+            let bit = Self::NAMES
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(part))
+                .map(|(_, b)| *b)
+                .ok_or_else(|| {
+                    format!("LoRA targets are q, k, v, o, gate, up, down or all (got '{part}')")
+                })?;
+            bits |= bit;
+        }
+        Ok(Self(bits))
     }
 }
 
@@ -456,8 +555,10 @@ pub struct DetailedConfig {
     pub device: Device,
     /// Parallelism.
     pub parallel: Parallelism,
-    /// LoRA rank on q and v (base frozen), if any.
+    /// LoRA rank (base frozen), if any.
     pub lora_rank: Option<u64>,
+    /// The projections LoRA adapts.
+    pub lora_targets: LoraTargets,
 }
 
 impl DetailedConfig {
@@ -479,6 +580,7 @@ impl DetailedConfig {
             device: Device::Cuda,
             parallel: Parallelism::default(),
             lora_rank: None,
+            lora_targets: LoraTargets::default(),
         }
     }
 
@@ -552,6 +654,14 @@ fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     }
     if cfg.seq > 1 << 24 || cfg.batch > 1 << 24 || cfg.lora_rank.is_some_and(|r| r > a.hidden) {
         return err("sequence and batch must be at most 2²⁴, LoRA rank at most the hidden size");
+    }
+    if cfg.lora_rank.is_some() {
+        if cfg.lora_targets.count() == 0 {
+            return err("LoRA needs at least one target projection");
+        }
+        if a.family == Family::Gpt2 && cfg.lora_targets.0 & LoraTargets::GATE != 0 {
+            return err("GPT-2 has no gate projection");
+        }
     }
     if a.kv_heads == 0 || !a.heads.is_multiple_of(a.kv_heads) {
         return err("kv heads must divide the attention heads");
@@ -791,7 +901,7 @@ pub fn estimate(cfg: &DetailedConfig) -> Result<DetailedBreakdown, DetailedError
     // Model states.
     let n_all = a.params() as f64;
     let n_trainable = match cfg.lora_rank {
-        Some(r) => a.lora_params(r) as f64,
+        Some(r) => a.lora_params(r, cfg.lora_targets) as f64,
         None => n_all,
     };
     let n_total = n_all
@@ -826,7 +936,7 @@ pub fn estimate(cfg: &DetailedConfig) -> Result<DetailedBreakdown, DetailedError
     // PyTorch's AdamW keeps a 0-d fp32 `step` per parameter tensor.
     let step_tensors = if cfg.profile == Profile::Hf && cfg.optimizer == Optimizer::AdamW {
         let tensors = match cfg.lora_rank {
-            Some(_) => 4 * a.layers,
+            Some(_) => 2 * cfg.lora_targets.count() * a.layers,
             None => a.param_tensors(),
         };
         4.0 * tensors as f64
@@ -869,10 +979,11 @@ pub fn estimate(cfg: &DetailedConfig) -> Result<DetailedBreakdown, DetailedError
             sharded + replicated
         }
     };
-    // LoRA keeps each adapter's r-wide intermediate (q and v).
-    let lora = cfg
-        .lora_rank
-        .map_or(0.0, |r| 2.0 * cfg.seq as f64 * micro * r as f64 * p);
+    // LoRA keeps each adapter's r-wide intermediate (its input is the
+    // projection's, already kept).
+    let lora = cfg.lora_rank.map_or(0.0, |r| {
+        cfg.lora_targets.count() as f64 * cfg.seq as f64 * micro * r as f64 * p
+    });
     let per_layer = layer_bytes + lora;
     let outer = outer_activations(cfg, micro);
     let sp_div = if par.sp { tp } else { 1.0 };
@@ -1007,8 +1118,16 @@ mod tests {
         let mut cfg = DetailedConfig::new(arch, 2048, 1);
         cfg.lora_rank = Some(8);
         let b = estimate(&cfg).unwrap();
-        let lora = arch.lora_params(8) as f64; // 32 · 8 · (8192 + 8192)
+        let lora = arch.lora_params(8, LoraTargets::default()) as f64; // 32 · 8 · (8192 + 8192)
         assert_eq!(lora, 4_194_304.0);
+        // All seven projections of Llama-2-7B at rank 8: 32 · 8 · (4 · 8192 + 3 · 15104).
+        let all: LoraTargets = "all".parse().unwrap();
+        assert_eq!(arch.lora_params(8, all), 32 * 8 * (4 * 8192 + 3 * 15104));
+        assert_eq!(
+            "q,v".parse::<LoraTargets>().unwrap(),
+            LoraTargets::default()
+        );
+        assert!("q,x".parse::<LoraTargets>().is_err());
         assert_eq!(b.grads, lora * 2.0);
         assert_eq!(b.optimizer_state, lora * 8.0);
         assert_eq!(b.params, (arch.params() as f64 + lora) * 2.0);
