@@ -1,10 +1,12 @@
-//! The stacked bar chart: one bar per breakdown, five coloured segments, a GB
+//! The stacked bar chart: one bar per breakdown, one coloured segment per
+//! term (five for the lesson, six with the detailed model's logits), a GB
 //! axis and a legend with each term's figure.
 //!
 //! Drawing is written once, generic over plotters' [`DrawingBackend`]: the
 //! page renders it on a `<canvas>`, the tests into an SVG string.
 
 use crate::budget::{Breakdown, Term};
+use crate::detailed::DetailedBreakdown;
 use crate::state::Unit;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -71,20 +73,83 @@ impl ChartStyle {
     }
 }
 
-/// One bar: its caption under the axis and its breakdown.
+/// Colour of the detailed model's logits segment (Okabe & Ito's reddish
+/// purple).
+pub const LOGITS_COLOUR: RGBColor = RGBColor(0xCC, 0x79, 0xA7);
+
+/// One segment of a bar.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Part {
+    /// The term's name, for the legend.
+    pub label: &'static str,
+    /// Its colour.
+    pub colour: RGBColor,
+    /// Its size.
+    pub bytes: f64,
+}
+
+/// One bar: its caption under the axis and its segments, bottom first.
 #[derive(Clone, Debug)]
-pub struct Bar<'a> {
+pub struct Bar {
     /// Caption under the bar ("Current", "Baseline", "256").
     pub label: String,
-    /// The figures it stacks.
-    pub breakdown: &'a Breakdown,
+    /// Segments, bottom of the stack first.
+    pub parts: Vec<Part>,
+}
+
+impl Bar {
+    /// The lesson's five terms.
+    pub fn lesson(label: impl Into<String>, b: &Breakdown) -> Self {
+        Self {
+            label: label.into(),
+            parts: Term::ALL
+                .into_iter()
+                .map(|t| Part {
+                    label: t.label(),
+                    colour: term_colour(t),
+                    bytes: b.bytes(t),
+                })
+                .collect(),
+        }
+    }
+
+    /// The detailed model's terms, the logits apart from the other
+    /// activations.
+    pub fn detailed(label: impl Into<String>, b: &DetailedBreakdown) -> Self {
+        let part = |label, term, bytes| Part {
+            label,
+            colour: term_colour(term),
+            bytes,
+        };
+        let mut parts = vec![
+            part("Parameters", Term::Params, b.params),
+            part("Gradients", Term::Grads, b.grads),
+            part("Master weights", Term::MasterWeights, b.master_weights),
+            part("Optimizer state", Term::OptimizerState, b.optimizer_state),
+            part("Activations", Term::Activations, b.activations - b.logits),
+        ];
+        parts.push(Part {
+            label: "Logits",
+            colour: LOGITS_COLOUR,
+            bytes: b.logits,
+        });
+        Self {
+            label: label.into(),
+            parts,
+        }
+    }
+
+    /// The sum of the segments.
+    pub fn total(&self) -> f64 {
+        self.parts.iter().map(|p| p.bytes).sum()
+    }
 }
 
 /// What to draw: the bars and everything around them.
 #[derive(Clone, Debug)]
-pub struct ChartSpec<'a> {
+pub struct ChartSpec {
     /// The bars, left to right.
-    pub bars: Vec<Bar<'a>>,
+    pub bars: Vec<Bar>,
     /// The unit of the axis and the labels.
     pub unit: Unit,
     /// A GPU's memory in bytes, drawn as a dashed line across the bars.
@@ -92,8 +157,8 @@ pub struct ChartSpec<'a> {
     /// The bar to emphasise (the current point of a sweep); the others fade
     /// and only this one carries its total.
     pub marked: Option<usize>,
-    /// Whose figures the legend lists; no legend when `None`.
-    pub legend: Option<&'a Breakdown>,
+    /// The bar whose segments the legend lists; no legend when `None`.
+    pub legend: Option<usize>,
 }
 
 /// The top of the GB axis for a largest total of `max_gb`: the next value of
@@ -123,16 +188,17 @@ const LEGEND_ROW: f64 = 24.0;
 /// the right, or underneath on narrow areas.
 pub fn draw<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
-    spec: &ChartSpec<'_>,
+    spec: &ChartSpec,
     style: &ChartStyle,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     area.fill(&style.background())?;
     let (width, height) = area.dim_in_pixel();
     let narrow = f64::from(width) < NARROW * style.scale;
-    let (plot_area, legend_area) = match (spec.legend, narrow) {
+    let legend = spec.legend.and_then(|i| spec.bars.get(i));
+    let (plot_area, legend_area) = match (legend, narrow) {
         (None, _) => (area.clone(), None),
-        (Some(_), true) => {
-            let rows = Term::ALL.len() as f64;
+        (Some(bar), true) => {
+            let rows = bar.parts.len() as f64;
             let legend_px = style
                 .px(LEGEND_ROW * rows + 8.0)
                 .clamp(0, height as i32 / 2);
@@ -150,7 +216,7 @@ pub fn draw<DB: DrawingBackend>(
     let max_total = spec
         .bars
         .iter()
-        .map(|b| b.breakdown.total)
+        .map(Bar::total)
         .chain(spec.capacity_bytes)
         .fold(0.0, f64::max);
     let top = axis_top(unit.of(max_total));
@@ -187,12 +253,12 @@ pub fn draw<DB: DrawingBackend>(
         let faded = spec.marked.is_some_and(|m| m != i);
         let (left, right) = (i as f64 + 0.2, i as f64 + 0.8);
         let mut base = 0.0;
-        for term in Term::ALL {
-            let v = unit.of(bar.breakdown.bytes(term));
+        for part in &bar.parts {
+            let v = unit.of(part.bytes);
             if v <= 0.0 {
                 continue;
             }
-            let colour = term_colour(term);
+            let colour = part.colour;
             let fill = if faded {
                 colour.mix(0.55).filled()
             } else {
@@ -204,7 +270,7 @@ pub fn draw<DB: DrawingBackend>(
         let centre = i as f64 + 0.5;
         if spec.marked.is_none_or(|m| m == i) {
             chart.draw_series([Text::new(
-                format!("{:.1} {}", unit.of(bar.breakdown.total), unit.label()),
+                format!("{:.1} {}", unit.of(bar.total()), unit.label()),
                 (centre, base),
                 style.font(14.0).pos(Pos::new(HPos::Center, VPos::Bottom)),
             )])?;
@@ -243,8 +309,8 @@ pub fn draw<DB: DrawingBackend>(
         )])?;
     }
 
-    if let (Some(b), Some(legend_area)) = (spec.legend, legend_area) {
-        draw_legend(&legend_area, b, unit, style)?;
+    if let (Some(bar), Some(legend_area)) = (legend, legend_area) {
+        draw_legend(&legend_area, bar, unit, style)?;
     }
     area.present()
 }
@@ -252,7 +318,7 @@ pub fn draw<DB: DrawingBackend>(
 /// The legend: a swatch, the term's name and its GB, top of the stack first.
 fn draw_legend<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
-    b: &Breakdown,
+    bar: &Bar,
     unit: Unit,
     style: &ChartStyle,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
@@ -262,18 +328,18 @@ fn draw_legend<DB: DrawingBackend>(
     // Beside the chart the legend starts level with the axis top; under it,
     // at its own top.
     let top = style.px(if width < height { 28.0 } else { 4.0 });
-    for (k, term) in Term::ALL.into_iter().rev().enumerate() {
+    for (k, part) in bar.parts.iter().rev().enumerate() {
         let x = style.px(8.0);
         let y = top + k as i32 * row;
         area.draw(&Rectangle::new(
             [(x, y), (x + swatch, y + swatch)],
-            term_colour(term).filled(),
+            part.colour.filled(),
         ))?;
         area.draw(&Text::new(
             format!(
                 "{}  {:.1} {}",
-                term.label(),
-                unit.of(b.bytes(term)),
+                part.label,
+                unit.of(part.bytes),
                 unit.label()
             ),
             (x + swatch + style.px(8.0), y + swatch / 2),

@@ -6,7 +6,6 @@ use crate::detailed::{
     self, preset, Architecture, AttentionKernel, DetailedBreakdown, DetailedConfig, Device, Family,
     LoraTargets, Optimizer, Precision, Profile, Recompute,
 };
-use crate::export::json_document;
 use clap::Parser;
 
 /// Prints the GPU training-memory budget. With no flags: the lesson's
@@ -370,7 +369,7 @@ pub fn run(args: &Args) -> Result<String, CliError> {
         let cfg = args.detailed_config()?;
         let b = detailed::estimate(&cfg).map_err(|e| e.to_string())?;
         return Ok(if args.json {
-            json_document("detailed", &detailed_rows(&b))
+            crate::export::detailed_json(&b)
         } else {
             render_detailed(&cfg, &b)
         });

@@ -10,40 +10,107 @@
 //! ```
 
 use crate::budget::{Breakdown, Term};
+use crate::detailed::DetailedBreakdown;
 use crate::state::Unit;
 
-/// The rows every format shares: label, JSON key, bytes.
-fn rows(b: &Breakdown) -> impl Iterator<Item = (&'static str, &'static str, f64)> + '_ {
+/// One row of an exported table.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Row {
+    /// The name a reader sees.
+    pub label: &'static str,
+    /// The machine key.
+    pub key: &'static str,
+    /// Bytes.
+    pub bytes: f64,
+}
+
+/// The lesson's rows: the five terms and the total.
+pub fn lesson_rows(b: &Breakdown) -> Vec<Row> {
     Term::ALL
         .into_iter()
-        .map(|t| (t.label(), t.json_key(), b.bytes(t)))
-        .chain([("Total", "total", b.total)])
+        .map(|t| Row {
+            label: t.label(),
+            key: t.json_key(),
+            bytes: b.bytes(t),
+        })
+        .chain([Row {
+            label: "Total",
+            key: "total",
+            bytes: b.total,
+        }])
+        .collect()
 }
 
-/// A Markdown table, figures to one decimal as on the page.
-pub fn to_markdown(b: &Breakdown, unit: Unit) -> String {
+/// The detailed model's rows as the page's table shows them: the logits
+/// apart from the other activations, so the rows add up to the total.
+pub fn detailed_rows(b: &DetailedBreakdown) -> Vec<Row> {
+    let row = |label, key, bytes| Row { label, key, bytes };
+    vec![
+        row("Parameters", "params", b.params),
+        row("Gradients", "grads", b.grads),
+        row("Master weights", "master_weights", b.master_weights),
+        row("Optimizer state", "optimizer_state", b.optimizer_state),
+        row(
+            "Activations without logits",
+            "activations_without_logits",
+            b.activations - b.logits,
+        ),
+        row("Logits", "logits", b.logits),
+        row("Total", "total", b.total),
+    ]
+}
+
+/// The detailed model's JSON: `activations` is everything the forward pass
+/// keeps, logits included; `logits` is that part of it.
+pub fn detailed_json(b: &DetailedBreakdown) -> String {
+    json_document(
+        "detailed",
+        &[
+            ("params", b.params),
+            ("grads", b.grads),
+            ("master_weights", b.master_weights),
+            ("optimizer_state", b.optimizer_state),
+            ("activations", b.activations),
+            ("logits", b.logits),
+            ("total", b.total),
+        ],
+    )
+}
+
+/// A Markdown table of `rows`, figures to one decimal as on the page.
+pub fn markdown(rows: &[Row], unit: Unit) -> String {
     let mut out = format!("| Term | {} |\n|---|---:|\n", unit.label());
-    for (label, _, bytes) in rows(b) {
-        out += &format!("| {label} | {:.1} |\n", unit.of(bytes));
+    for r in rows {
+        out += &format!("| {} | {:.1} |\n", r.label, unit.of(r.bytes));
     }
     out
 }
 
-/// CSV with a header: term, bytes, and the figure in `unit` at full
-/// precision (shortest text that reads back to the same number).
-pub fn to_csv(b: &Breakdown, unit: Unit) -> String {
+/// CSV of `rows` with a header: term, bytes, and the figure in `unit` at
+/// full precision (shortest text that reads back to the same number).
+pub fn csv(rows: &[Row], unit: Unit) -> String {
     let mut out = format!("term,bytes,{}\n", unit.key());
-    for (_, key, bytes) in rows(b) {
-        out += &format!("{key},{bytes},{}\n", unit.of(bytes));
+    for r in rows {
+        out += &format!("{},{},{}\n", r.key, r.bytes, unit.of(r.bytes));
     }
     out
+}
+
+/// The lesson's table as Markdown.
+pub fn to_markdown(b: &Breakdown, unit: Unit) -> String {
+    markdown(&lesson_rows(b), unit)
+}
+
+/// The lesson's table as CSV.
+pub fn to_csv(b: &Breakdown, unit: Unit) -> String {
+    csv(&lesson_rows(b), unit)
 }
 
 /// `{"model": "lesson", "bytes": {...}, "gb": {...}}`, each object keyed
 /// `params grads master_weights optimizer_state activations total`; GB are
 /// 10⁹ bytes. Figures are finite, so every number is valid JSON.
 pub fn to_json(b: &Breakdown) -> String {
-    let rows: Vec<(&str, f64)> = rows(b).map(|(_, key, bytes)| (key, bytes)).collect();
+    let rows: Vec<(&str, f64)> = lesson_rows(b).iter().map(|r| (r.key, r.bytes)).collect();
     json_document("lesson", &rows)
 }
 

@@ -4,6 +4,10 @@
 
 pub use crate::budget::Unit;
 use crate::budget::{estimate, Breakdown, Field, TrainingConfig};
+use crate::detailed::{
+    self, preset, Architecture, AttentionKernel, DetailedConfig, Optimizer, Parallelism, Precision,
+    Preset, Profile, Recompute, PRESETS,
+};
 
 /// A GPU's memory: an amount in a unit.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -155,6 +159,7 @@ impl Exercise {
     pub fn setup(self, state: &PageState) -> PageState {
         let mut next = *state;
         next.exercise = Some(self);
+        next.mode = Mode::Lesson;
         let mut base = state.config;
         let mut current = state.config;
         match self {
@@ -210,9 +215,138 @@ pub struct PageState {
     pub embed: bool,
     /// The exercise the reader opened, if any.
     pub exercise: Option<Exercise>,
+    /// Lesson or detailed model.
+    pub mode: Mode,
+    /// The detailed model's settings (used in [`Mode::Detailed`]).
+    pub detailed: DetailedOptions,
+}
+
+/// Which model the page shows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mode {
+    /// The lesson's rule of thumb (the default).
+    #[default]
+    Lesson,
+    /// The architecture-aware model, per GPU.
+    Detailed,
+}
+
+/// The detailed model's settings beyond the shared inputs (sequence length,
+/// batch, hidden size and layers come from [`TrainingConfig`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DetailedOptions {
+    /// The architecture; its layers and hidden size are overridden by the
+    /// shared inputs.
+    pub arch: Architecture,
+    /// Storage precision.
+    pub precision: Precision,
+    /// Optimizer.
+    pub optimizer: Optimizer,
+    /// Attention kernel.
+    pub attention: AttentionKernel,
+    /// Dropout on.
+    pub dropout: bool,
+    /// Activation recomputation.
+    pub recompute: Recompute,
+    /// Kernel profile.
+    pub profile: Profile,
+    /// Parallelism.
+    pub parallel: Parallelism,
+    /// Sequences per GPU per pass; `None`: batch / dp.
+    pub micro_batch: Option<u64>,
+    /// LoRA rank on q and v, if any.
+    pub lora_rank: Option<u64>,
+    /// Show the lesson's bar beside the detailed one.
+    pub show_lesson: bool,
+}
+
+impl Default for DetailedOptions {
+    /// Llama-2-7B, mixed precision AdamW, eager attention, fused kernels,
+    /// one GPU.
+    fn default() -> Self {
+        let arch = preset("llama-2-7b")
+            .map_or(Architecture::llama(32, 4096, 32, 32, 11008, 32000), |p| {
+                p.arch
+            });
+        Self {
+            arch,
+            precision: Precision::Mixed,
+            optimizer: Optimizer::AdamW,
+            attention: AttentionKernel::Eager,
+            dropout: false,
+            recompute: Recompute::None,
+            profile: Profile::Fused,
+            parallel: Parallelism::default(),
+            micro_batch: None,
+            lora_rank: None,
+            show_lesson: false,
+        }
+    }
 }
 
 impl PageState {
+    /// The architecture in force: the detailed settings with the shared
+    /// layers and hidden size.
+    pub fn architecture(&self) -> Architecture {
+        Architecture {
+            layers: u64::from(self.config.layers),
+            hidden: u64::from(self.config.hidden),
+            ..self.detailed.arch
+        }
+    }
+
+    /// The same state with the detailed shape's layers and hidden size set
+    /// from the shared inputs (they are the ones in force).
+    pub fn normalized(mut self) -> Self {
+        self.detailed.arch = self.architecture();
+        self
+    }
+
+    /// The preset the architecture in force equals, if any.
+    pub fn preset_name(&self) -> Option<&'static str> {
+        let arch = self.architecture();
+        PRESETS.iter().find(|p| p.arch == arch).map(|p| p.name)
+    }
+
+    /// Switches to a preset: its shape, and its layers and hidden size into
+    /// the shared inputs.
+    pub fn choose_preset(&mut self, preset: &Preset) {
+        self.detailed.arch = preset.arch;
+        self.config.layers = preset.arch.layers as u32;
+        self.config.hidden = preset.arch.hidden as u32;
+    }
+
+    /// The lesson's configuration for the same model as the detailed one
+    /// (its parameter count and precision), to draw the two side by side.
+    pub fn lesson_for_detailed(&self) -> TrainingConfig {
+        let params_b = self.architecture().params() as f64 / 1e9;
+        TrainingConfig {
+            params_b: Field::ModelSize.clamp(params_b),
+            mixed_precision: self.detailed.precision != Precision::Fp32,
+            ..self.config
+        }
+    }
+
+    /// The detailed model's configuration for this page.
+    pub fn detailed_config(&self) -> DetailedConfig {
+        let d = &self.detailed;
+        let mut cfg = DetailedConfig::new(
+            self.architecture(),
+            u64::from(self.config.seq_len),
+            u64::from(self.config.batch),
+        );
+        cfg.micro_batch = d.micro_batch;
+        cfg.precision = d.precision;
+        cfg.optimizer = d.optimizer;
+        cfg.attention = d.attention;
+        cfg.dropout = d.dropout;
+        cfg.recompute = d.recompute;
+        cfg.profile = d.profile;
+        cfg.parallel = d.parallel;
+        cfg.lora_rank = d.lora_rank;
+        cfg
+    }
+
     /// A state that names an exercise but has no baseline (a hand-written
     /// `?ex=1`) gets the exercise's comparison set up; others are unchanged.
     pub fn with_exercise_set_up(self) -> Self {
@@ -221,6 +355,37 @@ impl PageState {
             _ => self,
         }
     }
+}
+
+/// The largest micro-batch per GPU for which the detailed budget of `cfg`
+/// fits in `capacity_bytes` (searched up to 4096; the budget grows with the
+/// micro-batch), or `None` when even one sequence does not fit.
+pub fn max_micro_batch(cfg: &DetailedConfig, capacity_bytes: f64) -> Option<u64> {
+    let fits = |m: u64| {
+        let c = DetailedConfig {
+            micro_batch: Some(m),
+            batch: m * cfg.parallel.dp,
+            ..*cfg
+        };
+        detailed::estimate(&c).is_ok_and(|b| b.total <= capacity_bytes)
+    };
+    if !fits(1) {
+        return None;
+    }
+    let (mut lo, mut hi) = (1u64, 4096u64);
+    if fits(hi) {
+        return Some(hi);
+    }
+    // fits(lo) and !fits(hi)
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if fits(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    Some(lo)
 }
 
 /// The largest value of `field` (batch or sequence length) for which the

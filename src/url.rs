@@ -19,11 +19,15 @@
 //! `base` (a pinned baseline: `params,batch,seq,hidden,layers,mixed`),
 //! `gpu` (`80` or `80gib` for a card sold as 80 GB, `85.9gb` in decimal GB),
 //! `unit` (`gb`/`gib`), `sweep` (`batch`/`seq`), `embed` (`1`), `ex` (`1`/`2`).
+//! The detailed model: `mode=detailed`, `model` (a preset) or `arch heads kv
+//! ffn vocab tied qkvbias`, `prec opt attn dropout recompute impl`, `dp zero tp sp pp
+//! micro`, `lora`, `both` (the lesson's bar beside).
 //! Unknown keys are ignored without a word; a known key with a bad value is
 //! reported in [`Decoded::ignored`] and its default kept.
 
 use crate::budget::{Field, TrainingConfig};
-use crate::state::{Exercise, GpuCapacity, PageState, SweepAxis, Unit};
+use crate::detailed::{preset, Architecture, Family, PRESETS};
+use crate::state::{DetailedOptions, Exercise, GpuCapacity, Mode, PageState, SweepAxis, Unit};
 use std::fmt;
 
 /// A value from the URL that was not used, and why.
@@ -81,7 +85,10 @@ pub fn decode(query: &str) -> Decoded {
             });
         }
     }
-    Decoded { state, ignored }
+    Decoded {
+        state: state.normalized(),
+        ignored,
+    }
 }
 
 /// Applies one pair to `state`; unknown keys are accepted and do nothing.
@@ -119,9 +126,65 @@ fn apply(state: &mut PageState, key: &str, value: &str) -> Result<(), String> {
                     .ok_or("exercise must be 1 or 2")?,
             )
         }
+        "mode" => {
+            state.mode = match value {
+                "lesson" => Mode::Lesson,
+                "detailed" => Mode::Detailed,
+                _ => return Err("mode must be lesson or detailed".into()),
+            }
+        }
+        "model" => {
+            let p = preset(value).ok_or_else(|| {
+                let names: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
+                format!("model must be one of {}", names.join(", "))
+            })?;
+            state.choose_preset(&p);
+        }
+        "arch" => {
+            let family: Family = value.parse()?;
+            if family != state.detailed.arch.family {
+                let a = state.detailed.arch;
+                state.detailed.arch = match family {
+                    Family::Gpt2 => Architecture::gpt2(a.layers, a.hidden, a.heads, a.vocab),
+                    Family::Llama => {
+                        Architecture::llama(a.layers, a.hidden, a.heads, a.kv_heads, a.ffn, a.vocab)
+                    }
+                };
+            }
+        }
+        "heads" => state.detailed.arch.heads = parse_count(value, 1, 1024)?,
+        "kv" => state.detailed.arch.kv_heads = parse_count(value, 1, 1024)?,
+        "ffn" => state.detailed.arch.ffn = parse_count(value, 1, 1 << 20)?,
+        "vocab" => state.detailed.arch.vocab = parse_count(value, 1, 1 << 22)?,
+        "tied" => state.detailed.arch.tied_embeddings = parse_flag(value)?,
+        "qkvbias" => state.detailed.arch.qkv_bias = parse_flag(value)?,
+        "prec" => state.detailed.precision = value.parse()?,
+        "opt" => state.detailed.optimizer = value.parse()?,
+        "attn" => state.detailed.attention = value.parse()?,
+        "dropout" => state.detailed.dropout = parse_flag(value)?,
+        "recompute" => state.detailed.recompute = value.parse()?,
+        "impl" => state.detailed.profile = value.parse()?,
+        "dp" => state.detailed.parallel.dp = parse_count(value, 1, 4096)?,
+        "zero" => state.detailed.parallel.zero = parse_count(value, 0, 3)? as u8,
+        "tp" => state.detailed.parallel.tp = parse_count(value, 1, 512)?,
+        "sp" => state.detailed.parallel.sp = parse_flag(value)?,
+        "pp" => state.detailed.parallel.pp = parse_count(value, 1, 256)?,
+        "micro" => state.detailed.micro_batch = Some(parse_count(value, 1, 4096)?),
+        "lora" => state.detailed.lora_rank = Some(parse_count(value, 1, 1024)?),
+        "both" => state.detailed.show_lesson = parse_flag(value)?,
         _ => {}
     }
     Ok(())
+}
+
+/// A whole number in `min..=max`.
+fn parse_count(value: &str, min: u64, max: u64) -> Result<u64, String> {
+    value
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .filter(|v| (min..=max).contains(v))
+        .ok_or_else(|| format!("must be a whole number from {min} to {max}"))
 }
 
 fn parse_flag(value: &str) -> Result<bool, String> {
@@ -208,7 +271,63 @@ pub fn encode(state: &PageState) -> String {
     if let Some(ex) = state.exercise {
         out.append_pair("ex", &ex.number().to_string());
     }
+    if state.mode == Mode::Detailed {
+        encode_detailed(state, &mut out);
+    }
     out.finish()
+}
+
+/// The detailed model's keys, where they differ from the defaults.
+fn encode_detailed(state: &PageState, out: &mut form_urlencoded::Serializer<'_, String>) {
+    let d = &state.detailed;
+    let def = DetailedOptions::default();
+    out.append_pair("mode", "detailed");
+    match state.preset_name() {
+        Some(name) => {
+            out.append_pair("model", name);
+        }
+        None => {
+            let a = &d.arch;
+            out.append_pair("arch", a.family.name());
+            out.append_pair("heads", &a.heads.to_string());
+            out.append_pair("kv", &a.kv_heads.to_string());
+            out.append_pair("ffn", &a.ffn.to_string());
+            out.append_pair("vocab", &a.vocab.to_string());
+            let gpt2 = a.family == Family::Gpt2;
+            if a.tied_embeddings != gpt2 {
+                out.append_pair("tied", flag(a.tied_embeddings));
+            }
+            if a.qkv_bias != gpt2 {
+                out.append_pair("qkvbias", flag(a.qkv_bias));
+            }
+        }
+    }
+    let mut pair = |key: &str, value: &str, default: &str| {
+        if value != default {
+            out.append_pair(key, value);
+        }
+    };
+    pair("prec", d.precision.name(), def.precision.name());
+    pair("opt", d.optimizer.name(), def.optimizer.name());
+    pair("attn", d.attention.name(), def.attention.name());
+    pair("dropout", flag(d.dropout), flag(def.dropout));
+    pair("recompute", d.recompute.name(), def.recompute.name());
+    pair("impl", d.profile.name(), def.profile.name());
+    let p = &d.parallel;
+    pair("dp", &p.dp.to_string(), "1");
+    pair("zero", &p.zero.to_string(), "0");
+    pair("tp", &p.tp.to_string(), "1");
+    pair("sp", flag(p.sp), "0");
+    pair("pp", &p.pp.to_string(), "1");
+    if let Some(m) = d.micro_batch {
+        out.append_pair("micro", &m.to_string());
+    }
+    if let Some(r) = d.lora_rank {
+        out.append_pair("lora", &r.to_string());
+    }
+    if d.show_lesson {
+        out.append_pair("both", "1");
+    }
 }
 
 fn flag(on: bool) -> &'static str {

@@ -6,7 +6,7 @@ use membudget::chart::{draw, term_colour_hex, Bar, ChartSpec, ChartStyle};
 use membudget::state::{sweep, SweepAxis, Unit};
 use plotters::prelude::*;
 
-fn svg_of(spec: &ChartSpec<'_>, size: (u32, u32)) -> String {
+fn svg_of(spec: &ChartSpec, size: (u32, u32)) -> String {
     let mut svg = String::new();
     {
         let area = SVGBackend::with_string(&mut svg, size).into_drawing_area();
@@ -20,16 +20,13 @@ fn has_text(svg: &str, text: &str) -> bool {
     svg.contains(&format!(">\n{text}\n</text>"))
 }
 
-fn one_bar(b: &Breakdown) -> ChartSpec<'_> {
+fn one_bar(b: &Breakdown) -> ChartSpec {
     ChartSpec {
-        bars: vec![Bar {
-            label: "Current".into(),
-            breakdown: b,
-        }],
+        bars: vec![Bar::lesson("Current", b)],
         unit: Unit::Gb,
         capacity_bytes: None,
         marked: None,
-        legend: Some(b),
+        legend: Some(0),
     }
 }
 
@@ -119,20 +116,11 @@ fn baseline_bar_gpu_line_and_gib_axis() {
     })
     .unwrap();
     let spec = ChartSpec {
-        bars: vec![
-            Bar {
-                label: "Baseline".into(),
-                breakdown: &base,
-            },
-            Bar {
-                label: "Current".into(),
-                breakdown: &cur,
-            },
-        ],
+        bars: vec![Bar::lesson("Baseline", &base), Bar::lesson("Current", &cur)],
         unit: Unit::Gib,
         capacity_bytes: Some(80.0 * Unit::Gib.bytes()),
         marked: None,
-        legend: Some(&cur),
+        legend: Some(1),
     };
     let svg = svg_of(&spec, (720, 360));
     assert!(has_text(&svg, "Baseline") && has_text(&svg, "Current"));
@@ -182,10 +170,7 @@ fn sweep_marks_the_current_point_only() {
     let points = sweep(&cfg, SweepAxis::Batch);
     let bars: Vec<Bar> = points
         .iter()
-        .map(|(v, b)| Bar {
-            label: v.to_string(),
-            breakdown: b,
-        })
+        .map(|(v, b)| Bar::lesson(v.to_string(), b))
         .collect();
     let marked = points.iter().position(|(v, _)| *v == cfg.batch);
     let spec = ChartSpec {

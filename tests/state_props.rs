@@ -2,7 +2,10 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use membudget::budget::{estimate, Field, TrainingConfig};
-use membudget::state::{max_fitting, Exercise, GpuCapacity, PageState, SweepAxis, Unit};
+use membudget::detailed::{AttentionKernel, Optimizer, Precision, Recompute, PRESETS};
+use membudget::state::{
+    max_fitting, DetailedOptions, Exercise, GpuCapacity, Mode, PageState, SweepAxis, Unit,
+};
 use membudget::url::{decode, encode};
 use proptest::prelude::*;
 
@@ -27,7 +30,79 @@ fn any_config() -> impl Strategy<Value = TrainingConfig> {
         )
 }
 
+/// Detailed settings: a preset or a custom shape, and any options.
+fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
+    (
+        0..PRESETS.len(),
+        proptest::option::of((1u64..=64, 1u64..=100_000)),
+        prop::sample::select(vec![Precision::Fp32, Precision::Mixed, Precision::Bf16]),
+        prop::sample::select(vec![
+            Optimizer::AdamW,
+            Optimizer::Sgd,
+            Optimizer::SgdMomentum,
+            Optimizer::Adam8bit,
+        ]),
+        any::<(bool, bool, bool, bool)>(),
+        prop::sample::select(vec![Recompute::None, Recompute::Selective, Recompute::Full]),
+        (1u64..=4096, 0u8..=3, 1u64..=512, 1u64..=256),
+        (
+            proptest::option::of(1u64..=4096),
+            proptest::option::of(1u64..=1024),
+        ),
+    )
+        .prop_map(
+            |(
+                m,
+                custom,
+                precision,
+                optimizer,
+                (flash, dropout, sp, both),
+                recompute,
+                (dp, zero, tp, pp),
+                (micro, lora),
+            )| {
+                let mut d = DetailedOptions {
+                    arch: PRESETS[m].arch,
+                    ..DetailedOptions::default()
+                };
+                if let Some((heads, ffn)) = custom {
+                    d.arch.heads = heads;
+                    d.arch.kv_heads = heads;
+                    d.arch.ffn = ffn;
+                }
+                d.precision = precision;
+                d.optimizer = optimizer;
+                d.attention = if flash {
+                    AttentionKernel::Flash
+                } else {
+                    AttentionKernel::Eager
+                };
+                d.dropout = dropout;
+                d.recompute = recompute;
+                d.parallel.dp = dp;
+                d.parallel.zero = zero;
+                d.parallel.tp = tp;
+                d.parallel.sp = sp;
+                d.parallel.pp = pp;
+                d.micro_batch = micro;
+                d.lora_rank = lora;
+                d.show_lesson = both;
+                d
+            },
+        )
+}
+
 fn any_state() -> impl Strategy<Value = PageState> {
+    (any_lesson_state(), proptest::option::of(any_detailed())).prop_map(|(mut s, detailed)| {
+        if let Some(d) = detailed {
+            s.mode = Mode::Detailed;
+            s.detailed = d;
+        }
+        s.normalized()
+    })
+}
+
+fn any_lesson_state() -> impl Strategy<Value = PageState> {
     (
         any_config(),
         proptest::option::of(any_config()),
@@ -52,6 +127,7 @@ fn any_state() -> impl Strategy<Value = PageState> {
             },
             embed,
             exercise: ex.and_then(Exercise::from_number),
+            ..PageState::default()
         })
 }
 

@@ -1,8 +1,9 @@
 //! Drawing charts on `<canvas>` elements, and the budget chart itself.
 
-use super::{BaselineBudget, Budget, State};
+use super::{BaselineBudget, Budget, DetailedBudget, State};
 use crate::budget::dominant_sentence;
 use crate::chart::{draw, Bar, ChartSpec, ChartStyle};
+use crate::state::Mode;
 use leptos::html::Canvas;
 use leptos::prelude::*;
 use plotters::prelude::IntoDrawingArea;
@@ -45,7 +46,7 @@ pub fn mark(name: &str) {
 
 /// Sizes `canvas` to its box at the screen's pixel density (crisp on
 /// high-DPI screens) and draws `spec` on it in the reader's colour scheme.
-pub fn paint(canvas: &web_sys::HtmlCanvasElement, spec: &ChartSpec<'_>, name: &str) {
+pub fn paint(canvas: &web_sys::HtmlCanvasElement, spec: &ChartSpec, name: &str) {
     let scale = web_sys::window()
         .map_or(1.0, |w| w.device_pixel_ratio())
         .max(1.0);
@@ -76,37 +77,56 @@ pub fn BudgetChart() -> impl IntoView {
     let Redraw(redraw) = expect_context::<Redraw>();
     let canvas_ref = NodeRef::<Canvas>::new();
 
+    let DetailedBudget(detailed) = expect_context::<DetailedBudget>();
     Effect::new(move |_| {
         redraw.track();
         let Some(canvas) = canvas_ref.get() else {
             return;
         };
-        let Ok(current) = budget.get() else { return };
-        let base = baseline.get();
-        let s = state.read();
+        let s = *state.read();
         let mut bars = Vec::with_capacity(2);
-        if let Some(b) = &base {
-            bars.push(Bar {
-                label: "Baseline".into(),
-                breakdown: b,
-            });
+        match s.mode {
+            Mode::Lesson => {
+                let Ok(current) = budget.get() else { return };
+                if let Some(b) = baseline.get() {
+                    bars.push(Bar::lesson("Baseline", &b));
+                }
+                bars.push(Bar::lesson("Current", &current));
+            }
+            Mode::Detailed => {
+                let Ok(d) = detailed.get() else { return };
+                if s.detailed.show_lesson {
+                    if let Ok(l) = crate::budget::estimate(&s.lesson_for_detailed()) {
+                        bars.push(Bar::lesson("Lesson's rule", &l));
+                    }
+                }
+                bars.push(Bar::detailed("Detailed, per GPU", &d));
+            }
         }
-        bars.push(Bar {
-            label: "Current".into(),
-            breakdown: &current,
-        });
         let spec = ChartSpec {
+            legend: (!s.embed).then_some(bars.len() - 1),
             bars,
             unit: s.unit,
             capacity_bytes: s.gpu.map(|g| g.bytes()),
             marked: None,
-            legend: (!s.embed).then_some(&current),
         };
         paint(&canvas, &spec, "budget");
     });
 
     let label = move || {
         let unit = state.read().unit;
+        if state.read().mode == Mode::Detailed {
+            return detailed
+                .get()
+                .map(|b| {
+                    format!(
+                        "Detailed model, per GPU: {:.1} {} in all",
+                        unit.of(b.total),
+                        unit.label()
+                    )
+                })
+                .unwrap_or_default();
+        }
         let mut text = budget
             .get()
             .map(|b| dominant_sentence(&b, unit))

@@ -1,9 +1,11 @@
 //! Does it fit on my GPU? A capacity line, the verdict, and the largest
 //! batch and sequence length that fit.
 
-use super::{Budget, State};
+use super::{Budget, DetailedBudget, State};
 use crate::budget::Field;
-use crate::state::{max_fitting, GpuCapacity, Unit, GPU_PRESETS, MAX_GPU_AMOUNT};
+use crate::state::{
+    max_fitting, max_micro_batch, GpuCapacity, Mode, Unit, GPU_PRESETS, MAX_GPU_AMOUNT,
+};
 use leptos::prelude::*;
 
 /// The `<select>` value for a capacity: `none`, `p80` (a preset) or `custom`.
@@ -64,11 +66,21 @@ pub fn GpuFit() -> impl IntoView {
         }
     };
 
+    let DetailedBudget(detailed) = expect_context::<DetailedBudget>();
+    let detailed_mode = move || state.read().mode == Mode::Detailed;
+    // The total in force: the lesson's, or the detailed model's per GPU.
+    let total = move || {
+        if detailed_mode() {
+            detailed.get().ok().map(|b| b.total)
+        } else {
+            budget.get().ok().map(|b| b.total)
+        }
+    };
     let verdict = move || {
-        let (g, b, u) = (gpu()?, budget.get().ok()?, unit());
+        let (g, t, u) = (gpu()?, total()?, unit());
         let cap = g.bytes();
-        let (need, have) = (u.of(b.total), u.of(cap));
-        Some(if b.total <= cap {
+        let (need, have) = (u.of(t), u.of(cap));
+        Some(if t <= cap {
             format!(
                 "Fits: {need:.1} of {have:.1} {l} used, {:.1} {l} to spare.",
                 have - need,
@@ -96,6 +108,15 @@ pub fn GpuFit() -> impl IntoView {
                     u.label()
                 )
             }
+        })
+    };
+
+    let largest_micro = move || {
+        let g = gpu()?;
+        let cfg = state.read().detailed_config();
+        Some(match max_micro_batch(&cfg, g.bytes()) {
+            Some(m) => format!("{m}"),
+            None => "none (even one sequence per GPU does not fit)".to_string(),
         })
     };
 
@@ -152,10 +173,21 @@ pub fn GpuFit() -> impl IntoView {
                     }}
                 </p>
                 <p id="fit-verdict" class="verdict">{verdict}</p>
-                <p id="fit-batch">"Largest batch that fits: " {move || largest(Field::Batch)}</p>
-                <p id="fit-seq">
-                    "Largest sequence length that fits: " {move || largest(Field::SeqLen)}
-                </p>
+                <Show
+                    when=move || !detailed_mode()
+                    fallback=move || {
+                        view! {
+                            <p id="fit-micro">
+                                "Largest micro-batch per GPU that fits: " {largest_micro}
+                            </p>
+                        }
+                    }
+                >
+                    <p id="fit-batch">"Largest batch that fits: " {move || largest(Field::Batch)}</p>
+                    <p id="fit-seq">
+                        "Largest sequence length that fits: " {move || largest(Field::SeqLen)}
+                    </p>
+                </Show>
             </Show>
         </div>
     }

@@ -9,6 +9,7 @@
 mod canvas;
 mod compare;
 mod controls;
+mod detailed;
 mod exercises;
 mod fit;
 mod panic;
@@ -17,13 +18,15 @@ mod sweep;
 mod table;
 
 use crate::budget::{estimate, Breakdown, ConfigError, Field};
-use crate::state::PageState;
+use crate::detailed::{DetailedBreakdown, DetailedError};
+use crate::state::{Mode, PageState};
 use crate::url::{decode, encode, Ignored};
 use leptos::prelude::*;
 
 pub use canvas::BudgetChart;
 pub use compare::PinBaseline;
 pub use controls::{FieldControl, MixedPrecisionToggle, UnitSwitch};
+pub use detailed::{DetailedControls, DetailedTable, ModeSwitch, ModelDifference};
 pub use exercises::Exercises;
 pub use fit::GpuFit;
 pub use share::{ExportPanel, UrlNotices};
@@ -41,6 +44,10 @@ pub struct Budget(pub Memo<Result<Breakdown, ConfigError>>);
 /// The budget of the pinned baseline, if one is pinned.
 #[derive(Clone, Copy)]
 pub struct BaselineBudget(pub Memo<Option<Breakdown>>);
+
+/// The detailed model's per-GPU budget for the same page, passed by context.
+#[derive(Clone, Copy)]
+pub struct DetailedBudget(pub Memo<Result<DetailedBreakdown, DetailedError>>);
 
 /// Installs the panic banner and mounts [`App`] on `<body>`.
 pub fn start() {
@@ -88,6 +95,10 @@ pub fn Calculator(
     provide_context(state);
     provide_context(budget);
     provide_context(baseline);
+    let detailed = DetailedBudget(Memo::new(move |_| {
+        crate::detailed::estimate(&state.0.read().detailed_config())
+    }));
+    provide_context(detailed);
     canvas::provide_redraw();
 
     // Keep the address bar in step, without adding history entries.
@@ -103,6 +114,7 @@ pub fn Calculator(
     });
 
     let embed = move || state.0.read().embed;
+    let lesson = move || state.0.read().mode == Mode::Lesson;
     view! {
         <main class="membudget" class:embed=embed>
             <UrlNotices ignored=ignored />
@@ -115,20 +127,35 @@ pub fn Calculator(
             </header>
             <div class="layout">
                 <section class="controls" aria-label="Training configuration">
-                    {Field::ALL
-                        .into_iter()
-                        .map(|field| view! { <FieldControl field=field /> })
+                    <div class="full-only">
+                        <ModeSwitch />
+                    </div>
+                    <Show when=lesson>
+                        <FieldControl field=Field::ModelSize />
+                    </Show>
+                    {Field::ALL[1..]
+                        .iter()
+                        .map(|&field| view! { <FieldControl field=field /> })
                         .collect_view()}
-                    <MixedPrecisionToggle />
+                    <Show when=lesson fallback=|| view! { <DetailedControls /> }>
+                        <MixedPrecisionToggle />
+                    </Show>
                     <div class="full-only">
                         <UnitSwitch />
                         <GpuFit />
-                        <PinBaseline />
+                        <Show when=lesson>
+                            <PinBaseline />
+                        </Show>
                     </div>
                 </section>
                 <section class="results" aria-label="Memory budget">
                     <BudgetChart />
-                    <BudgetTable />
+                    <Show
+                        when=lesson
+                        fallback=|| view! { <DetailedTable /> <ModelDifference /> }
+                    >
+                        <BudgetTable />
+                    </Show>
                     <a class="embed-only open-full" target="_blank" rel="noopener" href=move || {
                         let mut s = *state.0.read();
                         s.embed = false;
@@ -137,8 +164,10 @@ pub fn Calculator(
                 </section>
             </div>
             <div class="full-only panels">
-                <SweepPanel />
-                <Exercises />
+                <Show when=lesson>
+                    <SweepPanel />
+                    <Exercises />
+                </Show>
                 <ExportPanel />
             </div>
             <footer class="full-only">

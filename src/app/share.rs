@@ -1,8 +1,11 @@
 //! Sharing and exporting: links, embed code, the table as text, the chart
 //! as PNG; and the notice for values a link carried that were not used.
 
-use super::{Budget, State};
-use crate::export::{iframe_snippet, to_csv, to_json, to_markdown};
+use super::{Budget, DetailedBudget, State};
+use crate::export::{
+    csv, detailed_json, detailed_rows, iframe_snippet, lesson_rows, markdown, to_json, Row,
+};
+use crate::state::{Mode, Unit};
 use crate::url::{encode, Ignored};
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
@@ -93,12 +96,35 @@ pub fn ExportPanel() -> impl IntoView {
         s.embed = embed;
         page_url(&encode(&s))
     };
-    let table = move |format: fn(&crate::budget::Breakdown, crate::budget::Unit) -> String| {
-        let unit = state.read_untracked().unit;
-        budget
-            .get_untracked()
-            .map(|b| format(&b, unit))
-            .unwrap_or_default()
+    let DetailedBudget(detailed) = expect_context::<DetailedBudget>();
+    // The rows in force: the lesson's, or the detailed model's per GPU.
+    let rows = move || -> Vec<Row> {
+        if state.read_untracked().mode == Mode::Detailed {
+            detailed
+                .get_untracked()
+                .map(|b| detailed_rows(&b))
+                .unwrap_or_default()
+        } else {
+            budget
+                .get_untracked()
+                .map(|b| lesson_rows(&b))
+                .unwrap_or_default()
+        }
+    };
+    let table =
+        move |format: fn(&[Row], Unit) -> String| format(&rows(), state.read_untracked().unit);
+    let json = move || {
+        if state.read_untracked().mode == Mode::Detailed {
+            detailed
+                .get_untracked()
+                .map(|b| detailed_json(&b))
+                .unwrap_or_default()
+        } else {
+            budget
+                .get_untracked()
+                .map(|b| to_json(&b))
+                .unwrap_or_default()
+        }
     };
 
     view! {
@@ -118,20 +144,17 @@ pub fn ExportPanel() -> impl IntoView {
                 <button
                     type="button"
                     id="copy-markdown"
-                    on:click=move |_| copy(table(to_markdown), "Markdown table", status, output)
+                    on:click=move |_| copy(table(markdown), "Markdown table", status, output)
                 >
                     "Copy table (Markdown)"
                 </button>
-                <button type="button" id="copy-csv" on:click=move |_| copy(table(to_csv), "CSV", status, output)>
+                <button type="button" id="copy-csv" on:click=move |_| copy(table(csv), "CSV", status, output)>
                     "Copy table (CSV)"
                 </button>
                 <button
                     type="button"
                     id="copy-json"
-                    on:click=move |_| {
-                        let json = budget.get_untracked().map(|b| to_json(&b)).unwrap_or_default();
-                        copy(json, "JSON", status, output)
-                    }
+                    on:click=move |_| copy(json(), "JSON", status, output)
                 >
                     "Copy table (JSON)"
                 </button>

@@ -45,10 +45,7 @@ pub fn SweepPanel() -> impl IntoView {
         }
         let bars = points
             .iter()
-            .map(|(v, b)| Bar {
-                label: short(*v),
-                breakdown: b,
-            })
+            .map(|(v, b)| Bar::lesson(short(*v), b))
             .collect();
         let spec = ChartSpec {
             bars,

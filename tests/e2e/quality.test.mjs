@@ -54,6 +54,7 @@ for (const [name, query, options] of [
   ['default', '', {}],
   ['embed', '?embed=1', { viewport: { width: 640, height: 480 } }],
   ['dark, compared, GPU', '?base=7,4,2048,4096,32,1&batch=8&gpu=80', { colorScheme: 'dark' }],
+  ['detailed, lesson beside', '?mode=detailed&model=llama-3.1-8b&both=1&gpu=80', {}],
 ]) {
   test(`axe-core finds no serious or critical violations: ${name}`, async () => {
     // The audit script is injected, which the page's own CSP would refuse.

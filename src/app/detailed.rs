@@ -1,0 +1,413 @@
+//! The detailed model on the page: the Lesson / Detailed switch, the model
+//! picker and option groups, the per-GPU table, and the comparison with the
+//! lesson's rule.
+
+use super::{DetailedBudget, State};
+use crate::budget::Term;
+use crate::chart::{term_colour_hex, LOGITS_COLOUR};
+use crate::detailed::{
+    Architecture, AttentionKernel, DetailedBreakdown, Family, Optimizer, Precision, Profile,
+    Recompute, PRESETS,
+};
+use crate::export::detailed_rows;
+use crate::state::{DetailedOptions, Mode};
+use leptos::prelude::*;
+
+/// `6,738,415,616`.
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// "Lesson" or "Detailed": which model the page shows.
+#[component]
+pub fn ModeSwitch() -> impl IntoView {
+    let State(state) = expect_context::<State>();
+    let option = move |mode: Mode, id: &'static str, text: &'static str| {
+        view! {
+            <label>
+                <input
+                    type="radio"
+                    name="mode"
+                    id=id
+                    prop:checked=move || state.read().mode == mode
+                    on:change=move |_| state.update(|s| s.mode = mode)
+                />
+                {text}
+            </label>
+        }
+    };
+    view! {
+        <fieldset class="field mode-switch">
+            <legend>"Calculation"</legend>
+            {option(Mode::Lesson, "mode-lesson", " Lesson's rule")}
+            {option(Mode::Detailed, "mode-detailed", " Detailed, per GPU")}
+        </fieldset>
+    }
+}
+
+/// Reads a choice as an index into its option list.
+type GetIndex = fn(&DetailedOptions) -> usize;
+/// Writes a choice from an index into its option list.
+type SetIndex = fn(&mut DetailedOptions, usize);
+
+/// A `<select>` over a setting's options, by index. Plain function pointers
+/// keep this one function (no copy per setting) in the wasm.
+fn choice(
+    id: &'static str,
+    label: &'static str,
+    options: &'static [&'static str],
+    get: GetIndex,
+    set: SetIndex,
+) -> AnyView {
+    let State(state) = expect_context::<State>();
+    view! {
+        <label class="sub" for=id>{label}</label>
+        <select
+            id=id
+            prop:value=move || get(&state.read().detailed).to_string()
+            on:change=move |ev| {
+                if let Some(i) = event_target_value(&ev).parse::<usize>().ok().filter(|&i| i < options.len()) {
+                    state.update(|s| set(&mut s.detailed, i));
+                }
+            }
+        >
+            {options
+                .iter()
+                .enumerate()
+                .map(|(i, text)| view! { <option value=i.to_string()>{*text}</option> })
+                .collect_view()}
+        </select>
+    }
+    .into_any()
+}
+
+/// Index of `v` in `all` (0 when absent).
+fn index_of<T: PartialEq>(all: &[T], v: T) -> usize {
+    all.iter().position(|x| *x == v).unwrap_or(0)
+}
+
+/// Reads a whole-number setting.
+type GetCount = fn(&DetailedOptions) -> Option<u64>;
+/// Writes a whole-number setting.
+type SetCount = fn(&mut DetailedOptions, Option<u64>);
+
+/// A whole-number box for a detailed setting; empty means "none" where
+/// `optional`; out of range is refused with a message.
+fn count(
+    id: &'static str,
+    label: &'static str,
+    (min, max): (u64, u64),
+    get: GetCount,
+    set: SetCount,
+    optional: bool,
+) -> AnyView {
+    let State(state) = expect_context::<State>();
+    let message = RwSignal::new(None::<String>);
+    view! {
+        <label class="sub" for=id>{label}</label>
+        <input
+            type="number"
+            class="number"
+            id=id
+            min=min
+            max=max
+            step="1"
+            placeholder=if optional { "none" } else { "" }
+            prop:value=move || get(&state.read().detailed).map(|v| v.to_string()).unwrap_or_default()
+            on:change=move |ev| {
+                let text = event_target_value(&ev);
+                let text = text.trim();
+                if text.is_empty() && optional {
+                    message.set(None);
+                    state.update(|s| set(&mut s.detailed, None));
+                    return;
+                }
+                match text.parse::<u64>().ok().filter(|v| (min..=max).contains(v)) {
+                    Some(v) => {
+                        message.set(None);
+                        state.update(|s| set(&mut s.detailed, Some(v)));
+                    }
+                    None => {
+                        message.set(Some(format!("{label} must be a whole number from {min} to {max}; kept the previous value.")));
+                        let input = event_target::<web_sys::HtmlInputElement>(&ev);
+                        input.set_value(&get(&state.read_untracked().detailed).map(|v| v.to_string()).unwrap_or_default());
+                    }
+                }
+            }
+        />
+        <p class="field-message" role="status">{move || message.get()}</p>
+    }
+    .into_any()
+}
+
+const PRECISIONS: [Precision; 3] = [Precision::Mixed, Precision::Bf16, Precision::Fp32];
+const PRECISION_NAMES: &[&str] = &["Mixed: bf16 + fp32 master", "Pure bf16", "fp32"];
+const OPTIMIZERS: [Optimizer; 4] = [
+    Optimizer::AdamW,
+    Optimizer::Sgd,
+    Optimizer::SgdMomentum,
+    Optimizer::Adam8bit,
+];
+const OPTIMIZER_NAMES: &[&str] = &["AdamW", "SGD", "SGD with momentum", "8-bit Adam"];
+const ATTENTION: [AttentionKernel; 2] = [AttentionKernel::Eager, AttentionKernel::Flash];
+const ATTENTION_NAMES: &[&str] = &["Eager (keeps a·s² scores)", "Flash / SDPA"];
+const RECOMPUTE: [Recompute; 3] = [Recompute::None, Recompute::Selective, Recompute::Full];
+const RECOMPUTE_NAMES: &[&str] = &["None", "Selective", "Full"];
+const PROFILES: [Profile; 2] = [Profile::Fused, Profile::Hf];
+const PROFILE_NAMES: &[&str] = &["Fused kernels (Megatron)", "Stock Hugging Face"];
+const FAMILIES: [Family; 2] = [Family::Llama, Family::Gpt2];
+const FAMILY_NAMES: &[&str] = &["Llama style", "GPT-2 style"];
+
+/// Switches the architecture's family, keeping its sizes.
+fn set_family(d: &mut DetailedOptions, i: usize) {
+    let f = FAMILIES[i];
+    if d.arch.family != f {
+        let a = d.arch;
+        d.arch = match f {
+            Family::Gpt2 => Architecture::gpt2(a.layers, a.hidden, a.heads, a.vocab),
+            Family::Llama => {
+                Architecture::llama(a.layers, a.hidden, a.heads, a.kv_heads, a.ffn, a.vocab)
+            }
+        };
+    }
+}
+
+/// The detailed model's controls: model picker, derived parameter count,
+/// and collapsed groups of options.
+#[component]
+pub fn DetailedControls() -> impl IntoView {
+    let State(state) = expect_context::<State>();
+    // "Custom" chosen by the reader, even while the shape still equals a preset.
+    let chose_custom = RwSignal::new(false);
+    let custom = move || chose_custom.get() || state.read().preset_name().is_none();
+    let preset_value = move || {
+        if custom() {
+            "custom".to_string()
+        } else {
+            state.read().preset_name().unwrap_or("custom").to_string()
+        }
+    };
+    let params = move || grouped(state.read().architecture().params());
+    view! {
+        <div class="field detailed-controls">
+            <label for="model-select">"Model"</label>
+            <select
+                id="model-select"
+                prop:value=preset_value
+                on:change=move |ev| {
+                    let name = event_target_value(&ev);
+                    match PRESETS.iter().find(|p| p.name == name) {
+                        Some(p) => {
+                            chose_custom.set(false);
+                            state.update(|s| s.choose_preset(p));
+                        }
+                        None => chose_custom.set(true),
+                    }
+                }
+            >
+                {PRESETS
+                    .iter()
+                    .map(|p| view! { <option value=p.name>{p.name}</option> })
+                    .collect_view()}
+                <option value="custom">"Custom"</option>
+            </select>
+            <p class="derived">
+                <span id="param-count">{params}</span>
+                " parameters, from the architecture"
+            </p>
+            <details open=custom>
+                <summary>"Architecture"</summary>
+                {choice("family-select", "Family", FAMILY_NAMES, |d| index_of(&FAMILIES, d.arch.family), set_family)}
+                {count("heads-input", "Attention heads", (1, 1024), |d| Some(d.arch.heads), |d, v| d.arch.heads = v.unwrap_or(1), false)}
+                {count("kv-input", "KV heads", (1, 1024), |d| Some(d.arch.kv_heads), |d, v| d.arch.kv_heads = v.unwrap_or(1), false)}
+                {count("ffn-input", "FFN size", (1, 1 << 20), |d| Some(d.arch.ffn), |d, v| d.arch.ffn = v.unwrap_or(1), false)}
+                {count("vocab-input", "Vocabulary", (1, 1 << 22), |d| Some(d.arch.vocab), |d, v| d.arch.vocab = v.unwrap_or(1), false)}
+            </details>
+            <details>
+                <summary>"Precision and optimizer"</summary>
+                {choice("precision-select", "Precision", PRECISION_NAMES, |d| index_of(&PRECISIONS, d.precision), |d, i| d.precision = PRECISIONS[i])}
+                {choice("optimizer-select", "Optimizer", OPTIMIZER_NAMES, |d| index_of(&OPTIMIZERS, d.optimizer), |d, i| d.optimizer = OPTIMIZERS[i])}
+            </details>
+            <details>
+                <summary>"Attention, dropout, recomputation"</summary>
+                {choice("attention-select", "Attention", ATTENTION_NAMES, |d| index_of(&ATTENTION, d.attention), |d, i| d.attention = ATTENTION[i])}
+                <label class="sub check">
+                    <input
+                        type="checkbox"
+                        id="dropout-input"
+                        prop:checked=move || state.read().detailed.dropout
+                        on:change=move |ev| {
+                            let on = event_target_checked(&ev);
+                            state.update(|s| s.detailed.dropout = on);
+                        }
+                    />
+                    " Dropout"
+                </label>
+                {choice("recompute-select", "Recomputation", RECOMPUTE_NAMES, |d| index_of(&RECOMPUTE, d.recompute), |d, i| d.recompute = RECOMPUTE[i])}
+                {choice("impl-select", "Implementation", PROFILE_NAMES, |d| index_of(&PROFILES, d.profile), |d, i| d.profile = PROFILES[i])}
+            </details>
+            <details>
+                <summary>"Parallelism"</summary>
+                {count("dp-input", "GPUs (data parallel)", (1, 4096), |d| Some(d.parallel.dp), |d, v| d.parallel.dp = v.unwrap_or(1), false)}
+                {count("zero-input", "ZeRO stage", (0, 3), |d| Some(u64::from(d.parallel.zero)), |d, v| d.parallel.zero = v.unwrap_or(0) as u8, false)}
+                {count("tp-input", "Tensor parallel", (1, 512), |d| Some(d.parallel.tp), |d, v| d.parallel.tp = v.unwrap_or(1), false)}
+                <label class="sub check">
+                    <input
+                        type="checkbox"
+                        id="sp-input"
+                        prop:checked=move || state.read().detailed.parallel.sp
+                        on:change=move |ev| {
+                            let on = event_target_checked(&ev);
+                            state.update(|s| s.detailed.parallel.sp = on);
+                        }
+                    />
+                    " Sequence parallel"
+                </label>
+                {count("pp-input", "Pipeline stages", (1, 256), |d| Some(d.parallel.pp), |d, v| d.parallel.pp = v.unwrap_or(1), false)}
+                {count("micro-input", "Micro-batch per GPU", (1, 4096), |d| d.micro_batch, |d, v| d.micro_batch = v, true)}
+            </details>
+            <details>
+                <summary>"LoRA"</summary>
+                {count("lora-input", "LoRA rank (q, v)", (1, 1024), |d| d.lora_rank, |d, v| d.lora_rank = v, true)}
+            </details>
+            <label class="check">
+                <input
+                    type="checkbox"
+                    id="both-input"
+                    prop:checked=move || state.read().detailed.show_lesson
+                    on:change=move |ev| {
+                        let on = event_target_checked(&ev);
+                        state.update(|s| s.detailed.show_lesson = on);
+                    }
+                />
+                " Show the lesson's rule beside"
+            </label>
+        </div>
+    }
+}
+
+/// Short notes on where each detailed term comes from.
+fn note(key: &str) -> &'static str {
+    match key {
+        "params" => "weights in their storage dtype, split by tp, pp and ZeRO-3",
+        "grads" => "one per trainable weight; ZeRO-2 splits them",
+        "master_weights" => "fp32 copy under mixed precision; ZeRO-1 splits it",
+        "optimizer_state" => "AdamW 2 moments, SGD-momentum 1, 8-bit Adam 2 bytes",
+        "activations_without_logits" => "Korthikanti et al. 2022 per layer, for the micro-batch",
+        "logits" => "fp32 log-probabilities kept by the loss, 4·s·b·V",
+        _ => "sum",
+    }
+}
+
+/// The per-GPU table of the detailed model, with the logits as their own row.
+#[component]
+pub fn DetailedTable() -> impl IntoView {
+    let DetailedBudget(detailed) = expect_context::<DetailedBudget>();
+    let State(state) = expect_context::<State>();
+    let unit = move || state.read().unit;
+    let rows = move || {
+        detailed
+            .get()
+            .map(|b| detailed_rows(&b))
+            .unwrap_or_default()
+    };
+    let colour = |key: &str| match key {
+        "params" => term_colour_hex(Term::Params),
+        "grads" => term_colour_hex(Term::Grads),
+        "master_weights" => term_colour_hex(Term::MasterWeights),
+        "optimizer_state" => term_colour_hex(Term::OptimizerState),
+        "activations_without_logits" => term_colour_hex(Term::Activations),
+        "logits" => {
+            let c = LOGITS_COLOUR;
+            format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
+        }
+        _ => "transparent".into(),
+    };
+    view! {
+        <p class="dominant-sentence" aria-live="polite" id="detailed-sentence">
+            {move || match detailed.get() {
+                Ok(b) => {
+                    let u = unit();
+                    format!("Per GPU: {:.1} {} in all", u.of(b.total), u.label())
+                }
+                Err(e) => format!("This configuration cannot be computed: {e}."),
+            }}
+        </p>
+        <table class="budget detailed-table">
+            <caption>{move || format!("Detailed model, per GPU ({})", unit().definition())}</caption>
+            <thead>
+                <tr>
+                    <th scope="col">"Term"</th>
+                    <th scope="col" class="num">{move || unit().label()}</th>
+                    <th scope="col" class="formula">"Where it comes from"</th>
+                </tr>
+            </thead>
+            <tbody>
+                {move || {
+                    rows()
+                        .into_iter()
+                        .map(|r| {
+                            let swatch = colour(r.key);
+                            view! {
+                                <tr data-term=r.key>
+                                    <th scope="row">
+                                        <span class="swatch" style:background-color=swatch></span>
+                                        {r.label}
+                                    </th>
+                                    <td class="gb num">{format!("{:.1}", unit().of(r.bytes))}</td>
+                                    <td class="formula"><span class="why">{note(r.key)}</span></td>
+                                </tr>
+                            }
+                        })
+                        .collect_view()
+                }}
+            </tbody>
+        </table>
+    }
+}
+
+/// Where the lesson's rule and the detailed model differ, for these inputs.
+#[component]
+pub fn ModelDifference() -> impl IntoView {
+    let DetailedBudget(detailed) = expect_context::<DetailedBudget>();
+    let State(state) = expect_context::<State>();
+    let text = move || {
+        let d: DetailedBreakdown = detailed.get().ok()?;
+        let l = crate::budget::estimate(&state.read().lesson_for_detailed()).ok()?;
+        let u = state.read().unit;
+        let cfg = state.read().detailed_config();
+        let scores = {
+            let mut flash = cfg;
+            flash.attention = AttentionKernel::Flash;
+            crate::detailed::estimate(&flash)
+                .map(|f| d.activations - f.activations)
+                .unwrap_or(0.0)
+        };
+        Some(format!(
+            "Activations: the lesson's rule gives {:.1} {u}, the detailed model {:.1} {u} per GPU. \
+             The rule's 34·L·b·s·h·2 counts Korthikanti's 34·s·b·h, which is already bytes at 16 bits, \
+             twice; it leaves out the attention scores (about {:.1} {u} here, 5·a·s²·b per layer, gone \
+             with flash attention) and the logits ({:.1} {u}); and it splits nothing across GPUs. \
+             Both bars use the same {} parameters.",
+            u.of(l.activations),
+            u.of(d.activations),
+            u.of(scores.max(0.0)),
+            u.of(d.logits),
+            grouped(state.read().architecture().params()),
+            u = u.label()
+        ))
+    };
+    view! {
+        <Show when=move || state.read().detailed.show_lesson>
+            <p class="difference" id="model-difference">{text}</p>
+        </Show>
+    }
+}

@@ -1,0 +1,121 @@
+// End-to-end: the detailed model on the page (presets, options, per-GPU
+// view, lesson beside it), driven in Chromium.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer, launch, openPage, chart } from './harness.mjs';
+
+let server, browser;
+before(async () => { server = await startServer(); browser = await launch(); });
+after(async () => { await browser?.close(); server?.close(); });
+
+const open = (query = '', options = {}) => openPage(browser, server.base + query, options);
+
+/** Exact per-GPU bytes, from the page's own JSON export. */
+async function bytes(page) {
+  await page.click('#copy-json');
+  return JSON.parse(await page.inputValue('#export-text')).bytes;
+}
+
+/** Sets a whole-number box in a (possibly collapsed) group and commits it. */
+async function setCount(page, id, value) {
+  await page.evaluate((id) => { document.getElementById(id).closest('details').open = true; }, id);
+  await page.fill(`#${id}`, String(value));
+  await page.press(`#${id}`, 'Enter');
+}
+
+test('the page opens on the lesson, unchanged; the switch reveals the detailed model', async () => {
+  const { page, context } = await open();
+  assert.equal(await page.isChecked('#mode-lesson'), true);
+  assert.equal(await page.locator('#model-select').count(), 0);
+  assert.equal(await page.textContent('tr[data-term="total"] td.gb'), '185.0');
+  await page.check('#mode-detailed');
+  await page.waitForSelector('#model-select');
+  assert.match(page.url(), /mode=detailed&model=llama-2-7b/);
+  assert.equal(await page.textContent('#param-count'), '6,738,415,616');
+  assert.equal(await page.locator('tr[data-term="logits"]').count(), 1);
+  await page.check('#mode-lesson');
+  assert.equal(await page.textContent('tr[data-term="total"] td.gb'), '185.0');
+  await context.close();
+});
+
+test('picking a preset fills the shape and shows its parameter count', async () => {
+  const { page, context } = await open('?mode=detailed');
+  await page.selectOption('#model-select', 'gpt2');
+  assert.equal(await page.textContent('#param-count'), '124,439,808');
+  assert.equal(await page.inputValue('#layers-input'), '12');
+  assert.equal(await page.inputValue('#hidden-input'), '768');
+  await page.selectOption('#model-select', 'llama-3.1-8b');
+  assert.equal(await page.textContent('#param-count'), '8,030,261,248');
+  assert.match(page.url(), /model=llama-3\.1-8b/);
+  // Changing a dimension makes it a custom model, kept in the address.
+  await setCount(page, 'ffn-input', 10000);
+  assert.equal(await page.inputValue('#model-select'), 'custom');
+  assert.match(page.url(), /arch=llama&heads=32&kv=8&ffn=10000/);
+  await context.close();
+});
+
+test('flash attention at a long sequence cuts the activations', async () => {
+  const { page, context } = await open('?mode=detailed&model=llama-2-7b&seq=32768&batch=1');
+  const eager = await bytes(page);
+  const before = await chart(page);
+  await page.evaluate(() => { document.getElementById('attention-select').closest('details').open = true; });
+  await page.selectOption('#attention-select', { label: 'Flash / SDPA' });
+  const flash = await bytes(page);
+  assert.ok(flash.activations < eager.activations / 4, `${flash.activations} vs ${eager.activations}`);
+  assert.equal(flash.params, eager.params);
+  assert.notEqual(await chart(page), before);
+  assert.match(page.url(), /attn=flash/);
+  await context.close();
+});
+
+test('ZeRO-3 on 8 GPUs divides parameters, gradients and optimizer state by 8', async () => {
+  const { page, context } = await open('?mode=detailed&model=llama-2-7b&batch=8');
+  const one = await bytes(page);
+  await setCount(page, 'dp-input', 8);
+  await setCount(page, 'zero-input', 3);
+  const eight = await bytes(page);
+  for (const k of ['params', 'grads', 'master_weights', 'optimizer_state']) {
+    assert.equal(eight[k], one[k] / 8, k);
+  }
+  assert.match(page.url(), /dp=8&zero=3/);
+  // The table shows the same, per GPU.
+  assert.equal(await page.textContent('tr[data-term="params"] td.gb'), (one.params / 8 / 1e9).toFixed(1));
+  await context.close();
+});
+
+test('an impossible combination is explained, not drawn as NaN', async () => {
+  const { page, context } = await open('?mode=detailed&model=gpt2-xl');
+  await setCount(page, 'tp-input', 2);
+  assert.match(await page.textContent('#detailed-sentence'), /tensor parallelism must divide the attention heads/);
+  assert.ok(!(await page.innerText('body')).includes('NaN'));
+  await context.close();
+});
+
+test('the lesson beside the detailed model, with what differs and why', async () => {
+  const { page, context } = await open('?mode=detailed&model=llama-2-7b&gpu=80');
+  const before = await chart(page);
+  await page.check('#both-input');
+  assert.match(page.url(), /both=1/);
+  const text = await page.textContent('#model-difference');
+  assert.match(text, /already bytes at 16 bits/);
+  assert.match(text, /attention scores/);
+  assert.match(text, /logits/);
+  assert.notEqual(await chart(page), before);
+  assert.match(await page.textContent('#fit-micro'), /^Largest micro-batch per GPU that fits: /);
+  await context.close();
+});
+
+test('a detailed deep link reopens the same view; exports carry it', async () => {
+  const query = '?params=7&batch=4&seq=4096&hidden=4096&layers=32&mixed=1&mode=detailed&model=llama-3.1-8b&attn=flash&recompute=selective&lora=16';
+  const { page, problems, context } = await open(query);
+  assert.equal(await page.textContent('#param-count'), '8,030,261,248');
+  const b = await bytes(page);
+  // LoRA rank 16 on q and v: only the adapters train.
+  assert.equal(b.grads, 32 * 16 * (4096 + 4096 + 4096 + 1024) * 2);
+  await page.click('#copy-markdown');
+  assert.match(await page.inputValue('#export-text'), /\| Logits \| \d+\.\d \|/);
+  await page.click('#copy-link');
+  assert.match(await page.inputValue('#export-text'), /mode=detailed&model=llama-3\.1-8b&attn=flash&recompute=selective&lora=16/);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
