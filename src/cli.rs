@@ -289,19 +289,6 @@ pub fn render_text(b: &Breakdown) -> String {
     )
 }
 
-/// The detailed budget's rows: JSON key and bytes.
-fn detailed_rows(b: &DetailedBreakdown) -> [(&'static str, f64); 7] {
-    [
-        ("params", b.params),
-        ("grads", b.grads),
-        ("master_weights", b.master_weights),
-        ("optimizer_state", b.optimizer_state),
-        ("activations", b.activations),
-        ("logits", b.logits),
-        ("total", b.total),
-    ]
-}
-
 /// A description line, the lesson's layout of rows (logits indented under
 /// activations), and the dominant term.
 pub fn render_detailed(cfg: &DetailedConfig, b: &DetailedBreakdown) -> String {
@@ -333,7 +320,7 @@ pub fn render_detailed(cfg: &DetailedConfig, b: &DetailedBreakdown) -> String {
         p.pp,
         cfg.lora_rank.map_or(String::new(), |r| format!(", LoRA rank {r} on {}", cfg.lora_targets.names())),
     );
-    for (key, bytes) in detailed_rows(b) {
+    for (key, bytes) in crate::export::detailed_figures(b) {
         let label = match key {
             "logits" => "  of which logits_gb".to_string(),
             _ => format!("{key}_gb"),

@@ -61,7 +61,7 @@ pub struct Architecture {
 
 impl Architecture {
     /// A GPT-2 style model (ffn = 4h, 1024 positions, tied embeddings).
-    pub fn gpt2(layers: u64, hidden: u64, heads: u64, vocab: u64) -> Self {
+    pub const fn gpt2(layers: u64, hidden: u64, heads: u64, vocab: u64) -> Self {
         Self {
             family: Family::Gpt2,
             layers,
@@ -77,7 +77,7 @@ impl Architecture {
     }
 
     /// A Llama style model (untied embeddings, no biases).
-    pub fn llama(
+    pub const fn llama(
         layers: u64,
         hidden: u64,
         heads: u64,
@@ -272,6 +272,7 @@ pub struct Preset {
     pub arch: Architecture,
 }
 
+/// Qwen2.5: Llama's shape with q/k/v biases, embeddings tied or not.
 const fn qwen(
     layers: u64,
     hidden: u64,
@@ -282,54 +283,15 @@ const fn qwen(
     tied: bool,
 ) -> Architecture {
     Architecture {
-        family: Family::Llama,
-        layers,
-        hidden,
-        heads,
-        kv_heads,
-        ffn,
-        vocab,
-        positions: 0,
         tied_embeddings: tied,
         qkv_bias: true,
+        ..Architecture::llama(layers, hidden, heads, kv_heads, ffn, vocab)
     }
 }
 
-const fn llama(
-    layers: u64,
-    hidden: u64,
-    heads: u64,
-    kv_heads: u64,
-    ffn: u64,
-    vocab: u64,
-) -> Architecture {
-    Architecture {
-        family: Family::Llama,
-        layers,
-        hidden,
-        heads,
-        kv_heads,
-        ffn,
-        vocab,
-        positions: 0,
-        tied_embeddings: false,
-        qkv_bias: false,
-    }
-}
-
+/// GPT-2's released sizes share the vocabulary.
 const fn gpt2(layers: u64, hidden: u64, heads: u64) -> Architecture {
-    Architecture {
-        family: Family::Gpt2,
-        layers,
-        hidden,
-        heads,
-        kv_heads: heads,
-        ffn: 4 * hidden,
-        vocab: 50257,
-        positions: 1024,
-        tied_embeddings: true,
-        qkv_bias: true,
-    }
+    Architecture::gpt2(layers, hidden, heads, 50257)
 }
 
 /// Published configurations (the models' `config.json`).
@@ -352,31 +314,31 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "llama-2-7b",
-        arch: llama(32, 4096, 32, 32, 11008, 32000),
+        arch: Architecture::llama(32, 4096, 32, 32, 11008, 32000),
     },
     Preset {
         name: "llama-2-13b",
-        arch: llama(40, 5120, 40, 40, 13824, 32000),
+        arch: Architecture::llama(40, 5120, 40, 40, 13824, 32000),
     },
     Preset {
         name: "llama-2-70b",
-        arch: llama(80, 8192, 64, 8, 28672, 32000),
+        arch: Architecture::llama(80, 8192, 64, 8, 28672, 32000),
     },
     Preset {
         name: "llama-3.1-8b",
-        arch: llama(32, 4096, 32, 8, 14336, 128256),
+        arch: Architecture::llama(32, 4096, 32, 8, 14336, 128256),
     },
     Preset {
         name: "llama-3.1-70b",
-        arch: llama(80, 8192, 64, 8, 28672, 128256),
+        arch: Architecture::llama(80, 8192, 64, 8, 28672, 128256),
     },
     Preset {
         name: "llama-3.1-405b",
-        arch: llama(126, 16384, 128, 8, 53248, 128256),
+        arch: Architecture::llama(126, 16384, 128, 8, 53248, 128256),
     },
     Preset {
         name: "mistral-7b",
-        arch: llama(32, 4096, 32, 8, 14336, 32000),
+        arch: Architecture::llama(32, 4096, 32, 8, 14336, 32000),
     },
     Preset {
         name: "qwen2.5-0.5b",

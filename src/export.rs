@@ -60,21 +60,23 @@ pub fn detailed_rows(b: &DetailedBreakdown) -> Vec<Row> {
     ]
 }
 
-/// The detailed model's JSON: `activations` is everything the forward pass
-/// keeps, logits included; `logits` is that part of it.
+/// The detailed model's figures by JSON key: `activations` is everything
+/// the forward pass keeps, logits included; `logits` is that part of it.
+pub fn detailed_figures(b: &DetailedBreakdown) -> [(&'static str, f64); 7] {
+    [
+        ("params", b.params),
+        ("grads", b.grads),
+        ("master_weights", b.master_weights),
+        ("optimizer_state", b.optimizer_state),
+        ("activations", b.activations),
+        ("logits", b.logits),
+        ("total", b.total),
+    ]
+}
+
+/// The detailed model's JSON, keyed as [`detailed_figures`].
 pub fn detailed_json(b: &DetailedBreakdown) -> String {
-    json_document(
-        "detailed",
-        &[
-            ("params", b.params),
-            ("grads", b.grads),
-            ("master_weights", b.master_weights),
-            ("optimizer_state", b.optimizer_state),
-            ("activations", b.activations),
-            ("logits", b.logits),
-            ("total", b.total),
-        ],
-    )
+    json_document("detailed", &detailed_figures(b))
 }
 
 /// A Markdown table of `rows`, figures to one decimal as on the page.

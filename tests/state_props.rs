@@ -9,26 +9,8 @@ use membudget::state::{
 use membudget::url::{decode, encode};
 use proptest::prelude::*;
 
-fn any_config() -> impl Strategy<Value = TrainingConfig> {
-    (
-        0.1f64..=1000.0,
-        1u32..=1024,
-        128u32..=131_072,
-        128u32..=65_536,
-        1u32..=256,
-        any::<bool>(),
-    )
-        .prop_map(
-            |(params_b, batch, seq_len, hidden, layers, mixed_precision)| TrainingConfig {
-                params_b,
-                batch,
-                seq_len,
-                hidden,
-                layers,
-                mixed_precision,
-            },
-        )
-}
+mod common;
+use common::any_config;
 
 /// Detailed settings: a preset or a custom shape, and any options.
 fn any_detailed() -> impl Strategy<Value = DetailedOptions> {

@@ -94,6 +94,31 @@ fn index_of<T: PartialEq>(all: &[T], v: T) -> usize {
     all.iter().position(|x| *x == v).unwrap_or(0)
 }
 
+/// A checkbox for an on/off detailed setting.
+fn flag(
+    id: &'static str,
+    label: &'static str,
+    get: fn(&DetailedOptions) -> bool,
+    set: fn(&mut DetailedOptions, bool),
+) -> AnyView {
+    let State(state) = expect_context::<State>();
+    view! {
+        <label class="sub check">
+            <input
+                type="checkbox"
+                id=id
+                prop:checked=move || get(&state.read().detailed)
+                on:change=move |ev| {
+                    let on = event_target_checked(&ev);
+                    state.update(|s| set(&mut s.detailed, on));
+                }
+            />
+            {format!(" {label}")}
+        </label>
+    }
+    .into_any()
+}
+
 /// Reads a whole-number setting.
 type GetCount = fn(&DetailedOptions) -> Option<u64>;
 /// Writes a whole-number setting.
@@ -239,18 +264,7 @@ pub fn DetailedControls() -> impl IntoView {
             <details>
                 <summary>"Attention, dropout, recomputation"</summary>
                 {choice("attention-select", "Attention", ATTENTION_NAMES, |d| index_of(&ATTENTION, d.attention), |d, i| d.attention = ATTENTION[i])}
-                <label class="sub check">
-                    <input
-                        type="checkbox"
-                        id="dropout-input"
-                        prop:checked=move || state.read().detailed.dropout
-                        on:change=move |ev| {
-                            let on = event_target_checked(&ev);
-                            state.update(|s| s.detailed.dropout = on);
-                        }
-                    />
-                    " Dropout"
-                </label>
+                {flag("dropout-input", "Dropout", |d| d.dropout, |d, on| d.dropout = on)}
                 {choice("recompute-select", "Recomputation", RECOMPUTE_NAMES, |d| index_of(&RECOMPUTE, d.recompute), |d, i| d.recompute = RECOMPUTE[i])}
                 {choice("impl-select", "Implementation", PROFILE_NAMES, |d| index_of(&PROFILES, d.profile), |d, i| d.profile = PROFILES[i])}
             </details>
@@ -259,18 +273,7 @@ pub fn DetailedControls() -> impl IntoView {
                 {count("dp-input", "GPUs (data parallel)", (1, 4096), |d| Some(d.parallel.dp), |d, v| d.parallel.dp = v.unwrap_or(1), false)}
                 {count("zero-input", "ZeRO stage", (0, 3), |d| Some(u64::from(d.parallel.zero)), |d, v| d.parallel.zero = v.unwrap_or(0) as u8, false)}
                 {count("tp-input", "Tensor parallel", (1, 512), |d| Some(d.parallel.tp), |d, v| d.parallel.tp = v.unwrap_or(1), false)}
-                <label class="sub check">
-                    <input
-                        type="checkbox"
-                        id="sp-input"
-                        prop:checked=move || state.read().detailed.parallel.sp
-                        on:change=move |ev| {
-                            let on = event_target_checked(&ev);
-                            state.update(|s| s.detailed.parallel.sp = on);
-                        }
-                    />
-                    " Sequence parallel"
-                </label>
+                {flag("sp-input", "Sequence parallel", |d| d.parallel.sp, |d, on| d.parallel.sp = on)}
                 {count("pp-input", "Pipeline stages", (1, 256), |d| Some(d.parallel.pp), |d, v| d.parallel.pp = v.unwrap_or(1), false)}
                 {count("micro-input", "Micro-batch per GPU", (1, 4096), |d| d.micro_batch, |d, v| d.micro_batch = v, true)}
             </details>
@@ -278,18 +281,7 @@ pub fn DetailedControls() -> impl IntoView {
                 <summary>"LoRA"</summary>
                 {count("lora-input", "LoRA rank (q, v)", (1, 1024), |d| d.lora_rank, |d, v| d.lora_rank = v, true)}
             </details>
-            <label class="check">
-                <input
-                    type="checkbox"
-                    id="both-input"
-                    prop:checked=move || state.read().detailed.show_lesson
-                    on:change=move |ev| {
-                        let on = event_target_checked(&ev);
-                        state.update(|s| s.detailed.show_lesson = on);
-                    }
-                />
-                " Show the lesson's rule beside"
-            </label>
+            {flag("both-input", "Show the lesson's rule beside", |d| d.show_lesson, |d, on| d.show_lesson = on)}
         </div>
     }
 }
