@@ -83,10 +83,14 @@ test('the chart is crisp on a high-DPI screen', async () => {
   await context.close();
 });
 
-test('fits a 360 px phone screen without sideways scrolling', async () => {
+test('fits a 360 px phone screen without sideways scrolling, lesson and detailed', async () => {
   const { page, context } = await open({ viewport: { width: 360, height: 800 } });
-  const [scroll, client] = await page.evaluate(() =>
-    [document.documentElement.scrollWidth, document.documentElement.clientWidth]);
-  assert.ok(scroll <= client, `page is ${scroll}px wide in a ${client}px screen`);
+  for (const mode of ['lesson', 'detailed']) {
+    await page.check(`#mode-${mode}`);
+    if (mode === 'detailed') await page.check('#both-input');
+    const [scroll, client] = await page.evaluate(() =>
+      [document.documentElement.scrollWidth, document.documentElement.clientWidth]);
+    assert.ok(scroll <= client, `${mode}: page is ${scroll}px wide in a ${client}px screen`);
+  }
   await context.close();
 });
