@@ -201,3 +201,23 @@ fn sweep_marks_the_current_point_only() {
     };
     assert!(has_text(&svg_of(&marked8, (330, 300)), "8"));
 }
+
+#[test]
+fn detailed_bar_draws_logits_as_their_own_segment() {
+    use membudget::detailed::{estimate as detailed, preset, DetailedConfig};
+    let arch = preset("llama-3.1-8b").unwrap().arch;
+    let d = detailed(&DetailedConfig::new(arch, 8192, 1)).unwrap();
+    let spec = ChartSpec {
+        bars: vec![Bar::detailed("Detailed, per GPU", &d)],
+        unit: Unit::Gb,
+        capacity_bytes: None,
+        marked: None,
+        legend: Some(0),
+    };
+    let svg = svg_of(&spec, (720, 360));
+    assert!(svg.contains("fill=\"#CC79A7\""), "no logits segment");
+    // fp32 log-probabilities: 4 · 8192 · 128256 bytes = 4.2 GB.
+    assert!(svg.contains("Logits  4.2 GB"), "legend lacks the logits");
+    let total = format!("{:.1} GB", d.total / 1e9);
+    assert!(has_text(&svg, &total), "total {total} missing");
+}
