@@ -145,13 +145,19 @@ proptest! {
     /// reported, never both, never a panic.
     #[test]
     fn known_keys_apply_or_report(
-        key in prop::sample::select(vec!["params", "batch", "seq", "hidden", "layers", "mixed", "base", "gpu", "unit", "sweep", "embed", "ex"]),
-        value in "[0-9a-z.,-]{0,12}",
+        key in prop::sample::select(vec!["params", "batch", "seq", "hidden", "layers", "mixed", "base", "gpu", "unit", "sweep", "embed", "ex",
+            "mode", "model", "arch", "heads", "kv", "ffn", "vocab", "tied", "qkvbias", "prec", "opt", "attn",
+            "dropout", "recompute", "impl", "dp", "zero", "tp", "sp", "pp", "micro", "lora", "both"]),
+        value in "[0-9a-z.,-]{0,12}|llama-2-7b|gpt2|detailed|flash|selective|hf|bf16|adam8bit",
     ) {
         let d = decode(&format!("{key}={value}"));
         prop_assert!(d.ignored.len() <= 1);
         if d.ignored.len() == 1 {
             prop_assert_eq!(d.state, PageState::default());
+        }
+        // Whatever was accepted, the detailed model answers or explains.
+        if let Ok(b) = membudget::detailed::estimate(&d.state.detailed_config()) {
+            prop_assert!(b.total.is_finite() && b.total > 0.0);
         }
     }
 }
