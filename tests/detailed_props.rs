@@ -4,25 +4,21 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use membudget::detailed::{
-    estimate, AttentionKernel, DetailedConfig, Device, Optimizer, Precision, Profile, Recompute,
-    PRESETS,
+    estimate, AttentionKernel, DetailedConfig, Device, Profile, Recompute, PRESETS,
 };
 use proptest::prelude::*;
+
+mod common;
 
 fn any_config() -> impl Strategy<Value = DetailedConfig> {
     (
         0..PRESETS.len(),
         prop::sample::select(vec![128u64, 512, 2048, 8192]),
         1u64..=8,
-        prop::sample::select(vec![Precision::Fp32, Precision::Mixed, Precision::Bf16]),
-        prop::sample::select(vec![
-            Optimizer::AdamW,
-            Optimizer::Sgd,
-            Optimizer::SgdMomentum,
-            Optimizer::Adam8bit,
-        ]),
+        common::any_precision(),
+        common::any_optimizer(),
         any::<(bool, bool, bool, bool)>(),
-        prop::sample::select(vec![Recompute::None, Recompute::Selective, Recompute::Full]),
+        common::any_recompute(),
         (
             prop::sample::select(vec![1u64, 2, 4, 8]),
             0u8..=3,

@@ -2,7 +2,7 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use membudget::budget::{estimate, Field, TrainingConfig};
-use membudget::detailed::{AttentionKernel, Optimizer, Precision, Recompute, PRESETS};
+use membudget::detailed::{AttentionKernel, PRESETS};
 use membudget::state::{
     max_fitting, DetailedOptions, Exercise, GpuCapacity, Mode, PageState, SweepAxis, Unit,
 };
@@ -17,15 +17,10 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
     (
         0..PRESETS.len(),
         proptest::option::of((1u64..=64, 1u64..=100_000)),
-        prop::sample::select(vec![Precision::Fp32, Precision::Mixed, Precision::Bf16]),
-        prop::sample::select(vec![
-            Optimizer::AdamW,
-            Optimizer::Sgd,
-            Optimizer::SgdMomentum,
-            Optimizer::Adam8bit,
-        ]),
+        common::any_precision(),
+        common::any_optimizer(),
         any::<(bool, bool, bool, bool)>(),
-        prop::sample::select(vec![Recompute::None, Recompute::Selective, Recompute::Full]),
+        common::any_recompute(),
         (1u64..=4096, 0u8..=3, 1u64..=512, 1u64..=256),
         (
             proptest::option::of(1u64..=4096),

@@ -2,7 +2,7 @@
 
 use super::State;
 use crate::budget::Field;
-use crate::state::Unit;
+use crate::state::{PageState, Unit};
 use leptos::prelude::*;
 
 /// Formats a field's value for the number box: `7`, `0.124`, `2048`.
@@ -153,23 +153,44 @@ pub fn MixedPrecisionToggle() -> impl IntoView {
     }
 }
 
+/// One radio button of a group (`name`) that sets one part of the page
+/// state to `value`; checked while `get` reads `value`.
+pub(crate) fn radio<T: Copy + PartialEq + Send + Sync + 'static>(
+    name: &'static str,
+    id: String,
+    text: String,
+    value: T,
+    get: fn(&PageState) -> T,
+    set: fn(&mut PageState, T),
+) -> impl IntoView {
+    let State(state) = expect_context::<State>();
+    view! {
+        <label>
+            <input
+                type="radio"
+                name=name
+                id=id
+                prop:checked=move || get(&state.read()) == value
+                on:change=move |_| state.update(|s| set(s, value))
+            />
+            {text}
+        </label>
+    }
+}
+
 /// GB (10⁹ bytes, the lesson's) or GiB (2³⁰ bytes, what `nvidia-smi` shows).
 #[component]
 pub fn UnitSwitch() -> impl IntoView {
-    let State(state) = expect_context::<State>();
-    let option = move |unit: Unit| {
-        view! {
-            <label>
-                <input
-                    type="radio"
-                    name="unit"
-                    id=format!("unit-{}", unit.key())
-                    prop:checked=move || state.read().unit == unit
-                    on:change=move |_| state.update(|s| s.unit = unit)
-                />
-                {format!(" {}", unit.definition())}
-            </label>
-        }
+    let option = |unit: Unit| {
+        let text = format!(" {}", unit.definition());
+        radio(
+            "unit",
+            format!("unit-{}", unit.key()),
+            text,
+            unit,
+            |s| s.unit,
+            |s, u| s.unit = u,
+        )
     };
     view! {
         <fieldset class="field unit-switch">

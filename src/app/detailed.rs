@@ -2,6 +2,7 @@
 //! picker and option groups, the per-GPU table, and the comparison with the
 //! lesson's rule.
 
+use super::controls::radio;
 use super::{DetailedBudget, State};
 use crate::budget::Term;
 use crate::chart::{term_colour_hex, LOGITS_COLOUR};
@@ -29,20 +30,15 @@ fn grouped(n: u64) -> String {
 /// "Lesson" or "Detailed": which model the page shows.
 #[component]
 pub fn ModeSwitch() -> impl IntoView {
-    let State(state) = expect_context::<State>();
-    let option = move |mode: Mode, id: &'static str, text: &'static str| {
-        view! {
-            <label>
-                <input
-                    type="radio"
-                    name="mode"
-                    id=id
-                    prop:checked=move || state.read().mode == mode
-                    on:change=move |_| state.update(|s| s.mode = mode)
-                />
-                {text}
-            </label>
-        }
+    let option = |mode: Mode, id: &str, text: &str| {
+        radio(
+            "mode",
+            id.into(),
+            text.into(),
+            mode,
+            |s| s.mode,
+            |s, m| s.mode = m,
+        )
     };
     view! {
         <fieldset class="field mode-switch">

@@ -1,6 +1,7 @@
 //! The sweep chart: every term against batch size (or sequence length).
 
 use super::canvas::{paint, Redraw};
+use super::controls::radio;
 use super::State;
 use crate::budget::estimate;
 use crate::chart::{Bar, ChartSpec};
@@ -57,19 +58,15 @@ pub fn SweepPanel() -> impl IntoView {
         paint(&canvas, &spec, "sweep");
     });
 
-    let option = move |a: SweepAxis, text: &'static str| {
-        view! {
-            <label>
-                <input
-                    type="radio"
-                    name="sweep"
-                    id=format!("sweep-{}", a.key())
-                    prop:checked=move || axis() == a
-                    on:change=move |_| state.update(|s| s.sweep = a)
-                />
-                {text}
-            </label>
-        }
+    let option = |a: SweepAxis, text: &str| {
+        radio(
+            "sweep",
+            format!("sweep-{}", a.key()),
+            text.into(),
+            a,
+            |s| s.sweep,
+            |s, v| s.sweep = v,
+        )
     };
     view! {
         <section class="panel sweep" aria-labelledby="sweep-title">

@@ -1,7 +1,9 @@
-//! Strategies shared by the property tests.
+//! Strategies shared by the property tests; each test binary uses some.
 #![cfg(not(target_arch = "wasm32"))]
+#![allow(dead_code)]
 
 use membudget::budget::TrainingConfig;
+use membudget::detailed::{Optimizer, Precision, Recompute};
 use proptest::prelude::*;
 
 /// Any configuration the core accepts.
@@ -24,4 +26,24 @@ pub fn any_config() -> impl Strategy<Value = TrainingConfig> {
                 mixed_precision,
             },
         )
+}
+
+/// Any storage precision.
+pub fn any_precision() -> impl Strategy<Value = Precision> {
+    prop::sample::select(vec![Precision::Fp32, Precision::Mixed, Precision::Bf16])
+}
+
+/// Any optimizer.
+pub fn any_optimizer() -> impl Strategy<Value = Optimizer> {
+    prop::sample::select(vec![
+        Optimizer::AdamW,
+        Optimizer::Sgd,
+        Optimizer::SgdMomentum,
+        Optimizer::Adam8bit,
+    ])
+}
+
+/// Any recomputation setting.
+pub fn any_recompute() -> impl Strategy<Value = Recompute> {
+    prop::sample::select(vec![Recompute::None, Recompute::Selective, Recompute::Full])
 }
