@@ -278,10 +278,14 @@ impl Args {
 
 /// The lesson's six lines, then the dominant term and its share.
 pub fn render_text(b: &Breakdown) -> String {
+    b.lesson_table() + &dominant_line(b)
+}
+
+/// `dominant: activations_gb (73.0 of 185.0 GB, 39 %)`.
+fn dominant_line(b: &Breakdown) -> String {
     let d = b.dominant();
     format!(
-        "{}dominant: {} ({:.1} of {:.1} GB, {:.0} %)\n",
-        b.lesson_table(),
+        "dominant: {} ({:.1} of {:.1} GB, {:.0} %)\n",
         d.lesson_key(),
         b.gb(d),
         b.total_gb(),
@@ -327,26 +331,7 @@ pub fn render_detailed(cfg: &DetailedConfig, b: &DetailedBreakdown) -> String {
         };
         out += &format!("{label:20} {:8.1} GB\n", bytes / 1e9);
     }
-    let terms = [
-        ("params_gb", b.params),
-        ("grads_gb", b.grads),
-        ("master_weights_gb", b.master_weights),
-        ("optimizer_state_gb", b.optimizer_state),
-        ("activations_gb", b.activations),
-    ];
-    let (key, bytes) = terms
-        .into_iter()
-        .fold(terms[0], |best, t| if t.1 > best.1 { t } else { best });
-    out += &format!(
-        "dominant: {key} ({:.1} of {:.1} GB, {:.0} %)\n",
-        bytes / 1e9,
-        b.total / 1e9,
-        if b.total > 0.0 {
-            bytes / b.total * 100.0
-        } else {
-            0.0
-        }
-    );
+    out += &dominant_line(&b.terms());
     out
 }
 

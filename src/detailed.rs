@@ -585,6 +585,21 @@ pub struct DetailedBreakdown {
     pub total: f64,
 }
 
+impl DetailedBreakdown {
+    /// The same figures as the lesson's five terms (logits inside the
+    /// activations), to reuse its dominant term, shares and printout.
+    pub fn terms(&self) -> crate::budget::Breakdown {
+        crate::budget::Breakdown {
+            params: self.params,
+            grads: self.grads,
+            master_weights: self.master_weights,
+            optimizer_state: self.optimizer_state,
+            activations: self.activations,
+            total: self.total,
+        }
+    }
+}
+
 /// Activation bytes of one layer for one micro-batch, split the way tensor
 /// and sequence parallelism split them (Korthikanti §4.2).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]

@@ -226,3 +226,25 @@ fn detailed_flags_are_checked() {
         assert!(err.contains(msg), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn detailed_text_names_the_dominant_term() {
+    let (code, out, err) = membudget(&[
+        "--model",
+        "llama-2-7b",
+        "--seq",
+        "4096",
+        "--attention",
+        "flash",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("# detailed, per GPU: llama L32 h4096"),
+        "{out}"
+    );
+    assert!(
+        out.contains("\nactivations_gb           20.7 GB\n  of which logits_gb      0.5 GB\n"),
+        "{out}"
+    );
+    assert!(out.ends_with("total_gb                128.6 GB\ndominant: optimizer_state_gb (53.9 of 128.6 GB, 42 %)\n"), "{out}");
+}
