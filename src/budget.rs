@@ -22,6 +22,7 @@
 //!
 //! Figures are in bytes; a GB is 10⁹ bytes, as in the lesson.
 
+use crate::number::{read, ToF64};
 use std::fmt;
 
 /// Bytes in one GB as the lesson counts it: decimal, 10⁹.
@@ -171,20 +172,21 @@ impl Field {
 
     /// Parses what a reader typed (surrounding spaces allowed) and checks it.
     pub fn parse(self, text: &str) -> Result<f64, ConfigError> {
-        let text = text.trim();
-        if text.is_empty() {
-            return Err(ConfigError {
-                field: self,
-                kind: ErrorKind::Empty,
-            });
-        }
-        match text.parse::<f64>() {
-            Ok(v) => self.check(v),
-            Err(_) => Err(ConfigError {
-                field: self,
-                kind: ErrorKind::NotANumber,
-            }),
-        }
+        self.parse_with(text, crate::number::std_to_f64)
+    }
+
+    /// [`Field::parse`] with the decimal conversion `to_f64` (see
+    /// [`crate::number`]: the page passes the browser's).
+    pub fn parse_with(self, text: &str, to_f64: ToF64) -> Result<f64, ConfigError> {
+        let kind = if text.trim().is_empty() {
+            ErrorKind::Empty
+        } else {
+            match read(text, to_f64) {
+                Some(v) => return self.check(v),
+                None => ErrorKind::NotANumber,
+            }
+        };
+        Err(ConfigError { field: self, kind })
     }
 
     /// The slider's `(min, max, step)` in slider units: the value itself

@@ -8,6 +8,7 @@
 //! - [`state`]: what the page shows besides the inputs (baseline, GPU fit,
 //!   unit, sweep, exercises); [`url`]: that state in a query string.
 //! - [`export`]: the table as Markdown, CSV and JSON.
+//! - [`number`]: reading typed numbers (one syntax, a pluggable conversion).
 //! - `cli` (native only): the command line.
 //! - `app` (wasm32 only): the Leptos page.
 #![deny(missing_docs)]
@@ -20,5 +21,6 @@ pub mod chart;
 pub mod cli;
 pub mod detailed;
 pub mod export;
+pub mod number;
 pub mod state;
 pub mod url;

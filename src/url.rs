@@ -27,6 +27,7 @@
 
 use crate::budget::{Field, TrainingConfig};
 use crate::detailed::{preset, Architecture, Family, PRESETS};
+use crate::number::{read, std_to_f64, ToF64};
 use crate::state::{DetailedOptions, Exercise, GpuCapacity, Mode, PageState, SweepAxis, Unit};
 use std::fmt;
 
@@ -72,11 +73,17 @@ fn shorten(text: &str) -> String {
 /// Reads the page state from a query string (with or without the leading
 /// `?`). Never fails: what it cannot use it lists in [`Decoded::ignored`].
 pub fn decode(query: &str) -> Decoded {
+    decode_with(query, std_to_f64)
+}
+
+/// [`decode`] with the decimal conversion `to_f64` (see [`crate::number`]:
+/// the page passes the browser's).
+pub fn decode_with(query: &str, to_f64: ToF64) -> Decoded {
     let query = query.strip_prefix('?').unwrap_or(query);
     let mut state = PageState::default();
     let mut ignored = Vec::new();
     for (key, value) in form_urlencoded::parse(query.as_bytes()) {
-        let outcome = apply(&mut state, &key, &value);
+        let outcome = apply(&mut state, &key, &value, to_f64);
         if let Err(reason) = outcome {
             ignored.push(Ignored {
                 key: shorten(&key),
@@ -92,16 +99,16 @@ pub fn decode(query: &str) -> Decoded {
 }
 
 /// Applies one pair to `state`; unknown keys are accepted and do nothing.
-fn apply(state: &mut PageState, key: &str, value: &str) -> Result<(), String> {
+fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result<(), String> {
     if let Some(field) = Field::ALL.into_iter().find(|f| f.key() == key) {
-        let v = field.parse(value).map_err(|e| e.to_string())?;
+        let v = field.parse_with(value, to_f64).map_err(|e| e.to_string())?;
         state.config = state.config.with(field, v).map_err(|e| e.to_string())?;
         return Ok(());
     }
     match key {
         "mixed" => state.config.mixed_precision = parse_flag(value)?,
-        "base" => state.baseline = Some(parse_config(value)?),
-        "gpu" => state.gpu = Some(parse_gpu(value)?),
+        "base" => state.baseline = Some(parse_config(value, to_f64)?),
+        "gpu" => state.gpu = Some(parse_gpu(value, to_f64)?),
         "unit" => {
             state.unit = match value {
                 "gb" => Unit::Gb,
@@ -196,14 +203,14 @@ fn parse_flag(value: &str) -> Result<bool, String> {
 }
 
 /// `params,batch,seq,hidden,layers,mixed`, each checked like its own key.
-fn parse_config(value: &str) -> Result<TrainingConfig, String> {
+fn parse_config(value: &str, to_f64: ToF64) -> Result<TrainingConfig, String> {
     let parts: Vec<&str> = value.split(',').collect();
     if parts.len() != Field::ALL.len() + 1 {
         return Err("baseline must be params,batch,seq,hidden,layers,mixed".into());
     }
     let mut cfg = TrainingConfig::default();
     for (field, text) in Field::ALL.into_iter().zip(&parts) {
-        let v = field.parse(text).map_err(|e| format!("baseline: {e}"))?;
+        let v = field.parse_with(text, to_f64).map_err(|e| format!("baseline: {e}"))?;
         cfg = cfg.with(field, v).map_err(|e| format!("baseline: {e}"))?;
     }
     cfg.mixed_precision =
@@ -212,7 +219,7 @@ fn parse_config(value: &str) -> Result<TrainingConfig, String> {
 }
 
 /// `80` or `80gib` (vendor GB, which are GiB) or `85.9gb` (decimal GB).
-fn parse_gpu(value: &str) -> Result<GpuCapacity, String> {
+fn parse_gpu(value: &str, to_f64: ToF64) -> Result<GpuCapacity, String> {
     let lower = value.trim().to_ascii_lowercase();
     let (number, unit) = if let Some(n) = lower.strip_suffix("gib") {
         (n, Unit::Gib)
@@ -222,9 +229,7 @@ fn parse_gpu(value: &str) -> Result<GpuCapacity, String> {
         (lower.as_str(), Unit::Gib)
     };
     let gpu = GpuCapacity {
-        amount: number
-            .parse()
-            .map_err(|_| "GPU memory must be a number, like 80 or 85.9gb")?,
+        amount: read(number, to_f64).ok_or("GPU memory must be a number, like 80 or 85.9gb")?,
         unit,
     };
     if gpu.is_valid() {

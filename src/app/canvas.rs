@@ -62,7 +62,7 @@ pub fn paint(canvas: &web_sys::HtmlCanvasElement, spec: &ChartSpec, name: &str) 
         dark: dark_query().is_some_and(|q| q.matches()),
     };
     if let Err(e) = draw(&backend.into_drawing_area(), spec, &style) {
-        leptos::logging::error!("chart: {e:?}");
+        leptos::logging::error!("chart: {e}");
     }
     mark(&format!("membudget:{name}-drawn"));
 }

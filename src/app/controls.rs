@@ -1,6 +1,7 @@
 //! The inputs: one slider and number box per field, and the precision toggle.
 
-use super::State;
+use super::{browser_to_f64, State};
+use crate::number::read;
 use crate::budget::Field;
 use crate::state::{PageState, Unit};
 use leptos::prelude::*;
@@ -42,13 +43,13 @@ pub fn FieldControl(
     };
 
     let on_slider = move |ev: leptos::ev::Event| {
-        if let Ok(pos) = event_target_value(&ev).parse::<f64>() {
+        if let Some(pos) = read(&event_target_value(&ev), browser_to_f64) {
             apply(field.from_slider(pos));
         }
     };
     // While typing: apply only values that are already valid.
     let on_box_input = move |ev: leptos::ev::Event| {
-        if let Ok(v) = field.parse(&event_target_value(&ev)) {
+        if let Ok(v) = field.parse_with(&event_target_value(&ev), browser_to_f64) {
             apply(v);
         }
     };
@@ -56,7 +57,7 @@ pub fn FieldControl(
     let on_box_change = move |ev: leptos::ev::Event| {
         let text = event_target_value(&ev);
         let current = value.get_untracked();
-        let note = match field.parse(&text) {
+        let note = match field.parse_with(&text, browser_to_f64) {
             Ok(v) => {
                 apply(v);
                 None

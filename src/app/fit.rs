@@ -1,7 +1,8 @@
 //! Does it fit on my GPU? A capacity line, the verdict, and the largest
 //! batch and sequence length that fit.
 
-use super::{Budget, DetailedBudget, State};
+use super::{browser_to_f64, Budget, DetailedBudget, State};
+use crate::number::read;
 use crate::budget::Field;
 use crate::state::{
     max_fitting, max_micro_batch, GpuCapacity, Mode, Unit, GPU_PRESETS, MAX_GPU_AMOUNT,
@@ -43,7 +44,7 @@ pub fn GpuFit() -> impl IntoView {
                 })),
                 preset => preset
                     .strip_prefix('p')
-                    .and_then(|n| n.parse().ok())
+                    .and_then(|n| read(n, browser_to_f64))
                     .map(|amount| GpuCapacity {
                         amount,
                         unit: Unit::Gib,
@@ -54,8 +55,8 @@ pub fn GpuFit() -> impl IntoView {
     let on_custom = move |ev: leptos::ev::Event| {
         let text = event_target_value(&ev);
         let u = unit();
-        match text.trim().parse::<f64>() {
-            Ok(amount) if (GpuCapacity { amount, unit: u }).is_valid() => {
+        match read(&text, browser_to_f64) {
+            Some(amount) if (GpuCapacity { amount, unit: u }).is_valid() => {
                 message.set(None);
                 state.update(|s| s.gpu = Some(GpuCapacity { amount, unit: u }));
             }

@@ -13,6 +13,7 @@ mod detailed;
 mod exercises;
 mod fit;
 mod panic;
+mod reactive;
 mod share;
 mod sweep;
 mod table;
@@ -20,7 +21,7 @@ mod table;
 use crate::budget::{estimate, Breakdown, ConfigError, Field};
 use crate::detailed::{DetailedBreakdown, DetailedError};
 use crate::state::{Mode, PageState};
-use crate::url::{decode, encode, Ignored};
+use crate::url::{decode_with, encode, Ignored};
 use leptos::prelude::*;
 
 pub use canvas::BudgetChart;
@@ -76,6 +77,12 @@ fn register_service_worker() {
     }
 }
 
+/// The browser's own decimal-to-`f64` conversion (`Number.parseFloat`), for
+/// [`crate::number::read`]: it keeps Rust's conversion tables out of the wasm.
+pub fn browser_to_f64(decimal: &str) -> f64 {
+    js_sys::Number::parse_float(decimal)
+}
+
 /// The query string of the page's address, without the `?`.
 fn location_query() -> String {
     web_sys::window()
@@ -93,7 +100,7 @@ pub fn App() -> impl IntoView {
     if query.contains("debug_panic=1") {
         panic!("debug_panic=1 asked for a panic");
     }
-    let decoded = decode(&query);
+    let decoded = decode_with(&query, browser_to_f64);
     let initial = decoded.state.with_exercise_set_up();
     view! { <Calculator initial=initial ignored=decoded.ignored /> }
 }

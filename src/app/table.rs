@@ -1,6 +1,7 @@
 //! The budget as a table, the dominant-term sentence and each term's formula;
 //! with a pinned baseline, its column and the change per term.
 
+use super::reactive::{cond, not, text};
 use super::{BaselineBudget, Budget, State};
 use crate::budget::{dominant_sentence, Breakdown, Term};
 use crate::chart::term_colour_hex;
@@ -56,27 +57,24 @@ pub fn BudgetTable() -> impl IntoView {
     };
     let dominant = move || budget.get().ok().map(|b| b.dominant());
 
+    let hide_pinned = not(cond(pinned));
     let rows = Term::ALL.map(|term| {
         view! {
             <tr
                 data-term=term.json_key()
-                class:dominant=move || dominant() == Some(term)
-                class:largest-change=move || largest() == Some(term)
+                class:dominant=cond(move || dominant() == Some(term))
+                class:largest-change=cond(move || largest() == Some(term))
             >
                 <th scope="row">
                     <span class="swatch" style:background-color=term_colour_hex(term)></span>
                     {term.label()}
                 </th>
-                <Show when=pinned>
-                    <td class="baseline num">{move || base_cell(Some(term))}</td>
-                </Show>
-                <td class="gb num">{move || current(Some(term))}</td>
-                <Show when=pinned>
-                    <td class="change num">{move || change_cell(Some(term))}</td>
-                </Show>
+                <td class="baseline num" hidden=hide_pinned>{text(move || base_cell(Some(term)))}</td>
+                <td class="gb num">{text(move || current(Some(term)))}</td>
+                <td class="change num" hidden=hide_pinned>{text(move || change_cell(Some(term)))}</td>
                 <td class="formula">
-                    <code>{move || term.formula(mixed())}</code>
-                    <span class="why">{move || term.explanation(mixed())}</span>
+                    <code>{text(move || term.formula(mixed()).to_string())}</code>
+                    <span class="why">{text(move || term.explanation(mixed()).to_string())}</span>
                 </td>
             </tr>
         }
@@ -84,41 +82,33 @@ pub fn BudgetTable() -> impl IntoView {
 
     view! {
         <p class="dominant-sentence" aria-live="polite">
-            {move || match budget.get() {
+            {text(move || match budget.get() {
                 Ok(b) => dominant_sentence(&b, unit()),
                 Err(e) => e.to_string(),
-            }}
+            })}
         </p>
         <table class="budget">
             <caption>
-                {move || format!("Memory budget ({}; N = parameters)", unit().definition())}
+                {text(move || format!("Memory budget ({}; N = parameters)", unit().definition()))}
             </caption>
             <thead>
                 <tr>
                     <th scope="col">"Term"</th>
-                    <Show when=pinned>
-                        <th scope="col" class="num">"Baseline"</th>
-                    </Show>
+                    <th scope="col" class="num" hidden=hide_pinned>"Baseline"</th>
                     <th scope="col" class="num">
-                        {move || if pinned() { "Current" } else { unit().label() }}
+                        {text(move || if pinned() { "Current".into() } else { unit().label().into() })}
                     </th>
-                    <Show when=pinned>
-                        <th scope="col" class="num">"Change"</th>
-                    </Show>
+                    <th scope="col" class="num" hidden=hide_pinned>"Change"</th>
                     <th scope="col" class="formula">"Formula"</th>
                 </tr>
             </thead>
             <tbody>{rows.into_iter().collect_view()}</tbody>
             <tfoot>
                 <tr data-term="total">
-                    <th scope="row">{move || format!("Total ({})", unit().label())}</th>
-                    <Show when=pinned>
-                        <td class="baseline num">{move || base_cell(None)}</td>
-                    </Show>
-                    <td class="gb num">{move || current(None)}</td>
-                    <Show when=pinned>
-                        <td class="change num">{move || change_cell(None)}</td>
-                    </Show>
+                    <th scope="row">{text(move || format!("Total ({})", unit().label()))}</th>
+                    <td class="baseline num" hidden=hide_pinned>{text(move || base_cell(None))}</td>
+                    <td class="gb num">{text(move || current(None))}</td>
+                    <td class="change num" hidden=hide_pinned>{text(move || change_cell(None))}</td>
                     <td class="formula">
                         <code>"sum of the five terms"</code>
                     </td>
