@@ -44,21 +44,32 @@ pub fn lesson_rows(b: &Breakdown) -> Vec<Row> {
 /// The detailed model's rows as the page's table shows them: the logits
 /// apart from the other activations, so the rows add up to the total.
 pub fn detailed_rows(b: &DetailedBreakdown) -> Vec<Row> {
-    let row = |label, key, bytes| Row { label, key, bytes };
-    vec![
-        row("Parameters", "params", b.params),
-        row("Gradients", "grads", b.grads),
-        row("Master weights", "master_weights", b.master_weights),
-        row("Optimizer state", "optimizer_state", b.optimizer_state),
-        row(
-            "Activations without logits",
-            "activations_without_logits",
-            b.activations - b.logits,
-        ),
-        row("Logits", "logits", b.logits),
-        row("Total", "total", b.total),
-    ]
+    let bytes = [
+        b.params,
+        b.grads,
+        b.master_weights,
+        b.optimizer_state,
+        b.activations - b.logits,
+        b.logits,
+        b.total,
+    ];
+    DETAILED_ROWS
+        .iter()
+        .zip(bytes)
+        .map(|(&(label, key), bytes)| Row { label, key, bytes })
+        .collect()
 }
+
+/// The rows of [`detailed_rows`], in order: label and key.
+pub const DETAILED_ROWS: [(&str, &str); 7] = [
+    ("Parameters", "params"),
+    ("Gradients", "grads"),
+    ("Master weights", "master_weights"),
+    ("Optimizer state", "optimizer_state"),
+    ("Activations without logits", "activations_without_logits"),
+    ("Logits", "logits"),
+    ("Total", "total"),
+];
 
 /// The detailed model's figures by JSON key: `activations` is everything
 /// the forward pass keeps, logits included; `logits` is that part of it.

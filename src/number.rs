@@ -55,7 +55,8 @@ fn is_decimal(unsigned: &str) -> bool {
     };
     let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
     let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    let mantissa_ok = digits(whole) && digits(fraction) && !(whole.is_empty() && fraction.is_empty());
+    let mantissa_ok =
+        digits(whole) && digits(fraction) && !(whole.is_empty() && fraction.is_empty());
     let exponent_ok = exponent.is_none_or(|e| {
         let e = e.strip_prefix(['+', '-']).unwrap_or(e);
         !e.is_empty() && digits(e)
@@ -69,10 +70,14 @@ mod tests {
 
     #[test]
     fn decimal_syntax() {
-        for ok in ["7", "0.124", ".5", "5.", "1e3", "2.5E-2", "+4", "-3", "1e+9", " 16 "] {
+        for ok in [
+            "7", "0.124", ".5", "5.", "1e3", "2.5E-2", "+4", "-3", "1e+9", " 16 ",
+        ] {
             assert_eq!(read(ok, std_to_f64), ok.trim().parse().ok(), "{ok}");
         }
-        for bad in ["", " ", ".", "e3", "1e", "1e+", "1.2.3", "0x10", "1_000", "NaN", "--1", "1 2", "١"] {
+        for bad in [
+            "", " ", ".", "e3", "1e", "1e+", "1.2.3", "0x10", "1_000", "NaN", "--1", "1 2", "١",
+        ] {
             assert_eq!(read(bad, std_to_f64), None, "{bad:?}");
         }
         assert_eq!(read("Infinity", std_to_f64), Some(f64::INFINITY));

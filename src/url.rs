@@ -210,7 +210,9 @@ fn parse_config(value: &str, to_f64: ToF64) -> Result<TrainingConfig, String> {
     }
     let mut cfg = TrainingConfig::default();
     for (field, text) in Field::ALL.into_iter().zip(&parts) {
-        let v = field.parse_with(text, to_f64).map_err(|e| format!("baseline: {e}"))?;
+        let v = field
+            .parse_with(text, to_f64)
+            .map_err(|e| format!("baseline: {e}"))?;
         cfg = cfg.with(field, v).map_err(|e| format!("baseline: {e}"))?;
     }
     cfg.mixed_precision =

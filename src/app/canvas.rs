@@ -1,5 +1,6 @@
 //! Drawing charts on `<canvas>` elements, and the budget chart itself.
 
+use super::reactive::text;
 use super::{BaselineBudget, Budget, DetailedBudget, State};
 use crate::budget::dominant_sentence;
 use crate::chart::{draw, Bar, ChartSpec, ChartStyle};
@@ -71,13 +72,13 @@ pub fn paint(canvas: &web_sys::HtmlCanvasElement, spec: &ChartSpec, name: &str) 
 /// baseline beside it, and the GPU's memory as a dashed line.
 #[component]
 pub fn BudgetChart() -> impl IntoView {
-    let Budget(budget) = expect_context::<Budget>();
-    let BaselineBudget(baseline) = expect_context::<BaselineBudget>();
-    let State(state) = expect_context::<State>();
-    let Redraw(redraw) = expect_context::<Redraw>();
+    let Budget(budget) = super::context::<Budget>();
+    let BaselineBudget(baseline) = super::context::<BaselineBudget>();
+    let State(state) = super::context::<State>();
+    let Redraw(redraw) = super::context::<Redraw>();
     let canvas_ref = NodeRef::<Canvas>::new();
 
-    let DetailedBudget(detailed) = expect_context::<DetailedBudget>();
+    let DetailedBudget(detailed) = super::context::<DetailedBudget>();
     Effect::new(move |_| {
         redraw.track();
         let Some(canvas) = canvas_ref.get() else {
@@ -138,7 +139,7 @@ pub fn BudgetChart() -> impl IntoView {
     };
     view! {
         <div class="chart">
-            <canvas node_ref=canvas_ref id="budget-chart" role="img" aria-label=label></canvas>
+            <canvas node_ref=canvas_ref id="budget-chart" role="img" aria-label=text(label)></canvas>
         </div>
     }
 }

@@ -1,5 +1,6 @@
 //! Pinning a baseline to compare against.
 
+use super::reactive::{cond, on_click, text};
 use super::State;
 use crate::budget::TrainingConfig;
 use leptos::prelude::*;
@@ -22,7 +23,7 @@ fn describe(c: &TrainingConfig) -> String {
 /// One click clears it.
 #[component]
 pub fn PinBaseline() -> impl IntoView {
-    let State(state) = expect_context::<State>();
+    let State(state) = super::context::<State>();
     let pinned = move || state.read().baseline;
     view! {
         <div class="field compare">
@@ -30,25 +31,24 @@ pub fn PinBaseline() -> impl IntoView {
                 <button
                     type="button"
                     id="pin-baseline"
-                    on:click=move |_| state.update(|s| s.baseline = Some(s.config))
+                    on:click=on_click(move || state.update(|s| s.baseline = Some(s.config)))
                 >
-                    {move || if pinned().is_some() { "Pin current instead" } else { "Pin as baseline" }}
+                    {text(move || if pinned().is_some() { "Pin current instead".into() } else { "Pin as baseline".into() })}
                 </button>
-                <Show when=move || pinned().is_some()>
-                    <button
-                        type="button"
-                        id="clear-baseline"
-                        on:click=move |_| state.update(|s| s.baseline = None)
-                    >
-                        "Clear baseline"
-                    </button>
-                </Show>
+                <button
+                    type="button"
+                    id="clear-baseline"
+                    hidden=cond(move || pinned().is_none())
+                    on:click=on_click(move || state.update(|s| s.baseline = None))
+                >
+                    "Clear baseline"
+                </button>
             </div>
             <p class="hint">
-                {move || match pinned() {
+                {text(move || match pinned() {
                     Some(b) => format!("Baseline: {}", describe(&b)),
                     None => "Pin a configuration, change the inputs, and compare.".to_string(),
-                }}
+                })}
             </p>
         </div>
     }

@@ -1,8 +1,9 @@
 //! The inputs: one slider and number box per field, and the precision toggle.
 
+use super::reactive::{cond, on_event, text};
 use super::{browser_to_f64, State};
-use crate::number::read;
 use crate::budget::Field;
+use crate::number::read;
 use crate::state::{PageState, Unit};
 use leptos::prelude::*;
 
@@ -23,7 +24,7 @@ pub fn FieldControl(
     /// Which input of the configuration this control edits.
     field: Field,
 ) -> impl IntoView {
-    let State(state) = expect_context::<State>();
+    let State(state) = super::context::<State>();
     let value = Memo::new(move |_| state.read().config.get(field));
     let message = RwSignal::new(None::<String>);
     let (smin, smax, step) = field.slider_range();
@@ -95,9 +96,9 @@ pub fn FieldControl(
                     min=smin
                     max=smax
                     step=step
-                    prop:value=move || field.to_slider(value.get())
-                    aria-valuetext=move || format!("{} {}", show(value.get()), field.unit())
-                    on:input=on_slider
+                    prop:value=text(move || field.to_slider(value.get()).to_string())
+                    aria-valuetext=text(move || format!("{} {}", show(value.get()), field.unit()))
+                    on:input=on_event(on_slider)
                 />
                 <input
                     type="number"
@@ -108,14 +109,14 @@ pub fn FieldControl(
                     step=if field.is_integer() { "1" } else { "any" }
                     aria-label=format!("{} value", field.label())
                     aria-describedby=msg_id.clone()
-                    prop:value=move || show(value.get())
-                    on:input=on_box_input
-                    on:change=on_box_change
+                    prop:value=text(move || show(value.get()))
+                    on:input=on_event(on_box_input)
+                    on:change=on_event(on_box_change)
                 />
                 <span class="unit">{field.unit()}</span>
             </div>
             <p id=msg_id class="field-message" role="status" aria-live="polite">
-                {move || message.get()}
+                {text(move || message.get().unwrap_or_default())}
             </p>
         </div>
     }
@@ -125,7 +126,7 @@ pub fn FieldControl(
 /// master copy when ticked, plain fp32 when not.
 #[component]
 pub fn MixedPrecisionToggle() -> impl IntoView {
-    let State(state) = expect_context::<State>();
+    let State(state) = super::context::<State>();
     let mixed = move || state.read().config.mixed_precision;
     view! {
         <div class="field toggle">
@@ -133,22 +134,22 @@ pub fn MixedPrecisionToggle() -> impl IntoView {
                 <input
                     type="checkbox"
                     id="mixed-input"
-                    prop:checked=mixed
-                    on:change=move |ev| {
+                    prop:checked=cond(mixed)
+                    on:change=on_event(move |ev| {
                         let on = event_target_checked(&ev);
                         state.update(|s| s.config.mixed_precision = on);
-                    }
+                    })
                 />
                 " Mixed precision"
             </label>
             <span class="hint">
-                {move || {
+                {text(move || {
                     if mixed() {
-                        "bf16 weights and gradients, fp32 master copy"
+                        "bf16 weights and gradients, fp32 master copy".into()
                     } else {
-                        "fp32 weights and gradients, no master copy"
+                        "fp32 weights and gradients, no master copy".into()
                     }
-                }}
+                })}
             </span>
         </div>
     }
@@ -164,15 +165,15 @@ pub(crate) fn radio<T: Copy + PartialEq + Send + Sync + 'static>(
     get: fn(&PageState) -> T,
     set: fn(&mut PageState, T),
 ) -> impl IntoView {
-    let State(state) = expect_context::<State>();
+    let State(state) = super::context::<State>();
     view! {
         <label>
             <input
                 type="radio"
                 name=name
                 id=id
-                prop:checked=move || get(&state.read()) == value
-                on:change=move |_| state.update(|s| set(s, value))
+                prop:checked=cond(move || get(&state.read()) == value)
+                on:change=on_event(move |_| state.update(|s| set(s, value)))
             />
             {text}
         </label>

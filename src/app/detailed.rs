@@ -3,6 +3,7 @@
 //! lesson's rule.
 
 use super::controls::radio;
+use super::reactive::{cond, not, on_event, text};
 use super::{DetailedBudget, State};
 use crate::budget::Term;
 use crate::chart::{term_colour_hex, LOGITS_COLOUR};
@@ -10,7 +11,7 @@ use crate::detailed::{
     Architecture, AttentionKernel, DetailedBreakdown, Family, Optimizer, Precision, Profile,
     Recompute, PRESETS,
 };
-use crate::export::detailed_rows;
+use crate::export::{detailed_rows, DETAILED_ROWS};
 use crate::state::{DetailedOptions, Mode};
 use leptos::prelude::*;
 
@@ -63,17 +64,17 @@ fn choice(
     get: GetIndex,
     set: SetIndex,
 ) -> AnyView {
-    let State(state) = expect_context::<State>();
+    let State(state) = super::context::<State>();
     view! {
         <label class="sub" for=id>{label}</label>
         <select
             id=id
-            prop:value=move || get(&state.read().detailed).to_string()
-            on:change=move |ev| {
+            prop:value=text(move || get(&state.read().detailed).to_string())
+            on:change=on_event(move |ev| {
                 if let Some(i) = event_target_value(&ev).parse::<usize>().ok().filter(|&i| i < options.len()) {
                     state.update(|s| set(&mut s.detailed, i));
                 }
-            }
+            })
         >
             {options
                 .iter()
@@ -97,17 +98,17 @@ fn flag(
     get: fn(&DetailedOptions) -> bool,
     set: fn(&mut DetailedOptions, bool),
 ) -> AnyView {
-    let State(state) = expect_context::<State>();
+    let State(state) = super::context::<State>();
     view! {
         <label class="sub check">
             <input
                 type="checkbox"
                 id=id
-                prop:checked=move || get(&state.read().detailed)
-                on:change=move |ev| {
+                prop:checked=cond(move || get(&state.read().detailed))
+                on:change=on_event(move |ev| {
                     let on = event_target_checked(&ev);
                     state.update(|s| set(&mut s.detailed, on));
-                }
+                })
             />
             {format!(" {label}")}
         </label>
@@ -130,7 +131,7 @@ fn count(
     set: SetCount,
     optional: bool,
 ) -> AnyView {
-    let State(state) = expect_context::<State>();
+    let State(state) = super::context::<State>();
     let message = RwSignal::new(None::<String>);
     view! {
         <label class="sub" for=id>{label}</label>
@@ -142,8 +143,8 @@ fn count(
             max=max
             step="1"
             placeholder=if optional { "none" } else { "" }
-            prop:value=move || get(&state.read().detailed).map(|v| v.to_string()).unwrap_or_default()
-            on:change=move |ev| {
+            prop:value=text(move || get(&state.read().detailed).map(|v| v.to_string()).unwrap_or_default())
+            on:change=on_event(move |ev| {
                 let text = event_target_value(&ev);
                 let text = text.trim();
                 if text.is_empty() && optional {
@@ -162,9 +163,9 @@ fn count(
                         input.set_value(&get(&state.read_untracked().detailed).map(|v| v.to_string()).unwrap_or_default());
                     }
                 }
-            }
+            })
         />
-        <p class="field-message" role="status">{move || message.get()}</p>
+        <p class="field-message" role="status">{text(move || message.get().unwrap_or_default())}</p>
     }
     .into_any()
 }
@@ -205,7 +206,7 @@ fn set_family(d: &mut DetailedOptions, i: usize) {
 /// and collapsed groups of options.
 #[component]
 pub fn DetailedControls() -> impl IntoView {
-    let State(state) = expect_context::<State>();
+    let State(state) = super::context::<State>();
     // "Custom" chosen by the reader, even while the shape still equals a preset.
     let chose_custom = RwSignal::new(false);
     let custom = move || chose_custom.get() || state.read().preset_name().is_none();
@@ -222,8 +223,8 @@ pub fn DetailedControls() -> impl IntoView {
             <label for="model-select">"Model"</label>
             <select
                 id="model-select"
-                prop:value=preset_value
-                on:change=move |ev| {
+                prop:value=text(preset_value)
+                on:change=on_event(move |ev| {
                     let name = event_target_value(&ev);
                     match PRESETS.iter().find(|p| p.name == name) {
                         Some(p) => {
@@ -232,7 +233,7 @@ pub fn DetailedControls() -> impl IntoView {
                         }
                         None => chose_custom.set(true),
                     }
-                }
+                })
             >
                 {PRESETS
                     .iter()
@@ -241,10 +242,10 @@ pub fn DetailedControls() -> impl IntoView {
                 <option value="custom">"Custom"</option>
             </select>
             <p class="derived">
-                <span id="param-count">{params}</span>
+                <span id="param-count">{text(params)}</span>
                 " parameters, from the architecture"
             </p>
-            <details open=custom>
+            <details open=cond(custom)>
                 <summary>"Architecture"</summary>
                 {choice("family-select", "Family", FAMILY_NAMES, |d| index_of(&FAMILIES, d.arch.family), set_family)}
                 {count("heads-input", "Attention heads", (1, 1024), |d| Some(d.arch.heads), |d, v| d.arch.heads = v.unwrap_or(1), false)}
@@ -298,15 +299,9 @@ fn note(key: &str) -> &'static str {
 /// The per-GPU table of the detailed model, with the logits as their own row.
 #[component]
 pub fn DetailedTable() -> impl IntoView {
-    let DetailedBudget(detailed) = expect_context::<DetailedBudget>();
-    let State(state) = expect_context::<State>();
+    let DetailedBudget(detailed) = super::context::<DetailedBudget>();
+    let State(state) = super::context::<State>();
     let unit = move || state.read().unit;
-    let rows = move || {
-        detailed
-            .get()
-            .map(|b| detailed_rows(&b))
-            .unwrap_or_default()
-    };
     let colour = |key: &str| match key {
         "params" => term_colour_hex(Term::Params),
         "grads" => term_colour_hex(Term::Grads),
@@ -319,45 +314,44 @@ pub fn DetailedTable() -> impl IntoView {
         }
         _ => "transparent".into(),
     };
+    let rows = DETAILED_ROWS.iter().enumerate().map(|(i, &(label, key))| {
+        let figure = move || {
+            detailed
+                .get()
+                .map(|b| format!("{:.1}", unit().of(detailed_rows(&b)[i].bytes)))
+                .unwrap_or_default()
+        };
+        view! {
+            <tr data-term=key>
+                <th scope="row">
+                    <span class="swatch" style:background-color=colour(key)></span>
+                    {label}
+                </th>
+                <td class="gb num">{text(figure)}</td>
+                <td class="formula"><span class="why">{note(key)}</span></td>
+            </tr>
+        }
+    });
     view! {
         <p class="dominant-sentence" aria-live="polite" id="detailed-sentence">
-            {move || match detailed.get() {
+            {text(move || match detailed.get() {
                 Ok(b) => {
                     let u = unit();
                     format!("Per GPU: {:.1} {} in all", u.of(b.total), u.label())
                 }
                 Err(e) => format!("This configuration cannot be computed: {e}."),
-            }}
+            })}
         </p>
         <table class="budget detailed-table">
-            <caption>{move || format!("Detailed model, per GPU ({})", unit().definition())}</caption>
+            <caption>{text(move || format!("Detailed model, per GPU ({})", unit().definition()))}</caption>
             <thead>
                 <tr>
                     <th scope="col">"Term"</th>
-                    <th scope="col" class="num">{move || unit().label()}</th>
+                    <th scope="col" class="num">{text(move || unit().label().into())}</th>
                     <th scope="col" class="formula">"Where it comes from"</th>
                 </tr>
             </thead>
-            <tbody>
-                {move || {
-                    rows()
-                        .into_iter()
-                        .map(|r| {
-                            let swatch = colour(r.key);
-                            view! {
-                                <tr data-term=r.key>
-                                    <th scope="row">
-                                        <span class="swatch" style:background-color=swatch></span>
-                                        {r.label}
-                                    </th>
-                                    <td class="gb num">{format!("{:.1}", unit().of(r.bytes))}</td>
-                                    <td class="formula"><span class="why">{note(r.key)}</span></td>
-                                </tr>
-                            }
-                        })
-                        .collect_view()
-                }}
-            </tbody>
+            <tbody>{rows.collect_view()}</tbody>
         </table>
     }
 }
@@ -365,9 +359,9 @@ pub fn DetailedTable() -> impl IntoView {
 /// Where the lesson's rule and the detailed model differ, for these inputs.
 #[component]
 pub fn ModelDifference() -> impl IntoView {
-    let DetailedBudget(detailed) = expect_context::<DetailedBudget>();
-    let State(state) = expect_context::<State>();
-    let text = move || {
+    let DetailedBudget(detailed) = super::context::<DetailedBudget>();
+    let State(state) = super::context::<State>();
+    let explanation = move || {
         let d: DetailedBreakdown = detailed.get().ok()?;
         let l = crate::budget::estimate(&state.read().lesson_for_detailed()).ok()?;
         let u = state.read().unit;
@@ -394,8 +388,8 @@ pub fn ModelDifference() -> impl IntoView {
         ))
     };
     view! {
-        <Show when=move || state.read().detailed.show_lesson>
-            <p class="difference" id="model-difference">{text}</p>
-        </Show>
+        <p class="difference" id="model-difference" hidden=not(cond(move || state.read().detailed.show_lesson))>
+            {text(move || explanation().unwrap_or_default())}
+        </p>
     }
 }

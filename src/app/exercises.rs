@@ -1,5 +1,6 @@
 //! The lesson's two exercises, each set up with one click or one link.
 
+use super::reactive::{cond, on_click, text};
 use super::State;
 use crate::state::{Exercise, PageState};
 use crate::url::encode;
@@ -12,7 +13,7 @@ fn ExerciseCard(
     /// Which exercise.
     exercise: Exercise,
 ) -> impl IntoView {
-    let State(state) = expect_context::<State>();
+    let State(state) = super::context::<State>();
     let n = exercise.number();
     let tried = move || exercise.tried(&state.read());
     let link = format!("?{}", encode(&exercise.setup(&PageState::default())));
@@ -20,7 +21,7 @@ fn ExerciseCard(
         <article
             class="exercise"
             id=format!("exercise-{n}")
-            class:active=move || state.read().exercise == Some(exercise)
+            class:active=cond(move || state.read().exercise == Some(exercise))
         >
             <h3>{format!("Exercise {n}")}</h3>
             <p>{exercise.task()}</p>
@@ -28,7 +29,7 @@ fn ExerciseCard(
                 <button
                     type="button"
                     id=format!("exercise-{n}-setup")
-                    on:click=move |_| state.update(|s| *s = exercise.setup(s))
+                    on:click=on_click(move || state.update(|s| *s = exercise.setup(s)))
                 >
                     "Set it up"
                 </button>
@@ -37,13 +38,13 @@ fn ExerciseCard(
                 </a>
             </div>
             <p class="explanation" id=format!("exercise-{n}-explanation")>
-                {move || {
+                {text(move || {
                     if tried() {
-                        exercise.explanation()
+                        exercise.explanation().into()
                     } else {
-                        "Try it (or press “Set it up”): the baseline and the change appear side by side, and the explanation here."
+                        "Try it (or press “Set it up”): the baseline and the change appear side by side, and the explanation here.".into()
                     }
-                }}
+                })}
             </p>
         </article>
     }

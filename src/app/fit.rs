@@ -1,9 +1,10 @@
 //! Does it fit on my GPU? A capacity line, the verdict, and the largest
 //! batch and sequence length that fit.
 
+use super::reactive::{cond, not, on_event, text};
 use super::{browser_to_f64, Budget, DetailedBudget, State};
-use crate::number::read;
 use crate::budget::Field;
+use crate::number::read;
 use crate::state::{
     max_fitting, max_micro_batch, GpuCapacity, Mode, Unit, GPU_PRESETS, MAX_GPU_AMOUNT,
 };
@@ -23,8 +24,8 @@ fn choice_of(gpu: Option<GpuCapacity>) -> String {
 /// A GPU picker (the cards' capacities as sold, and custom) and what fits.
 #[component]
 pub fn GpuFit() -> impl IntoView {
-    let State(state) = expect_context::<State>();
-    let Budget(budget) = expect_context::<Budget>();
+    let State(state) = super::context::<State>();
+    let Budget(budget) = super::context::<Budget>();
     let gpu = move || state.read().gpu;
     let unit = move || state.read().unit;
     // Whether the reader chose "Custom" (a custom amount may equal a preset).
@@ -67,7 +68,7 @@ pub fn GpuFit() -> impl IntoView {
         }
     };
 
-    let DetailedBudget(detailed) = expect_context::<DetailedBudget>();
+    let DetailedBudget(detailed) = super::context::<DetailedBudget>();
     let detailed_mode = move || state.read().mode == Mode::Detailed;
     // The total in force: the lesson's, or the detailed model's per GPU.
     let total = move || {
@@ -121,13 +122,14 @@ pub fn GpuFit() -> impl IntoView {
         })
     };
 
+    let has_gpu = cond(move || gpu().is_some());
     view! {
         <div class="field gpu-fit">
             <label for="gpu-select">"GPU memory"</label>
             <select
                 id="gpu-select"
-                prop:value=move || if custom.get() { "custom".to_string() } else { choice_of(gpu()) }
-                on:change=on_select
+                prop:value=text(move || if custom.get() { "custom".to_string() } else { choice_of(gpu()) })
+                on:change=on_event(on_select)
             >
                 <option value="none">"No GPU"</option>
                 {GPU_PRESETS
@@ -142,25 +144,23 @@ pub fn GpuFit() -> impl IntoView {
                     .collect_view()}
                 <option value="custom">"Custom…"</option>
             </select>
-            <Show when=move || custom.get()>
-                <div class="field-inputs">
-                    <input
-                        type="number"
-                        id="gpu-custom"
-                        class="number"
-                        min="0"
-                        step="any"
-                        aria-label="Custom GPU memory"
-                        prop:value=move || gpu().map(|g| format!("{}", unit().of(g.bytes()))).unwrap_or_default()
-                        on:change=on_custom
-                    />
-                    <span class="unit">{move || unit().label()}</span>
-                </div>
-            </Show>
-            <p class="field-message" role="status">{move || message.get()}</p>
-            <Show when=move || gpu().is_some()>
+            <div class="field-inputs" hidden=not(cond(move || custom.get()))>
+                <input
+                    type="number"
+                    id="gpu-custom"
+                    class="number"
+                    min="0"
+                    step="any"
+                    aria-label="Custom GPU memory"
+                    prop:value=text(move || gpu().map(|g| format!("{}", unit().of(g.bytes()))).unwrap_or_default())
+                    on:change=on_event(on_custom)
+                />
+                <span class="unit">{text(move || unit().label().into())}</span>
+            </div>
+            <p class="field-message" role="status">{text(move || message.get().unwrap_or_default())}</p>
+            <div hidden=not(has_gpu)>
                 <p class="hint">
-                    {move || {
+                    {text(move || {
                         gpu()
                             .filter(|g| g.unit == Unit::Gib)
                             .map(|g| {
@@ -171,25 +171,20 @@ pub fn GpuFit() -> impl IntoView {
                                     g.bytes() / 1e9
                                 )
                             })
-                    }}
+                            .unwrap_or_default()
+                    })}
                 </p>
-                <p id="fit-verdict" class="verdict">{verdict}</p>
-                <Show
-                    when=move || !detailed_mode()
-                    fallback=move || {
-                        view! {
-                            <p id="fit-micro">
-                                "Largest micro-batch per GPU that fits: " {largest_micro}
-                            </p>
-                        }
-                    }
-                >
-                    <p id="fit-batch">"Largest batch that fits: " {move || largest(Field::Batch)}</p>
-                    <p id="fit-seq">
-                        "Largest sequence length that fits: " {move || largest(Field::SeqLen)}
-                    </p>
-                </Show>
-            </Show>
+                <p id="fit-verdict" class="verdict">{text(move || verdict().unwrap_or_default())}</p>
+                <p id="fit-micro" hidden=not(cond(detailed_mode))>
+                    "Largest micro-batch per GPU that fits: " {text(move || largest_micro().unwrap_or_default())}
+                </p>
+                <p id="fit-batch" hidden=cond(detailed_mode)>
+                    "Largest batch that fits: " {text(move || largest(Field::Batch).unwrap_or_default())}
+                </p>
+                <p id="fit-seq" hidden=cond(detailed_mode)>
+                    "Largest sequence length that fits: " {text(move || largest(Field::SeqLen).unwrap_or_default())}
+                </p>
+            </div>
         </div>
     }
 }

@@ -23,6 +23,7 @@ use crate::detailed::{DetailedBreakdown, DetailedError};
 use crate::state::{Mode, PageState};
 use crate::url::{decode_with, encode, Ignored};
 use leptos::prelude::*;
+use reactive::{cond, text};
 
 pub use canvas::BudgetChart;
 pub use compare::PinBaseline;
@@ -75,6 +76,13 @@ fn register_service_worker() {
             let _ = wasm_bindgen_futures::JsFuture::from(registration).await;
         });
     }
+}
+
+/// The calculator's shared value of type `T`. Like `expect_context`, but
+/// its message names no type: formatting the type name would bring Rust's
+/// Unicode escaping tables (6 KB of gzip) into the wasm.
+fn context<T: Clone + 'static>() -> T {
+    use_context::<T>().expect("a calculator component outside <Calculator>")
 }
 
 /// The browser's own decimal-to-`f64` conversion (`Number.parseFloat`), for
@@ -144,7 +152,7 @@ pub fn Calculator(
     let embed = move || state.0.read().embed;
     let lesson = move || state.0.read().mode == Mode::Lesson;
     view! {
-        <main class="membudget" class:embed=embed>
+        <main class="membudget" class:embed=cond(embed)>
             <UrlNotices ignored=ignored />
             <header class="full-only">
                 <h1>"GPU memory for training"</h1>
@@ -184,11 +192,11 @@ pub fn Calculator(
                     >
                         <BudgetTable />
                     </Show>
-                    <a class="embed-only open-full" target="_blank" rel="noopener" href=move || {
+                    <a class="embed-only open-full" target="_blank" rel="noopener" href=text(move || {
                         let mut s = *state.0.read();
                         s.embed = false;
                         format!("?{}", encode(&s))
-                    }>"Open the full calculator ↗"</a>
+                    })>"Open the full calculator ↗"</a>
                 </section>
             </div>
             <div class="full-only panels">

@@ -1,6 +1,7 @@
 //! Sharing and exporting: links, embed code, the table as text, the chart
 //! as PNG; and the notice for values a link carried that were not used.
 
+use super::reactive::{cond, not, on_click, text};
 use super::{Budget, DetailedBudget, State};
 use crate::export::{
     csv, detailed_json, detailed_rows, iframe_snippet, lesson_rows, markdown, to_json, Row,
@@ -17,20 +18,21 @@ pub fn UrlNotices(
     /// The values that were ignored.
     ignored: Vec<Ignored>,
 ) -> impl IntoView {
-    let shown = RwSignal::new(!ignored.is_empty());
-    view! {
-        <Show when=move || shown.get()>
-            <div class="notice" role="alert" id="url-notices">
-                <p>"Some values in this link could not be used; defaults are shown instead:"</p>
-                <ul>
-                    {ignored.iter().map(|i| view! { <li>{i.to_string()}</li> }).collect_view()}
-                </ul>
-                <button type="button" on:click=move |_| shown.set(false)>
-                    "Dismiss"
-                </button>
-            </div>
-        </Show>
+    if ignored.is_empty() {
+        return None;
     }
+    let shown = RwSignal::new(true);
+    Some(view! {
+        <div class="notice" role="alert" id="url-notices" hidden=not(cond(move || shown.get()))>
+            <p>"Some values in this link could not be used; defaults are shown instead:"</p>
+            <ul>
+                {ignored.iter().map(|i| view! { <li>{i.to_string()}</li> }).collect_view()}
+            </ul>
+            <button type="button" on:click=on_click(move || shown.set(false))>
+                "Dismiss"
+            </button>
+        </div>
+    })
 }
 
 /// The page's address for `query`, without any existing query or fragment.
@@ -86,8 +88,8 @@ fn download_chart(status: RwSignal<String>) {
 /// table as Markdown, CSV or JSON, or save the chart as PNG.
 #[component]
 pub fn ExportPanel() -> impl IntoView {
-    let State(state) = expect_context::<State>();
-    let Budget(budget) = expect_context::<Budget>();
+    let State(state) = super::context::<State>();
+    let Budget(budget) = super::context::<Budget>();
     let status = RwSignal::new(String::new());
     let output = RwSignal::new(String::new());
 
@@ -96,7 +98,7 @@ pub fn ExportPanel() -> impl IntoView {
         s.embed = embed;
         page_url(&encode(&s))
     };
-    let DetailedBudget(detailed) = expect_context::<DetailedBudget>();
+    let DetailedBudget(detailed) = super::context::<DetailedBudget>();
     // The rows in force: the lesson's, or the detailed model's per GPU.
     let rows = move || -> Vec<Row> {
         if state.read_untracked().mode == Mode::Detailed {
@@ -131,41 +133,46 @@ pub fn ExportPanel() -> impl IntoView {
         <section class="panel export" aria-labelledby="export-title">
             <h2 id="export-title">"Share and export"</h2>
             <div class="buttons">
-                <button type="button" id="copy-link" on:click=move |_| copy(link(false), "link", status, output)>
+                <button type="button" id="copy-link" on:click=on_click(move || copy(link(false), "link", status, output))>
                     "Copy link"
                 </button>
                 <button
                     type="button"
                     id="copy-embed"
-                    on:click=move |_| copy(iframe_snippet(&link(true)), "embed code", status, output)
+                    on:click=on_click(move || copy(iframe_snippet(&link(true)), "embed code", status, output))
                 >
                     "Copy embed code"
                 </button>
                 <button
                     type="button"
                     id="copy-markdown"
-                    on:click=move |_| copy(table(markdown), "Markdown table", status, output)
+                    on:click=on_click(move || copy(table(markdown), "Markdown table", status, output))
                 >
                     "Copy table (Markdown)"
                 </button>
-                <button type="button" id="copy-csv" on:click=move |_| copy(table(csv), "CSV", status, output)>
+                <button type="button" id="copy-csv" on:click=on_click(move || copy(table(csv), "CSV", status, output))>
                     "Copy table (CSV)"
                 </button>
                 <button
                     type="button"
                     id="copy-json"
-                    on:click=move |_| copy(json(), "JSON", status, output)
+                    on:click=on_click(move || copy(json(), "JSON", status, output))
                 >
                     "Copy table (JSON)"
                 </button>
-                <button type="button" id="download-chart" on:click=move |_| download_chart(status)>
+                <button type="button" id="download-chart" on:click=on_click(move || download_chart(status))>
                     "Download chart (PNG)"
                 </button>
             </div>
-            <p id="export-status" role="status">{move || status.get()}</p>
-            <Show when=move || !output.get().is_empty()>
-                <textarea id="export-text" readonly rows="8" aria-label="Copied text" prop:value=move || output.get()></textarea>
-            </Show>
+            <p id="export-status" role="status">{text(move || status.get())}</p>
+            <textarea
+                id="export-text"
+                readonly
+                rows="8"
+                aria-label="Copied text"
+                hidden=cond(move || output.get().is_empty())
+                prop:value=text(move || output.get())
+            ></textarea>
         </section>
     }
 }

@@ -2,6 +2,7 @@
 
 use super::canvas::{paint, Redraw};
 use super::controls::radio;
+use super::reactive::text;
 use super::State;
 use crate::budget::estimate;
 use crate::chart::{Bar, ChartSpec};
@@ -23,8 +24,8 @@ fn short(v: u32) -> String {
 /// the activations climb.
 #[component]
 pub fn SweepPanel() -> impl IntoView {
-    let State(state) = expect_context::<State>();
-    let Redraw(redraw) = expect_context::<Redraw>();
+    let State(state) = super::context::<State>();
+    let Redraw(redraw) = super::context::<Redraw>();
     let canvas_ref = NodeRef::<Canvas>::new();
     let axis = move || state.read().sweep;
 
@@ -71,10 +72,10 @@ pub fn SweepPanel() -> impl IntoView {
     view! {
         <section class="panel sweep" aria-labelledby="sweep-title">
             <h2 id="sweep-title">
-                {move || match axis() {
-                    SweepAxis::Batch => "How the budget grows with batch size",
-                    SweepAxis::SeqLen => "How the budget grows with sequence length",
-                }}
+                {text(move || match axis() {
+                    SweepAxis::Batch => "How the budget grows with batch size".into(),
+                    SweepAxis::SeqLen => "How the budget grows with sequence length".into(),
+                })}
             </h2>
             <div class="switch" role="group" aria-label="Sweep">
                 {option(SweepAxis::Batch, " Batch size")}
@@ -85,7 +86,7 @@ pub fn SweepPanel() -> impl IntoView {
                     node_ref=canvas_ref
                     id="sweep-chart"
                     role="img"
-                    aria-label=move || {
+                    aria-label=text(move || {
                         format!(
                             "Stacked bars of every term for {} from the smallest to the largest; only activations grow.",
                             match axis() {
@@ -93,7 +94,7 @@ pub fn SweepPanel() -> impl IntoView {
                                 SweepAxis::SeqLen => "sequence lengths",
                             }
                         )
-                    }
+                    })
                 ></canvas>
             </div>
         </section>

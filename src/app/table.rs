@@ -38,9 +38,9 @@ fn largest_change(base: &Breakdown, cur: &Breakdown) -> Option<Term> {
 /// words; a Baseline and a Change column while a baseline is pinned.
 #[component]
 pub fn BudgetTable() -> impl IntoView {
-    let Budget(budget) = expect_context::<Budget>();
-    let BaselineBudget(baseline) = expect_context::<BaselineBudget>();
-    let State(state) = expect_context::<State>();
+    let Budget(budget) = super::context::<Budget>();
+    let BaselineBudget(baseline) = super::context::<BaselineBudget>();
+    let State(state) = super::context::<State>();
     let mixed = move || state.read().config.mixed_precision;
     let unit = move || state.read().unit;
     let shown = move |b: &Breakdown, t: Option<Term>| format!("{:.1}", unit().of(bytes_of(b, t)));
