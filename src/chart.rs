@@ -222,36 +222,43 @@ pub fn draw<DB: DrawingBackend>(
     let top = axis_top(unit.of(max_total));
     let n = spec.bars.len().max(1) as f64;
     let fg = style.foreground();
+    let line = |width: f64| fg.stroke_width(style.px(width).max(1) as u32);
 
-    let mut chart = ChartBuilder::on(&plot_area)
-        .margin(style.px(12.0))
-        .margin_top(style.px(24.0))
-        .x_label_area_size(style.px(28.0))
-        .y_label_area_size(style.px(72.0))
-        .build_cartesian_2d(0.0..n, 0.0..top)?;
+    // The plot in pixels of `plot_area`: room on the left for the axis
+    // labels and underneath for the captions.
+    let (plot_w, plot_h) = plot_area.dim_in_pixel();
+    let (left, right) = (style.px(84.0), plot_w as i32 - style.px(12.0));
+    let (top_px, bottom) = (style.px(24.0), plot_h as i32 - style.px(40.0));
+    let y_of = |v: f64| bottom - ((v / top) * f64::from(bottom - top_px)).round() as i32;
+    let slot = f64::from(right - left) / n;
+    let x_of = |pos: f64| left + (pos * slot).round() as i32;
 
-    let y_label = |v: &f64| format!("{} {}", trim_number(*v), unit.label());
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(0)
-        .y_labels(6)
-        .y_label_formatter(&y_label)
-        .label_style(style.font(13.0))
-        .axis_style(fg.stroke_width(style.px(1.0).max(1) as u32))
-        .bold_line_style(fg.mix(0.15))
-        .light_line_style(TRANSPARENT)
-        .draw()?;
+    // Gridlines and labels at steps of 1, 2 or 5 × 10ᵏ, at most five.
+    let step = tick_step(top);
+    let mut k = 0.0;
+    while k * step <= top * (1.0 + 1e-9) {
+        let (v, y) = (k * step, y_of(k * step));
+        if k > 0.0 {
+            plot_area.draw(&PathElement::new(vec![(left, y), (right, y)], fg.mix(0.15)))?;
+        }
+        plot_area.draw(&Text::new(
+            format!("{} {}", trim_number(v), unit.label()),
+            (left - style.px(6.0), y),
+            style.font(13.0).pos(Pos::new(HPos::Right, VPos::Center)),
+        ))?;
+        k += 1.0;
+    }
+    let axes = vec![(left, top_px), (left, bottom), (right, bottom)];
+    plot_area.draw(&PathElement::new(axes, line(1.0)))?;
 
     // Captions need about 40 CSS px each; on crowded axes every k-th is
     // drawn (and always the marked one).
-    let slot_px = f64::from(chart.plotting_area().dim_in_pixel().0) / n;
-    let caption_every = (40.0 * style.scale / slot_px).ceil().max(1.0) as usize;
+    let caption_every = (40.0 * style.scale / slot).ceil().max(1.0) as usize;
 
     // Each bar takes the middle 60 % of its slot.
     for (i, bar) in spec.bars.iter().enumerate() {
         let faded = spec.marked.is_some_and(|m| m != i);
-        let (left, right) = (i as f64 + 0.2, i as f64 + 0.8);
+        let (x0, x1) = (x_of(i as f64 + 0.2), x_of(i as f64 + 0.8));
         let mut base = 0.0;
         for part in &bar.parts {
             let v = unit.of(part.bytes);
@@ -264,55 +271,68 @@ pub fn draw<DB: DrawingBackend>(
             } else {
                 colour.filled()
             };
-            chart.draw_series([Rectangle::new([(left, base), (right, base + v)], fill)])?;
+            let corners = [(x0, y_of(base + v)), (x1, y_of(base))];
+            plot_area.draw(&Rectangle::new(corners, fill))?;
             base += v;
         }
-        let centre = i as f64 + 0.5;
+        let centre = x_of(i as f64 + 0.5);
         if spec.marked.is_none_or(|m| m == i) {
-            chart.draw_series([Text::new(
+            plot_area.draw(&Text::new(
                 format!("{:.1} {}", unit.of(bar.total()), unit.label()),
-                (centre, base),
+                (centre, y_of(base)),
                 style.font(14.0).pos(Pos::new(HPos::Center, VPos::Bottom)),
-            )])?;
+            ))?;
         }
-        // The caption sits under the axis, outside the plotting area, so it
-        // is placed in pixels on the whole area.
         if i % caption_every != 0 && spec.marked != Some(i) {
             continue;
         }
-        let (x, y) = chart.backend_coord(&(centre, 0.0));
         let caption = if spec.marked == Some(i) {
             style.font(13.0).color(&fg)
         } else {
             style.font(12.0)
         };
-        area.draw(&Text::new(
+        plot_area.draw(&Text::new(
             bar.label.clone(),
-            (x, y + style.px(8.0)),
+            (centre, bottom + style.px(8.0)),
             caption.pos(Pos::new(HPos::Center, VPos::Top)),
         ))?;
     }
 
     if let Some(cap) = spec.capacity_bytes {
-        let y = unit.of(cap);
-        let line = fg.stroke_width(style.px(2.0).max(1) as u32);
-        chart.draw_series(DashedLineSeries::new(
-            [(0.0, y), (n, y)],
-            style.px(8.0).max(1) as u32,
-            style.px(5.0).max(1) as u32,
-            line,
-        ))?;
-        chart.draw_series([Text::new(
-            format!("GPU {:.1} {}", y, unit.label()),
-            (n, y),
+        let (v, y) = (unit.of(cap), y_of(unit.of(cap)));
+        let (dash, gap) = (style.px(8.0).max(1), style.px(5.0).max(1));
+        let mut x = left;
+        while x < right {
+            let end = (x + dash).min(right);
+            plot_area.draw(&PathElement::new(vec![(x, y), (end, y)], line(2.0)))?;
+            x = end + gap;
+        }
+        plot_area.draw(&Text::new(
+            format!("GPU {:.1} {}", v, unit.label()),
+            (right, y),
             style.font(12.0).pos(Pos::new(HPos::Right, VPos::Bottom)),
-        )])?;
+        ))?;
     }
 
     if let (Some(bar), Some(legend_area)) = (legend, legend_area) {
         draw_legend(&legend_area, bar, unit, style)?;
     }
     area.present()
+}
+
+/// The gridline step for an axis from 0 to `top`: the smallest of 1, 2 or
+/// 5 × 10ᵏ that gives at most five intervals. Every [`axis_top`] is a
+/// multiple of it, so the top carries a label.
+pub fn tick_step(top: f64) -> f64 {
+    if !(top.is_finite() && top > 0.0) {
+        return 1.0;
+    }
+    let decade = 10f64.powf((top / 5.0).log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * decade)
+        .find(|&step| top / step <= 5.0 * (1.0 + 1e-9))
+        .unwrap_or(10.0 * decade)
 }
 
 /// The legend: a swatch, the term's name and its GB, top of the stack first.
@@ -376,6 +396,27 @@ mod tests {
             let got = axis_top(max);
             assert!((got - want).abs() < 1e-9, "{max}: {got} vs {want}");
         }
+    }
+
+    #[test]
+    fn tick_steps_divide_every_axis_top() {
+        for exp in -3..6 {
+            for m in [1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0] {
+                let top = m * 10f64.powi(exp);
+                let step = tick_step(top);
+                let intervals = top / step;
+                assert!(
+                    intervals <= 5.0 + 1e-9 && intervals >= 2.0 - 1e-9,
+                    "{top}: {step}"
+                );
+                assert!(
+                    (intervals - intervals.round()).abs() < 1e-9,
+                    "{top}: {step}"
+                );
+            }
+        }
+        assert_eq!(tick_step(200.0), 50.0);
+        assert_eq!(tick_step(f64::NAN), 1.0);
     }
 
     #[test]

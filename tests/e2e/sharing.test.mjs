@@ -86,7 +86,10 @@ test('embed mode fits a 640x480 iframe without scrollbars', async () => {
 
 test('GPU fit: capacity, verdict, largest batch; GiB switch converts honestly', async () => {
   const { page, context } = await open();
+  assert.equal(await page.isVisible('#fit-verdict'), false, 'no verdict without a GPU');
   await page.selectOption('#gpu-select', 'p192');
+  assert.equal(await page.isVisible('#gpu-custom'), false, 'custom box shown for a preset');
+  assert.equal(await page.isVisible('#fit-micro'), false, 'detailed-mode line in lesson mode');
   assert.equal(await page.textContent('#fit-verdict'), 'Fits: 185.0 of 206.2 GB used, 21.1 GB to spare.');
   assert.equal(await page.textContent('#fit-batch'), 'Largest batch that fits: 5');
   assert.match(await page.textContent('#fit-seq'), /^Largest sequence length that fits: \d+$/);
@@ -97,6 +100,7 @@ test('GPU fit: capacity, verdict, largest batch; GiB switch converts honestly', 
   await page.selectOption('#gpu-select', 'p80');
   assert.match(await page.textContent('#fit-batch'), /^Largest batch that fits: none/);
   await page.selectOption('#gpu-select', 'custom');
+  assert.equal(await page.isVisible('#gpu-custom'), true);
   await page.fill('#gpu-custom', '300');
   await page.press('#gpu-custom', 'Enter');
   assert.match(page.url(), /gpu=300gib/);
