@@ -406,7 +406,7 @@ mod tests {
                 let step = tick_step(top);
                 let intervals = top / step;
                 assert!(
-                    intervals <= 5.0 + 1e-9 && intervals >= 2.0 - 1e-9,
+                    (2.0 - 1e-9..=5.0 + 1e-9).contains(&intervals),
                     "{top}: {step}"
                 );
                 assert!(
