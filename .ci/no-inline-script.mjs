@@ -11,7 +11,8 @@ const publicUrl = process.env.TRUNK_PUBLIC_URL || './';
 const file = path.join(dir, 'index.html');
 let html = fs.readFileSync(file, 'utf8');
 
-html = html.replace(/<script type="module">([\s\S]*?)<\/script>/g, (_, code) => {
+// Minified release HTML drops the quotes around attribute values.
+html = html.replace(/<script type="?module"?>([\s\S]*?)<\/script>/g, (_, code) => {
   const hash = crypto.createHash('sha256').update(code).digest('hex').slice(0, 16);
   const name = `loader-${hash}.js`;
   fs.writeFileSync(path.join(dir, name), code);
@@ -24,7 +25,7 @@ if (inline) {
   console.error(`inline script left in index.html: ${inline.join(' ')}`);
   process.exit(1);
 }
-if (!/http-equiv="Content-Security-Policy"/.test(html)) {
+if (!/http-equiv="?Content-Security-Policy/.test(html)) {
   console.error('index.html has no Content-Security-Policy');
   process.exit(1);
 }

@@ -4,11 +4,19 @@
 # fresh Debian one with rustup). Sourced by .ci/serve and .ci/test.
 #   setup_build   wasm target, Trunk, wasm-bindgen-cli, wasm-opt (npm binaryen@132)
 #   setup_browser Chromium and ChromeDriver from Debian, playwright-core
+#   release_trunk trunk with the release toolchain (see below)
 # Nothing here downloads a binary from outside the package registries.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TRUNK_VERSION=0.21.14
+# The release wasm is built with this pinned nightly: -Zbuild-std compiles
+# the standard library with our size profile (opt-level "z", LTO with our
+# code) instead of linking the prebuilt one, and -Zlocation-detail=none /
+# -Zfmt-debug=none leave out panic locations and Debug formatting. 153 KB
+# of gzip become 136 KB; README "Size" has the figures. Everything else
+# (clippy, tests, the debug build) uses stable.
+RELEASE_TOOLCHAIN=nightly-2026-10-30
 export PATH="$HOME/.cargo/bin:$REPO/node_modules/.bin:$PATH"
 export TRUNK_SKIP_VERSION_CHECK=true
 
@@ -58,10 +66,22 @@ setup_build() {
     say "cargo install wasm-bindgen-cli $wbg"
     cargo install wasm-bindgen-cli --version "$wbg"
   fi
+  rustup toolchain list | grep -q "^$RELEASE_TOOLCHAIN" \
+    || { say "rustup toolchain install $RELEASE_TOOLCHAIN (release builds)"
+         rustup toolchain install "$RELEASE_TOOLCHAIN" --profile minimal \
+           --component rust-src --target wasm32-unknown-unknown; }
   setup_node
   wasm-opt --version | grep -q 'version 132' \
     || { echo "wasm-opt on PATH is not binaryen 132: $(command -v wasm-opt)" >&2; exit 1; }
   (cd "$REPO" && cargo fetch --quiet)
+}
+
+# `trunk …` for a release build: the pinned nightly, std built for size.
+release_trunk() {
+  RUSTUP_TOOLCHAIN="$RELEASE_TOOLCHAIN" \
+  CARGO_UNSTABLE_BUILD_STD=std,panic_abort \
+  CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="-Zlocation-detail=none -Zfmt-debug=none" \
+    trunk "$@"
 }
 
 setup_browser() {

@@ -133,7 +133,7 @@ pub fn json_document(model: &str, rows: &[(&str, f64)]) -> String {
     let object = |scale: f64| {
         let fields: Vec<String> = rows
             .iter()
-            .map(|(key, bytes)| format!("    \"{key}\": {:?}", bytes / scale))
+            .map(|(key, bytes)| format!("    \"{key}\": {}", json_number(bytes / scale)))
             .collect();
         format!("{{\n{}\n  }}", fields.join(",\n"))
     };
@@ -142,6 +142,25 @@ pub fn json_document(model: &str, rows: &[(&str, f64)]) -> String {
         object(1.0),
         object(Unit::Gb.bytes())
     )
+}
+
+/// `v` as Rust's `{:?}` writes it (`185.0`, `7.3014444032e10` is written
+/// `73014444032.0`, `1e16`, `1.5e-5`): shortest round-trip digits, always
+/// valid JSON for finite `v`. Spelled out with `Display` and `LowerExp`
+/// because the page's release build compiles `Debug` formatting away
+/// (`-Zfmt-debug=none`, see README "Size").
+pub fn json_number(v: f64) -> String {
+    let magnitude = v.abs();
+    if magnitude != 0.0 && !(1e-4..1e16).contains(&magnitude) {
+        format!("{v:e}")
+    } else {
+        let s = v.to_string();
+        if s.contains('.') {
+            s
+        } else {
+            s + ".0"
+        }
+    }
 }
 
 /// An `<iframe>` that embeds the page at `url` (which should carry

@@ -205,3 +205,63 @@ async fn pinning_a_baseline_adds_its_column() {
         ("73.0".into(), "146.0".into(), "+73.0".into())
     );
 }
+
+/// The page reads numbers with the browser's conversion; on every decimal
+/// the syntax accepts it must give Rust's value, bit for bit. Random texts
+/// of up to 25 digits, exponents to ±350, and the awkward cases by hand.
+#[wasm_bindgen_test]
+fn browser_conversion_agrees_with_rust() {
+    use membudget::app::browser_to_f64;
+    use membudget::number::{read, std_to_f64};
+    let mut seed = 0x9E37_79B9_7F4A_7C15_u64;
+    let mut next = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let mut texts: Vec<String> = [
+        "7",
+        "0.124",
+        ".5",
+        "5.",
+        "1e3",
+        "-0",
+        "2.5E-2",
+        "9007199254740993",
+        "0.1000000000000000055511151231257827",
+        "2.2250738585072011e-308",
+        "4.9406564584124654e-324",
+        "1.7976931348623157e308",
+        "1e400",
+        "123456789012345678901234567890",
+    ]
+    .map(String::from)
+    .to_vec();
+    for _ in 0..5_000 {
+        let digit = |next: &mut dyn FnMut(u64) -> u64| char::from(b'0' + next(10) as u8);
+        let mut t = String::new();
+        if next(3) == 0 {
+            t.push('-');
+        }
+        for _ in 0..next(18) + 1 {
+            t.push(digit(&mut next));
+        }
+        if next(2) == 0 {
+            t.push('.');
+            for _ in 0..next(10) {
+                t.push(digit(&mut next));
+            }
+        }
+        if next(3) == 0 {
+            t += &format!("e{}", next(700) as i64 - 350);
+        }
+        texts.push(t);
+    }
+    for t in &texts {
+        let ours = read(t, browser_to_f64).map(f64::to_bits);
+        let rust = read(t, std_to_f64).map(f64::to_bits);
+        assert!(ours.is_some(), "{t} refused");
+        assert_eq!(ours, rust, "{t}");
+    }
+}

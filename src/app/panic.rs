@@ -6,7 +6,8 @@ use wasm_bindgen::JsCast;
 pub fn install_hook() {
     std::panic::set_hook(Box::new(|info| {
         console_error_panic_hook::hook(info);
-        show_banner(&info.to_string());
+        // The message alone: release builds leave out panic locations.
+        show_banner(info.payload_as_str().unwrap_or("an internal error"));
     }));
 }
 
