@@ -151,6 +151,8 @@ pub fn Calculator(
 
     let embed = move || state.0.read().embed;
     let lesson = move || state.0.read().mode == Mode::Lesson;
+    let in_lesson = cond(lesson);
+    let in_detailed = cond(move || !lesson());
     view! {
         <main class="membudget" class:embed=cond(embed)>
             <UrlNotices ignored=ignored />
@@ -166,32 +168,36 @@ pub fn Calculator(
                     <div class="full-only">
                         <ModeSwitch />
                     </div>
-                    <Show when=lesson>
+                    <div hidden=in_detailed>
                         <FieldControl field=Field::ModelSize />
-                    </Show>
+                    </div>
                     {Field::ALL[1..]
                         .iter()
                         .map(|&field| view! { <FieldControl field=field /> })
                         .collect_view()}
-                    <Show when=lesson fallback=|| view! { <DetailedControls /> }>
+                    <div hidden=in_detailed>
                         <MixedPrecisionToggle />
-                    </Show>
+                    </div>
+                    <div hidden=in_lesson>
+                        <DetailedControls />
+                    </div>
                     <div class="full-only">
                         <UnitSwitch />
                         <GpuFit />
-                        <Show when=lesson>
+                        <div hidden=in_detailed>
                             <PinBaseline />
-                        </Show>
+                        </div>
                     </div>
                 </section>
                 <section class="results" aria-label="Memory budget">
                     <BudgetChart />
-                    <Show
-                        when=lesson
-                        fallback=|| view! { <DetailedTable /> <ModelDifference /> }
-                    >
+                    <div hidden=in_detailed>
                         <BudgetTable />
-                    </Show>
+                    </div>
+                    <div hidden=in_lesson>
+                        <DetailedTable />
+                        <ModelDifference />
+                    </div>
                     <a class="embed-only open-full" target="_blank" rel="noopener" href=text(move || {
                         let mut s = *state.0.read();
                         s.embed = false;
@@ -200,10 +206,10 @@ pub fn Calculator(
                 </section>
             </div>
             <div class="full-only panels">
-                <Show when=lesson>
+                <div hidden=in_detailed>
                     <SweepPanel />
                     <Exercises />
-                </Show>
+                </div>
                 <ExportPanel />
             </div>
             <footer class="full-only">

@@ -6,7 +6,7 @@ use super::reactive::text;
 use super::State;
 use crate::budget::estimate;
 use crate::chart::{Bar, ChartSpec};
-use crate::state::{sweep, SweepAxis};
+use crate::state::{sweep, Mode, SweepAxis};
 use leptos::html::Canvas;
 use leptos::prelude::*;
 
@@ -34,8 +34,12 @@ pub fn SweepPanel() -> impl IntoView {
         let Some(canvas) = canvas_ref.get() else {
             return;
         };
-        super::canvas::mark("membudget:sweep-start");
         let s = *state.read();
+        // Hidden with the rest of the lesson's panels in detailed mode.
+        if s.mode != Mode::Lesson {
+            return;
+        }
+        super::canvas::mark("membudget:sweep-start");
         let field = s.sweep.field();
         let current = s.config.get(field) as u32;
         let mut points = sweep(&s.config, s.sweep);

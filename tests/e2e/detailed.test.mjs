@@ -26,15 +26,32 @@ async function setCount(page, id, value) {
 test('the page opens on the lesson, unchanged; the switch reveals the detailed model', async () => {
   const { page, context } = await open();
   assert.equal(await page.isChecked('#mode-lesson'), true);
-  assert.equal(await page.locator('#model-select').count(), 0);
+  assert.equal(await page.isVisible('#model-select'), false);
+  assert.equal(await page.isVisible('.detailed-table'), false);
   assert.equal(await page.textContent('tr[data-term="total"] td.gb'), '185.0');
   await page.check('#mode-detailed');
   await page.waitForSelector('#model-select');
   assert.match(page.url(), /mode=detailed&model=llama-2-7b/);
   assert.equal(await page.textContent('#param-count'), '6,738,415,616');
   assert.equal(await page.locator('tr[data-term="logits"]').count(), 1);
+  assert.equal(await page.isVisible('.detailed-table'), true);
+  assert.equal(await page.isVisible('#batch-input'), true);
+  for (const lessonOnly of ['#params-input', '#mixed-input', '#pin-baseline', '#sweep-chart', '#exercise-1']) {
+    assert.equal(await page.isVisible(lessonOnly), false, lessonOnly);
+  }
   await page.check('#mode-lesson');
+  assert.equal(await page.isVisible('#model-select'), false);
   assert.equal(await page.textContent('tr[data-term="total"] td.gb'), '185.0');
+  await context.close();
+});
+
+test('opened in detailed mode, switching to the lesson draws its sweep chart', async () => {
+  const { page, context } = await open('?mode=detailed');
+  assert.equal(await page.isVisible('#sweep-chart'), false);
+  await page.check('#mode-lesson');
+  // Sized to its box (not the 1 px of a hidden canvas) and drawn.
+  await page.waitForFunction(() => document.querySelector('#sweep-chart').width > 200);
+  assert.equal(await page.isVisible('#sweep-chart'), true);
   await context.close();
 });
 
@@ -79,7 +96,7 @@ test('ZeRO-3 on 8 GPUs divides parameters, gradients and optimizer state by 8', 
   }
   assert.match(page.url(), /dp=8&zero=3/);
   // The table shows the same, per GPU.
-  assert.equal(await page.textContent('tr[data-term="params"] td.gb'), (one.params / 8 / 1e9).toFixed(1));
+  assert.equal(await page.textContent('.detailed-table tr[data-term="params"] td.gb'), (one.params / 8 / 1e9).toFixed(1));
   await context.close();
 });
 

@@ -55,7 +55,7 @@ export async function openPage(browser, url, options = {}) {
   page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
   page.on('requestfailed', (r) => problems.push(`requestfailed: ${r.url()}`));
   await page.goto(url);
-  await page.waitForSelector('tr[data-term="total"] td.gb:not(:empty)');
+  await page.waitForSelector('tr[data-term="total"] td.gb:not(:empty):visible');
   return { page, problems, context };
 }
 

@@ -100,11 +100,11 @@ test('after one visit the page works offline (service worker)', async () => {
   await page.evaluate(() => navigator.serviceWorker.ready);
   // Load once under the worker's control so it caches every file.
   await page.reload();
-  await page.waitForSelector('tr[data-term="total"] td.gb:not(:empty)');
+  await page.waitForSelector('tr[data-term="total"] td.gb:not(:empty):visible');
   assert.ok(await page.evaluate(() => !!navigator.serviceWorker.controller), 'not controlled');
   await context.setOffline(true);
   await page.goto(server.base + '?batch=8');
-  await page.waitForSelector('tr[data-term="total"] td.gb:not(:empty)');
+  await page.waitForSelector('tr[data-term="total"] td.gb:not(:empty):visible');
   assert.deepEqual(await figures(page), ['14.0', '14.0', '28.0', '56.0', '146.0', '258.0']);
   await context.close();
 });

@@ -28,7 +28,7 @@ test('under its CSP the page requests nothing from another origin', async () => 
   const requests = [];
   page.on('request', (r) => requests.push(r.url()));
   await page.goto(server.base + '?gpu=80');
-  await page.waitForSelector('tr[data-term="total"] td.gb:not(:empty)');
+  await page.waitForSelector('tr[data-term="total"] td.gb:not(:empty):visible');
   const csp = await page.getAttribute('meta[http-equiv="Content-Security-Policy"]', 'content');
   assert.match(csp, /script-src 'self' 'wasm-unsafe-eval';/);
   assert.doesNotMatch(csp, /unsafe-inline/);
@@ -113,7 +113,7 @@ test('a panic shows a readable banner, not a blank page (debug build)', async ()
     assert.equal(await page.getAttribute('#panic-banner', 'role'), 'alert');
     // Without the trigger the debug build works as usual.
     await page.goto(debugServer.base + '?batch=8');
-    await page.waitForSelector('tr[data-term="total"] td.gb:not(:empty)');
+    await page.waitForSelector('tr[data-term="total"] td.gb:not(:empty):visible');
     assert.equal(await page.locator('#panic-banner').count(), 0);
   } finally {
     await context.close();

@@ -74,7 +74,7 @@ test('embed mode fits a 640x480 iframe without scrollbars', async () => {
   const hp = await host.newPage();
   await hp.setContent(`<iframe src="${server.base}?embed=1" width="640" height="480" style="border:0"></iframe>`);
   const frame = await (await hp.waitForSelector('iframe')).contentFrame();
-  await frame.waitForSelector('tr[data-term="total"] td.gb:not(:empty)');
+  await frame.waitForSelector('tr[data-term="total"] td.gb:not(:empty):visible');
   const inFrame = await frame.evaluate(() => {
     const d = document.documentElement;
     return d.scrollHeight <= d.clientHeight && d.scrollWidth <= d.clientWidth;
