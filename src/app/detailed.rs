@@ -63,7 +63,7 @@ fn choice(
     options: &'static [&'static str],
     get: GetIndex,
     set: SetIndex,
-) -> AnyView {
+) -> impl IntoView {
     let State(state) = super::context::<State>();
     view! {
         <label class="sub" for=id>{label}</label>
@@ -83,7 +83,6 @@ fn choice(
                 .collect_view()}
         </select>
     }
-    .into_any()
 }
 
 /// Index of `v` in `all` (0 when absent).
@@ -97,7 +96,7 @@ fn flag(
     label: &'static str,
     get: fn(&DetailedOptions) -> bool,
     set: fn(&mut DetailedOptions, bool),
-) -> AnyView {
+) -> impl IntoView {
     let State(state) = super::context::<State>();
     view! {
         <label class="sub check">
@@ -113,7 +112,6 @@ fn flag(
             {format!(" {label}")}
         </label>
     }
-    .into_any()
 }
 
 /// Reads a whole-number setting.
@@ -130,7 +128,7 @@ fn count(
     get: GetCount,
     set: SetCount,
     optional: bool,
-) -> AnyView {
+) -> impl IntoView {
     let State(state) = super::context::<State>();
     let message = RwSignal::new(None::<String>);
     view! {
@@ -167,7 +165,6 @@ fn count(
         />
         <p class="field-message" role="status">{text(move || message.get().unwrap_or_default())}</p>
     }
-    .into_any()
 }
 
 const PRECISIONS: [Precision; 3] = [Precision::Mixed, Precision::Bf16, Precision::Fp32];
