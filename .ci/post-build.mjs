@@ -4,7 +4,8 @@
 //    'self' 'wasm-unsafe-eval'). Fails the build if the policy is missing or
 //    any inline script is left.
 // 2. In release builds, minifies wasm-bindgen's JS glue with terser (8.0 KB
-//    of gzip become 6.0 KB) and updates its integrity hash.
+//    of gzip become 6.0 KB) and updates its integrity hash, and minifies the
+//    boot script and the service worker (classic scripts, no integrity hash).
 import fs from 'node:fs';
 import path from 'node:path';
 import crypto from 'node:crypto';
@@ -49,5 +50,10 @@ if (process.env.TRUNK_PROFILE === 'release') {
   }
   fs.writeFileSync(glueFile, small);
   html = html.replaceAll(sri(code), sri(small));
+  for (const script of ['boot.js', 'sw.js']) {
+    const scriptFile = path.join(dir, script);
+    const { code: min } = await minify(fs.readFileSync(scriptFile, 'utf8'), { compress: true, mangle: true });
+    fs.writeFileSync(scriptFile, min);
+  }
 }
 fs.writeFileSync(file, html);

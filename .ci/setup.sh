@@ -12,10 +12,11 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TRUNK_VERSION=0.21.14
 # The release wasm is built with this pinned nightly: -Zbuild-std compiles
 # the standard library with our size profile (opt-level "z", LTO with our
-# code) instead of linking the prebuilt one, and -Zlocation-detail=none /
-# -Zfmt-debug=none leave out panic locations and Debug formatting. 153 KB
-# of gzip become 136 KB; README "Size" has the figures. Everything else
-# (clippy, tests, the debug build) uses stable.
+# code) instead of linking the prebuilt one; -Zlocation-detail=none and
+# -Zfmt-debug=none leave out panic locations and Debug formatting; and
+# -Cpanic=immediate-abort leaves out the panic machinery (a release panic
+# aborts, and assets/boot.js shows the banner). README "Size" has the
+# figures. Everything else (clippy, tests, the debug build) uses stable.
 RELEASE_TOOLCHAIN=nightly-2026-10-30
 export PATH="$HOME/.cargo/bin:$REPO/node_modules/.bin:$PATH"
 export TRUNK_SKIP_VERSION_CHECK=true
@@ -80,7 +81,7 @@ setup_build() {
 release_trunk() {
   RUSTUP_TOOLCHAIN="$RELEASE_TOOLCHAIN" \
   CARGO_UNSTABLE_BUILD_STD=std,panic_abort \
-  CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="-Zlocation-detail=none -Zfmt-debug=none" \
+  CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="-Zlocation-detail=none -Zfmt-debug=none -Zunstable-options -Cpanic=immediate-abort" \
     trunk "$@"
 }
 

@@ -66,8 +66,10 @@ impl ChartStyle {
             RGBColor(0x22, 0x22, 0x22)
         }
     }
+    /// The family is given as `FontFamily::SansSerif`, not `"sans-serif"`:
+    /// parsing the name lowercases it with Unicode tables (2 KB of wasm).
     fn font(&self, css_px: f64) -> TextStyle<'static> {
-        ("sans-serif", css_px * self.scale)
+        (FontFamily::SansSerif, css_px * self.scale)
             .into_font()
             .color(&self.foreground())
     }

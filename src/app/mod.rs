@@ -51,31 +51,12 @@ pub struct BaselineBudget(pub Memo<Option<Breakdown>>);
 #[derive(Clone, Copy)]
 pub struct DetailedBudget(pub Memo<Result<DetailedBreakdown, DetailedError>>);
 
-/// Installs the panic banner, mounts [`App`] on `<body>`, and registers the
-/// service worker that keeps the page working offline after a first visit.
+/// Installs the panic banner and mounts [`App`] on `<body>`. (The service
+/// worker that keeps the page working offline is registered by
+/// `assets/boot.js`, before the wasm loads.)
 pub fn start() {
     panic::install_hook();
     mount_to_body(App);
-    register_service_worker();
-}
-
-/// Registers `sw.js` where the browser offers service workers; where it
-/// does not (file://, some private modes) or refuses, the page simply works
-/// online only.
-fn register_service_worker() {
-    let Some(window) = web_sys::window() else {
-        return;
-    };
-    let navigator = window.navigator();
-    let offered = js_sys::Reflect::get(&navigator, &"serviceWorker".into())
-        .is_ok_and(|v| !v.is_undefined() && !v.is_null());
-    if offered {
-        let registration = navigator.service_worker().register("sw.js");
-        leptos::task::spawn_local(async move {
-            // The outcome is not needed; awaiting it handles a refusal.
-            let _ = wasm_bindgen_futures::JsFuture::from(registration).await;
-        });
-    }
 }
 
 /// The calculator's shared value of type `T`. Like `expect_context`, but

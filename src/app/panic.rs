@@ -1,8 +1,13 @@
 //! A panic shows a readable banner instead of leaving a blank page.
+//!
+//! Release builds abort on a panic without running any hook
+//! (`-Cpanic=immediate-abort`, see `.ci/setup.sh`): there the banner comes
+//! from `assets/boot.js`, which sees the wasm trap. Everywhere else this
+//! hook shows it, with the panic's message.
 
-use wasm_bindgen::JsCast;
-
-/// Logs panics to the console and shows them in a banner at the top of the page.
+/// Logs panics to the console and shows them in a banner at the top of the
+/// page. Compiled out where no hook can run.
+#[cfg(not(panic = "immediate-abort"))]
 pub fn install_hook() {
     std::panic::set_hook(Box::new(|info| {
         console_error_panic_hook::hook(info);
@@ -11,7 +16,12 @@ pub fn install_hook() {
     }));
 }
 
+/// Where panics abort at once, a hook would never run.
+#[cfg(panic = "immediate-abort")]
+pub fn install_hook() {}
+
 /// Puts the message in a `role="alert"` banner; plain text, never HTML.
+#[cfg(not(panic = "immediate-abort"))]
 fn show_banner(message: &str) {
     let Some(doc) = web_sys::window().and_then(|w| w.document()) else {
         return;
@@ -25,7 +35,7 @@ fn show_banner(message: &str) {
     banner.set_text_content(Some(&format!(
         "Something went wrong and the calculator stopped: {message}. Reload the page to start again."
     )));
-    if let Ok(node) = banner.dyn_into::<web_sys::Node>() {
+    if let Ok(node) = wasm_bindgen::JsCast::dyn_into::<web_sys::Node>(banner) {
         let _ = body.insert_before(&node, body.first_child().as_ref());
     }
 }

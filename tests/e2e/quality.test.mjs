@@ -121,6 +121,48 @@ test('a panic shows a readable banner, not a blank page (debug build)', async ()
   }
 });
 
+test('release build: a wasm that stops or fails to load leaves a banner, not a dead page', async () => {
+  // A broken download: the same dist/ with its wasm replaced by garbage.
+  const broken = fs.mkdtempSync(path.join(repo, 'target', 'dist-broken-'));
+  for (const name of fs.readdirSync(dist)) fs.copyFileSync(path.join(dist, name), path.join(broken, name));
+  const wasm = fs.readdirSync(broken).find((f) => f.endsWith('.wasm'));
+  fs.writeFileSync(path.join(broken, wasm), Buffer.from('not a wasm module'));
+  const brokenServer = await startServer(broken);
+  const context = await browser.newContext();
+  try {
+    const page = await context.newPage();
+    await page.goto(brokenServer.base);
+    const banner = await page.waitForSelector('#panic-banner');
+    assert.match(await banner.textContent(), /^Something went wrong and the calculator stopped \(.+\)\. Reload the page/);
+    assert.equal(await page.getAttribute('#panic-banner', 'role'), 'alert');
+
+    // A release panic aborts: the page sees a WebAssembly.RuntimeError, thrown
+    // from an event handler (an error event) or a task (a rejection).
+    for (const how of ['error', 'rejection']) {
+      const { page: live, context: c } = await openPage(browser, server.base);
+      assert.equal(await live.locator('#panic-banner').count(), 0);
+      await live.evaluate((how) => {
+        const trap = new WebAssembly.RuntimeError('unreachable');
+        if (how === 'error') setTimeout(() => { throw trap; });
+        else Promise.reject(trap);
+      }, how);
+      const text = await (await live.waitForSelector('#panic-banner')).textContent();
+      assert.match(text, /stopped \(RuntimeError: unreachable\)/, how);
+      await c.close();
+    }
+    // Other errors (not from the wasm or its loader) are not the calculator stopping.
+    const { page: calm, context: c2 } = await openPage(browser, server.base);
+    await calm.evaluate(() => { setTimeout(() => { throw new Error('someone else'); }); });
+    await calm.waitForTimeout(100);
+    assert.equal(await calm.locator('#panic-banner').count(), 0);
+    await c2.close();
+  } finally {
+    await context.close();
+    brokenServer.close();
+    fs.rmSync(broken, { recursive: true, force: true });
+  }
+});
+
 test('the shipped bytes stay within the size budget in the repo', () => {
   const budget = JSON.parse(fs.readFileSync(path.join(repo, '.ci', 'size-budget.json'), 'utf8'));
   let gzip = 0;

@@ -1,0 +1,44 @@
+// What runs before the wasm loads (a classic script in <head>, so it runs
+// before the module that loads the wasm):
+// 1. The service worker that keeps the page working offline after a first
+//    visit (where the browser offers one; where it refuses, e.g. on file://,
+//    the page simply works online only).
+// 2. A guard: if the calculator stops, say so instead of leaving a dead or
+//    blank page. It catches what the wasm cannot report itself:
+//    - a panic in a release build, which aborts at once
+//      (`-Cpanic=immediate-abort` keeps the panic machinery out of the wasm)
+//      and reaches the page as a WebAssembly.RuntimeError;
+//    - the wasm failing to download, compile or start.
+//    Debug builds report panics from Rust, with the message, in the same banner.
+(function () {
+  if ('serviceWorker' in navigator) {
+    navigator.serviceWorker.register('sw.js').catch(function () {});
+  }
+
+  function show(detail) {
+    if (document.getElementById('panic-banner')) return;
+    var banner = document.createElement('div');
+    banner.id = 'panic-banner';
+    banner.setAttribute('role', 'alert');
+    banner.textContent = 'Something went wrong and the calculator stopped (' + detail +
+      '). Reload the page to start again.';
+    var body = document.body;
+    if (body) body.insertBefore(banner, body.firstChild);
+    else addEventListener('DOMContentLoaded', function () { show(detail); });
+  }
+  function fromWasm(error) {
+    return error instanceof WebAssembly.RuntimeError || error instanceof WebAssembly.CompileError ||
+      error instanceof WebAssembly.LinkError;
+  }
+  addEventListener('error', function (event) {
+    var error = event.error;
+    // Errors from the wasm, or anything thrown while the loader starts it.
+    if (fromWasm(error) || /\/(loader|membudget)-[0-9a-f]+\.js$/.test(event.filename || '')) {
+      show(error ? error.name + ': ' + error.message : event.message);
+    }
+  });
+  addEventListener('unhandledrejection', function (event) {
+    var error = event.reason;
+    if (fromWasm(error)) show(error.name + ': ' + error.message);
+  });
+})();
