@@ -13,10 +13,15 @@ wasm_bindgen_test_configure!(run_in_browser);
 
 /// Lets Leptos's effects and the browser run.
 async fn settle() {
+    wait_ms(30).await;
+}
+
+/// Waits `ms` milliseconds.
+async fn wait_ms(ms: i32) {
     let promise = js_sys::Promise::new(&mut |resolve, _| {
         web_sys::window()
             .unwrap()
-            .set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 30)
+            .set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms)
             .unwrap();
     });
     wasm_bindgen_futures::JsFuture::from(promise).await.unwrap();
@@ -177,7 +182,9 @@ async fn app_reads_its_configuration_from_the_address() {
         all_gb(&root),
         ["28.0", "28.0", "0.0", "56.0", "292.1", "404.1"]
     );
-    // And writes its state back, in the codec's canonical form.
+    // And writes its state back, in the codec's canonical form (at most
+    // every 100 ms).
+    wait_ms(150).await;
     let search = web_sys::window().unwrap().location().search().unwrap();
     assert_eq!(
         search,

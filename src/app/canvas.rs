@@ -11,31 +11,37 @@ use plotters::prelude::IntoDrawingArea;
 use plotters_canvas::CanvasBackend;
 use wasm_bindgen::prelude::*;
 
-/// Bumped whenever every chart must be redrawn (window resized, light/dark
-/// switched); charts track it.
+/// Bumped when the screen's pixel density may have changed (the window
+/// was resized or zoomed); charts track it.
 #[derive(Clone, Copy)]
 pub struct Redraw(pub RwSignal<u32>);
 
-fn dark_query() -> Option<web_sys::MediaQueryList> {
-    web_sys::window()?
-        .match_media("(prefers-color-scheme: dark)")
-        .ok()
-        .flatten()
-}
+/// Whether the reader's system asks for dark colours, kept current by a
+/// listener (asking on every draw costs a `matchMedia` call).
+#[derive(Clone, Copy)]
+pub struct Dark(pub RwSignal<bool>);
 
-/// Provides [`Redraw`], bumped on window resize and colour-scheme change.
+/// Provides [`Redraw`], bumped on window resize, and [`Dark`].
 pub fn provide_redraw() {
     let redraw = Redraw(RwSignal::new(0));
-    let bump = move || redraw.0.update(|n| *n = n.wrapping_add(1));
-    let handle = window_event_listener(leptos::ev::resize, move |_| bump());
+    let handle = window_event_listener(leptos::ev::resize, move |_| {
+        redraw.0.update(|n| *n = n.wrapping_add(1))
+    });
     on_cleanup(move || handle.remove());
-    if let Some(query) = dark_query() {
-        let listener = Closure::<dyn Fn()>::new(bump);
+    let dark = Dark(RwSignal::new(false));
+    let query = web_sys::window()
+        .and_then(|w| w.match_media("(prefers-color-scheme: dark)").ok().flatten());
+    if let Some(query) = query {
+        dark.0.set(query.matches());
+        let listener = Closure::<dyn Fn(web_sys::MediaQueryListEvent)>::new(
+            move |e: web_sys::MediaQueryListEvent| dark.0.set(e.matches()),
+        );
         let _ = query.add_event_listener_with_callback("change", listener.as_ref().unchecked_ref());
         // Lives as long as the page: one listener per mounted calculator.
         listener.forget();
     }
     provide_context(redraw);
+    provide_context(dark);
 }
 
 /// Records a performance mark (`membudget:budget-drawn` …) for the benchmark.
@@ -45,27 +51,90 @@ pub fn mark(name: &str) {
     }
 }
 
-/// Sizes `canvas` to its box at the screen's pixel density (crisp on
-/// high-DPI screens) and draws `spec` on it in the reader's colour scheme.
-pub fn paint(canvas: &web_sys::HtmlCanvasElement, spec: &ChartSpec, name: &str) {
-    let scale = web_sys::window()
-        .map_or(1.0, |w| w.device_pixel_ratio())
-        .max(1.0);
-    let css_w = f64::from(canvas.client_width().max(1));
-    let css_h = f64::from(canvas.client_height().max(1));
-    canvas.set_width((css_w * scale).round() as u32);
-    canvas.set_height((css_h * scale).round() as u32);
-    let Some(backend) = CanvasBackend::with_canvas_object(canvas.clone()) else {
-        return;
-    };
-    let style = ChartStyle {
-        scale,
-        dark: dark_query().is_some_and(|q| q.matches()),
-    };
-    if let Err(e) = draw(&backend.into_drawing_area(), spec, &style) {
-        leptos::logging::error!("chart: {e}");
+/// A chart's `<canvas>`: the element once mounted, and the size of its box
+/// in CSS pixels, kept current by a `ResizeObserver`. Reading `clientWidth`
+/// on every draw instead forced the browser to lay the page out each time
+/// (0.8 ms of every slider input); the observer also notices a box that
+/// changes without a window resize (a scrollbar appearing, a hidden panel
+/// shown).
+#[derive(Clone, Copy)]
+pub struct ChartCanvas {
+    /// Goes on the `<canvas>`.
+    pub node: NodeRef<Canvas>,
+    size: RwSignal<(f64, f64)>,
+}
+
+impl ChartCanvas {
+    /// Observes the canvas once it is mounted.
+    pub fn new() -> Self {
+        let node = NodeRef::<Canvas>::new();
+        let size = RwSignal::new((0.0, 0.0));
+        node.on_load(move |canvas| {
+            let on_resize = Closure::<dyn Fn(js_sys::Array)>::new(move |entries: js_sys::Array| {
+                if let Ok(entry) = entries.get(0).dyn_into::<web_sys::ResizeObserverEntry>() {
+                    let rect = entry.content_rect();
+                    let new = (rect.width(), rect.height());
+                    if size.get_untracked() != new {
+                        size.set(new);
+                    }
+                }
+            });
+            if let Ok(observer) = web_sys::ResizeObserver::new(on_resize.as_ref().unchecked_ref()) {
+                observer.observe(&canvas);
+            }
+            // Lives as long as the page, like the canvas.
+            on_resize.forget();
+        });
+        Self { node, size }
     }
-    mark(&format!("membudget:{name}-drawn"));
+
+    /// Sizes the canvas to its box at the screen's pixel density (crisp on
+    /// high-DPI screens) and draws `spec` in the reader's colour scheme;
+    /// records `membudget:{name}-drawn`. Tracks the box size, the pixel
+    /// density and the colour scheme; draws nothing while the canvas is
+    /// hidden (a zero-size box) or not mounted.
+    pub fn paint(&self, spec: &ChartSpec, name: &str) {
+        super::context::<Redraw>().0.track();
+        let dark = super::context::<Dark>().0.get();
+        let Some(canvas) = self.node.get() else {
+            return;
+        };
+        let (mut css_w, mut css_h) = self.size.get();
+        if (css_w, css_h) == (0.0, 0.0) {
+            // Before the observer's first report (the first draw, straight
+            // after mounting): measure once, so the chart is not a frame late.
+            (css_w, css_h) = (
+                f64::from(canvas.client_width()),
+                f64::from(canvas.client_height()),
+            );
+            self.size.update_untracked(|s| *s = (css_w, css_h));
+        }
+        if css_w < 1.0 || css_h < 1.0 {
+            return;
+        }
+        let scale = web_sys::window()
+            .map_or(1.0, |w| w.device_pixel_ratio())
+            .max(1.0);
+        // Resizing a canvas reallocates and clears it: only when its box changed.
+        let (w, h) = (
+            (css_w * scale).round() as u32,
+            (css_h * scale).round() as u32,
+        );
+        if canvas.width() != w {
+            canvas.set_width(w);
+        }
+        if canvas.height() != h {
+            canvas.set_height(h);
+        }
+        let Some(backend) = CanvasBackend::with_canvas_object(canvas) else {
+            return;
+        };
+        let style = ChartStyle { scale, dark };
+        if let Err(e) = draw(&backend.into_drawing_area(), spec, &style) {
+            leptos::logging::error!("chart: {e}");
+        }
+        mark(&format!("membudget:{name}-drawn"));
+    }
 }
 
 /// The main chart: the current budget as one stacked bar, the pinned
@@ -75,15 +144,10 @@ pub fn BudgetChart() -> impl IntoView {
     let Budget(budget) = super::context::<Budget>();
     let BaselineBudget(baseline) = super::context::<BaselineBudget>();
     let State(state) = super::context::<State>();
-    let Redraw(redraw) = super::context::<Redraw>();
-    let canvas_ref = NodeRef::<Canvas>::new();
+    let chart = ChartCanvas::new();
 
     let DetailedBudget(detailed) = super::context::<DetailedBudget>();
     Effect::new(move |_| {
-        redraw.track();
-        let Some(canvas) = canvas_ref.get() else {
-            return;
-        };
         let s = *state.read();
         let mut bars = Vec::with_capacity(2);
         match s.mode {
@@ -111,7 +175,7 @@ pub fn BudgetChart() -> impl IntoView {
             capacity_bytes: s.gpu.map(|g| g.bytes()),
             marked: None,
         };
-        paint(&canvas, &spec, "budget");
+        chart.paint(&spec, "budget");
     });
 
     let label = move || {
@@ -139,7 +203,7 @@ pub fn BudgetChart() -> impl IntoView {
     };
     view! {
         <div class="chart">
-            <canvas node_ref=canvas_ref id="budget-chart" role="img" aria-label=text(label)></canvas>
+            <canvas node_ref=chart.node id="budget-chart" role="img" aria-label=text(label)></canvas>
         </div>
     }
 }

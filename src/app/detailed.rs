@@ -299,6 +299,8 @@ pub fn DetailedTable() -> impl IntoView {
     let DetailedBudget(detailed) = super::context::<DetailedBudget>();
     let State(state) = super::context::<State>();
     let unit = move || state.read().unit;
+    // Hidden in lesson mode: computes nothing there.
+    let shown = move || state.read().mode == Mode::Detailed;
     let colour = |key: &str| match key {
         "params" => term_colour_hex(Term::Params),
         "grads" => term_colour_hex(Term::Grads),
@@ -313,6 +315,9 @@ pub fn DetailedTable() -> impl IntoView {
     };
     let rows = DETAILED_ROWS.iter().enumerate().map(|(i, &(label, key))| {
         let figure = move || {
+            if !shown() {
+                return String::new();
+            }
             detailed
                 .get()
                 .map(|b| format!("{:.1}", unit().of(detailed_rows(&b)[i].bytes)))
@@ -331,12 +336,13 @@ pub fn DetailedTable() -> impl IntoView {
     });
     view! {
         <p class="dominant-sentence" aria-live="polite" id="detailed-sentence">
-            {text(move || match detailed.get() {
-                Ok(b) => {
+            {text(move || match shown().then(|| detailed.get()) {
+                None => String::new(),
+                Some(Ok(b)) => {
                     let u = unit();
                     format!("Per GPU: {:.1} {} in all", u.of(b.total), u.label())
                 }
-                Err(e) => format!("This configuration cannot be computed: {e}."),
+                Some(Err(e)) => format!("This configuration cannot be computed: {e}."),
             })}
         </p>
         <table class="budget detailed-table">
@@ -359,6 +365,9 @@ pub fn ModelDifference() -> impl IntoView {
     let DetailedBudget(detailed) = super::context::<DetailedBudget>();
     let State(state) = super::context::<State>();
     let explanation = move || {
+        if state.read().mode != Mode::Detailed {
+            return None;
+        }
         let d: DetailedBreakdown = detailed.get().ok()?;
         let l = crate::budget::estimate(&state.read().lesson_for_detailed()).ok()?;
         let u = state.read().unit;

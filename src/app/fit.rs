@@ -96,7 +96,11 @@ pub fn GpuFit() -> impl IntoView {
             )
         })
     };
+    // Each mode's lines are hidden in the other, and compute nothing there.
     let largest = move |field: Field| {
+        if detailed_mode() {
+            return None;
+        }
         let (g, u) = (gpu()?, unit());
         let cfg = state.read().config;
         Some(match max_fitting(&cfg, field, g.bytes()) {
@@ -114,6 +118,9 @@ pub fn GpuFit() -> impl IntoView {
     };
 
     let largest_micro = move || {
+        if !detailed_mode() {
+            return None;
+        }
         let g = gpu()?;
         let cfg = state.read().detailed_config();
         Some(match max_micro_batch(&cfg, g.bytes()) {

@@ -118,16 +118,32 @@ pub fn Calculator(
     provide_context(detailed);
     canvas::provide_redraw();
 
-    // Keep the address bar in step, without adding history entries.
+    // Keep the address bar in step, without adding history entries: after
+    // the chart is drawn, and at most every 100 ms while a slider moves
+    // (a history change costs about a millisecond, and Chrome ignores more
+    // than 200 of them in 10 s). The write takes the state at its time, so
+    // the last change always lands.
+    let url_pending = StoredValue::new(false);
     Effect::new(move |_| {
-        let query = encode(&state.0.read());
-        if let Some(history) = web_sys::window().and_then(|w| w.history().ok()) {
-            let _ = history.replace_state_with_url(
-                &wasm_bindgen::JsValue::NULL,
-                "",
-                Some(&format!("?{query}")),
-            );
+        state.0.track();
+        if url_pending.get_value() {
+            return;
         }
+        url_pending.set_value(true);
+        set_timeout(
+            move || {
+                url_pending.set_value(false);
+                let query = encode(&state.0.get_untracked());
+                if let Some(history) = web_sys::window().and_then(|w| w.history().ok()) {
+                    let _ = history.replace_state_with_url(
+                        &wasm_bindgen::JsValue::NULL,
+                        "",
+                        Some(&format!("?{query}")),
+                    );
+                }
+            },
+            std::time::Duration::from_millis(100),
+        );
     });
 
     let embed = move || state.0.read().embed;

@@ -1,13 +1,12 @@
 //! The sweep chart: every term against batch size (or sequence length).
 
-use super::canvas::{paint, Redraw};
+use super::canvas::ChartCanvas;
 use super::controls::radio;
 use super::reactive::text;
 use super::State;
 use crate::budget::estimate;
 use crate::chart::{Bar, ChartSpec};
 use crate::state::{sweep, Mode, SweepAxis};
-use leptos::html::Canvas;
 use leptos::prelude::*;
 
 /// `1k` for 1024, `128k` for 131072, the number itself otherwise.
@@ -25,15 +24,10 @@ fn short(v: u32) -> String {
 #[component]
 pub fn SweepPanel() -> impl IntoView {
     let State(state) = super::context::<State>();
-    let Redraw(redraw) = super::context::<Redraw>();
-    let canvas_ref = NodeRef::<Canvas>::new();
+    let chart = ChartCanvas::new();
     let axis = move || state.read().sweep;
 
     Effect::new(move |_| {
-        redraw.track();
-        let Some(canvas) = canvas_ref.get() else {
-            return;
-        };
         let s = *state.read();
         // Hidden with the rest of the lesson's panels in detailed mode.
         if s.mode != Mode::Lesson {
@@ -60,7 +54,7 @@ pub fn SweepPanel() -> impl IntoView {
             marked: points.iter().position(|(v, _)| *v == current),
             legend: None,
         };
-        paint(&canvas, &spec, "sweep");
+        chart.paint(&spec, "sweep");
     });
 
     let option = |a: SweepAxis, text: &str| {
@@ -87,7 +81,7 @@ pub fn SweepPanel() -> impl IntoView {
             </div>
             <div class="chart sweep-chart">
                 <canvas
-                    node_ref=canvas_ref
+                    node_ref=chart.node
                     id="sweep-chart"
                     role="img"
                     aria-label=text(move || {

@@ -2,7 +2,7 @@
 // view, lesson beside it), driven in Chromium.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launch, openPage, chart } from './harness.mjs';
+import { startServer, launch, openPage, chart, urlMatches, urlLacks } from './harness.mjs';
 
 let server, browser;
 before(async () => { server = await startServer(); browser = await launch(); });
@@ -31,7 +31,7 @@ test('the page opens on the lesson, unchanged; the switch reveals the detailed m
   assert.equal(await page.textContent('tr[data-term="total"] td.gb'), '185.0');
   await page.check('#mode-detailed');
   await page.waitForSelector('#model-select');
-  assert.match(page.url(), /mode=detailed&model=llama-2-7b/);
+  await urlMatches(page, /mode=detailed&model=llama-2-7b/);
   assert.equal(await page.textContent('#param-count'), '6,738,415,616');
   assert.equal(await page.locator('tr[data-term="logits"]').count(), 1);
   assert.equal(await page.isVisible('.detailed-table'), true);
@@ -63,11 +63,11 @@ test('picking a preset fills the shape and shows its parameter count', async () 
   assert.equal(await page.inputValue('#hidden-input'), '768');
   await page.selectOption('#model-select', 'llama-3.1-8b');
   assert.equal(await page.textContent('#param-count'), '8,030,261,248');
-  assert.match(page.url(), /model=llama-3\.1-8b/);
+  await urlMatches(page, /model=llama-3\.1-8b/);
   // Changing a dimension makes it a custom model, kept in the address.
   await setCount(page, 'ffn-input', 10000);
   assert.equal(await page.inputValue('#model-select'), 'custom');
-  assert.match(page.url(), /arch=llama&heads=32&kv=8&ffn=10000/);
+  await urlMatches(page, /arch=llama&heads=32&kv=8&ffn=10000/);
   await context.close();
 });
 
@@ -81,7 +81,7 @@ test('flash attention at a long sequence cuts the activations', async () => {
   assert.ok(flash.activations < eager.activations / 4, `${flash.activations} vs ${eager.activations}`);
   assert.equal(flash.params, eager.params);
   assert.notEqual(await chart(page), before);
-  assert.match(page.url(), /attn=flash/);
+  await urlMatches(page, /attn=flash/);
   await context.close();
 });
 
@@ -94,7 +94,7 @@ test('ZeRO-3 on 8 GPUs divides parameters, gradients and optimizer state by 8', 
   for (const k of ['params', 'grads', 'master_weights', 'optimizer_state']) {
     assert.equal(eight[k], one[k] / 8, k);
   }
-  assert.match(page.url(), /dp=8&zero=3/);
+  await urlMatches(page, /dp=8&zero=3/);
   // The table shows the same, per GPU.
   assert.equal(await page.textContent('.detailed-table tr[data-term="params"] td.gb'), (one.params / 8 / 1e9).toFixed(1));
   await context.close();
@@ -112,7 +112,7 @@ test('the lesson beside the detailed model, with what differs and why', async ()
   const { page, context } = await open('?mode=detailed&model=llama-2-7b&gpu=80');
   const before = await chart(page);
   await page.check('#both-input');
-  assert.match(page.url(), /both=1/);
+  await urlMatches(page, /both=1/);
   const text = await page.textContent('#model-difference');
   assert.match(text, /already bytes at 16 bits/);
   assert.match(text, /attention scores/);

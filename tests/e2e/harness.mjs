@@ -59,6 +59,17 @@ export async function openPage(browser, url, options = {}) {
   return { page, problems, context };
 }
 
+/** Waits until the address matches `re` (the page writes it at most every
+ *  100 ms, after the chart is drawn); fails after 2 s. */
+export async function urlMatches(page, re) {
+  await page.waitForFunction((src) => new RegExp(src).test(location.href), re.source, { timeout: 2000 });
+}
+
+/** Waits until the address no longer matches `re`. */
+export async function urlLacks(page, re) {
+  await page.waitForFunction((src) => !new RegExp(src).test(location.href), re.source, { timeout: 2000 });
+}
+
 const terms = ['params', 'grads', 'master_weights', 'optimizer_state', 'activations', 'total'];
 
 /** The table's current figures, Parameters … Total. */

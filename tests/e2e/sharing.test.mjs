@@ -2,7 +2,7 @@
 // export, and hostile links, against the built page in Chromium.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launch, openPage, figures, chart } from './harness.mjs';
+import { startServer, launch, openPage, figures, chart, urlMatches, urlLacks } from './harness.mjs';
 
 let server, browser;
 before(async () => { server = await startServer(); browser = await launch(); });
@@ -26,7 +26,7 @@ test('moving a slider updates the address without adding history', async () => {
   await page.focus('#batch-slider');
   await page.keyboard.press('ArrowRight');
   await page.waitForFunction(() => location.search.includes('batch=8'));
-  assert.match(page.url(), /\?params=7&batch=8&seq=2048&hidden=4096&layers=32&mixed=1$/);
+  await urlMatches(page, /\?params=7&batch=8&seq=2048&hidden=4096&layers=32&mixed=1$/);
   assert.equal(await page.evaluate(() => history.length), historyBefore);
   // The copied address reopens the same view.
   const again = await open(new URL(page.url()).search);
@@ -48,13 +48,13 @@ test('pin a baseline, change, compare; clear with one click', async () => {
   assert.equal(await page.textContent(`${row} td.change`), '+73.0');
   assert.equal(await page.textContent('tr[data-term="params"] td.change'), '0.0');
   assert.match(await page.getAttribute(row, 'class'), /largest-change/);
-  assert.match(page.url(), /base=7%2C4%2C2048%2C4096%2C32%2C1/);
+  await urlMatches(page, /base=7%2C4%2C2048%2C4096%2C32%2C1/);
   assert.notEqual(await chart(page), chartBefore);
   await page.click('#clear-baseline');
   // The columns and the button stay in the page, hidden (so the table keeps one shape).
   assert.equal(await page.locator('td.baseline:visible, td.change:visible, th:visible:text("Baseline")').count(), 0);
   assert.equal(await page.isVisible('#clear-baseline'), false);
-  assert.doesNotMatch(page.url(), /base=/);
+  await urlLacks(page, /base=/);
   await context.close();
 });
 
@@ -93,7 +93,7 @@ test('GPU fit: capacity, verdict, largest batch; GiB switch converts honestly', 
   assert.equal(await page.textContent('#fit-verdict'), 'Fits: 185.0 of 206.2 GB used, 21.1 GB to spare.');
   assert.equal(await page.textContent('#fit-batch'), 'Largest batch that fits: 5');
   assert.match(await page.textContent('#fit-seq'), /^Largest sequence length that fits: \d+$/);
-  assert.match(page.url(), /gpu=192gib/);
+  await urlMatches(page, /gpu=192gib/);
   await page.check('#unit-gib');
   assert.equal(await page.textContent('tr[data-term="total"] td.gb'), '172.3');
   assert.equal(await page.textContent('#fit-verdict'), 'Fits: 172.3 of 192.0 GiB used, 19.7 GiB to spare.');
@@ -103,7 +103,7 @@ test('GPU fit: capacity, verdict, largest batch; GiB switch converts honestly', 
   assert.equal(await page.isVisible('#gpu-custom'), true);
   await page.fill('#gpu-custom', '300');
   await page.press('#gpu-custom', 'Enter');
-  assert.match(page.url(), /gpu=300gib/);
+  await urlMatches(page, /gpu=300gib/);
   await context.close();
 });
 
@@ -145,7 +145,7 @@ test('the sweep switches to sequence length and redraws', async () => {
   const { page, context } = await open();
   const before = await page.evaluate(() => document.querySelector('#sweep-chart').toDataURL());
   await page.check('#sweep-seq');
-  assert.match(page.url(), /sweep=seq/);
+  await urlMatches(page, /sweep=seq/);
   assert.equal(await page.textContent('#sweep-title'), 'How the budget grows with sequence length');
   assert.notEqual(await page.evaluate(() => document.querySelector('#sweep-chart').toDataURL()), before);
   await context.close();
