@@ -215,8 +215,8 @@ impl Field {
     pub fn from_slider(self, pos: f64) -> f64 {
         let raw = match self.scale() {
             Scale::Linear => pos.round(),
-            Scale::Log2 => pos.round().exp2(),
-            Scale::Log10 => round_significant(10f64.powf(pos), 2),
+            Scale::Log2 => 2f64.powi(pos.round().clamp(-1000.0, 1000.0) as i32),
+            Scale::Log10 => pow10_two_digits(pos),
         };
         self.clamp(raw)
     }
@@ -237,17 +237,29 @@ impl Field {
     }
 }
 
-/// `x` rounded to `digits` significant decimal digits (finite, positive x).
-fn round_significant(x: f64, digits: i32) -> f64 {
-    if !(x.is_finite() && x > 0.0) {
-        return x;
+/// `10^pos` rounded to two significant digits, as
+/// `round_significant(10f64.powf(pos), 2)` gives it on every position the
+/// slider can take (tested), but with `log10` alone: in the wasm, `powf`
+/// and its tables cost 3 KB of gzip. The mantissa is the `m / 10`
+/// (`m` in 10…99, or 100 for the next power of ten) whose rounding
+/// interval `[m − ½, m + ½) / 10` holds `10^(pos − ⌊pos⌋)`.
+fn pow10_two_digits(pos: f64) -> f64 {
+    if !pos.is_finite() {
+        return f64::NAN;
     }
-    let exp = x.log10().floor() as i32 - (digits - 1);
-    if exp >= 0 {
-        (x / 10f64.powi(exp)).round() * 10f64.powi(exp)
+    let k = pos.floor();
+    let fraction = pos - k;
+    let m = (11..=100)
+        .rev()
+        .find(|&m| ((f64::from(m) - 0.5) / 10.0).log10() <= fraction)
+        .unwrap_or(10);
+    // m × 10^(k − 1), dividing by the inverse below 1 (so 0.12 is the f64
+    // nearest 0.12, as `round_significant` makes it).
+    let e = (k as i32).saturating_sub(1);
+    if e >= 0 {
+        f64::from(m) * 10f64.powi(e)
     } else {
-        // Divide by the inverse so that 0.12 comes out as the f64 nearest 0.12.
-        (x * 10f64.powi(-exp)).round() / 10f64.powi(-exp)
+        f64::from(m) / 10f64.powi(-e)
     }
 }
 
@@ -805,6 +817,37 @@ mod tests {
             ..TrainingConfig::default()
         };
         assert_eq!(estimate(&nan).unwrap_err().kind, ErrorKind::NotANumber);
+    }
+
+    /// `x` rounded to `digits` significant decimal digits (finite, positive
+    /// x): the reference for `pow10_two_digits`.
+    fn round_significant(x: f64, digits: i32) -> f64 {
+        if !(x.is_finite() && x > 0.0) {
+            return x;
+        }
+        let exp = x.log10().floor() as i32 - (digits - 1);
+        if exp >= 0 {
+            (x / 10f64.powi(exp)).round() * 10f64.powi(exp)
+        } else {
+            // Divide by the inverse so that 0.12 comes out as the f64 nearest 0.12.
+            (x * 10f64.powi(-exp)).round() / 10f64.powi(-exp)
+        }
+    }
+
+    /// Every position the model-size slider can take (−1 to 3 in steps of
+    /// 0.005, as the browser writes them) gives exactly what rounding
+    /// `10f64.powf(pos)` to two significant digits gives.
+    #[test]
+    fn model_size_slider_snaps_like_powf() {
+        let (min, max, step) = Field::ModelSize.slider_range();
+        let steps = ((max - min) / step).round() as i32;
+        for n in 0..=steps {
+            let pos: f64 = format!("{:.3}", min + f64::from(n) * step).parse().unwrap();
+            let want = round_significant(10f64.powf(pos), 2);
+            assert_eq!(pow10_two_digits(pos), want, "{pos}");
+        }
+        assert!(pow10_two_digits(f64::NAN).is_nan());
+        assert_eq!(pow10_two_digits(0.9999), 10.0);
     }
 
     #[test]

@@ -171,7 +171,7 @@ pub fn axis_top(max_gb: f64) -> f64 {
     if !(max_gb.is_finite() && max_gb > 0.0) {
         return 1.0;
     }
-    let decade = 10f64.powf(max_gb.log10().floor());
+    let decade = 10f64.powi(max_gb.log10().floor() as i32);
     [1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0]
         .into_iter()
         .map(|m| m * decade)
@@ -329,7 +329,7 @@ pub fn tick_step(top: f64) -> f64 {
     if !(top.is_finite() && top > 0.0) {
         return 1.0;
     }
-    let decade = 10f64.powf((top / 5.0).log10().floor());
+    let decade = 10f64.powi((top / 5.0).log10().floor() as i32);
     [1.0, 2.0, 5.0, 10.0]
         .into_iter()
         .map(|m| m * decade)

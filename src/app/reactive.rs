@@ -4,9 +4,12 @@
 //! `move ||` closure is a type of its own: a view written with closures for
 //! its texts, attributes and handlers carries a copy of that code per
 //! closure. Passing `Signal<String>`, `Signal<bool>` and boxed handlers
-//! instead lets one copy serve the whole page; this is most of the
-//! difference between the 198 KB and the smaller wasm in the README's
-//! size figures.
+//! instead lets one copy serve the whole page (measured: 28 KB of gzip
+//! less wasm, with `hidden` in place of `<Show>`; README "Size").
+//!
+//! The same holds for `<Show>` and `AnyView`, each a copy of tachys's code
+//! per use: parts that differ by state are built once and hidden with the
+//! `hidden` attribute instead.
 
 use leptos::prelude::*;
 
