@@ -67,7 +67,10 @@ setup_build() {
     say "cargo install wasm-bindgen-cli $wbg"
     cargo install wasm-bindgen-cli --version "$wbg"
   fi
-  rustup toolchain list | grep -q "^$RELEASE_TOOLCHAIN" \
+  # The toolchain with rust-src (for -Zbuild-std) and the wasm32 target;
+  # installing again only adds what is missing.
+  { rustup component list --toolchain "$RELEASE_TOOLCHAIN" --installed 2>/dev/null | grep -q '^rust-src' \
+      && rustup target list --toolchain "$RELEASE_TOOLCHAIN" --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; } \
     || { say "rustup toolchain install $RELEASE_TOOLCHAIN (release builds)"
          rustup toolchain install "$RELEASE_TOOLCHAIN" --profile minimal \
            --component rust-src --target wasm32-unknown-unknown; }
