@@ -60,8 +60,8 @@ pub fn start() {
 }
 
 /// The calculator's shared value of type `T`. Like `expect_context`, but
-/// its message names no type: formatting the type name would bring Rust's
-/// Unicode escaping tables (6 KB of gzip) into the wasm.
+/// its message names no type: `expect_context` formats the type name with
+/// `{:?}`, code the wasm would carry for a message no reader could use.
 fn context<T: Clone + 'static>() -> T {
     use_context::<T>().expect("a calculator component outside <Calculator>")
 }
