@@ -62,10 +62,13 @@ pub struct ChartCanvas {
     /// Goes on the `<canvas>`.
     pub node: NodeRef<Canvas>,
     size: RwSignal<(f64, f64)>,
+    redraw: Redraw,
+    dark: Dark,
 }
 
 impl ChartCanvas {
-    /// Observes the canvas once it is mounted.
+    /// Observes the canvas once it is mounted (inside a calculator, whose
+    /// [`Redraw`] and [`Dark`] it reads).
     pub fn new() -> Self {
         let node = NodeRef::<Canvas>::new();
         let size = RwSignal::new((0.0, 0.0));
@@ -85,7 +88,12 @@ impl ChartCanvas {
             // Lives as long as the page, like the canvas.
             on_resize.forget();
         });
-        Self { node, size }
+        Self {
+            node,
+            size,
+            redraw: super::context::<Redraw>(),
+            dark: super::context::<Dark>(),
+        }
     }
 
     /// Sizes the canvas to its box at the screen's pixel density (crisp on
@@ -94,8 +102,8 @@ impl ChartCanvas {
     /// density and the colour scheme; draws nothing while the canvas is
     /// hidden (a zero-size box) or not mounted.
     pub fn paint(&self, spec: &ChartSpec, name: &str) {
-        super::context::<Redraw>().0.track();
-        let dark = super::context::<Dark>().0.get();
+        self.redraw.0.track();
+        let dark = self.dark.0.get();
         let Some(canvas) = self.node.get() else {
             return;
         };

@@ -23,7 +23,7 @@ use crate::detailed::{DetailedBreakdown, DetailedError};
 use crate::state::{Mode, PageState};
 use crate::url::{decode_with, encode, Ignored};
 use leptos::prelude::*;
-use reactive::{cond, text};
+use reactive::{cond, not, text};
 
 pub use canvas::BudgetChart;
 pub use compare::PinBaseline;
@@ -149,7 +149,7 @@ pub fn Calculator(
     let embed = move || state.0.read().embed;
     let lesson = move || state.0.read().mode == Mode::Lesson;
     let in_lesson = cond(lesson);
-    let in_detailed = cond(move || !lesson());
+    let in_detailed = not(in_lesson);
     view! {
         <main class="membudget" class:embed=cond(embed)>
             <UrlNotices ignored=ignored />

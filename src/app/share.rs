@@ -3,6 +3,8 @@
 
 use super::reactive::{cond, not, on_click, text};
 use super::{Budget, DetailedBudget, State};
+use crate::budget::Breakdown;
+use crate::detailed::DetailedBreakdown;
 use crate::export::{
     csv, detailed_json, detailed_rows, iframe_snippet, lesson_rows, markdown, to_json, Row,
 };
@@ -99,35 +101,30 @@ pub fn ExportPanel() -> impl IntoView {
         page_url(&encode(&s))
     };
     let DetailedBudget(detailed) = super::context::<DetailedBudget>();
-    // The rows in force: the lesson's, or the detailed model's per GPU.
-    let rows = move || -> Vec<Row> {
+    // What the panel exports: the lesson's budget through `lesson`, or the
+    // detailed model's per GPU through `per_gpu` (empty if it cannot be
+    // computed).
+    type Export<'a, B> = &'a dyn Fn(&B) -> String;
+    let in_force = move |lesson: Export<Breakdown>, per_gpu: Export<DetailedBreakdown>| {
         if state.read_untracked().mode == Mode::Detailed {
             detailed
                 .get_untracked()
-                .map(|b| detailed_rows(&b))
+                .map(|b| per_gpu(&b))
                 .unwrap_or_default()
         } else {
             budget
                 .get_untracked()
-                .map(|b| lesson_rows(&b))
+                .map(|b| lesson(&b))
                 .unwrap_or_default()
         }
     };
-    let table =
-        move |format: fn(&[Row], Unit) -> String| format(&rows(), state.read_untracked().unit);
-    let json = move || {
-        if state.read_untracked().mode == Mode::Detailed {
-            detailed
-                .get_untracked()
-                .map(|b| detailed_json(&b))
-                .unwrap_or_default()
-        } else {
-            budget
-                .get_untracked()
-                .map(|b| to_json(&b))
-                .unwrap_or_default()
-        }
+    let table = move |format: fn(&[Row], Unit) -> String| {
+        let unit = state.read_untracked().unit;
+        in_force(&|b| format(&lesson_rows(b), unit), &|b| {
+            format(&detailed_rows(b), unit)
+        })
     };
+    let json = move || in_force(&to_json, &detailed_json);
 
     view! {
         <section class="panel export" aria-labelledby="export-title">
