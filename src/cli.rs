@@ -3,8 +3,9 @@
 
 use crate::budget::{estimate, Breakdown, Field, TrainingConfig};
 use crate::detailed::{
-    self, preset, Architecture, AttentionKernel, DetailedBreakdown, DetailedConfig, Device, Family,
-    LoraTargets, Optimizer, Precision, Profile, Recompute,
+    self, preset, AdamImpl, Architecture, AttentionKernel, DetailedBreakdown, DetailedConfig,
+    Device, Family, LoraTargets, Optimizer, Precision, Profile, Recompute, Step, StepOptions,
+    StepTimeline,
 };
 use clap::Parser;
 
@@ -105,6 +106,15 @@ pub struct Args {
     /// Detailed: projections LoRA adapts, e.g. q,v (default) or q,k,v,o,gate,up,down or all.
     #[arg(long, value_name = "LIST")]
     pub lora_targets: Option<LoraTargets>,
+    /// Detailed: model the first optimizer step (which creates the optimizer
+    /// state) instead of a later one, for the peak.
+    #[arg(long)]
+    pub first_step: bool,
+    /// Detailed: AdamW's implementation for the peak: loop (per parameter),
+    /// foreach, or fused (default: fused kernels for --impl fused, foreach
+    /// for hf on cuda, loop for hf on cpu).
+    #[arg(long, value_name = "IMPL")]
+    pub adam: Option<AdamImpl>,
 }
 
 /// What the command found wrong.
@@ -135,6 +145,20 @@ impl Args {
             || self.micro_batch.is_some()
             || self.lora_rank.is_some()
             || self.lora_targets.is_some()
+            || self.first_step
+            || self.adam.is_some()
+    }
+
+    /// What the step timeline models beyond the configuration.
+    pub fn step_options(&self) -> StepOptions {
+        StepOptions {
+            step: if self.first_step {
+                Step::First
+            } else {
+                Step::Later
+            },
+            adam: self.adam,
+        }
     }
 
     /// The lesson configuration these flags describe.
@@ -294,8 +318,9 @@ fn dominant_line(b: &Breakdown) -> String {
 }
 
 /// A description line, the lesson's layout of rows (logits indented under
-/// activations), and the dominant term.
-pub fn render_detailed(cfg: &DetailedConfig, b: &DetailedBreakdown) -> String {
+/// activations), the dominant term, and the peak of one step with its phase
+/// and event.
+pub fn render_detailed(cfg: &DetailedConfig, b: &DetailedBreakdown, t: &StepTimeline) -> String {
     let a = &cfg.arch;
     let p = &cfg.parallel;
     let mut out = format!(
@@ -332,6 +357,20 @@ pub fn render_detailed(cfg: &DetailedConfig, b: &DetailedBreakdown) -> String {
         out += &format!("{label:20} {:8.1} GB\n", bytes / 1e9);
     }
     out += &dominant_line(&b.terms());
+    let peak = t.peak_event();
+    out += &format!("{:20} {:8.1} GB\n", "peak_gb", t.peak_bytes() / 1e9);
+    out += &format!(
+        "peak: {} phase, {}{} ({} step; {:+.0} % of total_gb)\n",
+        peak.phase.name(),
+        peak.moment.label(),
+        if peak.micro_batch > 1 {
+            ", a later micro-batch"
+        } else {
+            ""
+        },
+        if t.first_step { "first" } else { "later" },
+        (t.peak_bytes() / b.total - 1.0) * 100.0
+    );
     out
 }
 
@@ -340,10 +379,11 @@ pub fn run(args: &Args) -> Result<String, CliError> {
     if args.is_detailed() {
         let cfg = args.detailed_config()?;
         let b = detailed::estimate(&cfg).map_err(|e| e.to_string())?;
+        let t = detailed::timeline(&cfg, &args.step_options()).map_err(|e| e.to_string())?;
         return Ok(if args.json {
-            crate::export::detailed_json(&b)
+            crate::export::detailed_json_with_timeline(&b, &t)
         } else {
-            render_detailed(&cfg, &b)
+            render_detailed(&cfg, &b, &t)
         });
     }
     let b = estimate(&args.config()?).map_err(|e| e.to_string())?;

@@ -10,7 +10,7 @@
 //! ```
 
 use crate::budget::{Breakdown, Term};
-use crate::detailed::DetailedBreakdown;
+use crate::detailed::{DetailedBreakdown, StepTimeline};
 use crate::state::Unit;
 
 /// One row of an exported table.
@@ -130,18 +130,66 @@ pub fn to_json(b: &Breakdown) -> String {
 /// `{"model": MODEL, "bytes": {KEY: bytes, …}, "gb": {KEY: bytes / 10⁹, …}}`
 /// for finite figures (Rust's shortest round-trip form is valid JSON).
 pub fn json_document(model: &str, rows: &[(&str, f64)]) -> String {
-    let object = |scale: f64| {
-        let fields: Vec<String> = rows
-            .iter()
-            .map(|(key, bytes)| format!("    \"{key}\": {}", json_number(bytes / scale)))
-            .collect();
-        format!("{{\n{}\n  }}", fields.join(",\n"))
-    };
+    json_document_with(model, rows, "")
+}
+
+/// [`json_document`] with more members after `gb` (`extra` starts with `,`).
+fn json_document_with(model: &str, rows: &[(&str, f64)], extra: &str) -> String {
+    let bytes: Vec<String> = rows
+        .iter()
+        .map(|(key, bytes)| format!("    \"{key}\": {}", json_bytes(*bytes)))
+        .collect();
+    let gb: Vec<String> = rows
+        .iter()
+        .map(|(key, bytes)| format!("    \"{key}\": {}", json_number(bytes / Unit::Gb.bytes())))
+        .collect();
     format!(
-        "{{\n  \"model\": \"{model}\",\n  \"bytes\": {},\n  \"gb\": {}\n}}\n",
-        object(1.0),
-        object(Unit::Gb.bytes())
+        "{{\n  \"model\": \"{model}\",\n  \"bytes\": {{\n{}\n  }},\n  \"gb\": {{\n{}\n  }}{extra}\n}}\n",
+        bytes.join(",\n"),
+        gb.join(",\n"),
     )
+}
+
+/// A byte count as a JSON integer (rounded to the nearest byte: a share of
+/// a model split across GPUs can be fractional).
+pub fn json_bytes(bytes: f64) -> String {
+    format!("{:.0}", bytes.round())
+}
+
+/// The detailed model's JSON with the step's peak: `peak` (bytes),
+/// `peak_phase`, `peak_event`, and the `timeline`, one object per event
+/// with its phase, micro-batch, event and live bytes by category.
+pub fn detailed_json_with_timeline(b: &DetailedBreakdown, t: &StepTimeline) -> String {
+    let peak = t.peak_event();
+    let events: Vec<String> = t
+        .events
+        .iter()
+        .map(|e| {
+            let l = &e.live;
+            format!(
+                "    {{\"phase\": \"{}\", \"micro_batch\": {}, \"event\": \"{}\", \"params\": {}, \"grads\": {}, \"master_weights\": {}, \"optimizer_state\": {}, \"activations\": {}, \"transient\": {}, \"total\": {}}}",
+                e.phase.name(),
+                e.micro_batch,
+                e.moment.label(),
+                json_bytes(l.params),
+                json_bytes(l.grads),
+                json_bytes(l.master_weights),
+                json_bytes(l.optimizer_state),
+                json_bytes(l.activations),
+                json_bytes(l.transient),
+                json_bytes(l.total()),
+            )
+        })
+        .collect();
+    let extra = format!(
+        ",\n  \"peak\": {},\n  \"peak_phase\": \"{}\",\n  \"peak_event\": \"{}\",\n  \"step\": \"{}\",\n  \"timeline\": [\n{}\n  ]",
+        json_bytes(t.peak_bytes()),
+        peak.phase.name(),
+        peak.moment.label(),
+        if t.first_step { "first" } else { "later" },
+        events.join(",\n"),
+    );
+    json_document_with("detailed", &detailed_figures(b), &extra)
 }
 
 /// `v` as Rust's `{:?}` writes it (`185.0`, `7.3014444032e10` is written
@@ -212,7 +260,7 @@ mod tests {
     fn json_numbers_read_back_exactly() {
         let json = to_json(&lesson());
         assert!(json.contains("\"model\": \"lesson\""));
-        assert!(json.contains("\"activations\": 73014444032.0"));
+        assert!(json.contains("\"activations\": 73014444032,"));
         assert!(json.contains("\"total\": 185.014444032"));
     }
 }

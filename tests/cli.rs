@@ -246,5 +246,89 @@ fn detailed_text_names_the_dominant_term() {
         out.contains("\nactivations_gb           20.7 GB\n  of which logits_gb      0.5 GB\n"),
         "{out}"
     );
-    assert!(out.ends_with("total_gb                128.6 GB\ndominant: optimizer_state_gb (53.9 of 128.6 GB, 42 %)\n"), "{out}");
+    assert!(
+        out.ends_with(
+            "total_gb                128.6 GB\ndominant: optimizer_state_gb (53.9 of 128.6 GB, 42 %)\n\
+             peak_gb                 128.8 GB\npeak: forward phase, loss (later step; +0 % of total_gb)\n"
+        ),
+        "{out}"
+    );
+}
+
+#[test]
+fn detailed_json_has_the_peak_and_timeline_in_whole_bytes() {
+    // peak_measured.tsv: Llama L2 h256 a4 kv2, V 32000, s128 b2, fp32, SDPA,
+    // first step, AdamW per parameter: 350,901,600 bytes at the optimizer step.
+    let (code, out, err) = membudget(&[
+        "--arch",
+        "llama",
+        "--layers",
+        "2",
+        "--hidden",
+        "256",
+        "--heads",
+        "4",
+        "--kv-heads",
+        "2",
+        "--ffn",
+        "688",
+        "--vocab",
+        "32000",
+        "--seq",
+        "128",
+        "--batch",
+        "2",
+        "--precision",
+        "fp32",
+        "--attention",
+        "flash",
+        "--impl",
+        "hf",
+        "--device",
+        "cpu",
+        "--first-step",
+        "--adam",
+        "loop",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    // Byte counts are JSON integers.
+    for (k, n) in v["bytes"].as_object().unwrap() {
+        assert!(n.is_u64(), "{k}: {n}");
+    }
+    let peak = v["peak"].as_u64().expect("peak in whole bytes");
+    assert!((peak as f64 / 350_901_600.0 - 1.0).abs() < 0.001, "{peak}");
+    assert_eq!(v["peak_phase"], "optimizer");
+    assert_eq!(v["peak_event"], "optimizer update");
+    assert_eq!(v["step"], "first");
+    let events = v["timeline"].as_array().unwrap();
+    // Start, 2 layers, loss; loss and head backward, 2 layers, embedding;
+    // state created, update, zero_grad.
+    assert_eq!(events.len(), 12, "{out}");
+    let max = events
+        .iter()
+        .map(|e| e["total"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    assert_eq!(max, peak);
+    for e in events {
+        let parts: u64 = [
+            "params",
+            "grads",
+            "master_weights",
+            "optimizer_state",
+            "activations",
+            "transient",
+        ]
+        .iter()
+        .map(|k| e[k].as_u64().unwrap())
+        .sum();
+        assert!(parts.abs_diff(e["total"].as_u64().unwrap()) <= 6, "{e}");
+    }
+    assert_eq!(
+        events.last().unwrap()["grads"],
+        0,
+        "zero_grad frees the gradients"
+    );
 }

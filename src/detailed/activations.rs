@@ -1,0 +1,327 @@
+//! Activations: the bytes the forward pass keeps for backward, per layer
+//! and outside the layers, for both implementation profiles, and what tensor,
+//! sequence and pipeline parallelism and recomputation leave on one GPU.
+//!
+//! - [`Profile::Fused`]: Megatron-style kernels, Korthikanti et al. 2022,
+//!   "Reducing Activation Recomputation in Large Transformer Models", §4
+//!   (Eq. 1–5), generalised to SwiGLU and grouped-query attention.
+//! - [`Profile::Hf`]: stock Hugging Face `transformers` as PyTorch's autograd
+//!   actually keeps it (RMSNorm's fp32 upcast, GPT-2's tanh GELU written in
+//!   Python, fp32 softmax and loss), read off `transformers` 5.x and checked
+//!   byte for byte against `tests/fixtures/hf_measured.tsv`.
+
+use super::{AttentionKernel, DetailedConfig, Device, Family, Precision, Profile, Recompute};
+
+/// Activation bytes of one layer for one micro-batch, split the way tensor
+/// and sequence parallelism split them (Korthikanti §4.2).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(super) struct LayerActivations {
+    /// Kept whole on every tensor-parallel rank unless sequence parallel:
+    /// norm inputs and statistics, block inputs, block-output dropout masks.
+    pub(super) replicated: f64,
+    /// Split across tensor-parallel ranks: Q, K, V, projections' inputs, MLP.
+    pub(super) sharded: f64,
+    /// The a·s² terms (scores, their mask and dropout output), sharded;
+    /// selective recomputation drops them.
+    pub(super) scores: f64,
+}
+
+/// Bytes per activation value: 4 in fp32, 2 otherwise.
+pub(super) fn act_bytes(cfg: &DetailedConfig) -> f64 {
+    if cfg.precision == Precision::Fp32 {
+        4.0
+    } else {
+        2.0
+    }
+}
+
+/// One layer's activations for `b` sequences.
+pub(super) fn layer_activations(cfg: &DetailedConfig, b: f64) -> LayerActivations {
+    let a = &cfg.arch;
+    let s = cfg.seq as f64;
+    let (h, f, heads) = (a.hidden as f64, a.ffn as f64, a.heads as f64);
+    let kvd = a.kv_dim() as f64;
+    let n = s * b;
+    let p = act_bytes(cfg);
+    let nh = n * h;
+    let scores_n = heads * s * s * b;
+    let lse = 4.0 * heads * s * b;
+    let drop = cfg.dropout;
+    match cfg.profile {
+        // Korthikanti §4.1: 34·s·b·h + 5·a·s²·b at 16 bits, term by term.
+        Profile::Fused => {
+            let mask = if drop { 1.0 } else { 0.0 };
+            // Two norm inputs, QKV input, MLP input, two output dropout masks.
+            let replicated = 4.0 * nh * p + 2.0 * nh * mask;
+            // Q and K, V, out-projection input.
+            let qkv = nh * p + 2.0 * n * kvd * p + nh * p;
+            let mlp = match a.family {
+                // GELU input and second linear input.
+                Family::Gpt2 => 2.0 * n * f * p,
+                // Gate out (SiLU input), SiLU out, up out, down input.
+                Family::Llama => 4.0 * n * f * p,
+            };
+            let (attn_extra, scores) = match cfg.attention {
+                // Softmax output, dropout mask (1 byte) and dropout output.
+                AttentionKernel::Eager => (
+                    0.0,
+                    scores_n * p + if drop { scores_n * (1.0 + p) } else { 0.0 },
+                ),
+                // Log-sum-exp; the output is the out-projection input.
+                AttentionKernel::Flash => (lse, 0.0),
+            };
+            LayerActivations {
+                replicated,
+                sharded: qkv + mlp + attn_extra,
+                scores,
+            }
+        }
+        Profile::Hf => {
+            let mask = match (drop, cfg.device) {
+                (false, _) => 0.0,
+                (true, Device::Cuda) => 1.0,
+                (true, Device::Cpu) => p,
+            };
+            // PyTorch's SDPA on the CPU has no kernel with dropout and falls
+            // back to its math path, which computes in fp32: it keeps q, k
+            // (repeated to all heads) and v, the softmax, the dropout mask
+            // and the dropout output, all at 4 bytes, for either family.
+            let math_fallback =
+                cfg.attention == AttentionKernel::Flash && drop && cfg.device == Device::Cpu;
+            if math_fallback {
+                let (replicated, mlp) = match a.family {
+                    Family::Gpt2 => (
+                        2.0 * (nh * p + 2.0 * n * p) + 2.0 * nh * p + 2.0 * nh * mask,
+                        5.0 * n * f * p,
+                    ),
+                    Family::Llama => (
+                        2.0 * (4.0 * nh + 4.0 * n + nh * p) + 2.0 * nh * p,
+                        4.0 * n * f * p,
+                    ),
+                };
+                return LayerActivations {
+                    replicated,
+                    sharded: 3.0 * nh * 4.0 + nh * p + mlp,
+                    scores: 3.0 * scores_n * 4.0,
+                };
+            }
+            let eager = cfg.attention == AttentionKernel::Eager;
+            match a.family {
+                Family::Gpt2 => {
+                    // ln_1 and ln_2: input, mean and rstd (in the dtype);
+                    // c_attn and c_fc inputs; resid and MLP dropout masks.
+                    let replicated = 2.0 * (nh * p + 2.0 * n * p) + 2.0 * nh * p + 2.0 * nh * mask;
+                    // NewGELU in Python keeps 4 tensors of n·F; c_proj input n·F.
+                    let mlp = 5.0 * n * f * p;
+                    let (attn, scores) = if eager {
+                        // q, kᵀ, v copies and c_proj input; softmax, mask, dropout out.
+                        // With one sequence, matmul folds q's heads into the
+                        // batch as a view, so it keeps the whole fused qkv
+                        // output (3·n·h) instead of a copy of q.
+                        let q = if b == 1.0 { 3.0 * nh * p } else { nh * p };
+                        let scores = scores_n * p + if drop { scores_n * (mask + p) } else { 0.0 };
+                        (q + 3.0 * nh * p, scores)
+                    } else {
+                        // q copy, the fused qkv storage, output (= c_proj
+                        // input), one more n·h copy, log-sum-exp.
+                        (6.0 * nh * p + lse, 0.0)
+                    };
+                    LayerActivations {
+                        replicated,
+                        sharded: attn + mlp,
+                        scores,
+                    }
+                }
+                Family::Llama => {
+                    // RMSNorm upcasts: fp32 input, fp32 rsqrt per token, the
+                    // normalised output in the dtype; ×2, plus the two
+                    // projection inputs (q/k/v and gate/up).
+                    let rms = 4.0 * nh + 4.0 * n + nh * p;
+                    let replicated = 2.0 * rms + 2.0 * nh * p;
+                    let mlp = 4.0 * n * f * p;
+                    let (attn, scores) = if eager {
+                        // q, repeated k and v (a heads each), o_proj input.
+                        // Softmax runs in fp32; its output is cast back
+                        // (a second copy) unless dropout or fp32.
+                        let cast = if p != 4.0 && !drop { scores_n * p } else { 0.0 };
+                        let dropout = if drop { scores_n * (mask + p) } else { 0.0 };
+                        (4.0 * nh * p, 4.0 * scores_n + cast + dropout)
+                    } else {
+                        // q, k and v at their own widths, output (= o_proj
+                        // input), log-sum-exp.
+                        (2.0 * nh * p + 2.0 * n * kvd * p + lse, 0.0)
+                    };
+                    LayerActivations {
+                        replicated,
+                        sharded: attn + mlp,
+                        scores,
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Bytes outside the layers for `b` sequences.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct OuterActivations {
+    /// Before the first layer (first pipeline stage): embedding dropout
+    /// mask, position ids.
+    pub(super) embedding: f64,
+    /// After the last layer (last stage): final norm, output-layer input,
+    /// loss bookkeeping.
+    pub(super) head: f64,
+    /// The loss's fp32 log-probabilities, 4·s·b·V (Korthikanti §4.3).
+    pub(super) logits: f64,
+}
+
+pub(super) fn outer_activations(cfg: &DetailedConfig, b: f64) -> OuterActivations {
+    let a = &cfg.arch;
+    let s = cfg.seq as f64;
+    let n = s * b;
+    let h = a.hidden as f64;
+    let p = act_bytes(cfg);
+    let logits = 4.0 * n * a.vocab as f64;
+    let (embedding, head) = match cfg.profile {
+        // Embedding dropout mask; final norm input, output-layer input.
+        Profile::Fused => (if cfg.dropout { n * h } else { 0.0 }, 2.0 * n * h * p),
+        Profile::Hf => {
+            let mask = match (cfg.dropout, cfg.device) {
+                (false, _) => 0.0,
+                (true, Device::Cuda) => 1.0,
+                (true, Device::Cpu) => p,
+            };
+            // Labels (int64) and the loss's fp32 total weight.
+            let loss = 8.0 * n + 4.0;
+            match a.family {
+                // Position ids (int64, one row) and embedding dropout mask;
+                // ln_f input and statistics, lm_head input.
+                Family::Gpt2 => (
+                    8.0 * s + n * h * mask,
+                    (n * h * p + 2.0 * n * p) + n * h * p + loss,
+                ),
+                // RoPE cos and sin (shared by all layers); final RMSNorm,
+                // lm_head input.
+                Family::Llama => {
+                    let rope = 2.0 * s * a.head_dim() as f64 * p;
+                    let rms = 4.0 * n * h + 4.0 * n + n * h * p;
+                    (rope, rms + n * h * p + loss)
+                }
+            }
+        }
+    };
+    OuterActivations {
+        embedding,
+        head,
+        logits,
+    }
+}
+
+/// Saved activations on one GPU for one micro-batch, as recomputation and
+/// tensor and sequence parallelism leave them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Saved {
+    /// One layer, LoRA's intermediates included.
+    pub(super) per_layer: f64,
+    /// One layer as the forward pass without recomputation keeps it: what
+    /// recomputation materialises again during that layer's backward.
+    pub(super) per_layer_full: f64,
+    /// Before the first layer (first pipeline stage).
+    pub(super) embedding: f64,
+    /// After the last layer (last stage), the logits excepted.
+    pub(super) head: f64,
+    /// The loss's fp32 log-probabilities (last stage).
+    pub(super) logits: f64,
+}
+
+/// What one micro-batch's forward pass keeps on one GPU.
+///
+/// Korthikanti et al. 2022, §4.2: tensor parallelism divides the sharded
+/// terms by t, sequence parallelism the rest too; §5: full recomputation
+/// keeps only each layer's input (2·s·b·h at 16 bits), selective drops the
+/// a·s² terms.
+pub(super) fn saved(cfg: &DetailedConfig) -> Saved {
+    let par = &cfg.parallel;
+    let tp = par.tp as f64;
+    let sp_div = par.sp_divisor();
+    let micro = cfg.micro() as f64;
+    let layer = layer_activations(cfg, micro);
+    let p = act_bytes(cfg);
+    let kept = |scores: bool| {
+        let scores = if scores { layer.scores } else { 0.0 };
+        (layer.sharded + scores) / tp + layer.replicated / sp_div
+    };
+    let layer_bytes = match cfg.recompute {
+        Recompute::Full => cfg.seq as f64 * micro * cfg.arch.hidden as f64 * p / sp_div,
+        Recompute::Selective => kept(false),
+        Recompute::None => kept(true),
+    };
+    // LoRA keeps each adapter's r-wide intermediate (its input is the
+    // projection's, already kept).
+    let lora = cfg.lora_rank.map_or(0.0, |r| {
+        cfg.lora_targets.count() as f64 * cfg.seq as f64 * micro * r as f64 * p
+    });
+    let outer = outer_activations(cfg, micro);
+    Saved {
+        per_layer: layer_bytes + lora,
+        per_layer_full: kept(true) + lora,
+        embedding: outer.embedding / sp_div,
+        head: outer.head / sp_div,
+        logits: outer.logits / tp,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detailed::{estimate, preset, Architecture};
+
+    #[test]
+    fn gpt3_layer_matches_korthikanti() {
+        // VECTORS.md: GPT-3 175B, s 2048, h 12288, a 96, b 1: 2,868,903,936
+        // bytes per layer; selective recompute removes 70.2 % of it.
+        let arch = Architecture::gpt2(96, 12288, 96, 50257);
+        let cfg = DetailedConfig::new(arch, 2048, 1);
+        let l = layer_activations(&cfg, 1.0);
+        let full = l.replicated + l.sharded + l.scores;
+        assert_eq!(full, 2_868_903_936.0);
+        assert!(
+            (l.scores / full - 0.702).abs() < 0.0005,
+            "{}",
+            l.scores / full
+        );
+    }
+
+    #[test]
+    fn tensor_and_sequence_parallel_follow_korthikanti() {
+        // s·b·h·(10 + 24/t + 5·a·s/(h·t)) without SP; /t with SP.
+        let arch = Architecture::gpt2(96, 12288, 96, 50257);
+        let mut cfg = DetailedConfig::new(arch, 2048, 1);
+        cfg.parallel.tp = 8;
+        let sbh = 2048.0 * 12288.0;
+        let a_s_h = 96.0 * 2048.0 / 12288.0;
+        let layer = |cfg: &DetailedConfig| {
+            let l = layer_activations(cfg, 1.0);
+            let t = cfg.parallel.tp as f64;
+            let rep = if cfg.parallel.sp {
+                l.replicated / t
+            } else {
+                l.replicated
+            };
+            rep + (l.sharded + l.scores) / t
+        };
+        assert_eq!(layer(&cfg), sbh * (10.0 + 24.0 / 8.0 + 5.0 * a_s_h / 8.0));
+        cfg.parallel.sp = true;
+        assert_eq!(layer(&cfg), sbh / 8.0 * (34.0 + 5.0 * a_s_h));
+    }
+
+    #[test]
+    fn flash_attention_removes_the_s_squared_term() {
+        let arch = preset("llama-3.1-8b").unwrap().arch;
+        let mut cfg = DetailedConfig::new(arch, 8192, 1);
+        let eager = estimate(&cfg).unwrap().activations;
+        cfg.attention = AttentionKernel::Flash;
+        let flash = estimate(&cfg).unwrap().activations;
+        assert!(flash < eager / 3.0, "{flash} vs {eager}");
+    }
+}

@@ -1,0 +1,673 @@
+//! Live memory over one training step, event by event, and its peak: the
+//! answer to "will it fit".
+//!
+//! [`estimate`](super::estimate) adds the model states and what the forward
+//! pass saves for backward. A run runs out of memory at the *peak* of live
+//! memory during a step instead, which is above that sum when backward's
+//! transient buffers stack on what is still saved (the loss's gradients,
+//! above all), and below it when the peak is the optimizer step, after the
+//! activations are gone. This file walks one step the way PyTorch runs it —
+//! forward layer by layer, the loss, backward layer by layer, the optimizer
+//! step, `zero_grad` — and keeps, at each event, the live bytes by category.
+//!
+//! The step modelled is a *later* step by default ([`Step::Later`]): the
+//! optimizer state then already lives through forward and backward, so its
+//! peak is the one a run must survive (the first step's optimizer phase is
+//! the same, its forward and backward lower). [`Step::First`] models the
+//! first, where `optimizer.step()` creates the state.
+//!
+//! The events and their transients, each from the code it models:
+//! - **Loss, forward** (`transformers`' `ForCausalMLMLoss`,
+//!   `loss/loss_utils.py`): the output layer's logits in the model's dtype,
+//!   their fp32 copy (`logits.float()`, none in fp32), and the fp32
+//!   log-probabilities that `cross_entropy`'s `log_softmax` keeps for
+//!   backward. The output object, and with it the logits, is dropped before
+//!   backward, as the Hugging Face Trainer does (`compute_loss` returns only
+//!   the loss).
+//! - **Loss, backward** (PyTorch `derivatives.yaml`: `nll_loss_backward`
+//!   allocates the gradient of the log-probabilities, `_log_softmax_backward_data`
+//!   the gradient of the logits, both fp32, while the saved log-probabilities
+//!   are still alive): 8·n·V bytes on top of everything saved. Megatron's
+//!   fused vocabulary-parallel cross entropy (`tensor_parallel/cross_entropy.py`)
+//!   computes the gradient in place of its saved softmax instead and only
+//!   casts it to the model's dtype.
+//! - **Layer backward**: the gradient of the residual stream and of the
+//!   branch input (2·n·h), plus the largest of the MLP's and the attention's
+//!   own activation gradients (autograd frees each node's saved tensors and
+//!   its incoming gradient once the node has run: `torch/csrc/autograd/engine.cpp`,
+//!   `Node::release_variables`), and the layer's recomputed activations under
+//!   selective or full recomputation. The layer's weight gradients appear
+//!   here (`AccumulateGrad` keeps the first gradient it gets; later ones,
+//!   from later micro-batches, are added in place, so each parameter's
+//!   incoming gradient is a transient of its size).
+//! - **Optimizer step** (`torch/optim/adamw.py`): the first step creates the
+//!   state (`zeros_like` for both moments, a 0-d `step` per tensor). The
+//!   per-parameter loop (`_single_tensor_adamw`, PyTorch's default off CUDA)
+//!   computes `denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)`:
+//!   two temporaries of the largest trained tensor. The `foreach` version
+//!   (`_multi_tensor_adamw`, the CUDA default) computes
+//!   `torch._foreach_sqrt(exp_avg_sqs)` for all tensors at once: one copy of
+//!   every trained parameter. The fused kernels (`fused=True`, apex and
+//!   Transformer Engine's FusedAdam, which Megatron uses) keep none; nor do
+//!   SGD and 8-bit Adam's blockwise kernels. `zero_grad()` then frees the
+//!   gradients (`set_to_none=True`, PyTorch's default since 2.0). Megatron
+//!   (the `fused` profile) keeps its gradient buffers for the whole run
+//!   instead, and adds each weight's gradient into them as backward
+//!   produces it (a transient of that weight's size).
+//! - **Micro-batches**: the second and later micro-batches start with the
+//!   accumulated gradients alive; they are all alike, so the timeline shows
+//!   the first and one later micro-batch.
+//! - **ZeRO-3** gathers each layer's parameters before its forward and its
+//!   backward and frees them after; with the next layer prefetched, two
+//!   layers are gathered at a time (PyTorch FSDP's `limit_all_gathers` rate
+//!   limiter allows two in-flight all-gathers; DeepSpeed prefetches by
+//!   `stage3_prefetch_bucket_size`). ZeRO-2 and 3 hold a layer's full
+//!   gradient until it is reduce-scattered to its shard.
+//! - **Pipelines (1F1B)**: the first stage holds p micro-batches' activations
+//!   when its first backward starts, the last stage one and the logits
+//!   (Narayanan et al. 2021, §2.2); both stages are walked and the one with
+//!   the higher peak is shown.
+//!
+//! Checked against the peak of live tensor bytes measured in PyTorch on the
+//! CPU (`tests/fixtures/peak_measured.tsv`, `tests/timeline_vs_measured.rs`).
+//! What only a GPU adds (the CUDA context, library workspaces, the caching
+//! allocator's fragmentation) is not in these figures.
+
+use super::activations::{self, act_bytes};
+use super::states::{self, grad_bytes, trained_params, update_bytes, weight_bytes};
+use super::{
+    check, Architecture, AttentionKernel, DetailedConfig, DetailedError, Family, Optimizer, Profile,
+};
+
+/// Which optimizer step is modelled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// The first: the optimizer state is created during `optimizer.step()`.
+    First,
+    /// Any later one: the optimizer state lives through the whole step.
+    Later,
+}
+
+/// How AdamW's update runs (it decides the update's temporaries).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AdamImpl {
+    /// One parameter at a time (`foreach=False`, PyTorch's default off CUDA).
+    ForLoop,
+    /// All parameters at once (`foreach=True`, PyTorch's default on CUDA).
+    Foreach,
+    /// A fused kernel (`fused=True`, apex or Transformer Engine FusedAdam).
+    Fused,
+}
+
+/// What the timeline models beyond the configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StepOptions {
+    /// Which step.
+    pub step: Step,
+    /// AdamW's implementation; `None`: the default of the profile and device
+    /// (fused kernels for the `fused` profile, `foreach` for `hf` on CUDA,
+    /// the per-parameter loop for `hf` on the CPU).
+    pub adam: Option<AdamImpl>,
+}
+
+impl Default for StepOptions {
+    fn default() -> Self {
+        Self {
+            step: Step::Later,
+            adam: None,
+        }
+    }
+}
+
+/// The three phases of a step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// The forward pass and the loss.
+    Forward,
+    /// Backpropagation.
+    Backward,
+    /// The optimizer step and `zero_grad`.
+    Optimizer,
+}
+
+impl Phase {
+    /// Its name, as the command line and the table say it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Forward => "forward",
+            Phase::Backward => "backward",
+            Phase::Optimizer => "optimizer",
+        }
+    }
+}
+
+/// Where in the step an event is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Moment {
+    /// Before the micro-batch's forward pass.
+    Start,
+    /// Inside layer `i`'s forward (0-based), at its largest transient.
+    LayerForward(u64),
+    /// The loss: logits, their fp32 copy, the log-probabilities.
+    Loss,
+    /// The loss's backward: the fp32 gradients of the log-probabilities and
+    /// of the logits.
+    LossBackward,
+    /// The output layer's backward: the logits' gradient in the model's
+    /// dtype, the output layer's weight gradient.
+    HeadBackward,
+    /// Inside layer `i`'s backward, at its largest transient.
+    LayerBackward(u64),
+    /// The embedding's backward, end of the micro-batch's backward.
+    EmbeddingBackward,
+    /// The first step creates the optimizer state.
+    OptimizerState,
+    /// The update, with its temporaries.
+    OptimizerUpdate,
+    /// After `zero_grad()`: gradients freed.
+    End,
+}
+
+impl Moment {
+    /// A short label: `layer 3 backward`, `loss backward`.
+    pub fn label(self) -> String {
+        match self {
+            Moment::Start => "start".into(),
+            Moment::LayerForward(i) => format!("layer {} forward", i + 1),
+            Moment::Loss => "loss".into(),
+            Moment::LossBackward => "loss backward".into(),
+            Moment::HeadBackward => "output layer backward".into(),
+            Moment::LayerBackward(i) => format!("layer {} backward", i + 1),
+            Moment::EmbeddingBackward => "embedding backward".into(),
+            Moment::OptimizerState => "optimizer state created".into(),
+            Moment::OptimizerUpdate => "optimizer update".into(),
+            Moment::End => "zero_grad".into(),
+        }
+    }
+}
+
+/// Live bytes on one GPU at one event, by category.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Live {
+    /// Weights (ZeRO-3's gathered layers are transient).
+    pub params: f64,
+    /// Gradients accumulated so far.
+    pub grads: f64,
+    /// fp32 master weights.
+    pub master_weights: f64,
+    /// Optimizer state.
+    pub optimizer_state: f64,
+    /// Activations saved for backward, and the batch's token ids.
+    pub activations: f64,
+    /// Buffers that live only around this event.
+    pub transient: f64,
+}
+
+impl Live {
+    /// All of it.
+    pub fn total(&self) -> f64 {
+        self.params
+            + self.grads
+            + self.master_weights
+            + self.optimizer_state
+            + self.activations
+            + self.transient
+    }
+}
+
+/// One event of the step.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Event {
+    /// Its phase.
+    pub phase: Phase,
+    /// Which micro-batch: 1, or 2 for the second and every later one.
+    pub micro_batch: u64,
+    /// Where in the step.
+    pub moment: Moment,
+    /// Live bytes then.
+    pub live: Live,
+}
+
+/// One step over time on one GPU.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepTimeline {
+    /// The events in order.
+    pub events: Vec<Event>,
+    /// Index of the event with the most live bytes (the first such).
+    pub peak: usize,
+    /// For pipelines: the stage walked, 1-based (the one with the higher peak).
+    pub stage: u64,
+    /// Whether the first optimizer step is modelled.
+    pub first_step: bool,
+}
+
+impl StepTimeline {
+    /// The peak event.
+    pub fn peak_event(&self) -> &Event {
+        &self.events[self.peak]
+    }
+
+    /// Live bytes at the peak.
+    pub fn peak_bytes(&self) -> f64 {
+        self.peak_event().live.total()
+    }
+
+    /// The largest live bytes within `phase`, if it has events.
+    pub fn phase_peak(&self, phase: Phase) -> Option<f64> {
+        self.events
+            .iter()
+            .filter(|e| e.phase == phase)
+            .map(|e| e.live.total())
+            .reduce(f64::max)
+    }
+}
+
+/// Bytes of one micro-batch's pieces on one GPU, as the walk needs them.
+struct Pieces {
+    /// Saved by one layer, and what its backward materialises again.
+    per_layer: f64,
+    recomputed: f64,
+    embedding: f64,
+    head: f64,
+    logits: f64,
+    /// Token ids (int64).
+    ids: f64,
+    /// Inside one layer's forward and backward, beyond what is saved.
+    layer_forward: f64,
+    layer_backward: f64,
+    /// The loss: forward and backward transients, and the output layer's.
+    loss_forward: f64,
+    loss_backward: f64,
+    head_backward: f64,
+    /// Trained bytes of one layer's gradients, of the output layer's and of
+    /// the embedding's, on this GPU before ZeRO's sharding.
+    layer_grads: f64,
+    head_grads: f64,
+    embedding_grads: f64,
+    /// Tied embeddings: the size of the shared table's gradient. Autograd
+    /// holds the output layer's gradient of it in the table's input buffer
+    /// until the embedding's backward gives the second, then sums the two
+    /// out of place (`torch/csrc/autograd/input_buffer.cpp`, `accumulate`):
+    /// three tables at once.
+    tied_gradient: f64,
+    /// ZeRO-3: a gathered layer's weights beyond this GPU's shard.
+    gathered_layer: f64,
+    gathered_outer: f64,
+}
+
+/// Parameters of the input embedding, the output layer (0 when tied) and
+/// one layer, on one GPU (tensor parallelism splits all three).
+fn param_split(a: &Architecture) -> (f64, f64, f64) {
+    let embedding = (a.vocab * a.hidden + a.positions * a.hidden) as f64;
+    let head = if a.tied_embeddings {
+        0.0
+    } else {
+        (a.vocab * a.hidden) as f64
+    };
+    let layer = (a.params() as f64 - embedding - head) / a.layers as f64;
+    (embedding, head, layer)
+}
+
+/// The largest trained tensor on one GPU, in elements: what the
+/// per-parameter AdamW loop makes two temporaries of.
+fn largest_trained(cfg: &DetailedConfig) -> f64 {
+    let a = &cfg.arch;
+    let tp = cfg.parallel.tp as f64;
+    if let Some(r) = cfg.lora_rank {
+        // A is r × in, B is out × r.
+        let widest = cfg
+            .lora_targets
+            .iter()
+            .map(|t| {
+                let (h, kv, f) = (a.hidden, a.kv_dim(), a.ffn);
+                let (i, o) = match t {
+                    super::LoraTargets::K | super::LoraTargets::V => (h, kv),
+                    super::LoraTargets::GATE | super::LoraTargets::UP => (h, f),
+                    super::LoraTargets::DOWN => (f, h),
+                    _ => (h, h),
+                };
+                i.max(o)
+            })
+            .max()
+            .unwrap_or(0);
+        return (r * widest) as f64;
+    }
+    let (h, f, kv) = (a.hidden, a.ffn, a.kv_dim());
+    let layer_max = match a.family {
+        Family::Gpt2 => (h * 3 * h).max(h * f),
+        Family::Llama => (h * f).max(h * h).max(h * kv),
+    };
+    ((a.vocab * a.hidden).max(layer_max)) as f64 / tp
+}
+
+fn pieces(cfg: &DetailedConfig) -> Pieces {
+    let a = &cfg.arch;
+    let par = &cfg.parallel;
+    let tp = par.tp as f64;
+    let sp_div = par.sp_divisor();
+    let saved = activations::saved(cfg);
+    let micro = cfg.micro() as f64;
+    let n = cfg.seq as f64 * micro;
+    let (h, f, v) = (a.hidden as f64, a.ffn as f64, a.vocab as f64);
+    let kvd = a.kv_dim() as f64;
+    let p = act_bytes(cfg);
+    let scores_n = a.heads as f64 * cfg.seq as f64 * cfg.seq as f64 * micro;
+    let eager = cfg.attention == AttentionKernel::Eager;
+
+    // Forward, inside a layer: eager attention's pre-softmax scores, alive
+    // while the softmax output is written (`modeling_llama.eager_attention_forward`).
+    let layer_forward = if eager { scores_n * p / tp } else { 0.0 };
+    // Backward, inside a layer: the residual stream's gradient and the
+    // branch input's (2·n·h), plus the larger of the MLP's activation
+    // gradients (Llama: the down projection's input gradient, then the
+    // gate's and the up projection's; GPT-2: the GELU written in Python
+    // adds a fourth n·F) and the attention's (eager: the softmax's fp32
+    // input and output gradients, a·s² each; SDPA/flash: dQ, dK, dV and the
+    // output's gradient).
+    let stream = 2.0 * n * h * p / sp_div;
+    let mlp = match a.family {
+        Family::Llama => 3.0 * n * f * p,
+        Family::Gpt2 => 4.0 * n * f * p,
+    } / tp;
+    let attention = if eager {
+        // Llama's eager attention runs its softmax in fp32
+        // (`softmax(..., dtype=torch.float32)`); GPT-2's in the dtype.
+        let softmax = if cfg.profile == Profile::Hf && a.family == Family::Llama {
+            4.0
+        } else {
+            p
+        };
+        2.0 * scores_n * softmax
+    } else {
+        2.0 * (n * h + 2.0 * n * kvd) * p
+    } / tp;
+    let layer_backward = stream + mlp.max(attention);
+
+    // The loss (vocabulary-parallel under tensor parallelism).
+    let nv = n * v / tp;
+    let (loss_forward, loss_backward) = match cfg.profile {
+        // Logits in the dtype and their fp32 copy (the log-probabilities are
+        // saved, counted in `logits`); backward: two fp32 gradients.
+        Profile::Hf => (nv * p + if p == 4.0 { 0.0 } else { 4.0 * nv }, 8.0 * nv),
+        // Megatron: logits in the dtype while the fp32 softmax is formed;
+        // backward in place, then the cast to the dtype.
+        Profile::Fused => (nv * p, nv * p),
+    };
+    // The output layer's backward: the logits' gradient in the dtype and the
+    // gradient of its input.
+    let head_backward = nv * p + n * h * p / sp_div;
+
+    let (emb_params, head_params, layer_params) = param_split(a);
+    let gb = grad_bytes(cfg);
+    let table = (a.vocab * a.hidden) as f64;
+    let (layer_grads, head_grads, embedding_grads, tied_gradient) = match cfg.lora_rank {
+        Some(_) => (
+            trained_params(cfg) / a.layers as f64 * gb / tp,
+            0.0,
+            0.0,
+            0.0,
+        ),
+        // The shared table's gradient first comes from the output layer.
+        None if a.tied_embeddings => (
+            layer_params * gb / tp,
+            table * gb / tp,
+            (emb_params - table) * gb / tp,
+            table * gb / tp,
+        ),
+        None => (
+            layer_params * gb / tp,
+            head_params * gb / tp,
+            emb_params * gb / tp,
+            0.0,
+        ),
+    };
+    let wb = weight_bytes(cfg);
+    let unsharded = if par.zero >= 3 {
+        1.0 - 1.0 / par.dp as f64
+    } else {
+        0.0
+    };
+    Pieces {
+        per_layer: saved.per_layer,
+        recomputed: saved.per_layer_full - saved.per_layer,
+        embedding: saved.embedding,
+        head: saved.head,
+        logits: saved.logits,
+        ids: 8.0 * n,
+        layer_forward,
+        layer_backward,
+        loss_forward,
+        loss_backward,
+        head_backward,
+        layer_grads,
+        head_grads,
+        embedding_grads,
+        tied_gradient,
+        gathered_layer: 2.0 * layer_params * wb / tp * unsharded,
+        gathered_outer: (emb_params + head_params) * wb / tp * unsharded,
+    }
+}
+
+/// Walks one step of one pipeline stage and records its events.
+struct Walk<'a> {
+    cfg: &'a DetailedConfig,
+    pieces: &'a Pieces,
+    events: Vec<Event>,
+    live: Live,
+    /// Transient bytes held across events (a tied table's first gradient on
+    /// later micro-batches).
+    held: f64,
+    /// Gradients live in buffers kept for the whole run.
+    persistent_grads: bool,
+    phase: Phase,
+    micro_batch: u64,
+}
+
+impl Walk<'_> {
+    fn record(&mut self, moment: Moment, transient: f64) {
+        self.events.push(Event {
+            phase: self.phase,
+            micro_batch: self.micro_batch,
+            moment,
+            live: Live {
+                transient: transient + self.held,
+                ..self.live
+            },
+        });
+    }
+
+    /// Adds `bytes` of a gradient: a new `.grad` on the first micro-batch,
+    /// an in-place add of a transient of that size on later ones. Returns the
+    /// transient. ZeRO-2/3 keep a shard of it.
+    fn accumulate(&mut self, bytes: f64) -> f64 {
+        let par = &self.cfg.parallel;
+        let shard = bytes / par.zero_divisor(2);
+        // Until reduce-scattered, the full gradient is held.
+        let unreduced = bytes - shard;
+        if self.micro_batch == 1 && !self.persistent_grads {
+            self.live.grads += shard;
+            unreduced
+        } else {
+            bytes
+        }
+    }
+
+    /// One micro-batch on a stage with `layers` layers, `first`/`last`
+    /// saying whether it holds the embedding and the loss, with `in_flight`
+    /// micro-batches' activations alive when its backward starts.
+    fn micro_batch(&mut self, layers: u64, first: bool, last: bool, in_flight: f64) {
+        let pc = self.pieces;
+        self.phase = Phase::Forward;
+        let others = (in_flight - 1.0)
+            * (layers as f64 * pc.per_layer + if first { pc.embedding } else { 0.0 });
+        self.live.activations = others + pc.ids;
+        self.record(Moment::Start, 0.0);
+        if first {
+            self.live.activations += pc.embedding;
+        }
+        for i in 0..layers {
+            self.live.activations += pc.per_layer;
+            self.record(
+                Moment::LayerForward(i),
+                pc.layer_forward + pc.gathered_layer,
+            );
+        }
+        if last {
+            self.live.activations += pc.head + pc.logits;
+            self.record(Moment::Loss, pc.loss_forward + pc.gathered_outer);
+        }
+
+        self.phase = Phase::Backward;
+        if last {
+            self.record(Moment::LossBackward, pc.loss_backward);
+            self.live.activations -= pc.logits;
+            let extra = self.accumulate(pc.head_grads);
+            self.record(
+                Moment::HeadBackward,
+                pc.head_backward + extra + pc.gathered_outer,
+            );
+            if self.micro_batch > 1 {
+                // The tied table's first gradient waits for the second.
+                self.held = pc.tied_gradient;
+            }
+            self.live.activations -= pc.head;
+        }
+        for i in (0..layers).rev() {
+            let extra = self.accumulate(pc.layer_grads);
+            self.record(
+                Moment::LayerBackward(i),
+                pc.layer_backward + pc.recomputed + extra + pc.gathered_layer,
+            );
+            self.live.activations -= pc.per_layer;
+        }
+        if first {
+            let extra = self.accumulate(pc.embedding_grads);
+            self.live.activations -= pc.embedding;
+            self.record(
+                Moment::EmbeddingBackward,
+                extra + 2.0 * pc.tied_gradient + pc.gathered_outer,
+            );
+            self.held = 0.0;
+        }
+        self.live.activations = others;
+    }
+}
+
+/// Default AdamW implementation for the profile and device.
+fn default_adam(cfg: &DetailedConfig) -> AdamImpl {
+    match (cfg.profile, cfg.device) {
+        (Profile::Fused, _) => AdamImpl::Fused,
+        (Profile::Hf, super::Device::Cuda) => AdamImpl::Foreach,
+        (Profile::Hf, super::Device::Cpu) => AdamImpl::ForLoop,
+    }
+}
+
+/// The step timeline of `cfg` on one GPU.
+///
+/// ```
+/// use membudget::detailed::{preset, timeline, DetailedConfig, Phase, StepOptions};
+///
+/// let gpt2 = preset("gpt2").unwrap().arch;
+/// let t = timeline(&DetailedConfig::new(gpt2, 1024, 8), &StepOptions::default()).unwrap();
+/// assert_eq!(t.peak_event().phase, Phase::Backward);
+/// ```
+pub fn timeline(cfg: &DetailedConfig, opts: &StepOptions) -> Result<StepTimeline, DetailedError> {
+    check(cfg)?;
+    let par = &cfg.parallel;
+    let states = states::model_states(cfg);
+    let pc = pieces(cfg);
+    let stage_layers = par.stage_layers(&cfg.arch) as u64;
+    let micro_batches = cfg.batch / (cfg.micro() * par.dp);
+    let adam = opts.adam.unwrap_or_else(|| default_adam(cfg));
+    // Megatron keeps gradients in buffers allocated once and zeroed each
+    // step (`distributed/param_and_grad_buffer.py`; weights' gradients are
+    // added into them as backward produces them); PyTorch's `zero_grad()`
+    // frees them.
+    let persistent_grads = cfg.profile == Profile::Fused;
+
+    // Pipelines: the first stage (embedding, p micro-batches in flight) and
+    // the last (loss, one); one stage is both without a pipeline.
+    let stages: Vec<(u64, bool, bool, f64)> = if par.pp == 1 {
+        vec![(1, true, true, 1.0)]
+    } else {
+        vec![(1, true, false, par.pp as f64), (par.pp, false, true, 1.0)]
+    };
+    let mut walks = stages.into_iter().map(|(stage, first, last, in_flight)| {
+        let mut walk = Walk {
+            cfg,
+            pieces: &pc,
+            events: Vec::new(),
+            held: 0.0,
+            persistent_grads,
+            live: Live {
+                grads: if persistent_grads { states.grads } else { 0.0 },
+                params: states.params,
+                master_weights: states.master_weights,
+                optimizer_state: if opts.step == Step::Later {
+                    states.optimizer_state
+                } else {
+                    0.0
+                },
+                ..Live::default()
+            },
+            phase: Phase::Forward,
+            micro_batch: 1,
+        };
+        walk.micro_batch(stage_layers, first, last, in_flight);
+        if micro_batches > 1 {
+            walk.micro_batch = 2;
+            walk.micro_batch(stage_layers, first, last, in_flight);
+        }
+        // Gradients on this GPU are exactly the states' figure now.
+        walk.live.grads = states.grads;
+        walk.live.activations = 0.0;
+        walk.phase = Phase::Optimizer;
+        walk.micro_batch = 1;
+        if opts.step == Step::First {
+            walk.live.optimizer_state = states.optimizer_state;
+            walk.record(Moment::OptimizerState, 0.0);
+        }
+        let shard = (par.tp * par.pp) as f64 * par.zero_divisor(1);
+        let temporaries = match (cfg.optimizer, adam) {
+            (Optimizer::AdamW, AdamImpl::ForLoop) => {
+                2.0 * largest_trained(cfg) * update_bytes(cfg) / par.zero_divisor(1)
+            }
+            (Optimizer::AdamW, AdamImpl::Foreach) => {
+                trained_params(cfg) * update_bytes(cfg) / shard
+            }
+            _ => 0.0,
+        };
+        walk.record(Moment::OptimizerUpdate, temporaries);
+        if !persistent_grads {
+            walk.live.grads = 0.0;
+        }
+        walk.record(Moment::End, 0.0);
+
+        let peak = walk.events.iter().enumerate().fold(0, |best, (i, e)| {
+            if e.live.total() > walk.events[best].live.total() {
+                i
+            } else {
+                best
+            }
+        });
+        StepTimeline {
+            events: walk.events,
+            peak,
+            stage,
+            first_step: opts.step == Step::First,
+        }
+    });
+    // The first stage walked, or the last if its peak is higher.
+    let mut best = walks.next().unwrap_or(StepTimeline {
+        events: Vec::new(),
+        peak: 0,
+        stage: 1,
+        first_step: opts.step == Step::First,
+    });
+    for t in walks {
+        if t.peak_bytes() > best.peak_bytes() {
+            best = t;
+        }
+    }
+    Ok(best)
+}
