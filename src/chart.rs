@@ -6,7 +6,7 @@
 //! page renders it on a `<canvas>`, the tests into an SVG string.
 
 use crate::budget::{Breakdown, Term};
-use crate::detailed::DetailedBreakdown;
+use crate::detailed::{DetailedBreakdown, Moment, StepTimeline};
 use crate::state::Unit;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -79,6 +79,12 @@ impl ChartStyle {
 /// purple).
 pub const LOGITS_COLOUR: RGBColor = RGBColor(0xCC, 0x79, 0xA7);
 
+/// Colour of the step timeline's transient buffers (Okabe & Ito's yellow).
+pub const TRANSIENT_COLOUR: RGBColor = RGBColor(0xF0, 0xE4, 0x42);
+
+/// Colour of the runtime overhead band (a neutral grey).
+pub const OVERHEAD_COLOUR: RGBColor = RGBColor(0x99, 0x99, 0x99);
+
 /// One segment of a bar.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Part {
@@ -145,6 +151,82 @@ impl Bar {
     pub fn total(&self) -> f64 {
         self.parts.iter().map(|p| p.bytes).sum()
     }
+}
+
+/// Most layer events of each direction the timeline chart shows; the rest
+/// are left out evenly (the first and last layer and the peak always stay).
+pub const TIMELINE_LAYERS: u64 = 6;
+
+/// The step timeline as bars, one per event, with `overhead_bytes` (the
+/// runtime overhead, 0 for none) as a band on top of each: with many
+/// layers, at most [`TIMELINE_LAYERS`] layer events per direction are kept.
+/// Returns the bars and the index of the peak's bar.
+pub fn timeline_bars(t: &StepTimeline, overhead_bytes: f64) -> (Vec<Bar>, usize) {
+    let layers = t
+        .events
+        .iter()
+        .filter_map(|e| match e.moment {
+            Moment::LayerForward(i) => Some(i + 1),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    let every = layers.div_ceil(TIMELINE_LAYERS).max(1);
+    let keep_layer = |i: u64| i == 0 || i + 1 == layers || i.is_multiple_of(every);
+    let mut bars = Vec::new();
+    let mut peak = 0;
+    for (j, e) in t.events.iter().enumerate() {
+        let keep = match e.moment {
+            Moment::LayerForward(i) | Moment::LayerBackward(i) => keep_layer(i),
+            _ => true,
+        };
+        if !keep && j != t.peak {
+            continue;
+        }
+        if j == t.peak {
+            peak = bars.len();
+        }
+        let mb = if e.micro_batch > 1 { "·2" } else { "" };
+        let label = match e.moment {
+            Moment::Start => format!("start{mb}"),
+            Moment::LayerForward(i) => format!("L{}{mb}", i + 1),
+            Moment::Loss => format!("loss{mb}"),
+            Moment::LossBackward => format!("loss↓{mb}"),
+            Moment::HeadBackward => format!("head↓{mb}"),
+            Moment::LayerBackward(i) => format!("L{}↓{mb}", i + 1),
+            Moment::EmbeddingBackward => format!("emb↓{mb}"),
+            Moment::OptimizerState => "state".into(),
+            Moment::OptimizerUpdate => "update".into(),
+            Moment::End => "zero_grad".into(),
+        };
+        let l = &e.live;
+        let part = |label, colour, bytes| Part {
+            label,
+            colour,
+            bytes,
+        };
+        let mut parts = vec![
+            part("Parameters", term_colour(Term::Params), l.params),
+            part("Gradients", term_colour(Term::Grads), l.grads),
+            part(
+                "Master weights",
+                term_colour(Term::MasterWeights),
+                l.master_weights,
+            ),
+            part(
+                "Optimizer state",
+                term_colour(Term::OptimizerState),
+                l.optimizer_state,
+            ),
+            part("Activations", term_colour(Term::Activations), l.activations),
+            part("Transient buffers", TRANSIENT_COLOUR, l.transient),
+        ];
+        if overhead_bytes > 0.0 {
+            parts.push(part("Runtime overhead", OVERHEAD_COLOUR, overhead_bytes));
+        }
+        bars.push(Bar { label, parts });
+    }
+    (bars, peak)
 }
 
 /// What to draw: the bars and everything around them.

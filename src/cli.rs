@@ -4,8 +4,8 @@
 use crate::budget::{estimate, Breakdown, Field, TrainingConfig};
 use crate::detailed::{
     self, preset, AdamImpl, Architecture, AttentionKernel, DetailedBreakdown, DetailedConfig,
-    Device, Family, LoraTargets, Optimizer, Precision, Profile, Recompute, Step, StepOptions,
-    StepTimeline,
+    Device, Family, LoraTargets, Optimizer, Overhead, OverheadBytes, Precision, Profile, Recompute,
+    Step, StepOptions, StepTimeline,
 };
 use clap::Parser;
 
@@ -115,6 +115,25 @@ pub struct Args {
     /// for hf on cuda, loop for hf on cpu).
     #[arg(long, value_name = "IMPL")]
     pub adam: Option<AdamImpl>,
+    /// Detailed: add the runtime overhead (CUDA context, workspaces,
+    /// communication buffers, fragmentation) beside the peak, with the
+    /// defaults below unless given.
+    #[arg(long)]
+    pub overhead: bool,
+    /// Detailed: CUDA context in GB (default 0.758, with --overhead).
+    #[arg(long, value_name = "GB")]
+    pub cuda_context: Option<f64>,
+    /// Detailed: library workspaces in GB (default 0.067, with --overhead).
+    #[arg(long, value_name = "GB")]
+    pub workspaces: Option<f64>,
+    /// Detailed: communication buffers per parallel group in GB (default
+    /// 0.268, with --overhead).
+    #[arg(long, value_name = "GB")]
+    pub comm_buffers: Option<f64>,
+    /// Detailed: allocator fragmentation in percent of the peak (default 15,
+    /// with --overhead).
+    #[arg(long, value_name = "PERCENT")]
+    pub fragmentation: Option<f64>,
 }
 
 /// What the command found wrong.
@@ -147,6 +166,38 @@ impl Args {
             || self.lora_targets.is_some()
             || self.first_step
             || self.adam.is_some()
+            || self.with_overhead()
+    }
+
+    /// Whether any runtime overhead flag was given.
+    fn with_overhead(&self) -> bool {
+        self.overhead
+            || self.cuda_context.is_some()
+            || self.workspaces.is_some()
+            || self.comm_buffers.is_some()
+            || self.fragmentation.is_some()
+    }
+
+    /// The runtime overhead these flags ask for, if any, checked.
+    pub fn overhead_settings(&self) -> Result<Option<Overhead>, CliError> {
+        if !self.with_overhead() {
+            return Ok(None);
+        }
+        let d = Overhead::default();
+        let o = Overhead {
+            cuda_context_gb: self.cuda_context.unwrap_or(d.cuda_context_gb),
+            workspaces_gb: self.workspaces.unwrap_or(d.workspaces_gb),
+            communication_gb: self.comm_buffers.unwrap_or(d.communication_gb),
+            fragmentation_percent: self.fragmentation.unwrap_or(d.fragmentation_percent),
+        };
+        if !o.is_valid() {
+            return Err(format!(
+                "overhead sizes must be numbers from 0 to {} GB and the fragmentation from 0 to {} %",
+                Overhead::MAX_GB,
+                Overhead::MAX_PERCENT
+            ));
+        }
+        Ok(Some(o))
     }
 
     /// What the step timeline models beyond the configuration.
@@ -320,7 +371,12 @@ fn dominant_line(b: &Breakdown) -> String {
 /// A description line, the lesson's layout of rows (logits indented under
 /// activations), the dominant term, and the peak of one step with its phase
 /// and event.
-pub fn render_detailed(cfg: &DetailedConfig, b: &DetailedBreakdown, t: &StepTimeline) -> String {
+pub fn render_detailed(
+    cfg: &DetailedConfig,
+    b: &DetailedBreakdown,
+    t: &StepTimeline,
+    overhead: Option<&OverheadBytes>,
+) -> String {
     let a = &cfg.arch;
     let p = &cfg.parallel;
     let mut out = format!(
@@ -371,6 +427,22 @@ pub fn render_detailed(cfg: &DetailedConfig, b: &DetailedBreakdown, t: &StepTime
         if t.first_step { "first" } else { "later" },
         (t.peak_bytes() / b.total - 1.0) * 100.0
     );
+    if let Some(o) = overhead {
+        out += &format!(
+            "{:20} {:8.1} GB (CUDA context {:.2}, workspaces {:.2}, communication {:.2}, fragmentation {:.2})\n",
+            "overhead_gb",
+            o.total() / 1e9,
+            o.cuda_context / 1e9,
+            o.workspaces / 1e9,
+            o.communication / 1e9,
+            o.fragmentation / 1e9,
+        );
+        out += &format!(
+            "{:20} {:8.1} GB\n",
+            "peak_with_overhead_gb",
+            (t.peak_bytes() + o.total()) / 1e9
+        );
+    }
     out
 }
 
@@ -380,10 +452,13 @@ pub fn run(args: &Args) -> Result<String, CliError> {
         let cfg = args.detailed_config()?;
         let b = detailed::estimate(&cfg).map_err(|e| e.to_string())?;
         let t = detailed::timeline(&cfg, &args.step_options()).map_err(|e| e.to_string())?;
+        let overhead = args
+            .overhead_settings()?
+            .map(|o| o.bytes(&cfg, t.peak_bytes()));
         return Ok(if args.json {
-            crate::export::detailed_json_with_timeline(&b, &t)
+            crate::export::detailed_json_with_timeline(&b, &t, overhead.as_ref())
         } else {
-            render_detailed(&cfg, &b, &t)
+            render_detailed(&cfg, &b, &t, overhead.as_ref())
         });
     }
     let b = estimate(&args.config()?).map_err(|e| e.to_string())?;

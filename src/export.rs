@@ -10,7 +10,7 @@
 //! ```
 
 use crate::budget::{Breakdown, Term};
-use crate::detailed::{DetailedBreakdown, StepTimeline};
+use crate::detailed::{DetailedBreakdown, OverheadBytes, StepTimeline};
 use crate::state::Unit;
 
 /// One row of an exported table.
@@ -158,8 +158,13 @@ pub fn json_bytes(bytes: f64) -> String {
 
 /// The detailed model's JSON with the step's peak: `peak` (bytes),
 /// `peak_phase`, `peak_event`, and the `timeline`, one object per event
-/// with its phase, micro-batch, event and live bytes by category.
-pub fn detailed_json_with_timeline(b: &DetailedBreakdown, t: &StepTimeline) -> String {
+/// with its phase, micro-batch, event and live bytes by category; with an
+/// overhead, `overhead` by source and `peak_with_overhead`.
+pub fn detailed_json_with_timeline(
+    b: &DetailedBreakdown,
+    t: &StepTimeline,
+    overhead: Option<&OverheadBytes>,
+) -> String {
     let peak = t.peak_event();
     let events: Vec<String> = t
         .events
@@ -181,6 +186,17 @@ pub fn detailed_json_with_timeline(b: &DetailedBreakdown, t: &StepTimeline) -> S
             )
         })
         .collect();
+    let overhead = overhead.map_or(String::new(), |o| {
+        format!(
+            ",\n  \"overhead\": {{\"cuda_context\": {}, \"workspaces\": {}, \"communication\": {}, \"fragmentation\": {}, \"total\": {}}},\n  \"peak_with_overhead\": {}",
+            json_bytes(o.cuda_context),
+            json_bytes(o.workspaces),
+            json_bytes(o.communication),
+            json_bytes(o.fragmentation),
+            json_bytes(o.total()),
+            json_bytes(t.peak_bytes() + o.total()),
+        )
+    });
     let extra = format!(
         ",\n  \"peak\": {},\n  \"peak_phase\": \"{}\",\n  \"peak_event\": \"{}\",\n  \"step\": \"{}\",\n  \"timeline\": [\n{}\n  ]",
         json_bytes(t.peak_bytes()),
@@ -188,7 +204,7 @@ pub fn detailed_json_with_timeline(b: &DetailedBreakdown, t: &StepTimeline) -> S
         peak.moment.label(),
         if t.first_step { "first" } else { "later" },
         events.join(",\n"),
-    );
+    ) + &overhead;
     json_document_with("detailed", &detailed_figures(b), &extra)
 }
 

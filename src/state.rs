@@ -5,8 +5,8 @@
 pub use crate::budget::Unit;
 use crate::budget::{estimate, Breakdown, Field, TrainingConfig};
 use crate::detailed::{
-    self, preset, Architecture, AttentionKernel, DetailedConfig, Optimizer, Parallelism, Precision,
-    Preset, Profile, Recompute, PRESETS,
+    self, preset, Architecture, AttentionKernel, DetailedConfig, Optimizer, Overhead, Parallelism,
+    Precision, Preset, Profile, Recompute, StepOptions, PRESETS,
 };
 
 /// A GPU's memory: an amount in a unit.
@@ -258,6 +258,8 @@ pub struct DetailedOptions {
     pub lora_rank: Option<u64>,
     /// Show the lesson's bar beside the detailed one.
     pub show_lesson: bool,
+    /// The runtime overhead drawn beside the peak, if asked for.
+    pub overhead: Option<Overhead>,
 }
 
 impl Default for DetailedOptions {
@@ -280,6 +282,7 @@ impl Default for DetailedOptions {
             micro_batch: None,
             lora_rank: None,
             show_lesson: false,
+            overhead: None,
         }
     }
 }
@@ -357,22 +360,21 @@ impl PageState {
     }
 }
 
-/// The largest micro-batch per GPU for which the detailed budget of `cfg`
-/// fits in `capacity_bytes` (searched up to 4096; the budget grows with the
-/// micro-batch), or `None` when even one sequence does not fit.
-pub fn max_micro_batch(cfg: &DetailedConfig, capacity_bytes: f64) -> Option<u64> {
-    let fits = |m: u64| {
-        let c = DetailedConfig {
-            micro_batch: Some(m),
-            batch: m * cfg.parallel.dp,
-            ..*cfg
-        };
-        detailed::estimate(&c).is_ok_and(|b| b.total <= capacity_bytes)
-    };
+/// The peak of one (later) training step of `cfg` per GPU, plus the
+/// runtime overhead when one is given: what must fit on the GPU.
+pub fn detailed_need(cfg: &DetailedConfig, overhead: Option<&Overhead>) -> Option<f64> {
+    let t = detailed::timeline(cfg, &StepOptions::default()).ok()?;
+    let peak = t.peak_bytes();
+    Some(peak + overhead.map_or(0.0, |o| o.bytes(cfg, peak).total()))
+}
+
+/// The largest `v` in `1..=max` with `fits(v)`, for a `fits` that holds up
+/// to some value and fails above it; `None` when even 1 does not fit.
+fn largest_fitting(max: u64, fits: impl Fn(u64) -> bool) -> Option<u64> {
     if !fits(1) {
         return None;
     }
-    let (mut lo, mut hi) = (1u64, 4096u64);
+    let (mut lo, mut hi) = (1u64, max);
     if fits(hi) {
         return Some(hi);
     }
@@ -386,6 +388,40 @@ pub fn max_micro_batch(cfg: &DetailedConfig, capacity_bytes: f64) -> Option<u64>
         }
     }
     Some(lo)
+}
+
+/// The largest micro-batch per GPU for which the peak of a training step of
+/// `cfg` (plus `overhead`, if given) fits in `capacity_bytes` (searched up
+/// to 4096; the peak grows with the micro-batch), or `None` when even one
+/// sequence does not fit.
+pub fn max_micro_batch(
+    cfg: &DetailedConfig,
+    capacity_bytes: f64,
+    overhead: Option<&Overhead>,
+) -> Option<u64> {
+    largest_fitting(4096, |m| {
+        let c = DetailedConfig {
+            micro_batch: Some(m),
+            batch: m * cfg.parallel.dp,
+            ..*cfg
+        };
+        detailed_need(&c, overhead).is_some_and(|need| need <= capacity_bytes)
+    })
+}
+
+/// The largest sequence length (up to the page's 131,072) for which the
+/// peak of a training step of `cfg` (plus `overhead`) fits in
+/// `capacity_bytes`, or `None` when even 1 token does not fit.
+pub fn max_detailed_seq(
+    cfg: &DetailedConfig,
+    capacity_bytes: f64,
+    overhead: Option<&Overhead>,
+) -> Option<u64> {
+    let max = Field::SeqLen.range().1 as u64;
+    largest_fitting(max, |seq| {
+        let c = DetailedConfig { seq, ..*cfg };
+        detailed_need(&c, overhead).is_some_and(|need| need <= capacity_bytes)
+    })
 }
 
 /// The largest value of `field` (batch or sequence length) for which the

@@ -21,12 +21,13 @@
 //! `unit` (`gb`/`gib`), `sweep` (`batch`/`seq`), `embed` (`1`), `ex` (`1`/`2`).
 //! The detailed model: `mode=detailed`, `model` (a preset) or `arch heads kv
 //! ffn vocab tied qkvbias`, `prec opt attn dropout recompute impl`, `dp zero tp sp pp
-//! micro`, `lora`, `both` (the lesson's bar beside).
+//! micro`, `lora`, `both` (the lesson's bar beside), `oh` (runtime overhead
+//! on) with `ohctx`, `ohws`, `ohcomm` (GB) and `ohfrag` (percent).
 //! Unknown keys are ignored without a word; a known key with a bad value is
 //! reported in [`Decoded::ignored`] and its default kept.
 
 use crate::budget::{Field, TrainingConfig};
-use crate::detailed::{preset, Architecture, Family, PRESETS};
+use crate::detailed::{preset, Architecture, Family, Overhead, PRESETS};
 use crate::number::{read, std_to_f64, ToF64};
 use crate::state::{DetailedOptions, Exercise, GpuCapacity, Mode, PageState, SweepAxis, Unit};
 use std::fmt;
@@ -179,6 +180,24 @@ fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result
         "micro" => state.detailed.micro_batch = Some(parse_count(value, 1, 4096)?),
         "lora" => state.detailed.lora_rank = Some(parse_count(value, 1, 1024)?),
         "both" => state.detailed.show_lesson = parse_flag(value)?,
+        "oh" => {
+            state.detailed.overhead =
+                parse_flag(value)?.then(|| state.detailed.overhead.unwrap_or_default())
+        }
+        "ohctx" | "ohws" | "ohcomm" | "ohfrag" => {
+            let v = read(value, to_f64).ok_or("must be a number")?;
+            let mut o = state.detailed.overhead.unwrap_or_default();
+            match key {
+                "ohctx" => o.cuda_context_gb = v,
+                "ohws" => o.workspaces_gb = v,
+                "ohcomm" => o.communication_gb = v,
+                _ => o.fragmentation_percent = v,
+            }
+            if !o.is_valid() {
+                return Err("overhead sizes must be 0 to 1000 GB, fragmentation 0 to 100 %".into());
+            }
+            state.detailed.overhead = Some(o);
+        }
         _ => {}
     }
     Ok(())
@@ -334,6 +353,19 @@ fn encode_detailed(state: &PageState, out: &mut form_urlencoded::Serializer<'_, 
     }
     if d.show_lesson {
         out.append_pair("both", "1");
+    }
+    if let Some(o) = d.overhead {
+        out.append_pair("oh", "1");
+        let def = Overhead::default();
+        let mut pair = |key: &str, v: f64, default: f64| {
+            if v != default {
+                out.append_pair(key, &v.to_string());
+            }
+        };
+        pair("ohctx", o.cuda_context_gb, def.cuda_context_gb);
+        pair("ohws", o.workspaces_gb, def.workspaces_gb);
+        pair("ohcomm", o.communication_gb, def.communication_gb);
+        pair("ohfrag", o.fragmentation_percent, def.fragmentation_percent);
     }
 }
 

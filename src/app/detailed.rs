@@ -8,8 +8,8 @@ use super::{DetailedBudget, State};
 use crate::budget::Term;
 use crate::chart::{term_colour_hex, LOGITS_COLOUR};
 use crate::detailed::{
-    Architecture, AttentionKernel, DetailedBreakdown, Family, Optimizer, Precision, Profile,
-    Recompute, PRESETS,
+    Architecture, AttentionKernel, DetailedBreakdown, Family, Optimizer, Overhead, Precision,
+    Profile, Recompute, PRESETS,
 };
 use crate::export::{detailed_rows, DETAILED_ROWS};
 use crate::state::{DetailedOptions, Mode};
@@ -167,6 +167,57 @@ fn count(
     }
 }
 
+/// Reads a decimal overhead setting (GB or percent).
+type GetDecimal = fn(&Overhead) -> f64;
+/// Writes a decimal overhead setting.
+type SetDecimal = fn(&mut Overhead, f64);
+
+/// A decimal box for a runtime overhead setting; a value that is not a
+/// number or out of range is refused with a message that stays.
+fn overhead_input(
+    id: &'static str,
+    label: &'static str,
+    unit: &'static str,
+    get: GetDecimal,
+    set: SetDecimal,
+) -> impl IntoView {
+    let State(state) = super::context::<State>();
+    let message = RwSignal::new(None::<String>);
+    let current = move || get(&state.read().detailed.overhead.unwrap_or_default());
+    view! {
+        <label class="sub" for=id>{label}</label>
+        <div class="field-inputs">
+            <input
+                type="number"
+                class="number"
+                id=id
+                min="0"
+                step="any"
+                prop:value=text(move || format!("{}", current()))
+                on:change=on_event(move |ev| {
+                    let value = crate::number::read(&event_target_value(&ev), super::browser_to_f64);
+                    let mut o = state.read_untracked().detailed.overhead.unwrap_or_default();
+                    if let Some(v) = value {
+                        set(&mut o, v);
+                    }
+                    if value.is_some() && o.is_valid() {
+                        message.set(None);
+                        state.update(|s| s.detailed.overhead = Some(o));
+                    } else {
+                        message.set(Some(format!(
+                            "{label} must be a number from 0 to {}; kept the previous value.",
+                            if unit == "%" { Overhead::MAX_PERCENT } else { Overhead::MAX_GB }
+                        )));
+                        event_target::<web_sys::HtmlInputElement>(&ev).set_value(&format!("{}", current()));
+                    }
+                })
+            />
+            <span class="unit">{unit}</span>
+        </div>
+        <p class="field-message" id=format!("{id}-message") role="status">{text(move || message.get().unwrap_or_default())}</p>
+    }
+}
+
 const PRECISIONS: [Precision; 3] = [Precision::Mixed, Precision::Bf16, Precision::Fp32];
 const PRECISION_NAMES: &[&str] = &["Mixed: bf16 + fp32 master", "Pure bf16", "fp32"];
 const OPTIMIZERS: [Optimizer; 4] = [
@@ -274,6 +325,20 @@ pub fn DetailedControls() -> impl IntoView {
             <details>
                 <summary>"LoRA"</summary>
                 {count("lora-input", "LoRA rank (q, v)", (1, 1024), |d| d.lora_rank, |d, v| d.lora_rank = v, true)}
+            </details>
+            <details>
+                <summary>"Runtime overhead"</summary>
+                {flag("overhead-input", "Add the runtime overhead", |d| d.overhead.is_some(), |d, on| d.overhead = on.then(|| d.overhead.unwrap_or_default()))}
+                <p class="hint">
+                    "Beyond the tensors: defaults from measurements — CUDA context 723 MiB (PyTorch forums), "
+                    "cuBLAS and cuBLASLt workspaces 32 MiB each on Hopper (PyTorch #120925), NCCL buffers 256 MiB "
+                    "per parallel group (NCCL_BUFFSIZE 4 MiB × 32 channels × 2), fragmentation 15 % of the peak "
+                    "(GMLake, ASPLOS 2024)."
+                </p>
+                {overhead_input("ctx-input", "CUDA context", "GB", |o| o.cuda_context_gb, |o, v| o.cuda_context_gb = v)}
+                {overhead_input("ws-input", "Library workspaces", "GB", |o| o.workspaces_gb, |o, v| o.workspaces_gb = v)}
+                {overhead_input("comm-input", "Communication, per group", "GB", |o| o.communication_gb, |o, v| o.communication_gb = v)}
+                {overhead_input("frag-input", "Fragmentation", "%", |o| o.fragmentation_percent, |o, v| o.fragmentation_percent = v)}
             </details>
             {flag("both-input", "Show the lesson's rule beside", |d| d.show_lesson, |d, on| d.show_lesson = on)}
         </div>

@@ -2,11 +2,12 @@
 //! batch and sequence length that fit.
 
 use super::reactive::{cond, not, on_event, text};
-use super::{browser_to_f64, Budget, DetailedBudget, State};
+use super::{browser_to_f64, Budget, DetailedTimeline, State};
 use crate::budget::Field;
 use crate::number::read;
 use crate::state::{
-    max_fitting, max_micro_batch, GpuCapacity, Mode, Unit, GPU_PRESETS, MAX_GPU_AMOUNT,
+    detailed_need, max_detailed_seq, max_fitting, max_micro_batch, GpuCapacity, Mode, Unit,
+    GPU_PRESETS, MAX_GPU_AMOUNT,
 };
 use leptos::prelude::*;
 
@@ -68,33 +69,56 @@ pub fn GpuFit() -> impl IntoView {
         }
     };
 
-    let DetailedBudget(detailed) = super::context::<DetailedBudget>();
+    let DetailedTimeline(timeline) = super::context::<DetailedTimeline>();
     let detailed_mode = move || state.read().mode == Mode::Detailed;
-    // The total in force: the lesson's, or the detailed model's per GPU.
+    // What must fit: the lesson's total, or the detailed model's peak of a
+    // training step per GPU.
     let total = move || {
         if detailed_mode() {
-            detailed.get().ok().map(|b| b.total)
+            timeline.get().map(|t| t.peak_bytes())
         } else {
             budget.get().ok().map(|b| b.total)
         }
     };
-    let verdict = move || {
-        let (g, t, u) = (gpu()?, total()?, unit());
-        let cap = g.bytes();
+    let sentence = move |t: f64, cap: f64, u: Unit, what: &str| {
         let (need, have) = (u.of(t), u.of(cap));
-        Some(if t <= cap {
+        if t <= cap {
             format!(
-                "Fits: {need:.1} of {have:.1} {l} used, {:.1} {l} to spare.",
+                "Fits{what}: {need:.1} of {have:.1} {l} used, {:.1} {l} to spare.",
                 have - need,
                 l = u.label()
             )
         } else {
             format!(
-                "Does not fit by {:.1} {l}: needs {need:.1} {l}, the GPU has {have:.1} {l}.",
+                "Does not fit{what} by {:.1} {l}: needs {need:.1} {l}, the GPU has {have:.1} {l}.",
                 need - have,
                 l = u.label()
             )
-        })
+        }
+    };
+    let verdict = move || {
+        let (g, t, u) = (gpu()?, total()?, unit());
+        let what = if detailed_mode() {
+            " by the step's peak"
+        } else {
+            ""
+        };
+        Some(sentence(t, g.bytes(), u, what))
+    };
+    // Detailed mode with the runtime overhead on: the second verdict.
+    let verdict_overhead = move || {
+        if !detailed_mode() {
+            return None;
+        }
+        let s = state.read();
+        let o = s.detailed.overhead?;
+        let need = detailed_need(&s.detailed_config(), Some(&o))?;
+        Some(sentence(
+            need,
+            gpu()?.bytes(),
+            unit(),
+            " with the runtime overhead",
+        ))
     };
     // Each mode's lines are hidden in the other, and compute nothing there.
     let largest = move |field: Field| {
@@ -122,12 +146,30 @@ pub fn GpuFit() -> impl IntoView {
             return None;
         }
         let g = gpu()?;
-        let cfg = state.read().detailed_config();
-        Some(match max_micro_batch(&cfg, g.bytes()) {
-            Some(m) => format!("{m}"),
-            None => "none (even one sequence per GPU does not fit)".to_string(),
-        })
+        let s = state.read();
+        let cfg = s.detailed_config();
+        Some(
+            match max_micro_batch(&cfg, g.bytes(), s.detailed.overhead.as_ref()) {
+                Some(m) => format!("{m}"),
+                None => "none (even one sequence per GPU does not fit)".to_string(),
+            },
+        )
     };
+    let largest_seq = move || {
+        if !detailed_mode() {
+            return None;
+        }
+        let g = gpu()?;
+        let s = state.read();
+        let cfg = s.detailed_config();
+        Some(
+            match max_detailed_seq(&cfg, g.bytes(), s.detailed.overhead.as_ref()) {
+                Some(v) => format!("{v}"),
+                None => "none (even one token does not fit)".to_string(),
+            },
+        )
+    };
+    let overhead_on = cond(move || detailed_mode() && state.read().detailed.overhead.is_some());
 
     let has_gpu = cond(move || gpu().is_some());
     view! {
@@ -182,8 +224,14 @@ pub fn GpuFit() -> impl IntoView {
                     })}
                 </p>
                 <p id="fit-verdict" class="verdict">{text(move || verdict().unwrap_or_default())}</p>
+                <p id="fit-verdict-overhead" class="verdict" hidden=not(overhead_on)>
+                    {text(move || verdict_overhead().unwrap_or_default())}
+                </p>
                 <p id="fit-micro" hidden=not(cond(detailed_mode))>
                     "Largest micro-batch per GPU that fits: " {text(move || largest_micro().unwrap_or_default())}
+                </p>
+                <p id="fit-seq-detailed" hidden=not(cond(detailed_mode))>
+                    "Largest sequence length that fits: " {text(move || largest_seq().unwrap_or_default())}
                 </p>
                 <p id="fit-batch" hidden=cond(detailed_mode)>
                     "Largest batch that fits: " {text(move || largest(Field::Batch).unwrap_or_default())}

@@ -17,9 +17,10 @@ mod reactive;
 mod share;
 mod sweep;
 mod table;
+mod timeline;
 
 use crate::budget::{estimate, Breakdown, ConfigError, Field};
-use crate::detailed::{DetailedBreakdown, DetailedError};
+use crate::detailed::{DetailedBreakdown, DetailedError, StepOptions, StepTimeline};
 use crate::state::{Mode, PageState};
 use crate::url::{decode_with, encode, Ignored};
 use leptos::prelude::*;
@@ -34,6 +35,7 @@ pub use fit::GpuFit;
 pub use share::{ExportPanel, UrlNotices};
 pub use sweep::SweepPanel;
 pub use table::BudgetTable;
+pub use timeline::StepChart;
 
 /// The page state every control edits, passed by context.
 #[derive(Clone, Copy)]
@@ -50,6 +52,10 @@ pub struct BaselineBudget(pub Memo<Option<Breakdown>>);
 /// The detailed model's per-GPU budget for the same page, passed by context.
 #[derive(Clone, Copy)]
 pub struct DetailedBudget(pub Memo<Result<DetailedBreakdown, DetailedError>>);
+
+/// The detailed model's step timeline (a later step), in detailed mode only.
+#[derive(Clone, Copy)]
+pub struct DetailedTimeline(pub Memo<Option<StepTimeline>>);
 
 /// Installs the panic banner and mounts [`App`] on `<body>`. (The service
 /// worker that keeps the page working offline is registered by
@@ -116,6 +122,12 @@ pub fn Calculator(
         crate::detailed::estimate(&state.0.read().detailed_config())
     }));
     provide_context(detailed);
+    provide_context(DetailedTimeline(Memo::new(move |_| {
+        let s = state.0.read();
+        (s.mode == Mode::Detailed)
+            .then(|| crate::detailed::timeline(&s.detailed_config(), &StepOptions::default()).ok())
+            .flatten()
+    })));
     canvas::provide_redraw();
 
     // Keep the address bar in step, without adding history entries: after
@@ -194,6 +206,7 @@ pub fn Calculator(
                     <div hidden=in_lesson>
                         <DetailedTable />
                         <ModelDifference />
+                        <StepChart />
                     </div>
                     <a class="embed-only open-full" target="_blank" rel="noopener" href=text(move || {
                         let mut s = *state.0.read();
@@ -210,9 +223,16 @@ pub fn Calculator(
                 <ExportPanel />
             </div>
             <footer class="full-only">
-                "The lesson's rule of thumb. Parameters, gradients and master weights after "
-                "Micikevicius et al. 2018; Adam's two fp32 moments after Kingma & Ba 2015; "
-                "activations 34·L·b·s·h·2 bytes after Korthikanti et al. 2022. "
+                <span hidden=in_detailed>
+                    "The lesson's rule of thumb. Parameters, gradients and master weights after "
+                    "Micikevicius et al. 2018; Adam's two fp32 moments after Kingma & Ba 2015; "
+                    "activations 34·L·b·s·h·2 bytes after Korthikanti et al. 2022. "
+                </span>
+                <span hidden=in_lesson>
+                    "The detailed model: model states after Rajbhandari et al. 2020 (ZeRO); activations after "
+                    "Korthikanti et al. 2022 and stock Hugging Face code as PyTorch keeps it; the step's peak from "
+                    "PyTorch's autograd and AdamW, checked against memory measured in PyTorch. "
+                </span>
                 "Nothing leaves your browser."
             </footer>
         </main>

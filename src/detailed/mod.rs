@@ -18,11 +18,13 @@
 //! - [`activations`]: what the forward pass keeps for backward, per profile;
 //! - [`parallel`]: data, tensor, sequence and pipeline parallelism, ZeRO;
 //! - [`timeline`]: live memory over one training step, and its peak;
+//! - [`overhead`]: what a GPU process uses beyond its tensors;
 //! - this file: the options, the configuration, and [`estimate`], which adds
 //!   the model states and the saved activations.
 
 pub mod activations;
 pub mod arch;
+pub mod overhead;
 pub mod parallel;
 pub mod states;
 pub mod timeline;
@@ -30,10 +32,11 @@ pub mod timeline;
 use std::fmt;
 
 pub use arch::{preset, Architecture, Family, LoraTargets, Preset, PRESETS};
+pub use overhead::{Overhead, OverheadBytes};
 pub use parallel::Parallelism;
 pub use states::ModelStates;
 pub use timeline::{
-    timeline, AdamImpl, Event, Live, Moment, Phase, Step, StepOptions, StepTimeline,
+    timeline, why_peak, AdamImpl, Event, Live, Moment, Phase, Step, StepOptions, StepTimeline,
 };
 
 /// How weights, gradients and optimizer state are stored.

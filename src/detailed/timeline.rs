@@ -671,3 +671,144 @@ pub fn timeline(cfg: &DetailedConfig, opts: &StepOptions) -> Result<StepTimeline
     }
     Ok(best)
 }
+
+/// Why the peak of `t` differs from `sum` (the model states plus the saved
+/// activations), in a sentence or two for the page; `size` writes a byte
+/// count in the reader's unit.
+pub fn why_peak(t: &StepTimeline, sum: f64, size: impl Fn(f64) -> String) -> String {
+    let e = t.peak_event();
+    let l = &e.live;
+    let peak = t.peak_bytes();
+    let (relation, by) = if peak >= sum {
+        ("above", peak - sum)
+    } else {
+        ("below", sum - peak)
+    };
+    let head = format!(
+        "The step peaks at {} during {} ({} phase), {} {relation} the sum of states and saved activations ({}).",
+        size(peak),
+        e.moment.label(),
+        e.phase.name(),
+        size(by),
+        size(sum),
+    );
+    let why = match e.moment {
+        Moment::OptimizerUpdate | Moment::OptimizerState => format!(
+            " By the optimizer step every activation is freed, but the gradients ({}), the optimizer state and the update's temporaries ({}) are all live.",
+            size(l.grads),
+            size(l.transient)
+        ),
+        Moment::Loss => format!(
+            " The loss holds every saved activation plus the logits and their fp32 copy ({}){}.",
+            size(l.transient),
+            if l.grads == 0.0 {
+                "; the gradients do not exist yet (zero_grad freed them)"
+            } else {
+                ""
+            }
+        ),
+        Moment::LossBackward | Moment::HeadBackward => format!(
+            " Backward starts with every saved activation still live, and the loss's gradients ({}) stack on top.",
+            size(l.transient)
+        ),
+        Moment::LayerBackward(_) => format!(
+            " Inside this layer's backward its activation gradients{} ({}) stack on the activations not yet freed.",
+            if e.micro_batch > 1 {
+                " and the accumulated gradients"
+            } else {
+                ""
+            },
+            size(l.transient)
+        ),
+        Moment::LayerForward(_) => format!(
+            " The forward pass has saved {} and this layer's transient buffers add {}.",
+            size(l.activations),
+            size(l.transient)
+        ),
+        _ => String::new(),
+    };
+    head + &why
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detailed::{estimate, preset, Precision};
+
+    fn gb(b: f64) -> String {
+        format!("{:.1} GB", b / 1e9)
+    }
+
+    #[test]
+    fn a_later_step_peaks_below_the_sum_when_the_optimizer_dominates() {
+        // Llama-2-7B, seq 2048, batch 1, flash, mixed, AdamW one tensor at
+        // a time: the gradients (freed by zero_grad in PyTorch) are not live
+        // during forward, the activations not during the update, so the
+        // "hf" step peaks at the update, below the sum.
+        let arch = preset("llama-2-7b").unwrap().arch;
+        let mut cfg = DetailedConfig::new(arch, 2048, 1);
+        cfg.attention = AttentionKernel::Flash;
+        cfg.profile = Profile::Hf;
+        let opts = StepOptions {
+            adam: Some(AdamImpl::ForLoop),
+            ..StepOptions::default()
+        };
+        let t = timeline(&cfg, &opts).unwrap();
+        let sum = estimate(&cfg).unwrap().total;
+        assert!(t.peak_bytes() < sum, "{} vs {sum}", t.peak_bytes());
+        assert_eq!(t.peak_event().phase, Phase::Optimizer);
+        let why = why_peak(&t, sum, gb);
+        assert!(why.contains("below the sum"), "{why}");
+        assert!(why.contains("optimizer step"), "{why}");
+    }
+
+    #[test]
+    fn long_sequences_peak_in_backward_above_the_sum() {
+        let arch = preset("llama-3.1-8b").unwrap().arch;
+        let mut cfg = DetailedConfig::new(arch, 8192, 4);
+        cfg.profile = Profile::Hf;
+        cfg.attention = AttentionKernel::Flash;
+        let t = timeline(&cfg, &StepOptions::default()).unwrap();
+        let sum = estimate(&cfg).unwrap().total;
+        assert!(t.peak_bytes() > sum);
+        assert_eq!(t.peak_event().phase, Phase::Backward);
+        assert!(why_peak(&t, sum, gb).contains("above the sum"));
+    }
+
+    #[test]
+    fn live_bytes_never_negative_and_states_match_the_breakdown() {
+        for name in ["gpt2", "llama-2-7b", "qwen2.5-0.5b"] {
+            let arch = preset(name).unwrap().arch;
+            for (pp, zero, micro) in [(1, 0, 1), (2, 1, 2), (1, 3, 1)] {
+                let mut cfg = DetailedConfig::new(arch, 1024, 8 * micro);
+                cfg.micro_batch = Some(micro);
+                cfg.parallel.dp = 4;
+                cfg.parallel.zero = zero;
+                cfg.parallel.pp = pp;
+                cfg.precision = Precision::Bf16;
+                let b = estimate(&cfg).unwrap();
+                let t = timeline(&cfg, &StepOptions::default()).unwrap();
+                for e in &t.events {
+                    let l = &e.live;
+                    for v in [
+                        l.params,
+                        l.grads,
+                        l.optimizer_state,
+                        l.activations,
+                        l.transient,
+                    ] {
+                        assert!(v >= -1e-3, "{name}: {e:?}");
+                    }
+                    assert_eq!(l.params, b.params);
+                }
+                let update = t
+                    .events
+                    .iter()
+                    .find(|e| e.moment == Moment::OptimizerUpdate)
+                    .unwrap();
+                assert_eq!(update.live.grads, b.grads, "{name}");
+                assert_eq!(update.live.optimizer_state, b.optimizer_state, "{name}");
+            }
+        }
+    }
+}

@@ -136,3 +136,68 @@ test('a detailed deep link reopens the same view; exports carry it', async () =>
   assert.deepEqual(problems, []);
   await context.close();
 });
+
+/** The step timeline chart's pixels. */
+const timelineChart = (page) => page.evaluate(() => document.querySelector('#timeline-chart').toDataURL());
+
+test('the fit verdict follows the step peak where the sum and the peak disagree', async () => {
+  // Llama-3.1-8B, stock Hugging Face on CUDA (AdamW foreach), 2048 tokens:
+  // states and saved activations add to 142.8 GB, under the 151.4 GB of a
+  // card sold as 141 GB, but the optimizer update's fp32 temporaries take
+  // the step to 160.6 GB.
+  const { page, problems, context } = await open('?mode=detailed&model=llama-3.1-8b&seq=2048&batch=1&attn=flash&impl=hf&gpu=141');
+  assert.equal(await page.textContent('.detailed-table tr[data-term="total"] td.gb'), '142.8');
+  assert.equal(await page.textContent('#fit-verdict'),
+    "Does not fit by the step's peak by 9.2 GB: needs 160.6 GB, the GPU has 151.4 GB.");
+  assert.match(await page.textContent('#peak-explanation'),
+    /^The step peaks at 160\.6 GB during optimizer update \(optimizer phase\), 17\.8 GB above the sum of states and saved activations \(142\.8 GB\)\./);
+  assert.equal(await page.isVisible('#timeline-chart'), true);
+  await page.waitForFunction(() => document.querySelector('#timeline-chart').width > 200);
+  const before = await timelineChart(page);
+  // Doubling the batch grows the activations in the timeline, not the peak
+  // (the optimizer update), so the chart changes and the verdict stays.
+  await page.fill('#batch-input', '8');
+  await page.press('#batch-input', 'Enter');
+  await page.waitForFunction((b) => document.querySelector('#timeline-chart').toDataURL() !== b, before);
+  assert.match(await page.textContent('#peak-explanation'), /during loss backward \(backward phase\)/);
+  assert.match(await page.textContent('#fit-verdict'), /^Does not fit by the step's peak/);
+  // The update alone needs more than the card: no sequence length fits.
+  assert.equal(await page.textContent('#fit-seq-detailed'),
+    'Largest sequence length that fits: none (even one token does not fit)');
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('the runtime overhead is its own band and second verdict, and bad values are refused', async () => {
+  const { page, context } = await open('?mode=detailed&model=llama-3.1-8b&seq=2048&batch=1&attn=flash&gpu=192');
+  assert.equal(await page.isVisible('#fit-verdict-overhead'), false);
+  assert.match(await page.textContent('#fit-verdict'), /^Fits by the step's peak: /);
+  const seq = Number((await page.textContent('#fit-seq-detailed')).match(/fits: (\d+)$/)[1]);
+  assert.ok(seq > 2048, `${seq}`);
+  await page.evaluate(() => { document.getElementById('overhead-input').closest('details').open = true; });
+  await page.check('#overhead-input');
+  await urlMatches(page, /oh=1/);
+  assert.match(await page.textContent('#fit-verdict-overhead'), /^Fits with the runtime overhead: /);
+  assert.match(await page.textContent('#peak-explanation'), /With the runtime overhead .* it needs /);
+  // The overhead counts against the largest sequence length too.
+  await page.waitForFunction((seq) => Number(document.querySelector('#fit-seq-detailed').textContent.match(/fits: (\d+)$/)[1]) < seq, seq);
+  // Fragmentation of 60 % pushes it over; the link keeps it.
+  await page.fill('#frag-input', '60');
+  await page.press('#frag-input', 'Enter');
+  await urlMatches(page, /ohfrag=60/);
+  assert.match(await page.textContent('#fit-verdict-overhead'), /^Does not fit with the runtime overhead by /);
+  assert.match(await page.textContent('#fit-verdict'), /^Fits by the step's peak: /);
+  // Out of range: refused, message stays, value kept.
+  await page.fill('#frag-input', '250');
+  await page.press('#frag-input', 'Enter');
+  assert.match(await page.textContent('#frag-input-message'), /Fragmentation must be a number from 0 to 100/);
+  assert.equal(await page.inputValue('#frag-input'), '60');
+  await context.close();
+});
+
+test('the step chart is detailed-only; the lesson stays as taught', async () => {
+  const { page, context } = await open('?gpu=80');
+  assert.equal(await page.isVisible('#timeline-chart'), false);
+  assert.equal(await page.textContent('#fit-verdict'), 'Does not fit by 99.1 GB: needs 185.0 GB, the GPU has 85.9 GB.');
+  await context.close();
+});

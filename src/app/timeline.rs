@@ -1,0 +1,93 @@
+//! "Memory over one training step": the detailed model's step timeline as
+//! a chart (one bar per event, the peak marked, the GPU line across it) and
+//! a sentence on why the peak differs from the sum of states and saved
+//! activations.
+
+use super::canvas::ChartCanvas;
+use super::reactive::text;
+use super::{DetailedBudget, DetailedTimeline, State};
+use crate::chart::{timeline_bars, ChartSpec};
+use crate::detailed::why_peak;
+use crate::state::Mode;
+use leptos::prelude::*;
+
+/// The step timeline chart and its explanation (detailed mode).
+#[component]
+pub fn StepChart() -> impl IntoView {
+    let State(state) = super::context::<State>();
+    let DetailedTimeline(timeline) = super::context::<DetailedTimeline>();
+    let DetailedBudget(detailed) = super::context::<DetailedBudget>();
+    let chart = ChartCanvas::new();
+
+    Effect::new(move |_| {
+        let s = *state.read();
+        if s.mode != Mode::Detailed {
+            return;
+        }
+        let Some(t) = timeline.get() else { return };
+        let cfg = s.detailed_config();
+        let overhead = s
+            .detailed
+            .overhead
+            .map_or(0.0, |o| o.bytes(&cfg, t.peak_bytes()).total());
+        let (bars, peak) = timeline_bars(&t, overhead);
+        let spec = ChartSpec {
+            legend: (!s.embed).then_some(peak),
+            bars,
+            unit: s.unit,
+            capacity_bytes: s.gpu.map(|g| g.bytes()),
+            marked: Some(peak),
+        };
+        chart.paint(&spec, "timeline");
+    });
+
+    let explanation = move || {
+        let s = state.read();
+        if s.mode != Mode::Detailed {
+            return String::new();
+        }
+        let (Some(t), Ok(b)) = (timeline.get(), detailed.get()) else {
+            return String::new();
+        };
+        let u = s.unit;
+        let mut out = why_peak(&t, b.total, |bytes| {
+            format!("{:.1} {}", u.of(bytes), u.label())
+        });
+        if let Some(o) = s.detailed.overhead {
+            let ob = o.bytes(&s.detailed_config(), t.peak_bytes());
+            out += &format!(
+                " With the runtime overhead (grey band: CUDA context, workspaces, communication buffers, fragmentation) it needs {:.1} {}.",
+                u.of(t.peak_bytes() + ob.total()),
+                u.label()
+            );
+        }
+        out
+    };
+    let label = move || {
+        let u = state.read().unit;
+        timeline
+            .get()
+            .map(|t| {
+                format!(
+                    "Live memory per GPU over one training step; peak {:.1} {} at {}",
+                    u.of(t.peak_bytes()),
+                    u.label(),
+                    t.peak_event().moment.label()
+                )
+            })
+            .unwrap_or_default()
+    };
+    view! {
+        <section class="step-chart" aria-labelledby="step-chart-title">
+            <h2 id="step-chart-title">"Memory over one training step"</h2>
+            <p class="hint">
+                "Live memory per GPU at each event of a later step (the optimizer state already exists): "
+                "forward layer by layer, the loss, backward (↓), the optimizer update. The peak is the bar with its total."
+            </p>
+            <div class="chart step">
+                <canvas node_ref=chart.node id="timeline-chart" role="img" aria-label=text(label)></canvas>
+            </div>
+            <p id="peak-explanation" aria-live="polite">{text(explanation)}</p>
+        </section>
+    }
+}

@@ -1,0 +1,139 @@
+//! Runtime overhead: GPU memory a training process uses beyond its tensors,
+//! which no model of the tensors predicts exactly. Shown apart from the
+//! peak, as its own band, with defaults from cited measurements that a
+//! reader can change.
+
+use super::DetailedConfig;
+
+/// 2²⁰ bytes, in GB.
+const MIB_GB: f64 = 1_048_576.0 / 1e9;
+
+/// The reader's runtime overhead settings, in GB (10⁹ bytes) and percent.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Overhead {
+    /// The CUDA context: kernels and driver state, created by the first
+    /// CUDA call. Default 723 MiB: `torch.randn(1).cuda()` took a process
+    /// from 0 to 723 MiB (PyTorch forums, "What is the reason for
+    /// pytorch's GPU memory floor?"); it depends on the CUDA version, lazy
+    /// module loading and the GPU.
+    pub cuda_context_gb: f64,
+    /// Library workspaces. Default 64 MiB: cuBLAS's and cuBLASLt's 32 MiB
+    /// each on Hopper (PyTorch #120925, after the cuBLAS API reference's
+    /// recommended workspace for Hopper).
+    pub workspaces_gb: f64,
+    /// Communication buffers per process group. Default 256 MiB: NCCL's
+    /// `NCCL_BUFFSIZE` of 4 MiB per channel and direction, 32 channels
+    /// (NCCL's environment variables documentation), for each of the data-,
+    /// tensor- and pipeline-parallel groups that has more than one GPU.
+    pub communication_gb: f64,
+    /// The caching allocator's fragmentation, in percent of the peak.
+    /// Default 15 %: the average fragmentation GMLake removed from PyTorch's
+    /// caching allocator over eight LLMs on A100-80GB (Guo et al., ASPLOS
+    /// 2024; up to 33 %).
+    pub fragmentation_percent: f64,
+}
+
+impl Default for Overhead {
+    fn default() -> Self {
+        Self {
+            cuda_context_gb: 723.0 * MIB_GB,
+            workspaces_gb: 64.0 * MIB_GB,
+            communication_gb: 256.0 * MIB_GB,
+            fragmentation_percent: 15.0,
+        }
+    }
+}
+
+/// The overhead in bytes, by source.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct OverheadBytes {
+    /// CUDA context.
+    pub cuda_context: f64,
+    /// Library workspaces.
+    pub workspaces: f64,
+    /// Communication buffers.
+    pub communication: f64,
+    /// Fragmentation.
+    pub fragmentation: f64,
+}
+
+impl OverheadBytes {
+    /// All of it.
+    pub fn total(&self) -> f64 {
+        self.cuda_context + self.workspaces + self.communication + self.fragmentation
+    }
+}
+
+impl Overhead {
+    /// Largest size a reader may set, in GB.
+    pub const MAX_GB: f64 = 1000.0;
+    /// Largest fragmentation a reader may set, in percent.
+    pub const MAX_PERCENT: f64 = 100.0;
+
+    /// Whether every setting is a number in range (sizes 0–1000 GB,
+    /// fragmentation 0–100 %).
+    pub fn is_valid(&self) -> bool {
+        let size = |v: f64| (0.0..=Self::MAX_GB).contains(&v);
+        size(self.cuda_context_gb)
+            && size(self.workspaces_gb)
+            && size(self.communication_gb)
+            && (0.0..=Self::MAX_PERCENT).contains(&self.fragmentation_percent)
+    }
+
+    /// The overhead for `cfg` on one GPU whose step peaks at `peak` bytes.
+    pub fn bytes(&self, cfg: &DetailedConfig, peak: f64) -> OverheadBytes {
+        let p = &cfg.parallel;
+        let groups = [p.dp, p.tp, p.pp].iter().filter(|&&n| n > 1).count() as f64;
+        OverheadBytes {
+            cuda_context: self.cuda_context_gb * 1e9,
+            workspaces: self.workspaces_gb * 1e9,
+            communication: groups * self.communication_gb * 1e9,
+            fragmentation: self.fragmentation_percent / 100.0 * peak,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detailed::preset;
+
+    #[test]
+    fn defaults_add_up_from_their_sources() {
+        let mut cfg = DetailedConfig::new(preset("gpt2").unwrap().arch, 1024, 8);
+        let o = Overhead::default();
+        assert!(o.is_valid());
+        let one = o.bytes(&cfg, 10e9);
+        assert_eq!(one.communication, 0.0, "one GPU talks to no one");
+        assert_eq!(one.fragmentation, 1.5e9);
+        assert_eq!(one.total(), (723 + 64) as f64 * 1_048_576.0 + 1.5e9);
+        cfg.parallel.dp = 8;
+        assert_eq!(o.bytes(&cfg, 10e9).communication, 256.0 * 1_048_576.0);
+        cfg.parallel.tp = 4;
+        assert_eq!(o.bytes(&cfg, 10e9).communication, 512.0 * 1_048_576.0);
+    }
+
+    #[test]
+    fn bad_settings_are_invalid() {
+        for bad in [
+            Overhead {
+                cuda_context_gb: -1.0,
+                ..Overhead::default()
+            },
+            Overhead {
+                workspaces_gb: f64::NAN,
+                ..Overhead::default()
+            },
+            Overhead {
+                fragmentation_percent: 150.0,
+                ..Overhead::default()
+            },
+            Overhead {
+                communication_gb: f64::INFINITY,
+                ..Overhead::default()
+            },
+        ] {
+            assert!(!bad.is_valid(), "{bad:?}");
+        }
+    }
+}
