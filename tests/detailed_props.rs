@@ -4,7 +4,8 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use membudget::detailed::{
-    estimate, AttentionKernel, DetailedConfig, Device, Profile, Recompute, PRESETS,
+    estimate, timeline, AdamImpl, AttentionKernel, DetailedConfig, Device, Moment, Profile,
+    Recompute, Step, StepOptions, PRESETS,
 };
 use proptest::prelude::*;
 
@@ -104,5 +105,33 @@ proptest! {
         prop_assert!(two.activations > one.activations);
         prop_assert_eq!(two.params, one.params);
         prop_assert_eq!(two.optimizer_state, one.optimizer_state);
+    }
+
+    #[test]
+    fn the_step_peak_is_finite_holds_the_states_and_grows_with_the_micro_batch(
+        cfg in any_config(),
+        first in any::<bool>(),
+        adam in prop::sample::select(vec![None, Some(AdamImpl::ForLoop), Some(AdamImpl::Foreach), Some(AdamImpl::Fused)]),
+    ) {
+        let opts = StepOptions { step: if first { Step::First } else { Step::Later }, adam };
+        let b = estimate(&cfg).unwrap();
+        let t = timeline(&cfg, &opts).unwrap();
+        let peak = t.peak_bytes();
+        prop_assert!(peak.is_finite() && peak > 0.0);
+        for e in &t.events {
+            prop_assert!(e.live.total() <= peak);
+            for v in [e.live.params, e.live.grads, e.live.master_weights, e.live.optimizer_state, e.live.activations, e.live.transient] {
+                prop_assert!(v.is_finite() && v >= -1e-6 * peak, "{e:?}");
+            }
+        }
+        // At the update every model state is live at once.
+        let update = t.events.iter().find(|e| e.moment == Moment::OptimizerUpdate).unwrap();
+        let states = b.params + b.grads + b.master_weights + b.optimizer_state;
+        prop_assert!((update.live.params + update.live.grads + update.live.master_weights + update.live.optimizer_state - states).abs() <= states * 1e-9);
+        prop_assert!(peak >= states * (1.0 - 1e-12));
+        // The fit solver's binary search needs the peak not to fall as the micro-batch grows.
+        let micro = cfg.micro_batch.unwrap();
+        let more = DetailedConfig { micro_batch: Some(micro + 1), batch: (micro + 1) * cfg.parallel.dp, ..cfg };
+        prop_assert!(timeline(&more, &opts).unwrap().peak_bytes() >= peak * (1.0 - 1e-12));
     }
 }

@@ -2,7 +2,7 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use membudget::budget::{estimate, Field, TrainingConfig};
-use membudget::detailed::{AttentionKernel, PRESETS};
+use membudget::detailed::{AttentionKernel, Overhead, PRESETS};
 use membudget::state::{
     max_fitting, DetailedOptions, Exercise, GpuCapacity, Mode, PageState, SweepAxis, Unit,
 };
@@ -25,6 +25,12 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
         (
             proptest::option::of(1u64..=4096),
             proptest::option::of(1u64..=1024),
+            proptest::option::of((
+                0.0f64..=1000.0,
+                0.0f64..=1000.0,
+                0.0f64..=1000.0,
+                0.0f64..=100.0,
+            )),
         ),
     )
         .prop_map(
@@ -36,7 +42,7 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
                 (flash, dropout, sp, both),
                 recompute,
                 (dp, zero, tp, pp),
-                (micro, lora),
+                (micro, lora, overhead),
             )| {
                 let mut d = DetailedOptions {
                     arch: PRESETS[m].arch,
@@ -64,6 +70,12 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
                 d.micro_batch = micro;
                 d.lora_rank = lora;
                 d.show_lesson = both;
+                d.overhead = overhead.map(|(ctx, ws, comm, frag)| Overhead {
+                    cuda_context_gb: ctx,
+                    workspaces_gb: ws,
+                    communication_gb: comm,
+                    fragmentation_percent: frag,
+                });
                 d
             },
         )
