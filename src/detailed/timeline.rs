@@ -565,10 +565,11 @@ fn default_adam(cfg: &DetailedConfig) -> AdamImpl {
 /// The step timeline of `cfg` on one GPU.
 ///
 /// ```
-/// use membudget::detailed::{preset, timeline, DetailedConfig, Phase, StepOptions};
+/// use membudget::detailed::{preset, timeline, DetailedConfig, Phase, Profile, StepOptions};
 ///
-/// let gpt2 = preset("gpt2").unwrap().arch;
-/// let t = timeline(&DetailedConfig::new(gpt2, 1024, 8), &StepOptions::default()).unwrap();
+/// let mut cfg = DetailedConfig::new(preset("gpt2").unwrap().arch, 1024, 8);
+/// cfg.profile = Profile::Hf;
+/// let t = timeline(&cfg, &StepOptions::default()).unwrap();
 /// assert_eq!(t.peak_event().phase, Phase::Backward);
 /// ```
 pub fn timeline(cfg: &DetailedConfig, opts: &StepOptions) -> Result<StepTimeline, DetailedError> {
