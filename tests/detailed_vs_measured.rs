@@ -3,10 +3,13 @@
 //! `fixtures/measure_hf.py` from real Hugging Face GPT-2 and Llama models.
 //! Parameters, gradients and AdamW state must match to the byte, activations
 //! within ±10 %; and the README's validation table must be this one.
+#![cfg(not(target_arch = "wasm32"))]
 
 use membudget::detailed::{
-    estimate, Architecture, AttentionKernel, DetailedConfig, Device, Optimizer, Precision, Profile,
+    estimate, AttentionKernel, DetailedConfig, Device, Optimizer, Precision, Profile,
 };
+
+mod common;
 
 struct Row {
     label: String,
@@ -35,15 +38,7 @@ fn rows() -> Vec<Row> {
             num(7),
             num(8),
         );
-        let arch = match c[0] {
-            "gpt2" => Architecture {
-                ffn,
-                positions: seq.max(1024),
-                ..Architecture::gpt2(layers, hidden, heads, vocab)
-            },
-            "llama" => Architecture::llama(layers, hidden, heads, kv, ffn, vocab),
-            other => panic!("unknown arch {other}"),
-        };
+        let arch = common::measured_arch(c[0], (layers, hidden, heads, kv, ffn, vocab), seq);
         let mut cfg = DetailedConfig::new(arch, seq, batch);
         cfg.profile = Profile::Hf;
         cfg.device = Device::Cpu;

@@ -4,13 +4,16 @@
 //! to the byte) from real Hugging Face GPT-2 and Llama models over two whole
 //! training steps. The peak must be within ±5 % and in the right phase on
 //! every row, and the README's table must be this one.
+#![cfg(not(target_arch = "wasm32"))]
 
 use membudget::detailed::{
-    estimate, timeline, AdamImpl, Architecture, AttentionKernel, DetailedConfig, Device, Optimizer,
-    Phase, Precision, Profile, Recompute, Step, StepOptions,
+    estimate, timeline, AdamImpl, AttentionKernel, DetailedConfig, Device, Optimizer, Phase,
+    Precision, Profile, Recompute, Step, StepOptions,
 };
 
 /// One measured step.
+mod common;
+
 struct Row {
     label: String,
     cfg: DetailedConfig,
@@ -48,15 +51,7 @@ fn rows() -> Vec<Row> {
             num(8),
             num(9),
         );
-        let arch = match c[0] {
-            "gpt2" => Architecture {
-                ffn,
-                positions: seq.max(1024),
-                ..Architecture::gpt2(layers, hidden, heads, vocab)
-            },
-            "llama" => Architecture::llama(layers, hidden, heads, kv, ffn, vocab),
-            other => panic!("unknown arch {other}"),
-        };
+        let arch = common::measured_arch(c[0], (layers, hidden, heads, kv, ffn, vocab), seq);
         assert_eq!(arch.params(), num(16), "{line}: parameter count");
         let mut cfg = DetailedConfig::new(arch, seq, micro * micro_batches);
         cfg.micro_batch = Some(micro);

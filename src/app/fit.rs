@@ -141,34 +141,36 @@ pub fn GpuFit() -> impl IntoView {
         })
     };
 
+    // The largest micro-batch or sequence length that fits by the peak (and
+    // overhead), by `solve`; `none` says what does not fit even at 1.
+    type Solver = fn(
+        &crate::detailed::DetailedConfig,
+        f64,
+        Option<&crate::detailed::Overhead>,
+    ) -> Option<u64>;
+    let largest_detailed = move |solve: Solver, none: &'static str| {
+        if !detailed_mode() {
+            return None;
+        }
+        let g = gpu()?;
+        let s = state.read();
+        Some(
+            solve(
+                &s.detailed_config(),
+                g.bytes(),
+                s.detailed.overhead.as_ref(),
+            )
+            .map_or_else(|| none.to_string(), |v| v.to_string()),
+        )
+    };
     let largest_micro = move || {
-        if !detailed_mode() {
-            return None;
-        }
-        let g = gpu()?;
-        let s = state.read();
-        let cfg = s.detailed_config();
-        Some(
-            match max_micro_batch(&cfg, g.bytes(), s.detailed.overhead.as_ref()) {
-                Some(m) => format!("{m}"),
-                None => "none (even one sequence per GPU does not fit)".to_string(),
-            },
+        largest_detailed(
+            max_micro_batch,
+            "none (even one sequence per GPU does not fit)",
         )
     };
-    let largest_seq = move || {
-        if !detailed_mode() {
-            return None;
-        }
-        let g = gpu()?;
-        let s = state.read();
-        let cfg = s.detailed_config();
-        Some(
-            match max_detailed_seq(&cfg, g.bytes(), s.detailed.overhead.as_ref()) {
-                Some(v) => format!("{v}"),
-                None => "none (even one token does not fit)".to_string(),
-            },
-        )
-    };
+    let largest_seq =
+        move || largest_detailed(max_detailed_seq, "none (even one token does not fit)");
     let overhead_on = cond(move || detailed_mode() && state.read().detailed.overhead.is_some());
 
     let has_gpu = cond(move || gpu().is_some());

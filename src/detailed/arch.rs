@@ -135,7 +135,7 @@ impl Architecture {
     }
 
     /// Input and output widths of one adaptable projection.
-    fn projection(&self, target: u8) -> (u64, u64) {
+    pub(super) fn projection(&self, target: u8) -> (u64, u64) {
         let (h, kv, f) = (self.hidden, self.kv_dim(), self.ffn);
         match target {
             LoraTargets::K | LoraTargets::V => (h, kv),

@@ -319,13 +319,7 @@ fn largest_trained(cfg: &DetailedConfig) -> f64 {
             .lora_targets
             .iter()
             .map(|t| {
-                let (h, kv, f) = (a.hidden, a.kv_dim(), a.ffn);
-                let (i, o) = match t {
-                    super::LoraTargets::K | super::LoraTargets::V => (h, kv),
-                    super::LoraTargets::GATE | super::LoraTargets::UP => (h, f),
-                    super::LoraTargets::DOWN => (f, h),
-                    _ => (h, h),
-                };
+                let (i, o) = a.projection(t);
                 i.max(o)
             })
             .max()

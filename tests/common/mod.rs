@@ -47,3 +47,22 @@ pub fn any_optimizer() -> impl Strategy<Value = Optimizer> {
 pub fn any_recompute() -> impl Strategy<Value = Recompute> {
     prop::sample::select(vec![Recompute::None, Recompute::Selective, Recompute::Full])
 }
+
+/// The shape `tests/fixtures/measure_*.py` builds for a measured row: GPT-2
+/// with its MLP width and enough positions for the sequence, or Llama.
+pub fn measured_arch(
+    family: &str,
+    (layers, hidden, heads, kv_heads, ffn, vocab): (u64, u64, u64, u64, u64, u64),
+    seq: u64,
+) -> membudget::detailed::Architecture {
+    use membudget::detailed::Architecture;
+    match family {
+        "gpt2" => Architecture {
+            ffn,
+            positions: seq.max(1024),
+            ..Architecture::gpt2(layers, hidden, heads, vocab)
+        },
+        "llama" => Architecture::llama(layers, hidden, heads, kv_heads, ffn, vocab),
+        other => panic!("unknown arch {other}"),
+    }
+}
