@@ -367,7 +367,12 @@ pub fn draw<DB: DrawingBackend>(
                 style.font(14.0).pos(Pos::new(HPos::Center, VPos::Bottom)),
             ))?;
         }
-        if i % caption_every != 0 && spec.marked != Some(i) {
+        // The marked bar's caption is always drawn; its neighbours within
+        // one caption's width give way to it.
+        let crowds_marked = spec
+            .marked
+            .is_some_and(|m| m != i && m.abs_diff(i) < caption_every);
+        if (i % caption_every != 0 && spec.marked != Some(i)) || crowds_marked {
             continue;
         }
         let caption = if spec.marked == Some(i) {
