@@ -20,14 +20,16 @@
 //! `gpu` (`80` or `80gib` for a card sold as 80 GB, `85.9gb` in decimal GB),
 //! `unit` (`gb`/`gib`), `sweep` (`batch`/`seq`), `embed` (`1`), `ex` (`1`/`2`).
 //! The detailed model: `mode=detailed`, `model` (a preset) or `arch heads kv
-//! ffn vocab tied qkvbias`, `prec opt attn dropout recompute impl`, `dp zero tp sp pp
+//! ffn vocab tied qkvbias hd qknorm sandwich mla moe` (`mla` =
+//! `q_rank,kv_rank,rope,nope,v`; `moe` = `experts,top_k,expert_ffn,shared_ffn,dense_layers,router`),
+//! `prec opt attn dropout recompute impl`, `dp zero tp sp pp ep etp
 //! micro`, `lora`, `both` (the lesson's bar beside), `oh` (runtime overhead
 //! on) with `ohctx`, `ohws`, `ohcomm` (GB) and `ohfrag` (percent).
 //! Unknown keys are ignored without a word; a known key with a bad value is
 //! reported in [`Decoded::ignored`] and its default kept.
 
 use crate::budget::{Field, TrainingConfig};
-use crate::detailed::{preset, Architecture, Family, Overhead, PRESETS};
+use crate::detailed::{preset, Architecture, Family, Mla, Moe, Overhead, PRESETS};
 use crate::number::{read, std_to_f64, ToF64};
 use crate::state::{DetailedOptions, Exercise, GpuCapacity, Mode, PageState, SweepAxis, Unit};
 use std::fmt;
@@ -166,6 +168,49 @@ fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result
         "vocab" => state.detailed.arch.vocab = parse_count(value, 1, 1 << 22)?,
         "tied" => state.detailed.arch.tied_embeddings = parse_flag(value)?,
         "qkvbias" => state.detailed.arch.qkv_bias = parse_flag(value)?,
+        "hd" => state.detailed.arch.head_width = parse_count(value, 1, 1 << 12)?,
+        "qknorm" => state.detailed.arch.qk_norm = parse_flag(value)?,
+        "sandwich" => state.detailed.arch.sandwich_norms = parse_flag(value)?,
+        "mla" => {
+            let [q_rank, kv_rank, rope_dim, nope_dim, v_dim] = parse_counts(
+                value,
+                ["query rank", "kv rank", "rope dim", "nope dim", "value dim"],
+            )?;
+            state.detailed.arch.mla = Some(Mla {
+                q_rank,
+                kv_rank,
+                rope_dim,
+                nope_dim,
+                v_dim,
+            });
+        }
+        "moe" => {
+            let (numbers, router) = value
+                .rsplit_once(',')
+                .ok_or("moe must be experts,top_k,expert_ffn,shared_ffn,dense_layers,router")?;
+            let names = [
+                "experts",
+                "top-k",
+                "expert FFN",
+                "shared FFN",
+                "dense layers",
+            ];
+            let [experts, top_k, expert_ffn, shared_ffn, first_dense] =
+                parse_counts(numbers, names)?;
+            if experts == 0 || top_k == 0 || top_k > experts || expert_ffn == 0 {
+                return Err("moe needs experts ≥ top-k ≥ 1 and an expert FFN ≥ 1".into());
+            }
+            state.detailed.arch.moe = Some(Moe {
+                experts,
+                top_k,
+                expert_ffn,
+                shared_ffn,
+                first_dense,
+                router: router.parse()?,
+            });
+        }
+        "ep" => state.detailed.parallel.ep = parse_count(value, 1, 4096)?,
+        "etp" => state.detailed.parallel.etp = parse_count(value, 1, 512)?,
         "prec" => state.detailed.precision = value.parse()?,
         "opt" => state.detailed.optimizer = value.parse()?,
         "attn" => state.detailed.attention = value.parse()?,
@@ -211,6 +256,19 @@ fn parse_count(value: &str, min: u64, max: u64) -> Result<u64, String> {
         .ok()
         .filter(|v| (min..=max).contains(v))
         .ok_or_else(|| format!("must be a whole number from {min} to {max}"))
+}
+
+/// `N` comma-separated whole numbers up to 2²⁴, each named in the error.
+fn parse_counts<const N: usize>(value: &str, names: [&str; N]) -> Result<[u64; N], String> {
+    let parts: Vec<&str> = value.split(',').collect();
+    if parts.len() != N {
+        return Err(format!("must be {N} numbers: {}", names.join(", ")));
+    }
+    let mut out = [0; N];
+    for ((slot, part), name) in out.iter_mut().zip(parts).zip(names) {
+        *slot = parse_count(part, 0, 1 << 24).map_err(|e| format!("{name} {e}"))?;
+    }
+    Ok(out)
 }
 
 fn parse_flag(value: &str) -> Result<bool, String> {
@@ -326,6 +384,29 @@ fn encode_detailed(state: &PageState, out: &mut form_urlencoded::Serializer<'_, 
             if a.qkv_bias != gpt2 {
                 out.append_pair("qkvbias", flag(a.qkv_bias));
             }
+            if a.head_width > 0 {
+                out.append_pair("hd", &a.head_width.to_string());
+            }
+            if a.qk_norm {
+                out.append_pair("qknorm", "1");
+            }
+            if a.sandwich_norms {
+                out.append_pair("sandwich", "1");
+            }
+            if let Some(m) = a.mla {
+                let v = [m.q_rank, m.kv_rank, m.rope_dim, m.nope_dim, m.v_dim];
+                out.append_pair("mla", &join(&v));
+            }
+            if let Some(m) = a.moe {
+                let v = [
+                    m.experts,
+                    m.top_k,
+                    m.expert_ffn,
+                    m.shared_ffn,
+                    m.first_dense,
+                ];
+                out.append_pair("moe", &format!("{},{}", join(&v), m.router.name()));
+            }
         }
     }
     let mut pair = |key: &str, value: &str, default: &str| {
@@ -345,6 +426,8 @@ fn encode_detailed(state: &PageState, out: &mut form_urlencoded::Serializer<'_, 
     pair("tp", &p.tp.to_string(), "1");
     pair("sp", flag(p.sp), "0");
     pair("pp", &p.pp.to_string(), "1");
+    pair("ep", &p.ep.to_string(), "1");
+    pair("etp", &p.etp.to_string(), "1");
     if let Some(m) = d.micro_batch {
         out.append_pair("micro", &m.to_string());
     }
@@ -367,6 +450,11 @@ fn encode_detailed(state: &PageState, out: &mut form_urlencoded::Serializer<'_, 
         pair("ohcomm", o.communication_gb, def.communication_gb);
         pair("ohfrag", o.fragmentation_percent, def.fragmentation_percent);
     }
+}
+
+fn join(values: &[u64]) -> String {
+    let parts: Vec<String> = values.iter().map(u64::to_string).collect();
+    parts.join(",")
 }
 
 fn flag(on: bool) -> &'static str {

@@ -10,7 +10,10 @@
 //!   Python, fp32 softmax and loss), read off `transformers` 5.x and checked
 //!   byte for byte against `tests/fixtures/hf_measured.tsv`.
 
-use super::{AttentionKernel, DetailedConfig, Device, Family, Precision, Profile, Recompute};
+use super::{
+    AttentionKernel, DetailedConfig, Device, ExpertsImpl, Family, Moe, Precision, Profile,
+    Recompute, Router,
+};
 
 /// Activation bytes of one layer for one micro-batch, split the way tensor
 /// and sequence parallelism split them (Korthikanti §4.2).
@@ -24,6 +27,100 @@ pub(super) struct LayerActivations {
     /// The a·s² terms (scores, their mask and dropout output), sharded;
     /// selective recomputation drops them.
     pub(super) scores: f64,
+    /// Routed experts' tensors: split by expert tensor parallelism (each
+    /// GPU computes its tokens' k assignments whatever the expert
+    /// parallelism, routing assumed balanced).
+    pub(super) experts: f64,
+}
+
+impl LayerActivations {
+    fn scaled(self, w: f64) -> Self {
+        Self {
+            replicated: self.replicated * w,
+            sharded: self.sharded * w,
+            scores: self.scores * w,
+            experts: self.experts * w,
+        }
+    }
+
+    fn plus(self, o: Self) -> Self {
+        Self {
+            replicated: self.replicated + o.replicated,
+            sharded: self.sharded + o.sharded,
+            scores: self.scores + o.scores,
+            experts: self.experts + o.experts,
+        }
+    }
+}
+
+/// What a mixture-of-experts MLP keeps, in place of the dense MLP's
+/// tensors, for n tokens: (router part, replicated; shared experts,
+/// sharded; routed experts).
+///
+/// "hf" profile, read off `transformers` 5.x and checked against
+/// `tests/fixtures/moe_measured.tsv`: the router keeps its fp32 softmax
+/// (n·E), the top-k indices (int64) and, renormalising, the sum (n) and the
+/// fp32 top-k values (n·k). The grouped experts (`grouped_mm_experts_forward`)
+/// keep, per token–expert pair: two int64 gather indices and the int64
+/// inverse permutation, the sorted input (h), the gate/up output (2F), the
+/// SiLU output and the product (F each), the down output (h) and the
+/// routing weight (fp32 for Mixtral, the dtype for Qwen3), plus one int32
+/// offset per expert. The per-expert loop keeps the `torch.where` pair of
+/// int64 indices, the input, the down output and the `index_add_` source
+/// (h each), the same 4F and the weight. Either way the sums run over the
+/// n·k assignments, so how evenly random routing spreads them does not
+/// change the bytes.
+///
+/// "fused" profile (Megatron-Core's grouped GEMM, `moe/experts.py`, with
+/// the dense model's counting of SwiGLU): the router's fp32 logits (n·E)
+/// and, per assignment, the permuted input (h), 4F of SwiGLU and an fp32
+/// probability with its int64 index.
+fn moe_mlp(cfg: &DetailedConfig, n: f64, m: Moe) -> (f64, f64, f64) {
+    let p = act_bytes(cfg);
+    let h = cfg.arch.hidden as f64;
+    let (e, k, f) = (m.experts as f64, m.top_k as f64, m.expert_ffn as f64);
+    let nk = n * k;
+    let shared = 4.0 * n * m.shared_ffn as f64 * p;
+    match cfg.profile {
+        Profile::Fused => (4.0 * n * e, shared, nk * (h * p + 4.0 * f * p + 12.0)),
+        Profile::Hf => {
+            // DeepSeek-V3 also keeps its router's fp32 copy of the input.
+            let router_input = if m.router == Router::DeepSeek {
+                4.0 * n * h
+            } else {
+                0.0
+            };
+            let router = 4.0 * n * e + 8.0 * nk + 4.0 * n + 4.0 * nk + router_input;
+            let weight = if m.router == Router::Qwen { p } else { 4.0 };
+            let experts = match cfg.experts_impl {
+                ExpertsImpl::Grouped => nk * (24.0 + weight + 2.0 * h * p + 4.0 * f * p) + 4.0 * e,
+                ExpertsImpl::Loop => nk * (16.0 + weight + 3.0 * h * p + 4.0 * f * p),
+            };
+            (router, shared, experts)
+        }
+    }
+}
+
+/// RMSNorm as `transformers` writes it, over n rows of width w: the fp32
+/// input, the fp32 reciprocal root per row, the normalised output in the
+/// dtype.
+fn rms(n: f64, w: f64, p: f64) -> f64 {
+    4.0 * n * w + 4.0 * n + n * w * p
+}
+
+/// One layer's activations for `b` sequences, averaged over the layers
+/// (dense layers and mixture-of-experts layers differ).
+pub(super) fn layer_activations(cfg: &DetailedConfig, b: f64) -> LayerActivations {
+    let a = &cfg.arch;
+    let moe = a.moe_layers();
+    if moe == 0 {
+        return layer_activations_of(cfg, b, false);
+    }
+    let l = a.layers as f64;
+    let dense = (a.layers - moe) as f64 / l;
+    layer_activations_of(cfg, b, false)
+        .scaled(dense)
+        .plus(layer_activations_of(cfg, b, true).scaled(moe as f64 / l))
 }
 
 /// Bytes per activation value: 4 in fp32, 2 otherwise.
@@ -35,9 +132,11 @@ pub(super) fn act_bytes(cfg: &DetailedConfig) -> f64 {
     }
 }
 
-/// One layer's activations for `b` sequences.
-pub(super) fn layer_activations(cfg: &DetailedConfig, b: f64) -> LayerActivations {
+/// One layer's activations for `b` sequences; `moe_layer`: a
+/// mixture-of-experts layer.
+fn layer_activations_of(cfg: &DetailedConfig, b: f64, moe_layer: bool) -> LayerActivations {
     let a = &cfg.arch;
+    let moe = a.moe.filter(|_| moe_layer);
     let s = cfg.seq as f64;
     let (h, f, heads) = (a.hidden as f64, a.ffn as f64, a.heads as f64);
     let kvd = a.kv_dim() as f64;
@@ -55,11 +154,12 @@ pub(super) fn layer_activations(cfg: &DetailedConfig, b: f64) -> LayerActivation
             let replicated = 4.0 * nh * p + 2.0 * nh * mask;
             // Q and K, V, out-projection input.
             let qkv = nh * p + 2.0 * n * kvd * p + nh * p;
-            let mlp = match a.family {
+            let (router, mlp, experts) = match (a.family, moe) {
+                (_, Some(m)) => moe_mlp(cfg, n, m),
                 // GELU input and second linear input.
-                Family::Gpt2 => 2.0 * n * f * p,
+                (Family::Gpt2, _) => (0.0, 2.0 * n * f * p, 0.0),
                 // Gate out (SiLU input), SiLU out, up out, down input.
-                Family::Llama => 4.0 * n * f * p,
+                (Family::Llama, _) => (0.0, 4.0 * n * f * p, 0.0),
             };
             let (attn_extra, scores) = match cfg.attention {
                 // Softmax output, dropout mask (1 byte) and dropout output.
@@ -71,9 +171,10 @@ pub(super) fn layer_activations(cfg: &DetailedConfig, b: f64) -> LayerActivation
                 AttentionKernel::Flash => (lse, 0.0),
             };
             LayerActivations {
-                replicated,
+                replicated: replicated + router,
                 sharded: qkv + mlp + attn_extra,
                 scores,
+                experts,
             }
         }
         Profile::Hf => {
@@ -103,6 +204,7 @@ pub(super) fn layer_activations(cfg: &DetailedConfig, b: f64) -> LayerActivation
                     replicated,
                     sharded: 3.0 * nh * 4.0 + nh * p + mlp,
                     scores: 3.0 * scores_n * 4.0,
+                    experts: 0.0,
                 };
             }
             let eager = cfg.attention == AttentionKernel::Eager;
@@ -130,31 +232,64 @@ pub(super) fn layer_activations(cfg: &DetailedConfig, b: f64) -> LayerActivation
                         replicated,
                         sharded: attn + mlp,
                         scores,
+                        experts: 0.0,
                     }
                 }
                 Family::Llama => {
                     // RMSNorm upcasts: fp32 input, fp32 rsqrt per token, the
-                    // normalised output in the dtype; ×2, plus the two
-                    // projection inputs (q/k/v and gate/up).
-                    let rms = 4.0 * nh + 4.0 * n + nh * p;
-                    let replicated = 2.0 * rms + 2.0 * nh * p;
-                    let mlp = 4.0 * n * f * p;
+                    // normalised output in the dtype; ×2 (×4 with sandwich
+                    // norms), plus the two projection inputs (q/k/v and
+                    // gate/up, or the router's and experts' input).
+                    let norms = if a.sandwich_norms { 4.0 } else { 2.0 };
+                    let replicated = norms * rms(n, h, p) + 2.0 * nh * p;
+                    let (qd, kd, vd, od) = (
+                        a.q_dim() as f64,
+                        a.kv_dim() as f64,
+                        a.v_dim() as f64,
+                        a.o_dim() as f64,
+                    );
+                    // Qwen3's per-head q and k norms.
+                    let qk_norm = if a.qk_norm {
+                        rms(n * heads, qd / heads, p)
+                            + rms(n * a.kv_heads as f64, kd / a.kv_heads as f64, p)
+                    } else {
+                        0.0
+                    };
+                    // Latent attention's two latent norms and the shared
+                    // rotary key part.
+                    let latent = a.mla.map_or(0.0, |m| {
+                        let q = if m.q_rank > 0 {
+                            rms(n, m.q_rank as f64, p)
+                        } else {
+                            0.0
+                        };
+                        q + rms(n, m.kv_rank as f64, p) + n * m.rope_dim as f64 * p
+                    });
+                    let (router, mlp, experts) = match moe {
+                        Some(m) => moe_mlp(cfg, n, m),
+                        None => (0.0, 4.0 * n * f * p, 0.0),
+                    };
                     let (attn, scores) = if eager {
                         // q, repeated k and v (a heads each), o_proj input.
                         // Softmax runs in fp32; its output is cast back
                         // (a second copy) unless dropout or fp32.
                         let cast = if p != 4.0 && !drop { scores_n * p } else { 0.0 };
                         let dropout = if drop { scores_n * (mask + p) } else { 0.0 };
-                        (4.0 * nh * p, 4.0 * scores_n + cast + dropout)
+                        let v_rep = if a.mla.is_some() { vd } else { qd * vd / kd };
+                        (
+                            (2.0 * qd + v_rep + od) * n * p,
+                            4.0 * scores_n + cast + dropout,
+                        )
                     } else {
                         // q, k and v at their own widths, output (= o_proj
                         // input), log-sum-exp.
-                        (2.0 * nh * p + 2.0 * n * kvd * p + lse, 0.0)
+                        ((qd + kd + vd + od) * n * p + lse, 0.0)
                     };
                     LayerActivations {
-                        replicated,
-                        sharded: attn + mlp,
+                        replicated: replicated + router,
+                        sharded: attn + mlp + qk_norm + latent,
                         scores,
+                        experts,
                     }
                 }
             }
@@ -249,7 +384,7 @@ pub(super) fn saved(cfg: &DetailedConfig) -> Saved {
     let p = act_bytes(cfg);
     let kept = |scores: bool| {
         let scores = if scores { layer.scores } else { 0.0 };
-        (layer.sharded + scores) / tp + layer.replicated / sp_div
+        (layer.sharded + scores) / tp + layer.replicated / sp_div + layer.experts / par.etp as f64
     };
     let layer_bytes = match cfg.recompute {
         Recompute::Full => cfg.seq as f64 * micro * cfg.arch.hidden as f64 * p / sp_div,

@@ -12,6 +12,61 @@ pub enum Family {
     Llama,
 }
 
+/// Multi-head latent attention (DeepSeek-AI 2024, "DeepSeek-V2", §2.1.2,
+/// Eq. 9–19; `transformers`' `DeepseekV3Attention`): queries and keys/values
+/// pass through low-rank latents; each head has a "nope" part and a shared
+/// rotary part.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mla {
+    /// Query latent width, d_c′ (`q_lora_rank`); 0: a plain query projection.
+    pub q_rank: u64,
+    /// Key/value latent width, d_c (`kv_lora_rank`).
+    pub kv_rank: u64,
+    /// Rotary part of each query/key head, d_h^R (`qk_rope_head_dim`).
+    pub rope_dim: u64,
+    /// Non-rotary part of each query/key head (`qk_nope_head_dim`).
+    pub nope_dim: u64,
+    /// Width of each value head (`v_head_dim`).
+    pub v_dim: u64,
+}
+
+/// Mixture of experts in the MLP (Shazeer et al. 2017; Jiang et al. 2024,
+/// "Mixtral of Experts", §2; DeepSeek-AI 2024, "DeepSeek-V3", §2.1.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Moe {
+    /// Routed experts per MoE layer, E.
+    pub experts: u64,
+    /// Experts each token is routed to, k.
+    pub top_k: u64,
+    /// Inner width of one routed expert's SwiGLU MLP.
+    pub expert_ffn: u64,
+    /// Inner width of the shared experts together (0: none); a shared
+    /// expert sees every token.
+    pub shared_ffn: u64,
+    /// Dense layers before the first MoE layer (DeepSeek's
+    /// `first_k_dense_replace`); they use the model's `ffn`.
+    pub first_dense: u64,
+    /// Which router, and so what it keeps for backward.
+    pub router: Router,
+}
+
+/// The router's kind, as `transformers` writes each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Router {
+    /// Softmax over the experts, top-k renormalised, weights kept in fp32
+    /// (`MixtralTopKRouter`).
+    Mixtral,
+    /// The same, weights cast back to the model's dtype
+    /// (`Qwen3MoeTopKRouter`, `norm_topk_prob` as the released models set it).
+    Qwen,
+    /// Sigmoid scores in fp32 with a per-expert score-correction bias
+    /// (DeepSeek-V3's auxiliary-loss-free balancing, §2.1.2, Eq. 16). The
+    /// bias is a buffer, not a parameter: updated by a rule, not by
+    /// gradients (`DeepseekV3TopkRouter.e_score_correction_bias`); see
+    /// [`Architecture::buffers`].
+    DeepSeek,
+}
+
 /// A model's shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Architecture {
@@ -25,7 +80,8 @@ pub struct Architecture {
     pub heads: u64,
     /// Key/value heads (grouped-query attention); equals `heads` for MHA.
     pub kv_heads: u64,
-    /// MLP inner size (4h for GPT-2; the SwiGLU intermediate size for Llama).
+    /// MLP inner size (4h for GPT-2; the SwiGLU intermediate size for Llama;
+    /// the dense layers' under mixture of experts).
     pub ffn: u64,
     /// Vocabulary size, V.
     pub vocab: u64,
@@ -35,6 +91,35 @@ pub struct Architecture {
     pub tied_embeddings: bool,
     /// Biases on the q, k, v projections (Qwen2.5).
     pub qkv_bias: bool,
+    /// Width of one attention head when it is not h / a (Qwen3, Gemma);
+    /// 0: h / a.
+    pub head_width: u64,
+    /// RMSNorm on each head's query and key (Qwen3, Gemma 3).
+    pub qk_norm: bool,
+    /// Four norms per layer, before and after each block (Gemma 2 and 3).
+    pub sandwich_norms: bool,
+    /// Multi-head latent attention instead of q/k/v projections.
+    pub mla: Option<Mla>,
+    /// Mixture of experts in the MLP.
+    pub moe: Option<Moe>,
+}
+
+/// Where one layer's parameters sit, since parallelism splits them apart.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LayerParams {
+    /// Attention projections and dense MLP: split by tensor parallelism.
+    pub dense: u64,
+    /// Routed experts: split by expert × expert-tensor parallelism.
+    pub experts: u64,
+    /// Norm weights and the router: whole on every GPU of a replica.
+    pub replicated: u64,
+}
+
+impl LayerParams {
+    /// All of them.
+    pub fn total(&self) -> u64 {
+        self.dense + self.experts + self.replicated
+    }
 }
 
 impl Architecture {
@@ -51,6 +136,11 @@ impl Architecture {
             positions: 1024,
             tied_embeddings: true,
             qkv_bias: true,
+            head_width: 0,
+            qk_norm: false,
+            sandwich_norms: false,
+            mla: None,
+            moe: None,
         }
     }
 
@@ -74,49 +164,188 @@ impl Architecture {
             positions: 0,
             tied_embeddings: false,
             qkv_bias: false,
+            head_width: 0,
+            qk_norm: false,
+            sandwich_norms: false,
+            mla: None,
+            moe: None,
         }
     }
 
-    /// Width of one head, h / a.
+    /// Width of one head: `head_width`, or h / a.
     pub fn head_dim(&self) -> u64 {
-        self.hidden / self.heads
+        if self.head_width > 0 {
+            self.head_width
+        } else {
+            self.hidden / self.heads.max(1)
+        }
+    }
+
+    /// Width of Q (and of the attention output): a · head_dim, or under
+    /// latent attention a · (nope + rope).
+    pub fn q_dim(&self) -> u64 {
+        match self.mla {
+            Some(m) => self.heads * (m.nope_dim + m.rope_dim),
+            None => self.heads * self.head_dim(),
+        }
     }
 
     /// Width of K (and of V): kv_heads · head_dim.
     pub fn kv_dim(&self) -> u64 {
-        self.kv_heads * self.head_dim()
+        match self.mla {
+            Some(m) => self.heads * (m.nope_dim + m.rope_dim),
+            None => self.kv_heads * self.head_dim(),
+        }
     }
 
-    /// Parameters of one layer.
-    fn layer_params(&self) -> u64 {
-        let (h, f, kv) = (self.hidden, self.ffn, self.kv_dim());
-        match self.family {
-            // ln_1, c_attn (h → 3h, bias), c_proj (bias), ln_2, c_fc (bias), c_proj (bias).
-            Family::Gpt2 => {
-                2 * h + (h * 3 * h + 3 * h) + (h * h + h) + 2 * h + (h * f + f) + (f * h + h)
+    /// Width of V and of the output projection's input.
+    pub fn v_dim(&self) -> u64 {
+        match self.mla {
+            Some(m) => self.heads * m.v_dim,
+            None => self.kv_dim(),
+        }
+    }
+
+    /// Width of the attention output (the output projection's input).
+    pub fn o_dim(&self) -> u64 {
+        match self.mla {
+            Some(m) => self.heads * m.v_dim,
+            None => self.q_dim(),
+        }
+    }
+
+    /// MoE layers: all but the leading dense ones (0 for a dense model).
+    pub fn moe_layers(&self) -> u64 {
+        self.moe
+            .map_or(0, |m| self.layers.saturating_sub(m.first_dense))
+    }
+
+    /// Attention parameters of one layer (Llama family).
+    fn attention_params(&self) -> u64 {
+        let h = self.hidden;
+        match self.mla {
+            // `DeepseekV3Attention`: q_a_proj, q_a_layernorm, q_b_proj (or
+            // q_proj), kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj, o_proj.
+            Some(m) => {
+                let qk = m.nope_dim + m.rope_dim;
+                let q = if m.q_rank > 0 {
+                    h * m.q_rank + m.q_rank + m.q_rank * self.heads * qk
+                } else {
+                    h * self.heads * qk
+                };
+                q + h * (m.kv_rank + m.rope_dim)
+                    + m.kv_rank
+                    + m.kv_rank * self.heads * (m.nope_dim + m.v_dim)
+                    + self.heads * m.v_dim * h
             }
-            // q, k, v, o; gate, up, down; two RMSNorm weights.
-            Family::Llama => {
-                let bias = if self.qkv_bias { h + 2 * kv } else { 0 };
-                h * h + 2 * h * kv + h * h + bias + 3 * h * f + 2 * h
+            None => {
+                let (q, kv) = (self.q_dim(), self.kv_dim());
+                let bias = if self.qkv_bias { q + 2 * kv } else { 0 };
+                h * q + 2 * h * kv + q * h + bias
             }
         }
     }
 
-    /// Parameters of everything outside the layers.
-    fn outer_params(&self) -> u64 {
-        let (h, v) = (self.hidden, self.vocab);
-        let output = if self.tied_embeddings { 0 } else { v * h };
+    /// Parameters of one layer, split by how parallelism divides them:
+    /// `moe_layer` says whether it is a mixture-of-experts layer.
+    pub fn layer_param_split(&self, moe_layer: bool) -> LayerParams {
+        let (h, f) = (self.hidden, self.ffn);
         match self.family {
-            Family::Gpt2 => v * h + self.positions * h + 2 * h + output,
-            Family::Llama => v * h + h + output,
+            // ln_1, c_attn (h → 3h, bias), c_proj (bias), ln_2, c_fc (bias), c_proj (bias).
+            Family::Gpt2 => LayerParams {
+                dense: (h * 3 * h + 3 * h) + (h * h + h) + (h * f + f) + (f * h + h),
+                experts: 0,
+                replicated: 4 * h,
+            },
+            // q, k, v, o (or latent attention); gate, up, down (or experts);
+            // two RMSNorm weights (four with sandwich norms), q/k norms.
+            Family::Llama => {
+                let norms = if self.sandwich_norms { 4 * h } else { 2 * h };
+                let qk_norm = if self.qk_norm { 2 * self.head_dim() } else { 0 };
+                let attention = self.attention_params();
+                match self.moe.filter(|_| moe_layer) {
+                    // Each expert a SwiGLU MLP; the router a bias-free
+                    // h → E projection (`nn.Linear(h, E, bias=False)`).
+                    Some(m) => LayerParams {
+                        dense: attention + 3 * h * m.shared_ffn,
+                        experts: m.experts * 3 * h * m.expert_ffn,
+                        replicated: norms + qk_norm + h * m.experts,
+                    },
+                    None => LayerParams {
+                        dense: attention + 3 * h * f,
+                        experts: 0,
+                        replicated: norms + qk_norm,
+                    },
+                }
+            }
+        }
+    }
+
+    /// Parameters of all layers, split as [`Self::layer_param_split`].
+    pub fn layers_param_split(&self) -> LayerParams {
+        let moe = self.moe_layers();
+        let dense = self.layers - moe;
+        let (d, m) = (self.layer_param_split(false), self.layer_param_split(true));
+        LayerParams {
+            dense: dense * d.dense + moe * m.dense,
+            experts: moe * m.experts,
+            replicated: dense * d.replicated + moe * m.replicated,
+        }
+    }
+
+    /// Input embedding parameters (and learned positions).
+    pub fn embedding_params(&self) -> u64 {
+        (self.vocab + self.positions) * self.hidden
+    }
+
+    /// Output layer parameters (0 when tied to the embedding).
+    pub fn head_params(&self) -> u64 {
+        if self.tied_embeddings {
+            0
+        } else {
+            self.vocab * self.hidden
+        }
+    }
+
+    /// Final norm parameters (LayerNorm's weight and bias for GPT-2).
+    pub fn final_norm_params(&self) -> u64 {
+        match self.family {
+            Family::Gpt2 => 2 * self.hidden,
+            Family::Llama => self.hidden,
         }
     }
 
     /// Total parameters (Radford et al. 2019, GPT-2; Touvron et al. 2023,
-    /// Llama 2, Table 1 and the released configs). Shared tensors count once.
+    /// Llama 2, Table 1 and the released configs; the MoE and latent
+    /// attention terms as in [`Self::layer_param_split`]). Shared tensors
+    /// count once; buffers do not count ([`Self::buffers`]).
     pub fn params(&self) -> u64 {
-        self.layers * self.layer_params() + self.outer_params()
+        self.layers_param_split().total()
+            + self.embedding_params()
+            + self.head_params()
+            + self.final_norm_params()
+    }
+
+    /// Persistent buffers the checkpoint stores beside the parameters:
+    /// DeepSeek-V3's score-correction bias, E per MoE layer. The published
+    /// total (671 B for DeepSeek-V3's main model) is `params() + buffers()`.
+    pub fn buffers(&self) -> u64 {
+        self.moe
+            .filter(|m| m.router == Router::DeepSeek)
+            .map_or(0, |m| self.moe_layers() * m.experts)
+    }
+
+    /// Parameters one token passes through: the routed experts count k of
+    /// E (Jiang et al. 2024, §2: "13B active" of Mixtral's 47B).
+    pub fn active_params(&self) -> u64 {
+        match self.moe {
+            Some(m) => {
+                let per_expert = 3 * self.hidden * m.expert_ffn;
+                self.params()
+                    - self.moe_layers() * (m.experts - m.top_k.min(m.experts)) * per_expert
+            }
+            None => self.params(),
+        }
     }
 
     /// Number of parameter tensors (PyTorch's AdamW keeps a 4-byte `step`
@@ -125,9 +354,30 @@ impl Architecture {
         match self.family {
             // 12 per layer (6 weights, 6 biases); wte, wpe; ln_f weight and bias.
             Family::Gpt2 => 12 * self.layers + 4 + u64::from(!self.tied_embeddings),
-            // 9 per layer (+3 q/k/v biases); embedding, final norm, output.
+            // q, k, v, o (+3 biases, +2 q/k norms) or latent attention's 7
+            // (5 without a query latent); two or four norms; the MLP's 3,
+            // or under MoE the router, the experts fused into
+            // two 3-D tensors (`gate_up_proj`, `down_proj`, `transformers`
+            // 5.x) and the shared experts' 3; embedding, final norm, output.
             Family::Llama => {
-                (9 + if self.qkv_bias { 3 } else { 0 }) * self.layers
+                let attention = match self.mla {
+                    Some(m) => {
+                        if m.q_rank > 0 {
+                            7
+                        } else {
+                            5
+                        }
+                    }
+                    None => 4 + if self.qkv_bias { 3 } else { 0 },
+                } + if self.qk_norm { 2 } else { 0 }
+                    + if self.sandwich_norms { 4 } else { 2 };
+                let moe = self.moe_layers();
+                let mlp = self
+                    .moe
+                    .map_or(0, |m| moe * (1 + 2 + if m.shared_ffn > 0 { 3 } else { 0 }));
+                attention * self.layers
+                    + 3 * (self.layers - moe)
+                    + mlp
                     + 2
                     + u64::from(!self.tied_embeddings)
             }
@@ -136,12 +386,14 @@ impl Architecture {
 
     /// Input and output widths of one adaptable projection.
     pub(super) fn projection(&self, target: u8) -> (u64, u64) {
-        let (h, kv, f) = (self.hidden, self.kv_dim(), self.ffn);
+        let (h, f) = (self.hidden, self.ffn);
         match target {
-            LoraTargets::K | LoraTargets::V => (h, kv),
+            LoraTargets::Q => (h, self.q_dim()),
+            LoraTargets::K => (h, self.kv_dim()),
+            LoraTargets::V => (h, self.v_dim()),
+            LoraTargets::O => (self.o_dim(), h),
             LoraTargets::GATE | LoraTargets::UP => (h, f),
-            LoraTargets::DOWN => (f, h),
-            _ => (h, h),
+            _ => (f, h),
         }
     }
 
@@ -238,140 +490,5 @@ impl std::str::FromStr for LoraTargets {
             bits |= bit;
         }
         Ok(Self(bits))
-    }
-}
-
-/// A model with its published configuration.
-#[derive(Clone, Copy, Debug)]
-pub struct Preset {
-    /// Short name for `--model`.
-    pub name: &'static str,
-    /// Its shape.
-    pub arch: Architecture,
-}
-
-/// Qwen2.5: Llama's shape with q/k/v biases, embeddings tied or not.
-const fn qwen(
-    layers: u64,
-    hidden: u64,
-    heads: u64,
-    kv_heads: u64,
-    ffn: u64,
-    vocab: u64,
-    tied: bool,
-) -> Architecture {
-    Architecture {
-        tied_embeddings: tied,
-        qkv_bias: true,
-        ..Architecture::llama(layers, hidden, heads, kv_heads, ffn, vocab)
-    }
-}
-
-/// GPT-2's released sizes share the vocabulary.
-const fn gpt2(layers: u64, hidden: u64, heads: u64) -> Architecture {
-    Architecture::gpt2(layers, hidden, heads, 50257)
-}
-
-/// Published configurations (the models' `config.json`).
-pub const PRESETS: &[Preset] = &[
-    Preset {
-        name: "gpt2",
-        arch: gpt2(12, 768, 12),
-    },
-    Preset {
-        name: "gpt2-medium",
-        arch: gpt2(24, 1024, 16),
-    },
-    Preset {
-        name: "gpt2-large",
-        arch: gpt2(36, 1280, 20),
-    },
-    Preset {
-        name: "gpt2-xl",
-        arch: gpt2(48, 1600, 25),
-    },
-    Preset {
-        name: "llama-2-7b",
-        arch: Architecture::llama(32, 4096, 32, 32, 11008, 32000),
-    },
-    Preset {
-        name: "llama-2-13b",
-        arch: Architecture::llama(40, 5120, 40, 40, 13824, 32000),
-    },
-    Preset {
-        name: "llama-2-70b",
-        arch: Architecture::llama(80, 8192, 64, 8, 28672, 32000),
-    },
-    Preset {
-        name: "llama-3.1-8b",
-        arch: Architecture::llama(32, 4096, 32, 8, 14336, 128256),
-    },
-    Preset {
-        name: "llama-3.1-70b",
-        arch: Architecture::llama(80, 8192, 64, 8, 28672, 128256),
-    },
-    Preset {
-        name: "llama-3.1-405b",
-        arch: Architecture::llama(126, 16384, 128, 8, 53248, 128256),
-    },
-    Preset {
-        name: "mistral-7b",
-        arch: Architecture::llama(32, 4096, 32, 8, 14336, 32000),
-    },
-    Preset {
-        name: "qwen2.5-0.5b",
-        arch: qwen(24, 896, 14, 2, 4864, 151936, true),
-    },
-    Preset {
-        name: "qwen2.5-7b",
-        arch: qwen(28, 3584, 28, 4, 18944, 152064, false),
-    },
-    Preset {
-        name: "qwen2.5-72b",
-        arch: qwen(80, 8192, 64, 8, 29568, 152064, false),
-    },
-];
-
-/// The preset called `name` (case-insensitive).
-pub fn preset(name: &str) -> Option<Preset> {
-    PRESETS
-        .iter()
-        .copied()
-        .find(|p| p.name.eq_ignore_ascii_case(name))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parameter_counts_match_published_vectors() {
-        // VECTORS.md, "Parameter counts from architecture".
-        let cases = [
-            ("gpt2", 124_439_808u64),
-            ("gpt2-xl", 1_557_611_200),
-            ("llama-2-7b", 6_738_415_616),
-            ("llama-3.1-8b", 8_030_261_248),
-        ];
-        for (name, want) in cases {
-            assert_eq!(preset(name).unwrap().arch.params(), want, "{name}");
-        }
-        // Published sizes of the others, to 1 %.
-        let rough = [
-            ("gpt2-medium", 355e6),
-            ("gpt2-large", 774e6),
-            ("llama-2-13b", 13.0e9),
-            ("llama-2-70b", 69.0e9),
-            ("llama-3.1-70b", 70.6e9),
-            ("llama-3.1-405b", 405.9e9),
-            ("mistral-7b", 7.24e9),
-            ("qwen2.5-0.5b", 0.494e9),
-            ("qwen2.5-7b", 7.62e9),
-            ("qwen2.5-72b", 72.7e9),
-        ];
-        for (name, want) in rough {
-            let got = preset(name).unwrap().arch.params() as f64;
-            assert!((got / want - 1.0).abs() < 0.01, "{name}: {got}");
-        }
     }
 }

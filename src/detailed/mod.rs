@@ -13,7 +13,9 @@
 //! ```
 //!
 //! One file per part, so that a formula is found where its part is:
-//! - [`arch`]: the model's shape, parameter counts, LoRA's adapters, presets;
+//! - [`arch`]: the model's shape (latent attention, experts), parameter
+//!   counts, LoRA's adapters;
+//! - [`presets`]: published models and their checked parameter counts;
 //! - [`states`]: weights, gradients, master weights, optimizer state;
 //! - [`activations`]: what the forward pass keeps for backward, per profile;
 //! - [`parallel`]: data, tensor, sequence and pipeline parallelism, ZeRO;
@@ -26,14 +28,16 @@ pub mod activations;
 pub mod arch;
 pub mod overhead;
 pub mod parallel;
+pub mod presets;
 pub mod states;
 pub mod timeline;
 
 use std::fmt;
 
-pub use arch::{preset, Architecture, Family, LoraTargets, Preset, PRESETS};
+pub use arch::{Architecture, Family, LayerParams, LoraTargets, Mla, Moe, Router};
 pub use overhead::{Overhead, OverheadBytes};
 pub use parallel::Parallelism;
+pub use presets::{preset, Preset, PRESETS};
 pub use states::ModelStates;
 pub use timeline::{
     timeline, why_peak, AdamImpl, Event, Live, Moment, Phase, Step, StepOptions, StepTimeline,
@@ -106,6 +110,17 @@ pub enum Device {
     Cpu,
 }
 
+/// How `transformers` runs the routed experts (`experts_implementation`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExpertsImpl {
+    /// One grouped matmul over tokens sorted by expert (`grouped_mm`, the
+    /// default in `transformers` 5.x, `integrations/moe.py`).
+    Grouped,
+    /// A Python loop over the experts that received tokens (the modules'
+    /// own `forward`, `experts_implementation="eager"`).
+    Loop,
+}
+
 /// Implements `FromStr` (and `name()`) for a choice enum from its spellings.
 macro_rules! choices {
     ($t:ty, $what:literal, $($name:literal => $v:expr),+ $(,)?) => {
@@ -128,6 +143,10 @@ macro_rules! choices {
     };
 }
 
+choices!(Router, "router", "mixtral" => Router::Mixtral, "qwen" => Router::Qwen,
+    "deepseek" => Router::DeepSeek);
+choices!(ExpertsImpl, "experts implementation", "grouped" => ExpertsImpl::Grouped,
+    "loop" => ExpertsImpl::Loop);
 choices!(Family, "architecture", "gpt2" => Family::Gpt2, "llama" => Family::Llama);
 choices!(Precision, "precision", "mixed" => Precision::Mixed, "bf16" => Precision::Bf16, "fp32" => Precision::Fp32);
 choices!(Optimizer, "optimizer", "adamw" => Optimizer::AdamW, "sgd" => Optimizer::Sgd,
@@ -173,6 +192,8 @@ pub struct DetailedConfig {
     pub lora_rank: Option<u64>,
     /// The projections LoRA adapts.
     pub lora_targets: LoraTargets,
+    /// How the routed experts run (mixture of experts, "hf" profile).
+    pub experts_impl: ExpertsImpl,
 }
 
 impl DetailedConfig {
@@ -195,6 +216,7 @@ impl DetailedConfig {
             parallel: Parallelism::default(),
             lora_rank: None,
             lora_targets: LoraTargets::default(),
+            experts_impl: ExpertsImpl::Grouped,
         }
     }
 
@@ -281,8 +303,50 @@ fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     if a.kv_heads == 0 || !a.heads.is_multiple_of(a.kv_heads) {
         return err("kv heads must divide the attention heads");
     }
-    if !a.hidden.is_multiple_of(a.heads) {
-        return err("hidden size must be a multiple of the heads");
+    if a.head_width == 0 && !a.hidden.is_multiple_of(a.heads) {
+        return err("hidden size must be a multiple of the heads (or give the head width)");
+    }
+    if a.head_width > 1 << 12 {
+        return err("head width must be at most 4096");
+    }
+    if a.family == Family::Gpt2 && (a.moe.is_some() || a.mla.is_some() || a.sandwich_norms) {
+        return err("experts, latent attention and sandwich norms need the Llama family");
+    }
+    if let Some(m) = a.mla {
+        let dims = [m.kv_rank, m.rope_dim, m.nope_dim, m.v_dim];
+        if dims.contains(&0) || dims.iter().chain([&m.q_rank]).any(|&d| d > 1 << 16) {
+            return err("latent attention needs kv rank, rope, nope and value dims from 1 to 65536 (query rank 0 to 65536)");
+        }
+    }
+    if let Some(m) = a.moe {
+        if m.experts == 0 || m.top_k == 0 || m.top_k > m.experts || m.experts > 1 << 12 {
+            return err("experts must be 1 to 4096 and top-k from 1 to the experts");
+        }
+        if m.expert_ffn == 0 || m.expert_ffn > 1 << 20 || m.shared_ffn > 1 << 20 {
+            return err("expert FFN must be 1 to 2²⁰ (shared FFN up to 2²⁰)");
+        }
+        if m.first_dense >= a.layers {
+            return err("dense layers before the first MoE layer must be fewer than the layers");
+        }
+        if !m.experts.is_multiple_of(p.ep) {
+            return err("expert parallelism must divide the experts");
+        }
+        if cfg.lora_rank.is_some()
+            && cfg.lora_targets.0 & (LoraTargets::GATE | LoraTargets::UP | LoraTargets::DOWN) != 0
+        {
+            return err(
+                "LoRA on experts' MLPs is not modelled: choose attention targets (q, k, v, o)",
+            );
+        }
+    }
+    if p.ep == 0 || p.etp == 0 {
+        return err("ep and etp must be at least 1");
+    }
+    if (p.ep > 1 || p.etp > 1) && a.moe.is_none() {
+        return err("expert parallelism needs a mixture-of-experts model");
+    }
+    if !(p.dp * p.tp).is_multiple_of(p.ep * p.etp) {
+        return err("ep × etp must divide dp × tp (experts are laid out over the data- and tensor-parallel GPUs)");
     }
     if cfg.seq == 0 || cfg.batch == 0 || cfg.micro_batch == Some(0) {
         return err("sequence length, batch and micro-batch must be at least 1");

@@ -16,6 +16,10 @@ pub struct Parallelism {
     pub sp: bool,
     /// Pipeline stages, p (1F1B schedule).
     pub pp: u64,
+    /// Expert parallelism: routed experts spread over this many GPUs.
+    pub ep: u64,
+    /// Expert tensor parallelism: each expert split over this many GPUs.
+    pub etp: u64,
 }
 
 impl Default for Parallelism {
@@ -26,6 +30,8 @@ impl Default for Parallelism {
             tp: 1,
             sp: false,
             pp: 1,
+            ep: 1,
+            etp: 1,
         }
     }
 }
@@ -37,6 +43,26 @@ impl Parallelism {
     pub fn zero_divisor(&self, stage: u8) -> f64 {
         if self.zero >= stage {
             self.dp as f64
+        } else {
+            1.0
+        }
+    }
+
+    /// The expert-data-parallel group: GPUs holding the same experts,
+    /// dp·tp / (ep·etp). Megatron-LM lays experts out as
+    /// world = pp · ep · etp · edp beside world = pp · tp · dp
+    /// (`megatron/core/parallel_state.py`, `initialize_model_parallel`),
+    /// so the expert group is carved from data × tensor parallelism.
+    pub fn expert_dp(&self) -> f64 {
+        (self.dp * self.tp) as f64 / (self.ep * self.etp).max(1) as f64
+    }
+
+    /// ZeRO's divisor for the routed experts' states: the expert-data-parallel
+    /// group from stage `stage` on (Megatron's distributed optimizer shards
+    /// expert state over that group).
+    pub fn expert_zero_divisor(&self, stage: u8) -> f64 {
+        if self.zero >= stage {
+            self.expert_dp()
         } else {
             1.0
         }

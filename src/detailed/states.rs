@@ -6,6 +6,14 @@
 //! for mixed-precision Adam) divided by N_d from stages 3, 2 and 1 on; tensor
 //! and pipeline parallelism split the model first (Shoeybi et al. 2019;
 //! Narayanan et al. 2021).
+//!
+//! Mixture of experts (the rule of Megatron-LM's memory estimator after its
+//! MoE fix, `megatron/training/theoretical_memory_usage.py`, and of its
+//! parallel layout): routed experts are divided by ep · etp, never by tp;
+//! attention, dense MLPs, shared experts, embeddings and the output layer by
+//! tp; norms and the router by neither (every tensor-parallel rank keeps
+//! them whole); all by pp. ZeRO then divides the expert part by the
+//! expert-data-parallel group dp·tp / (ep·etp) and the rest by dp.
 
 use super::{DetailedConfig, Optimizer, Precision, Profile};
 
@@ -90,34 +98,55 @@ pub(super) fn keeps_step_tensors(cfg: &DetailedConfig) -> bool {
     cfg.profile == Profile::Hf && cfg.optimizer == Optimizer::AdamW
 }
 
+/// Parameters on one GPU before ZeRO: (outside the routed experts, routed
+/// experts), as the module docs' rule splits them.
+pub(super) fn params_per_gpu(cfg: &DetailedConfig) -> (f64, f64) {
+    let a = &cfg.arch;
+    let par = &cfg.parallel;
+    let (tp, pp) = (par.tp as f64, par.pp as f64);
+    let layers = a.layers_param_split();
+    let split = (a.embedding_params() + a.head_params() + layers.dense) as f64 / tp;
+    let whole = (layers.replicated + a.final_norm_params()) as f64;
+    let experts = layers.experts as f64 / (par.ep * par.etp) as f64;
+    ((split + whole) / pp, experts / pp)
+}
+
 /// The model states on one GPU for `cfg` (checked).
 pub(super) fn model_states(cfg: &DetailedConfig) -> ModelStates {
     let par = &cfg.parallel;
-    let n_all = cfg.arch.params() as f64;
-    let n_trained = trained_params(cfg);
-    let n_total = if cfg.lora_rank.is_some() {
-        n_all + n_trained
-    } else {
-        n_all
-    };
+    let (base, experts) = params_per_gpu(cfg);
     let master_bytes = if cfg.precision == Precision::Mixed {
         4.0
     } else {
         0.0
     };
+    let split = (par.tp * par.pp) as f64;
     let step_tensors = if keeps_step_tensors(cfg) {
-        4.0 * trained_tensors(cfg) as f64
+        4.0 * trained_tensors(cfg) as f64 / split
     } else {
         0.0
     };
-    let split = (par.tp * par.pp) as f64;
+    // A state `bytes` per value, partitioned by ZeRO from `stage` on.
+    let state = |bytes: f64, stage: u8| match cfg.lora_rank {
+        Some(_) => trained_params(cfg) / split * bytes / par.zero_divisor(stage),
+        None => {
+            base * bytes / par.zero_divisor(stage)
+                + experts * bytes / par.expert_zero_divisor(stage)
+        }
+    };
+    let wb = weight_bytes(cfg);
+    let params = match cfg.lora_rank {
+        // The frozen base is partitioned by ZeRO-3 like any weight.
+        Some(_) => {
+            (base / par.zero_divisor(3) + experts / par.expert_zero_divisor(3)) * wb + state(wb, 3)
+        }
+        None => state(wb, 3),
+    };
     ModelStates {
-        params: n_total * weight_bytes(cfg) / split / par.zero_divisor(3),
-        grads: n_trained * grad_bytes(cfg) / split / par.zero_divisor(2),
-        master_weights: n_trained * master_bytes / split / par.zero_divisor(1),
-        optimizer_state: (n_trained * state_bytes(cfg) + step_tensors)
-            / split
-            / par.zero_divisor(1),
+        params,
+        grads: state(grad_bytes(cfg), 2),
+        master_weights: state(master_bytes, 1),
+        optimizer_state: state(state_bytes(cfg), 1) + step_tensors / par.zero_divisor(1),
     }
 }
 
@@ -142,6 +171,43 @@ mod tests {
             let gb = per_psi * psi / 1e9;
             assert!((gb - want).abs() < 0.05, "stage {stage}: {gb}");
         }
+    }
+
+    #[test]
+    fn experts_divide_by_ep_and_etp_not_tp() {
+        // Mixtral-8x7B on 16 GPUs: tp 2, dp 8, ep 8 (one expert per GPU), etp 1.
+        let arch = preset("mixtral-8x7b").unwrap().arch;
+        let mut cfg = DetailedConfig::new(arch, 4096, 8);
+        cfg.parallel.dp = 8;
+        cfg.parallel.tp = 2;
+        cfg.parallel.ep = 8;
+        let split = arch.layers_param_split();
+        assert_eq!(split.experts, 32 * 8 * 3 * 4096 * 14336);
+        // Norms (2 per layer + final) and routers (4096 × 8 per layer) stay whole.
+        assert_eq!(split.replicated, 32 * (2 * 4096 + 4096 * 8));
+        let (base, experts) = params_per_gpu(&cfg);
+        let outside = (arch.params() - split.experts - split.replicated - 4096) as f64;
+        assert_eq!(base, outside / 2.0 + (split.replicated + 4096) as f64);
+        assert_eq!(experts, split.experts as f64 / 8.0);
+        // ZeRO-1: the expert state over dp·tp/(ep·etp) = 2 GPUs, the rest over dp = 8.
+        cfg.parallel.zero = 1;
+        let b = estimate(&cfg).unwrap();
+        assert_eq!(b.optimizer_state, base * 8.0 / 8.0 + experts * 8.0 / 2.0);
+        assert_eq!(b.params, (base + experts) * 2.0);
+        // Expert tensor parallelism halves the experts again.
+        cfg.parallel.etp = 2;
+        assert_eq!(params_per_gpu(&cfg).1, split.experts as f64 / 16.0);
+        // ep × etp must divide dp × tp; ep must divide the experts.
+        cfg.parallel.ep = 16;
+        assert!(estimate(&cfg).is_err());
+        cfg.parallel.etp = 1;
+        cfg.parallel.ep = 3;
+        cfg.parallel.dp = 3;
+        cfg.batch = 3;
+        assert!(estimate(&cfg)
+            .unwrap_err()
+            .to_string()
+            .contains("divide the experts"));
     }
 
     #[test]

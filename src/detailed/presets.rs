@@ -1,0 +1,279 @@
+//! Presets: published models, their `config.json` shapes and parameter
+//! counts checked against the published figures.
+
+use super::arch::{Architecture, Mla, Moe, Router};
+
+/// A model with its published configuration.
+#[derive(Clone, Copy, Debug)]
+pub struct Preset {
+    /// Short name for `--model`.
+    pub name: &'static str,
+    /// Its shape.
+    pub arch: Architecture,
+}
+
+/// Qwen2.5: Llama's shape with q/k/v biases, embeddings tied or not.
+const fn qwen(
+    layers: u64,
+    hidden: u64,
+    heads: u64,
+    kv_heads: u64,
+    ffn: u64,
+    vocab: u64,
+    tied: bool,
+) -> Architecture {
+    Architecture {
+        tied_embeddings: tied,
+        qkv_bias: true,
+        ..Architecture::llama(layers, hidden, heads, kv_heads, ffn, vocab)
+    }
+}
+
+/// GPT-2's released sizes share the vocabulary.
+const fn gpt2(layers: u64, hidden: u64, heads: u64) -> Architecture {
+    Architecture::gpt2(layers, hidden, heads, 50257)
+}
+
+/// Qwen3: explicit 128-wide heads, q/k norms, no biases.
+const fn qwen3(
+    layers: u64,
+    hidden: u64,
+    heads: u64,
+    kv_heads: u64,
+    ffn: u64,
+    tied: bool,
+) -> Architecture {
+    Architecture {
+        tied_embeddings: tied,
+        head_width: 128,
+        qk_norm: true,
+        ..Architecture::llama(layers, hidden, heads, kv_heads, ffn, 151936)
+    }
+}
+
+/// Llama 3.2's small models tie their embeddings.
+const fn llama32(layers: u64, hidden: u64, heads: u64) -> Architecture {
+    Architecture {
+        tied_embeddings: true,
+        ..Architecture::llama(layers, hidden, heads, 8, 8192, 128256)
+    }
+}
+
+/// Mixtral-8x7B (`mistralai/Mixtral-8x7B-v0.1`, config.json): 8 experts,
+/// top-2, every layer MoE.
+const MIXTRAL_8X7B: Architecture = Architecture {
+    moe: Some(Moe {
+        experts: 8,
+        top_k: 2,
+        expert_ffn: 14336,
+        shared_ffn: 0,
+        first_dense: 0,
+        router: Router::Mixtral,
+    }),
+    ..Architecture::llama(32, 4096, 32, 8, 14336, 32000)
+};
+
+/// Qwen3-30B-A3B (`Qwen/Qwen3-30B-A3B`, config.json): 128 experts of width
+/// 768, top-8, every layer MoE.
+const QWEN3_30B_A3B: Architecture = Architecture {
+    moe: Some(Moe {
+        experts: 128,
+        top_k: 8,
+        expert_ffn: 768,
+        shared_ffn: 0,
+        first_dense: 0,
+        router: Router::Qwen,
+    }),
+    ..qwen3(48, 2048, 32, 4, 6144, false)
+};
+
+/// DeepSeek-V3 (`deepseek-ai/DeepSeek-V3`, config.json; the main model,
+/// without the multi-token-prediction layer): latent attention, 3 dense
+/// layers, then 256 routed experts (top-8) and one shared expert.
+const DEEPSEEK_V3: Architecture = Architecture {
+    mla: Some(Mla {
+        q_rank: 1536,
+        kv_rank: 512,
+        rope_dim: 64,
+        nope_dim: 128,
+        v_dim: 128,
+    }),
+    moe: Some(Moe {
+        experts: 256,
+        top_k: 8,
+        expert_ffn: 2048,
+        shared_ffn: 2048,
+        first_dense: 3,
+        router: Router::DeepSeek,
+    }),
+    ..Architecture::llama(61, 7168, 128, 128, 18432, 129280)
+};
+
+/// Published configurations (the models' `config.json`).
+pub const PRESETS: &[Preset] = &[
+    Preset {
+        name: "gpt2",
+        arch: gpt2(12, 768, 12),
+    },
+    Preset {
+        name: "gpt2-medium",
+        arch: gpt2(24, 1024, 16),
+    },
+    Preset {
+        name: "gpt2-large",
+        arch: gpt2(36, 1280, 20),
+    },
+    Preset {
+        name: "gpt2-xl",
+        arch: gpt2(48, 1600, 25),
+    },
+    Preset {
+        name: "llama-2-7b",
+        arch: Architecture::llama(32, 4096, 32, 32, 11008, 32000),
+    },
+    Preset {
+        name: "llama-2-13b",
+        arch: Architecture::llama(40, 5120, 40, 40, 13824, 32000),
+    },
+    Preset {
+        name: "llama-2-70b",
+        arch: Architecture::llama(80, 8192, 64, 8, 28672, 32000),
+    },
+    Preset {
+        name: "llama-3.1-8b",
+        arch: Architecture::llama(32, 4096, 32, 8, 14336, 128256),
+    },
+    Preset {
+        name: "llama-3.1-70b",
+        arch: Architecture::llama(80, 8192, 64, 8, 28672, 128256),
+    },
+    Preset {
+        name: "llama-3.1-405b",
+        arch: Architecture::llama(126, 16384, 128, 8, 53248, 128256),
+    },
+    Preset {
+        name: "mistral-7b",
+        arch: Architecture::llama(32, 4096, 32, 8, 14336, 32000),
+    },
+    Preset {
+        name: "qwen2.5-0.5b",
+        arch: qwen(24, 896, 14, 2, 4864, 151936, true),
+    },
+    Preset {
+        name: "qwen2.5-7b",
+        arch: qwen(28, 3584, 28, 4, 18944, 152064, false),
+    },
+    Preset {
+        name: "qwen2.5-72b",
+        arch: qwen(80, 8192, 64, 8, 29568, 152064, false),
+    },
+    Preset {
+        name: "llama-3.2-1b",
+        arch: llama32(16, 2048, 32),
+    },
+    Preset {
+        name: "llama-3.2-3b",
+        arch: llama32(28, 3072, 24),
+    },
+    Preset {
+        name: "qwen3-8b",
+        arch: qwen3(36, 4096, 32, 8, 12288, false),
+    },
+    Preset {
+        name: "mixtral-8x7b",
+        arch: MIXTRAL_8X7B,
+    },
+    Preset {
+        name: "qwen3-30b-a3b",
+        arch: QWEN3_30B_A3B,
+    },
+    Preset {
+        name: "deepseek-v3",
+        arch: DEEPSEEK_V3,
+    },
+];
+
+/// The preset called `name` (case-insensitive).
+pub fn preset(name: &str) -> Option<Preset> {
+    PRESETS
+        .iter()
+        .copied()
+        .find(|p| p.name.eq_ignore_ascii_case(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detailed::Family;
+
+    /// `tests/fixtures/param_counts.tsv`: `transformers` 5.24 builds each
+    /// published config.json on the meta device and counts its parameters
+    /// and parameter tensors.
+    #[test]
+    fn new_presets_match_transformers_to_the_parameter() {
+        let cases = [
+            ("llama-3.2-1b", 1_235_814_400u64, 146u64),
+            ("qwen3-8b", 8_190_735_360, 399),
+            ("mixtral-8x7b", 46_702_792_704, 291),
+            ("qwen3-30b-a3b", 30_532_122_624, 531),
+            ("deepseek-v3", 671_026_404_352, 909),
+            ("mistral-7b", 7_241_732_096, 291),
+            ("qwen2.5-7b", 7_615_616_512, 339),
+        ];
+        for (name, params, tensors) in cases {
+            let arch = preset(name).unwrap().arch;
+            assert_eq!(arch.params(), params, "{name}");
+            assert_eq!(arch.param_tensors(), tensors, "{name} tensors");
+        }
+        // DeepSeek-V3's published "671B" main model: parameters plus the
+        // 58 × 256 score-correction biases its checkpoint stores.
+        let ds = preset("deepseek-v3").unwrap().arch;
+        assert_eq!(ds.params() + ds.buffers(), 671_026_419_200);
+        assert_eq!(ds.family, Family::Llama);
+        // Published active parameters per token: Mixtral 12.9 B (Jiang et al.
+        // 2024, §2: "13B active"), Qwen3-30B-A3B 3.3 B (model card),
+        // DeepSeek-V3 37 B (DeepSeek-AI 2024, abstract).
+        for (name, active) in [
+            ("mixtral-8x7b", 12.9e9),
+            ("qwen3-30b-a3b", 3.3e9),
+            ("deepseek-v3", 37.0e9),
+        ] {
+            let got = preset(name).unwrap().arch.active_params() as f64;
+            assert!((got / active - 1.0).abs() < 0.03, "{name}: {got}");
+        }
+        // Llama-3.2-3B's model card: 3.21 B.
+        let l3 = preset("llama-3.2-3b").unwrap().arch.params() as f64;
+        assert!((l3 / 3.21e9 - 1.0).abs() < 0.005, "{l3}");
+    }
+
+    #[test]
+    fn parameter_counts_match_published_vectors() {
+        // VECTORS.md, "Parameter counts from architecture".
+        let cases = [
+            ("gpt2", 124_439_808u64),
+            ("gpt2-xl", 1_557_611_200),
+            ("llama-2-7b", 6_738_415_616),
+            ("llama-3.1-8b", 8_030_261_248),
+        ];
+        for (name, want) in cases {
+            assert_eq!(preset(name).unwrap().arch.params(), want, "{name}");
+        }
+        // Published sizes of the others, to 1 %.
+        let rough = [
+            ("gpt2-medium", 355e6),
+            ("gpt2-large", 774e6),
+            ("llama-2-13b", 13.0e9),
+            ("llama-2-70b", 69.0e9),
+            ("llama-3.1-70b", 70.6e9),
+            ("llama-3.1-405b", 405.9e9),
+            ("mistral-7b", 7.24e9),
+            ("qwen2.5-0.5b", 0.494e9),
+            ("qwen2.5-7b", 7.62e9),
+            ("qwen2.5-72b", 72.7e9),
+        ];
+        for (name, want) in rough {
+            let got = preset(name).unwrap().arch.params() as f64;
+            assert!((got / want - 1.0).abs() < 0.01, "{name}: {got}");
+        }
+    }
+}

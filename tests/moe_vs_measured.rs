@@ -1,0 +1,133 @@
+//! Mixture-of-experts models ("hf" profile, CPU) against memory measured in
+//! PyTorch: every row of `fixtures/moe_measured.tsv`, written by
+//! `fixtures/measure_moe.py` from tiny `MixtralForCausalLM` and
+//! `Qwen3MoeForCausalLM` models with both expert implementations.
+//! Parameters, gradients and AdamW state must match to the byte, saved
+//! activations within ±5 % (the bar) and, as it stands, within 16
+//! bytes: exact on every row but top-1 routing, where it is 8 bytes short.
+#![cfg(not(target_arch = "wasm32"))]
+
+use membudget::detailed::{
+    estimate, Architecture, AttentionKernel, DetailedConfig, Device, ExpertsImpl, Moe, Optimizer,
+    Precision, Profile, Router,
+};
+
+struct Row {
+    line: String,
+    cfg: DetailedConfig,
+    n_params: u64,
+    measured: [f64; 4],
+    busiest: f64,
+}
+
+fn rows() -> Vec<Row> {
+    let text = include_str!("fixtures/moe_measured.tsv");
+    let mut out = Vec::new();
+    for line in text.lines().filter(|l| !l.starts_with('#')).skip(1) {
+        let c: Vec<&str> = line.split('\t').collect();
+        assert_eq!(c.len(), 21, "{line}");
+        let num = |i: usize| c[i].parse::<u64>().unwrap();
+        let (layers, hidden, heads, kv, experts, top_k, effn, vocab, seq, batch) = (
+            num(1),
+            num(2),
+            num(3),
+            num(4),
+            num(5),
+            num(6),
+            num(7),
+            num(8),
+            num(9),
+            num(10),
+        );
+        let qwen = c[0] == "qwen3_moe";
+        let arch = Architecture {
+            qk_norm: qwen,
+            moe: Some(Moe {
+                experts,
+                top_k,
+                expert_ffn: effn,
+                shared_ffn: 0,
+                first_dense: 0,
+                router: if qwen { Router::Qwen } else { Router::Mixtral },
+            }),
+            ..Architecture::llama(layers, hidden, heads, kv, effn, vocab)
+        };
+        let mut cfg = DetailedConfig::new(arch, seq, batch);
+        cfg.profile = Profile::Hf;
+        cfg.device = Device::Cpu;
+        cfg.optimizer = Optimizer::AdamW;
+        cfg.dropout = false;
+        cfg.precision = if c[11] == "fp32" {
+            Precision::Fp32
+        } else {
+            Precision::Bf16
+        };
+        cfg.attention = if c[12] == "eager" {
+            AttentionKernel::Eager
+        } else {
+            AttentionKernel::Flash
+        };
+        cfg.experts_impl = if c[13] == "eager" {
+            ExpertsImpl::Loop
+        } else {
+            ExpertsImpl::Grouped
+        };
+        let f = |i: usize| c[i].parse::<f64>().unwrap();
+        out.push(Row {
+            line: line.to_string(),
+            cfg,
+            n_params: num(14),
+            measured: [f(15), f(16), f(17), f(18)],
+            busiest: f(20),
+        });
+    }
+    out
+}
+
+#[test]
+fn moe_states_and_activations_match_to_the_byte() {
+    let rows = rows();
+    assert!(rows.len() >= 10, "at least 10 MoE rows");
+    let mut worst: f64 = 0.0;
+    for r in &rows {
+        assert_eq!(
+            r.cfg.arch.params(),
+            r.n_params,
+            "{}: parameter count",
+            r.line
+        );
+        let b = estimate(&r.cfg).unwrap();
+        let [params, grads, opt, acts] = r.measured;
+        assert_eq!(b.params, params, "{}: parameter bytes", r.line);
+        assert_eq!(b.grads, grads, "{}: gradient bytes", r.line);
+        assert_eq!(b.optimizer_state, opt, "{}: optimizer bytes", r.line);
+        let err = b.activations / acts - 1.0;
+        eprintln!("{:+.2} %  {}", err * 100.0, r.line);
+        worst = worst.max(err.abs());
+        assert!(err.abs() <= 0.05, "{}: {} vs {acts}", r.line, b.activations);
+        assert!(
+            (b.activations - acts).abs() < 16.0,
+            "{}: {} vs {acts}",
+            r.line,
+            b.activations
+        );
+    }
+    eprintln!("worst {:.2} %", worst * 100.0);
+}
+
+/// Random routing is uneven (the busiest expert took up to half of a layer's
+/// assignments), yet the prediction, which assumes balance, holds: every
+/// saved tensor of the experts scales with the n·k assignments, not with any
+/// one expert's share.
+#[test]
+fn uneven_routing_was_measured_and_does_not_matter() {
+    let rows = rows();
+    let uneven = rows
+        .iter()
+        .filter(|r| {
+            let m = r.cfg.arch.moe.unwrap();
+            r.busiest > 1.5 / m.experts as f64
+        })
+        .count();
+    assert!(uneven >= rows.len() / 2, "most rows route unevenly");
+}
