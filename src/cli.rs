@@ -4,8 +4,8 @@
 use crate::budget::{estimate, Breakdown, Field, TrainingConfig};
 use crate::detailed::{
     self, preset, AdamImpl, Architecture, AttentionKernel, DetailedBreakdown, DetailedConfig,
-    Device, Family, LoraTargets, Optimizer, Overhead, OverheadBytes, Precision, Profile, Recompute,
-    Step, StepOptions, StepTimeline,
+    Device, ExpertsImpl, Family, LoraTargets, Optimizer, Overhead, OverheadBytes, Precision,
+    Profile, Recompute, Step, StepOptions, StepTimeline,
 };
 use clap::Parser;
 
@@ -43,6 +43,11 @@ pub struct Args {
     /// qwen2.5-0.5b/7b/72b); shape flags given with it override its values.
     #[arg(long, value_name = "PRESET")]
     pub model: Option<String>,
+    /// Detailed: a Hugging Face config.json (gpt2, llama, mistral, qwen2,
+    /// qwen3, gemma2, gemma3_text, mixtral, qwen3_moe, deepseek_v3); shape
+    /// flags given with it override its values.
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<std::path::PathBuf>,
     /// Detailed: architecture family, gpt2 or llama.
     #[arg(long, value_name = "FAMILY")]
     pub arch: Option<Family>,
@@ -97,6 +102,17 @@ pub struct Args {
     /// Detailed: pipeline stages (1F1B).
     #[arg(long)]
     pub pp: Option<u64>,
+    /// Detailed, mixture of experts: expert-parallel GPUs (routed experts
+    /// divided by ep × etp; ep × etp must divide dp × tp).
+    #[arg(long)]
+    pub ep: Option<u64>,
+    /// Detailed, mixture of experts: expert tensor-parallel degree.
+    #[arg(long)]
+    pub etp: Option<u64>,
+    /// Detailed, mixture of experts, "hf" kernels: grouped (transformers'
+    /// default grouped matmul) or loop (one expert at a time).
+    #[arg(long, value_name = "IMPL")]
+    pub experts_impl: Option<ExpertsImpl>,
     /// Detailed: sequences per GPU per forward pass (default batch / dp).
     #[arg(long)]
     pub micro_batch: Option<u64>,
@@ -143,6 +159,7 @@ impl Args {
     /// Whether any flag of the detailed model was given.
     pub fn is_detailed(&self) -> bool {
         self.model.is_some()
+            || self.config.is_some()
             || self.arch.is_some()
             || self.heads.is_some()
             || self.kv_heads.is_some()
@@ -161,6 +178,9 @@ impl Args {
             || self.tp.is_some()
             || self.sp
             || self.pp.is_some()
+            || self.ep.is_some()
+            || self.etp.is_some()
+            || self.experts_impl.is_some()
             || self.micro_batch.is_some()
             || self.lora_rank.is_some()
             || self.lora_targets.is_some()
@@ -266,6 +286,17 @@ impl Args {
         };
 
         let mut arch = match (&self.model, self.arch) {
+            (None, _) if self.config.is_some() => {
+                let path = self.config.as_ref().expect("checked");
+                let json = std::fs::read_to_string(path)
+                    .map_err(|e| format!("--config {}: {e}", path.display()))?;
+                detailed::import_config(&json)
+                    .map_err(|e| format!("--config {}: {e}", path.display()))?
+                    .arch
+            }
+            (Some(_), _) if self.config.is_some() => {
+                return Err("give --model or --config, not both".into())
+            }
             (Some(name), _) => preset(name).map(|p| p.arch).ok_or_else(|| {
                 let names: Vec<&str> = detailed::PRESETS.iter().map(|p| p.name).collect();
                 format!("unknown model '{name}'; known: {}", names.join(", "))
@@ -334,6 +365,11 @@ impl Args {
         cfg.parallel.tp = self.tp.unwrap_or(1);
         cfg.parallel.sp = self.sp;
         cfg.parallel.pp = self.pp.unwrap_or(1);
+        cfg.parallel.ep = self.ep.unwrap_or(1);
+        cfg.parallel.etp = self.etp.unwrap_or(1);
+        if let Some(i) = self.experts_impl {
+            cfg.experts_impl = i;
+        }
         cfg.lora_rank = self.lora_rank;
         if let Some(t) = self.lora_targets {
             if self.lora_rank.is_none() {
@@ -411,6 +447,24 @@ pub fn render_detailed(
             _ => format!("{key}_gb"),
         };
         out += &format!("{label:20} {:8.1} GB\n", bytes / 1e9);
+    }
+    if let Some(m) = a.moe {
+        out = out.replacen(
+            "\n",
+            &format!(
+                "\n# experts: {} routed (top-{}, width {}), shared width {}, {} dense layers first; \
+                 {} active parameters per token; ep {}, etp {}\n",
+                m.experts,
+                m.top_k,
+                m.expert_ffn,
+                m.shared_ffn,
+                m.first_dense,
+                a.active_params(),
+                p.ep,
+                p.etp
+            ),
+            1,
+        );
     }
     out += &dominant_line(&b.terms());
     let peak = t.peak_event();

@@ -314,9 +314,20 @@ impl PageState {
     /// Switches to a preset: its shape, and its layers and hidden size into
     /// the shared inputs.
     pub fn choose_preset(&mut self, preset: &Preset) {
-        self.detailed.arch = preset.arch;
-        self.config.layers = preset.arch.layers as u32;
-        self.config.hidden = preset.arch.hidden as u32;
+        self.choose_arch(preset.arch);
+    }
+
+    /// Switches to a shape (a preset's or an imported config's): its layers
+    /// and hidden size into the shared inputs; expert parallelism back to 1
+    /// for a dense model, where it means nothing.
+    pub fn choose_arch(&mut self, arch: Architecture) {
+        self.detailed.arch = arch;
+        self.config.layers = arch.layers as u32;
+        self.config.hidden = arch.hidden as u32;
+        if arch.moe.is_none() {
+            self.detailed.parallel.ep = 1;
+            self.detailed.parallel.etp = 1;
+        }
     }
 
     /// The lesson's configuration for the same model as the detailed one

@@ -8,8 +8,8 @@ use super::{DetailedBudget, State};
 use crate::budget::Term;
 use crate::chart::{term_colour_hex, LOGITS_COLOUR};
 use crate::detailed::{
-    Architecture, AttentionKernel, DetailedBreakdown, Family, Optimizer, Overhead, Precision,
-    Profile, Recompute, PRESETS,
+    import_config, Architecture, AttentionKernel, DetailedBreakdown, Family, Optimizer, Overhead,
+    Precision, Profile, Recompute, PRESETS,
 };
 use crate::export::{detailed_rows, DETAILED_ROWS};
 use crate::state::{DetailedOptions, Mode};
@@ -250,6 +250,78 @@ fn set_family(d: &mut DetailedOptions, i: usize) {
     }
 }
 
+/// A pasted or chosen `config.json`: read as it is typed; a good file sets
+/// the shape (the address keeps the shape, not the text), a bad one leaves
+/// everything as it was and says which field is wrong.
+#[component]
+fn ConfigImport(on_import: impl Fn() + Copy + 'static) -> impl IntoView {
+    let State(state) = super::context::<State>();
+    // (the message, whether it is an error).
+    let message = RwSignal::new(None::<(String, bool)>);
+    let read = move |json: String| {
+        if json.trim().is_empty() {
+            message.set(None);
+            return;
+        }
+        match import_config(&json) {
+            Ok(imported) => {
+                let a = imported.arch;
+                let mut said = format!(
+                    "Read as {}: {} parameters",
+                    imported.model_type,
+                    grouped(a.params())
+                );
+                if a.moe.is_some() {
+                    said += &format!(", {} active per token", grouped(a.active_params()));
+                }
+                for note in &imported.notes {
+                    said += &format!("; {note}");
+                }
+                said.push('.');
+                message.set(Some((said, false)));
+                state.update(|s| s.choose_arch(a));
+                on_import();
+            }
+            Err(e) => message.set(Some((format!("Not read: {e}. Nothing was changed."), true))),
+        }
+    };
+    let on_file = move |ev: leptos::ev::Event| {
+        let input: web_sys::HtmlInputElement = event_target(&ev);
+        if let Some(file) = input.files().and_then(|f| f.get(0)) {
+            leptos::task::spawn_local(async move {
+                let text = wasm_bindgen_futures::JsFuture::from(file.text()).await;
+                match text.ok().and_then(|t| t.as_string()) {
+                    Some(t) => read(t),
+                    None => message.set(Some(("Not read: the file is not text.".into(), true))),
+                }
+            });
+        }
+    };
+    view! {
+        <details class="config-import">
+            <summary>"Import a config.json"</summary>
+            <label for="config-input">"Paste a Hugging Face config.json"</label>
+            <textarea
+                id="config-input"
+                rows="4"
+                spellcheck="false"
+                placeholder="{\"model_type\": \"mixtral\", …}"
+                on:input=on_event(move |ev| read(event_target_value(&ev)))
+            ></textarea>
+            <label for="config-file">"or choose the file"</label>
+            <input id="config-file" type="file" accept=".json,application/json" on:change=on_event(on_file) />
+            <p
+                id="config-message"
+                role="status"
+                class:invalid=move || message.get().is_some_and(|(_, bad)| bad)
+                hidden=move || message.get().is_none()
+            >
+                {move || message.get().map(|(m, _)| m).unwrap_or_default()}
+            </p>
+        </details>
+    }
+}
+
 /// The detailed model's controls: model picker, derived parameter count,
 /// and collapsed groups of options.
 #[component]
@@ -266,6 +338,11 @@ pub fn DetailedControls() -> impl IntoView {
         }
     };
     let params = move || grouped(state.read().architecture().params());
+    let active = move || {
+        let a = state.read().architecture();
+        a.moe
+            .map(|_| format!(", {} active per token", grouped(a.active_params())))
+    };
     view! {
         <div class="field detailed-controls">
             <label for="model-select">"Model"</label>
@@ -291,8 +368,11 @@ pub fn DetailedControls() -> impl IntoView {
             </select>
             <p class="derived">
                 <span id="param-count">{text(params)}</span>
-                " parameters, from the architecture"
+                " parameters"
+                <span id="active-count">{move || active().unwrap_or_default()}</span>
+                ", from the architecture"
             </p>
+            <ConfigImport on_import=move || chose_custom.set(false) />
             <details open=cond(custom)>
                 <summary>"Architecture"</summary>
                 {choice("family-select", "Family", FAMILY_NAMES, |d| index_of(&FAMILIES, d.arch.family), set_family)}
@@ -320,6 +400,8 @@ pub fn DetailedControls() -> impl IntoView {
                 {count("tp-input", "Tensor parallel", (1, 512), |d| Some(d.parallel.tp), |d, v| d.parallel.tp = v.unwrap_or(1), false)}
                 {flag("sp-input", "Sequence parallel", |d| d.parallel.sp, |d, on| d.parallel.sp = on)}
                 {count("pp-input", "Pipeline stages", (1, 256), |d| Some(d.parallel.pp), |d, v| d.parallel.pp = v.unwrap_or(1), false)}
+                {count("ep-input", "Expert parallel (MoE)", (1, 4096), |d| Some(d.parallel.ep), |d, v| d.parallel.ep = v.unwrap_or(1), false)}
+                {count("etp-input", "Expert tensor parallel (MoE)", (1, 512), |d| Some(d.parallel.etp), |d, v| d.parallel.etp = v.unwrap_or(1), false)}
                 {count("micro-input", "Micro-batch per GPU", (1, 4096), |d| d.micro_batch, |d, v| d.micro_batch = v, true)}
             </details>
             <details>

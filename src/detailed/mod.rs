@@ -15,6 +15,7 @@
 //! One file per part, so that a formula is found where its part is:
 //! - [`arch`]: the model's shape (latent attention, experts), parameter
 //!   counts, LoRA's adapters;
+//! - [`import`]: a Hugging Face `config.json` to a shape;
 //! - [`presets`]: published models and their checked parameter counts;
 //! - [`states`]: weights, gradients, master weights, optimizer state;
 //! - [`activations`]: what the forward pass keeps for backward, per profile;
@@ -26,6 +27,7 @@
 
 pub mod activations;
 pub mod arch;
+pub mod import;
 pub mod overhead;
 pub mod parallel;
 pub mod presets;
@@ -35,6 +37,7 @@ pub mod timeline;
 use std::fmt;
 
 pub use arch::{Architecture, Family, LayerParams, LoraTargets, Mla, Moe, Router};
+pub use import::{import_config, ImportError, Imported, MODEL_TYPES};
 pub use overhead::{Overhead, OverheadBytes};
 pub use parallel::Parallelism;
 pub use presets::{preset, Preset, PRESETS};

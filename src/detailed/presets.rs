@@ -45,7 +45,8 @@ const fn qwen3(
 ) -> Architecture {
     Architecture {
         tied_embeddings: tied,
-        head_width: 128,
+        // Stored only where it differs from h / a.
+        head_width: if hidden / heads == 128 { 0 } else { 128 },
         qk_norm: true,
         ..Architecture::llama(layers, hidden, heads, kv_heads, ffn, 151936)
     }

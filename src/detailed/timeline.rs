@@ -74,10 +74,8 @@
 //! allocator's fragmentation) is not in these figures.
 
 use super::activations::{self, act_bytes};
-use super::states::{self, grad_bytes, trained_params, update_bytes, weight_bytes};
-use super::{
-    check, Architecture, AttentionKernel, DetailedConfig, DetailedError, Family, Optimizer, Profile,
-};
+use super::states::{self, grad_bytes, params_per_gpu, trained_params, update_bytes, weight_bytes};
+use super::{check, AttentionKernel, DetailedConfig, DetailedError, Family, Optimizer, Profile};
 
 /// Which optimizer step is modelled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -296,15 +294,19 @@ struct Pieces {
 }
 
 /// Parameters of the input embedding, the output layer (0 when tied) and
-/// one layer, on one GPU (tensor parallelism splits all three).
-fn param_split(a: &Architecture) -> (f64, f64, f64) {
-    let embedding = (a.vocab * a.hidden + a.positions * a.hidden) as f64;
-    let head = if a.tied_embeddings {
-        0.0
-    } else {
-        (a.vocab * a.hidden) as f64
-    };
-    let layer = (a.params() as f64 - embedding - head) / a.layers as f64;
+/// one layer, on one GPU before ZeRO: tensor parallelism splits the first
+/// two; a layer's share is what [`states::params_per_gpu`] leaves per layer
+/// (routed experts split by ep · etp, norms and router whole).
+fn param_split(cfg: &DetailedConfig) -> (f64, f64, f64) {
+    let a = &cfg.arch;
+    let par = &cfg.parallel;
+    let tp = par.tp as f64;
+    let embedding = a.embedding_params() as f64 / tp;
+    let head = a.head_params() as f64 / tp;
+    let (base, experts) = params_per_gpu(cfg);
+    let per_gpu = (base + experts) * par.pp as f64;
+    // The final norm rides with the layers, as it always has here.
+    let layer = (per_gpu - embedding - head) / a.layers as f64;
     (embedding, head, layer)
 }
 
@@ -331,7 +333,12 @@ fn largest_trained(cfg: &DetailedConfig) -> f64 {
         Family::Gpt2 => (h * 3 * h).max(h * f),
         Family::Llama => (h * f).max(h * h).max(h * kv),
     };
-    ((a.vocab * a.hidden).max(layer_max)) as f64 / tp
+    // `transformers` 5.x fuses each layer's experts into one 3-D
+    // `gate_up_proj` (E × 2F × h), split over ep · etp.
+    let experts = a.moe.map_or(0.0, |m| {
+        (m.experts * 2 * m.expert_ffn * h) as f64 / (cfg.parallel.ep * cfg.parallel.etp) as f64
+    });
+    (((a.vocab * a.hidden).max(layer_max)) as f64 / tp).max(experts)
 }
 
 fn pieces(cfg: &DetailedConfig) -> Pieces {
@@ -359,10 +366,18 @@ fn pieces(cfg: &DetailedConfig) -> Pieces {
     // input and output gradients, a·s² each; SDPA/flash: dQ, dK, dV and the
     // output's gradient).
     let stream = 2.0 * n * h * p / sp_div;
-    let mlp = match a.family {
-        Family::Llama => 3.0 * n * f * p,
-        Family::Gpt2 => 4.0 * n * f * p,
-    } / tp;
+    // Under mixture of experts the same three gradients are per token–expert
+    // pair, n·k of them at the expert width (split by etp), plus the shared
+    // experts' (not measured: the MoE peak is modelled, not yet checked).
+    let mlp = match (a.family, a.moe) {
+        (Family::Llama, Some(m)) => {
+            let nk = n * m.top_k as f64;
+            3.0 * nk * m.expert_ffn as f64 * p / par.etp as f64
+                + 3.0 * n * m.shared_ffn as f64 * p / tp
+        }
+        (Family::Llama, None) => 3.0 * n * f * p / tp,
+        (Family::Gpt2, _) => 4.0 * n * f * p / tp,
+    };
     let attention = if eager {
         // Llama's eager attention runs its softmax in fp32
         // (`softmax(..., dtype=torch.float32)`); GPT-2's in the dtype.
@@ -391,7 +406,7 @@ fn pieces(cfg: &DetailedConfig) -> Pieces {
     // gradient of its input.
     let head_backward = nv * p + n * h * p / sp_div;
 
-    let (emb_params, head_params, layer_params) = param_split(a);
+    let (emb_params, head_params, layer_params) = param_split(cfg);
     let gb = grad_bytes(cfg);
     let table = (a.vocab * a.hidden) as f64;
     let (layer_grads, head_grads, embedding_grads, tied_gradient) = match cfg.lora_rank {
@@ -403,17 +418,12 @@ fn pieces(cfg: &DetailedConfig) -> Pieces {
         ),
         // The shared table's gradient first comes from the output layer.
         None if a.tied_embeddings => (
-            layer_params * gb / tp,
+            layer_params * gb,
             table * gb / tp,
-            (emb_params - table) * gb / tp,
+            emb_params * gb - table * gb / tp,
             table * gb / tp,
         ),
-        None => (
-            layer_params * gb / tp,
-            head_params * gb / tp,
-            emb_params * gb / tp,
-            0.0,
-        ),
+        None => (layer_params * gb, head_params * gb, emb_params * gb, 0.0),
     };
     let wb = weight_bytes(cfg);
     let unsharded = if par.zero >= 3 {
@@ -437,8 +447,8 @@ fn pieces(cfg: &DetailedConfig) -> Pieces {
         head_grads,
         embedding_grads,
         tied_gradient,
-        gathered_layer: 2.0 * layer_params * wb / tp * unsharded,
-        gathered_outer: (emb_params + head_params) * wb / tp * unsharded,
+        gathered_layer: 2.0 * layer_params * wb * unsharded,
+        gathered_outer: (emb_params + head_params) * wb * unsharded,
     }
 }
 

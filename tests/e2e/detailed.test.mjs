@@ -201,3 +201,45 @@ test('the step chart is detailed-only; the lesson stays as taught', async () => 
   assert.equal(await page.textContent('#fit-verdict'), 'Does not fit by 99.1 GB: needs 185.0 GB, the GPU has 85.9 GB.');
   await context.close();
 });
+
+test('a pasted config.json sets the shape; a bad one names its field and changes nothing', async () => {
+  const { readFileSync } = await import('node:fs');
+  const { page, context } = await open('?mode=detailed&model=llama-3.1-8b');
+  const total = async () => (await bytes(page)).total;
+  const before = await total();
+  await page.evaluate(() => { document.querySelector('.config-import').open = true; });
+  // A wrong type: the field is named, nothing else moves.
+  await page.fill('#config-input', '{"model_type": "llama", "num_hidden_layers": "32"}');
+  const msg = await page.textContent('#config-message');
+  assert.match(msg, /num_hidden_layers: invalid type/);
+  assert.equal(await page.getAttribute('#config-message', 'class'), 'invalid');
+  assert.equal(await page.textContent('#param-count'), '8,030,261,248');
+  assert.equal(await total(), before);
+  // Qwen3-30B-A3B as transformers writes it: exact count, active per token,
+  // the shape (not the text) in the address, and a link that reopens it.
+  const json = readFileSync(new URL('../fixtures/configs/saved/qwen3-30b-a3b.json', import.meta.url), 'utf8');
+  await page.fill('#config-input', json);
+  assert.match(await page.textContent('#config-message'), /Read as qwen3_moe: 30,532,122,624 parameters/);
+  assert.equal(await page.textContent('#param-count'), '30,532,122,624');
+  assert.match(await page.textContent('#active-count'), /active per token/);
+  await urlMatches(page, /model=qwen3-30b-a3b/);
+  assert.notEqual(await total(), before);
+  // A config no preset matches travels as its shape.
+  const small = JSON.parse(json);
+  small.num_experts = 64;
+  await page.fill('#config-input', JSON.stringify(small));
+  await urlMatches(page, /moe=64%2C8%2C768%2C0%2C0%2Cqwen/);
+  const count = await page.textContent('#param-count');
+  const again = await openPage(browser, page.url());
+  assert.equal(await again.page.textContent('#param-count'), count);
+  await again.context.close();
+  // Expert parallelism divides the experts' states.
+  const four = await openPage(browser, page.url() + '&batch=4&dp=4');
+  const states = async (p) => { const b = await bytes(p); return b.params + b.grads; };
+  const dp4 = await states(four.page);
+  await setCount(four.page, 'ep-input', 4);
+  await urlMatches(four.page, /ep=4/);
+  assert.ok(await states(four.page) < dp4 / 2, 'ep 4 cuts the experts to a quarter');
+  await four.context.close();
+  await context.close();
+});

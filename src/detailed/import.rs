@@ -1,0 +1,446 @@
+//! Config import: a Hugging Face `config.json` in, an [`Architecture`] out.
+//!
+//! ```
+//! use membudget::detailed::{import_config, preset};
+//!
+//! let json = r#"{"model_type": "mixtral", "num_hidden_layers": 32, "hidden_size": 4096,
+//!     "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+//!     "vocab_size": 32000, "num_local_experts": 8, "num_experts_per_tok": 2}"#;
+//! let imported = import_config(json).unwrap();
+//! assert_eq!(imported.arch, preset("mixtral-8x7b").unwrap().arch);
+//! assert_eq!(imported.arch.params(), 46_702_792_704);
+//!
+//! let err = import_config(r#"{"model_type": "llama", "num_hidden_layers": "32"}"#).unwrap_err();
+//! assert_eq!(err.field, "num_hidden_layers");
+//! ```
+//!
+//! Both spellings are read: the files as the model hubs publish them and as
+//! `transformers` 5.x writes them (`save_pretrained`): `num_experts` or
+//! `num_local_experts`, `torch_dtype` or `dtype`, `rope_scaling` or
+//! `rope_parameters` (neither changes memory). DeepSeek's `head_dim`, which
+//! `transformers` writes as the rotary part of a head only, is not read for
+//! `deepseek_v3`. Keys that do not change training memory are ignored;
+//! `quantization_config` describes how the published weights are stored
+//! (DeepSeek-V3's fp8), not how they are trained here, and is reported in
+//! the notes and otherwise ignored. The defaults are `transformers`' own
+//! where the format has one (`num_key_value_heads` = heads, `head_dim` =
+//! hidden / heads, each model type's `tie_word_embeddings`); the shape
+//! itself (layers, hidden, heads, MLP width, vocabulary) must be given.
+
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+use std::fmt;
+
+use super::arch::{Architecture, Family, Mla, Moe, Router};
+
+/// The keys that change training memory; `#[serde(default)]` leaves an
+/// absent key `None` (or empty), and unknown keys are ignored.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct HfConfig {
+    model_type: Option<String>,
+    // GPT-2's names.
+    n_layer: Option<u64>,
+    n_embd: Option<u64>,
+    n_head: Option<u64>,
+    n_inner: Option<u64>,
+    n_positions: Option<u64>,
+    // Everyone else's.
+    vocab_size: Option<u64>,
+    num_hidden_layers: Option<u64>,
+    hidden_size: Option<u64>,
+    num_attention_heads: Option<u64>,
+    num_key_value_heads: Option<u64>,
+    intermediate_size: Option<u64>,
+    head_dim: Option<u64>,
+    tie_word_embeddings: Option<bool>,
+    attention_bias: Option<bool>,
+    // Mixture of experts.
+    num_local_experts: Option<u64>,
+    num_experts: Option<u64>,
+    n_routed_experts: Option<u64>,
+    num_experts_per_tok: Option<u64>,
+    moe_intermediate_size: Option<u64>,
+    n_shared_experts: Option<u64>,
+    first_k_dense_replace: Option<u64>,
+    moe_layer_freq: Option<u64>,
+    decoder_sparse_step: Option<u64>,
+    mlp_only_layers: Vec<u64>,
+    // Multi-head latent attention.
+    q_lora_rank: Option<u64>,
+    kv_lora_rank: Option<u64>,
+    qk_rope_head_dim: Option<u64>,
+    qk_nope_head_dim: Option<u64>,
+    v_head_dim: Option<u64>,
+    // Reported, not used.
+    torch_dtype: Option<String>,
+    dtype: Option<String>,
+    quantization_config: Option<IgnoredAny>,
+    text_config: Option<IgnoredAny>,
+}
+
+/// The model types read, and what each maps to.
+pub const MODEL_TYPES: [&str; 11] = [
+    "gpt2",
+    "llama",
+    "mistral",
+    "qwen2",
+    "qwen3",
+    "gemma2",
+    "gemma3_text",
+    "mixtral",
+    "qwen3_moe",
+    "deepseek_v3",
+    "deepseek_v2",
+];
+
+/// What [`import_config`] made of a file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Imported {
+    /// The model's shape.
+    pub arch: Architecture,
+    /// The `model_type` it was read as.
+    pub model_type: String,
+    /// What was read but not used, said plainly.
+    pub notes: Vec<String>,
+}
+
+/// Why a file could not be read: the field (a JSON path) and the reason.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImportError {
+    /// The key at fault (`.` when the file as a whole is).
+    pub field: String,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+impl fmt::Display for ImportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.field, self.reason)
+    }
+}
+
+impl std::error::Error for ImportError {}
+
+fn fail<T>(field: &str, reason: impl Into<String>) -> Result<T, ImportError> {
+    Err(ImportError {
+        field: field.to_string(),
+        reason: reason.into(),
+    })
+}
+
+/// A required count within `lo..=hi`.
+fn need(field: &str, value: Option<u64>, lo: u64, hi: u64) -> Result<u64, ImportError> {
+    match value {
+        None => fail(field, "missing: this model type needs it"),
+        Some(v) if !(lo..=hi).contains(&v) => {
+            fail(field, format!("must be {lo} to {hi} (got {v})"))
+        }
+        Some(v) => Ok(v),
+    }
+}
+
+/// An optional count within `lo..=hi`, `default` when absent.
+fn or(field: &str, value: Option<u64>, default: u64, lo: u64, hi: u64) -> Result<u64, ImportError> {
+    need(field, Some(value.unwrap_or(default)), lo, hi)
+}
+
+/// Reads a `config.json`. Never panics: malformed JSON, a wrong type, a
+/// missing field, a value out of range or an unknown `model_type` each give
+/// an [`ImportError`] naming the field.
+pub fn import_config(json: &str) -> Result<Imported, ImportError> {
+    let mut de = serde_json::Deserializer::from_str(json);
+    let c: HfConfig = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        // serde_json appends " at line L column C"; the field says where.
+        let reason = inner.to_string();
+        let reason = match reason.rfind(" at line ") {
+            Some(i) if path != "." => reason[..i].to_string(),
+            _ => reason,
+        };
+        ImportError {
+            field: path,
+            reason,
+        }
+    })?;
+    let model_type = match c.model_type.as_deref() {
+        Some(t) => t.to_string(),
+        None => return fail("model_type", "missing: a config.json names its model_type"),
+    };
+    let mut notes = Vec::new();
+    if let Some(dtype) = c.dtype.as_deref().or(c.torch_dtype.as_deref()) {
+        notes.push(format!(
+            "published in {dtype}; the training precision is chosen below"
+        ));
+    }
+    if c.quantization_config.is_some() {
+        notes.push(
+            "quantization_config ignored: it says how the published weights are stored, \
+             not how they are trained here"
+                .to_string(),
+        );
+    }
+    let arch =
+        match model_type.as_str() {
+            "gpt2" => gpt2(&c)?,
+            "gemma3" if c.text_config.is_some() => return fail(
+                "model_type",
+                "gemma3 is the multimodal model: paste its text_config (model_type gemma3_text)",
+            ),
+            t if MODEL_TYPES.contains(&t) => llama_like(&c, t, &mut notes)?,
+            other => {
+                return fail(
+                    "model_type",
+                    format!(
+                        "'{}' is not one of {}",
+                        other.chars().take(40).collect::<String>(),
+                        MODEL_TYPES.join(", ")
+                    ),
+                )
+            }
+        };
+    Ok(Imported {
+        arch,
+        model_type,
+        notes,
+    })
+}
+
+const LAYERS: u64 = 256;
+const HIDDEN: (u64, u64) = (128, 65_536);
+const WIDTH: u64 = 1 << 20;
+const VOCAB: u64 = 1 << 22;
+
+fn gpt2(c: &HfConfig) -> Result<Architecture, ImportError> {
+    // GPT2Config's defaults: vocab 50257, 1024 positions, n_inner 4h, tied.
+    let layers = need("n_layer", c.n_layer, 1, LAYERS)?;
+    let hidden = need("n_embd", c.n_embd, HIDDEN.0, HIDDEN.1)?;
+    let heads = need("n_head", c.n_head, 1, 1024)?;
+    if !hidden.is_multiple_of(heads) {
+        return fail("n_head", format!("must divide n_embd ({hidden})"));
+    }
+    let vocab = or("vocab_size", c.vocab_size, 50257, 1, VOCAB)?;
+    Ok(Architecture {
+        ffn: or("n_inner", c.n_inner, 4 * hidden, 1, WIDTH)?,
+        positions: or("n_positions", c.n_positions, 1024, 1, 1 << 24)?,
+        tied_embeddings: c.tie_word_embeddings.unwrap_or(true),
+        ..Architecture::gpt2(layers, hidden, heads, vocab)
+    })
+}
+
+fn llama_like(c: &HfConfig, t: &str, notes: &mut Vec<String>) -> Result<Architecture, ImportError> {
+    let layers = need("num_hidden_layers", c.num_hidden_layers, 1, LAYERS)?;
+    let hidden = need("hidden_size", c.hidden_size, HIDDEN.0, HIDDEN.1)?;
+    let heads = need("num_attention_heads", c.num_attention_heads, 1, 1024)?;
+    let kv = or(
+        "num_key_value_heads",
+        c.num_key_value_heads,
+        heads,
+        1,
+        heads,
+    )?;
+    if !heads.is_multiple_of(kv) {
+        return fail(
+            "num_key_value_heads",
+            format!("must divide num_attention_heads ({heads})"),
+        );
+    }
+    let vocab = need("vocab_size", c.vocab_size, 1, VOCAB)?;
+    let gemma = t == "gemma2" || t == "gemma3_text";
+    let deepseek = t.starts_with("deepseek");
+    // Qwen3 and Gemma default to explicit head widths (128, 256).
+    let default_head = match t {
+        "qwen3" | "qwen3_moe" => 128,
+        _ if gemma => 256,
+        _ => hidden / heads,
+    };
+    let head = if deepseek {
+        // `transformers` writes DeepSeek's head_dim as the rotary part only.
+        hidden / heads
+    } else {
+        or("head_dim", c.head_dim, default_head, 1, 4096)?
+    };
+    if head * heads != hidden && !hidden.is_multiple_of(heads) && c.head_dim.is_none() && !gemma {
+        return fail(
+            "num_attention_heads",
+            format!("must divide hidden_size ({hidden})"),
+        );
+    }
+    let mut arch = Architecture::llama(layers, hidden, heads, kv, 1, vocab);
+    arch.head_width = if head * heads == hidden { 0 } else { head };
+    arch.tied_embeddings = c.tie_word_embeddings.unwrap_or(gemma);
+    arch.qkv_bias = t == "qwen2" || (c.attention_bias == Some(true) && !deepseek);
+    arch.qk_norm = matches!(t, "qwen3" | "qwen3_moe" | "gemma3_text");
+    arch.sandwich_norms = gemma;
+    if c.attention_bias == Some(true) && t != "qwen2" && !matches!(t, "llama" | "mistral") {
+        notes.push("attention_bias read as q/k/v biases".to_string());
+    }
+    let dense_ffn = |default: Option<u64>| match c.intermediate_size.or(default) {
+        Some(v) => need("intermediate_size", Some(v), 1, WIDTH),
+        None => fail("intermediate_size", "missing: this model type needs it"),
+    };
+    match t {
+        "mixtral" => {
+            let ffn = dense_ffn(None)?;
+            arch.ffn = ffn;
+            let experts = c.num_local_experts.or(c.num_experts);
+            arch.moe = Some(moe(
+                experts,
+                "num_local_experts",
+                c,
+                ffn,
+                0,
+                0,
+                Router::Mixtral,
+            )?);
+        }
+        "qwen3_moe" => {
+            arch.ffn = dense_ffn(Some(1))?;
+            let effn = need("moe_intermediate_size", c.moe_intermediate_size, 1, WIDTH)?;
+            if c.decoder_sparse_step.unwrap_or(1) != 1 {
+                return fail(
+                    "decoder_sparse_step",
+                    "only 1 (every layer MoE) is modelled",
+                );
+            }
+            // Dense layers are modelled where they lead: mlp_only_layers 0..k.
+            let k = c.mlp_only_layers.len() as u64;
+            if c.mlp_only_layers.iter().copied().ne(0..k) {
+                return fail(
+                    "mlp_only_layers",
+                    "only leading dense layers (0, 1, …, k−1) are modelled",
+                );
+            }
+            let experts = c.num_experts.or(c.num_local_experts);
+            arch.moe = Some(moe(experts, "num_experts", c, effn, 0, k, Router::Qwen)?);
+        }
+        "deepseek_v3" | "deepseek_v2" => {
+            arch.ffn = dense_ffn(None)?;
+            arch.kv_heads = heads;
+            let effn = need("moe_intermediate_size", c.moe_intermediate_size, 1, WIDTH)?;
+            if c.moe_layer_freq.unwrap_or(1) != 1 {
+                return fail(
+                    "moe_layer_freq",
+                    "only 1 (every layer after the dense ones) is modelled",
+                );
+            }
+            let shared = or("n_shared_experts", c.n_shared_experts, 0, 0, 64)? * effn;
+            let dense = or(
+                "first_k_dense_replace",
+                c.first_k_dense_replace,
+                0,
+                0,
+                layers - 1,
+            )?;
+            let router = if t == "deepseek_v3" {
+                Router::DeepSeek
+            } else {
+                Router::Qwen
+            };
+            arch.moe = Some(moe(
+                c.n_routed_experts,
+                "n_routed_experts",
+                c,
+                effn,
+                shared,
+                dense,
+                router,
+            )?);
+            arch.mla = Some(Mla {
+                q_rank: or("q_lora_rank", c.q_lora_rank, 0, 0, 1 << 16)?,
+                kv_rank: need("kv_lora_rank", c.kv_lora_rank, 1, 1 << 16)?,
+                rope_dim: need("qk_rope_head_dim", c.qk_rope_head_dim, 1, 1 << 12)?,
+                nope_dim: need("qk_nope_head_dim", c.qk_nope_head_dim, 1, 1 << 12)?,
+                v_dim: need("v_head_dim", c.v_head_dim, 1, 1 << 12)?,
+            });
+            if t == "deepseek_v2" {
+                notes.push(
+                    "deepseek_v2 read with a softmax router and no score-correction bias"
+                        .to_string(),
+                );
+            }
+        }
+        _ => arch.ffn = dense_ffn(None)?,
+    }
+    if arch.family != Family::Llama {
+        unreachable!("llama_like builds the Llama family");
+    }
+    Ok(arch)
+}
+
+fn moe(
+    experts: Option<u64>,
+    name: &str,
+    c: &HfConfig,
+    expert_ffn: u64,
+    shared_ffn: u64,
+    first_dense: u64,
+    router: Router,
+) -> Result<Moe, ImportError> {
+    let experts = need(name, experts, 1, 4096)?;
+    let top_k = need("num_experts_per_tok", c.num_experts_per_tok, 1, experts)?;
+    Ok(Moe {
+        experts,
+        top_k,
+        expert_ffn,
+        shared_ffn,
+        first_dense,
+        router,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_name_the_field() {
+        let cases = [
+            ("not json", "."),
+            (r#"{"model_type": 3}"#, "model_type"),
+            (r#"{"num_hidden_layers": 2}"#, "model_type"),
+            (r#"{"model_type": "bert"}"#, "model_type"),
+            (
+                r#"{"model_type": "llama", "num_hidden_layers": -1}"#,
+                "num_hidden_layers",
+            ),
+            (
+                r#"{"model_type": "llama", "num_hidden_layers": 1e9}"#,
+                "num_hidden_layers",
+            ),
+            (
+                r#"{"model_type": "llama", "num_hidden_layers": 4}"#,
+                "hidden_size",
+            ),
+            (
+                r#"{"model_type": "llama", "num_hidden_layers": 4000, "hidden_size": 512}"#,
+                "num_hidden_layers",
+            ),
+            (
+                r#"{"model_type": "llama", "num_hidden_layers": 4, "hidden_size": 512,
+                "num_attention_heads": 8, "vocab_size": 1000}"#,
+                "intermediate_size",
+            ),
+            (
+                r#"{"model_type": "mixtral", "num_hidden_layers": 4, "hidden_size": 512,
+                "num_attention_heads": 8, "vocab_size": 1000, "intermediate_size": 64,
+                "num_local_experts": 4, "num_experts_per_tok": 5}"#,
+                "num_experts_per_tok",
+            ),
+            (
+                r#"{"model_type": "gpt2", "n_layer": 2, "n_embd": 256, "n_head": 3}"#,
+                "n_head",
+            ),
+            (
+                r#"{"model_type": "gpt2", "n_layer": 2, "n_embd": true}"#,
+                "n_embd",
+            ),
+        ];
+        for (json, field) in cases {
+            let err = import_config(json).unwrap_err();
+            assert_eq!(err.field, field, "{json}: {err}");
+            assert!(!err.reason.is_empty());
+        }
+    }
+}
