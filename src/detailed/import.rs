@@ -159,6 +159,20 @@ pub fn import_config(json: &str) -> Result<Imported, ImportError> {
             Some(i) if path != "." => reason[..i].to_string(),
             _ => reason,
         };
+        // serde's "invalid type: string \"32\", expected u64" quotes the
+        // value with Debug formatting, which the release wasm compiles out;
+        // say what was expected instead, in words.
+        let reason = match reason.split_once(", expected ") {
+            Some((found, expected)) if found.starts_with("invalid type") => {
+                let expected = match expected {
+                    "u64" => "a whole number",
+                    "a boolean" | "bool" => "true or false",
+                    other => other,
+                };
+                format!("wrong type, expected {expected}")
+            }
+            _ => reason,
+        };
         ImportError {
             field: path,
             reason,
@@ -437,6 +451,12 @@ mod tests {
                 "n_embd",
             ),
         ];
+        let err =
+            import_config(r#"{"model_type": "llama", "num_hidden_layers": "32"}"#).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "num_hidden_layers: wrong type, expected a whole number"
+        );
         for (json, field) in cases {
             let err = import_config(json).unwrap_err();
             assert_eq!(err.field, field, "{json}: {err}");

@@ -211,7 +211,7 @@ test('a pasted config.json sets the shape; a bad one names its field and changes
   // A wrong type: the field is named, nothing else moves.
   await page.fill('#config-input', '{"model_type": "llama", "num_hidden_layers": "32"}');
   const msg = await page.textContent('#config-message');
-  assert.match(msg, /num_hidden_layers: invalid type/);
+  assert.match(msg, /num_hidden_layers: wrong type, expected a whole number/);
   assert.equal(await page.getAttribute('#config-message', 'class'), 'invalid');
   assert.equal(await page.textContent('#param-count'), '8,030,261,248');
   assert.equal(await total(), before);

@@ -1,0 +1,14 @@
+import { startServer, launch, openPage } from './harness.mjs';
+import { readFileSync } from 'node:fs';
+const server = await startServer();
+const browser = await launch();
+const { page, context } = await openPage(browser, server.base + '?mode=detailed&model=llama-3.1-8b', { viewport: { width: 1280, height: 1500 } });
+await page.evaluate(() => { document.querySelector('.config-import').open = true; });
+await page.fill('#config-input', readFileSync('tests/fixtures/configs/hub/mixtral-8x7b.json', 'utf8'));
+await page.waitForTimeout(500);
+await page.screenshot({ path: '/tmp/shot-moe.png', fullPage: false });
+await page.fill('#config-input', '{"model_type": "llama", "num_hidden_layers": "32"}');
+await page.waitForTimeout(300);
+await page.screenshot({ path: '/tmp/shot-bad.png', fullPage: false });
+console.log(page.url());
+await context.close(); await browser.close(); server.close();
