@@ -1,15 +1,17 @@
 //! Mixture-of-experts models ("hf" profile, CPU) against memory measured in
 //! PyTorch: every row of `fixtures/moe_measured.tsv`, written by
 //! `fixtures/measure_moe.py` from tiny `MixtralForCausalLM` and
-//! `Qwen3MoeForCausalLM` models with both expert implementations.
+//! `Qwen3MoeForCausalLM` models and a small `DeepseekV3ForCausalLM` (latent
+//! attention, a dense layer first, a shared expert, grouped sigmoid router),
+//! with both expert implementations.
 //! Parameters, gradients and AdamW state must match to the byte, saved
 //! activations within ±5 % (the bar) and, as it stands, within 16
 //! bytes: exact on every row but top-1 routing, where it is 8 bytes short.
 #![cfg(not(target_arch = "wasm32"))]
 
 use membudget::detailed::{
-    estimate, Architecture, AttentionKernel, DetailedConfig, Device, ExpertsImpl, Moe, Optimizer,
-    Precision, Profile, Router,
+    estimate, Architecture, AttentionKernel, DetailedConfig, Device, ExpertsImpl, Mla, Moe,
+    Optimizer, Precision, Profile, Router,
 };
 
 struct Row {
@@ -40,17 +42,40 @@ fn rows() -> Vec<Row> {
             num(10),
         );
         let qwen = c[0] == "qwen3_moe";
+        let deepseek = c[0] == "deepseek_v3";
+        let router = match c[0] {
+            "qwen3_moe" => Router::Qwen,
+            "deepseek_v3" => Router::DeepSeek,
+            _ => Router::Mixtral,
+        };
+        // measure_moe.py's DeepSeek shape: latent attention (64, 32, rope
+        // 16, nope 32, value 32), one dense layer of MLP width 4F first, one
+        // shared expert.
         let arch = Architecture {
             qk_norm: qwen,
+            mla: deepseek.then_some(Mla {
+                q_rank: 64,
+                kv_rank: 32,
+                rope_dim: 16,
+                nope_dim: 32,
+                v_dim: 32,
+            }),
             moe: Some(Moe {
                 experts,
                 top_k,
                 expert_ffn: effn,
-                shared_ffn: 0,
-                first_dense: 0,
-                router: if qwen { Router::Qwen } else { Router::Mixtral },
+                shared_ffn: if deepseek { effn } else { 0 },
+                first_dense: u64::from(deepseek),
+                router,
             }),
-            ..Architecture::llama(layers, hidden, heads, kv, effn, vocab)
+            ..Architecture::llama(
+                layers,
+                hidden,
+                heads,
+                kv,
+                if deepseek { 4 * effn } else { effn },
+                vocab,
+            )
         };
         let mut cfg = DetailedConfig::new(arch, seq, batch);
         cfg.profile = Profile::Hf;

@@ -84,13 +84,22 @@ fn moe_mlp(cfg: &DetailedConfig, n: f64, m: Moe) -> (f64, f64, f64) {
     match cfg.profile {
         Profile::Fused => (4.0 * n * e, shared, nk * (h * p + 4.0 * f * p + 12.0)),
         Profile::Hf => {
-            // DeepSeek-V3 also keeps its router's fp32 copy of the input.
-            let router_input = if m.router == Router::DeepSeek {
-                4.0 * n * h
-            } else {
-                0.0
+            let router = match m.router {
+                Router::Mixtral | Router::Qwen => 4.0 * n * e + 8.0 * nk + 4.0 * n + 4.0 * nk,
+                // `DeepseekV3TopkRouter`: fp32 copies of the input and the
+                // weight when the model is not fp32 (`.type(torch.float32)`),
+                // the sigmoid scores (n·E), then as above. Its group choice
+                // and expert mask are saved too, but by nodes whose outputs
+                // only pick indices: they are freed before forward ends.
+                Router::DeepSeek => {
+                    let upcast = if p == 4.0 {
+                        0.0
+                    } else {
+                        4.0 * n * h + 4.0 * e * h
+                    };
+                    upcast + 4.0 * n * e + 8.0 * nk + 4.0 * n + 4.0 * nk
+                }
             };
-            let router = 4.0 * n * e + 8.0 * nk + 4.0 * n + 4.0 * nk + router_input;
             let weight = if m.router == Router::Qwen { p } else { 4.0 };
             let experts = match cfg.experts_impl {
                 ExpertsImpl::Grouped => nk * (24.0 + weight + 2.0 * h * p + 4.0 * f * p) + 4.0 * e,
@@ -255,21 +264,38 @@ fn layer_activations_of(cfg: &DetailedConfig, b: f64, moe_layer: bool) -> LayerA
                     } else {
                         0.0
                     };
-                    // Latent attention's two latent norms and the shared
-                    // rotary key part.
+                    // Latent attention (`DeepseekV3Attention`): each latent's
+                    // RMSNorm and the up-projection's input (its output). The
+                    // kv norm's fp32 input is a view of the whole compressed
+                    // kv (latent and rotary part) when the model is fp32,
+                    // a copy of the latent alone otherwise.
                     let latent = a.mla.map_or(0.0, |m| {
+                        let (qr, kvr) = (m.q_rank as f64, m.kv_rank as f64);
                         let q = if m.q_rank > 0 {
-                            rms(n, m.q_rank as f64, p)
+                            rms(n, qr, p) + n * qr * p
                         } else {
                             0.0
                         };
-                        q + rms(n, m.kv_rank as f64, p) + n * m.rope_dim as f64 * p
+                        let rope_view = if p == 4.0 {
+                            4.0 * n * m.rope_dim as f64
+                        } else {
+                            0.0
+                        };
+                        q + rms(n, kvr, p) + rope_view + n * kvr * p
                     });
+                    // PyTorch's CPU SDPA has no kernel for a value width
+                    // unlike the query's: its math path runs in fp32 and
+                    // keeps q, kᵀ, the softmax and v at 4 bytes.
+                    let mla_math = a.mla.is_some_and(|m| m.v_dim != m.nope_dim + m.rope_dim)
+                        && !eager
+                        && cfg.device == Device::Cpu;
                     let (router, mlp, experts) = match moe {
                         Some(m) => moe_mlp(cfg, n, m),
                         None => (0.0, 4.0 * n * f * p, 0.0),
                     };
-                    let (attn, scores) = if eager {
+                    let (attn, scores) = if mla_math {
+                        (4.0 * n * (qd + kd + vd) + n * od * p, 4.0 * scores_n)
+                    } else if eager {
                         // q, repeated k and v (a heads each), o_proj input.
                         // Softmax runs in fp32; its output is cast back
                         // (a second copy) unless dropout or fp32.
@@ -338,7 +364,9 @@ pub(super) fn outer_activations(cfg: &DetailedConfig, b: f64) -> OuterActivation
                 // RoPE cos and sin (shared by all layers); final RMSNorm,
                 // lm_head input.
                 Family::Llama => {
-                    let rope = 2.0 * s * a.head_dim() as f64 * p;
+                    // Latent attention rotates only the rope part.
+                    let width = a.mla.map_or(a.head_dim(), |m| m.rope_dim);
+                    let rope = 2.0 * s * width as f64 * p;
                     let rms = 4.0 * n * h + 4.0 * n + n * h * p;
                     (rope, rms + n * h * p + loss)
                 }
