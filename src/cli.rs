@@ -113,6 +113,10 @@ pub struct Args {
     /// default grouped matmul) or loop (one expert at a time).
     #[arg(long, value_name = "IMPL")]
     pub experts_impl: Option<ExpertsImpl>,
+    /// Detailed, mixture of experts, "fused" kernels: Megatron's expert
+    /// capacity factor with padding (default: dropless).
+    #[arg(long, value_name = "C")]
+    pub capacity_factor: Option<f64>,
     /// Detailed: sequences per GPU per forward pass (default batch / dp).
     #[arg(long)]
     pub micro_batch: Option<u64>,
@@ -181,6 +185,7 @@ impl Args {
             || self.ep.is_some()
             || self.etp.is_some()
             || self.experts_impl.is_some()
+            || self.capacity_factor.is_some()
             || self.micro_batch.is_some()
             || self.lora_rank.is_some()
             || self.lora_targets.is_some()
@@ -370,6 +375,7 @@ impl Args {
         if let Some(i) = self.experts_impl {
             cfg.experts_impl = i;
         }
+        cfg.capacity_factor = self.capacity_factor;
         cfg.lora_rank = self.lora_rank;
         if let Some(t) = self.lora_targets {
             if self.lora_rank.is_none() {

@@ -332,3 +332,61 @@ fn detailed_json_has_the_peak_and_timeline_in_whole_bytes() {
         "zero_grad frees the gradients"
     );
 }
+
+#[test]
+fn config_json_in_with_expert_parallelism() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/configs");
+    let hub = format!("{dir}/hub/deepseek-v3.json");
+    let args = [
+        "--config",
+        &hub,
+        "--seq",
+        "4096",
+        "--batch",
+        "64",
+        "--dp",
+        "64",
+        "--ep",
+        "64",
+        "--zero",
+        "1",
+        "--attention",
+        "flash",
+        "--recompute",
+        "full",
+    ];
+    let (code, out, err) = membudget(&args);
+    assert_eq!((code, err.as_str()), (0, ""), "{out}");
+    assert!(out.contains("671026404352 parameters"), "{out}");
+    assert!(out.contains("# experts: 256 routed (top-8, width 2048), shared width 2048, 3 dense layers first; 37552282624 active parameters per token; ep 64, etp 1"), "{out}");
+    // 17.1 B parameters outside the routed experts whole, 653.9 B of experts
+    // over 64 GPUs: 27.3 B at 2 bytes.
+    assert!(out.contains("params_gb                54.7 GB"), "{out}");
+    // The same model as transformers writes it gives the same figures.
+    let saved = format!("{dir}/saved/deepseek-v3.json");
+    let mut again = args;
+    again[1] = &saved;
+    assert_eq!(membudget(&again).1, out);
+    // Experts divided by ep × etp need dp × tp to hold them.
+    let (code, _, err) = membudget(&["--config", &hub, "--dp", "4", "--batch", "4", "--ep", "8"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("ep × etp must divide dp × tp"), "{err}");
+}
+
+#[test]
+fn a_bad_config_json_names_its_field() {
+    let path = std::env::temp_dir().join(format!("membudget-bad-{}.json", std::process::id()));
+    std::fs::write(
+        &path,
+        r#"{"model_type": "mixtral", "num_hidden_layers": "32"}"#,
+    )
+    .unwrap();
+    let (code, out, err) = membudget(&["--config", path.to_str().unwrap()]);
+    std::fs::remove_file(&path).unwrap();
+    assert_ne!(code, 0);
+    assert_eq!(out, "");
+    assert!(
+        err.contains("num_hidden_layers: wrong type, expected a whole number"),
+        "{err}"
+    );
+}

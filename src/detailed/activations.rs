@@ -74,7 +74,7 @@ impl LayerActivations {
 /// "fused" profile (Megatron-Core's grouped GEMM, `moe/experts.py`, with
 /// the dense model's counting of SwiGLU): the router's fp32 logits (n·E)
 /// and, per assignment, the permuted input (h), 4F of SwiGLU and an fp32
-/// probability with its int64 index.
+/// probability with its int64 index; under a capacity factor, per slot.
 fn moe_mlp(cfg: &DetailedConfig, n: f64, m: Moe) -> (f64, f64, f64) {
     let p = act_bytes(cfg);
     let h = cfg.arch.hidden as f64;
@@ -82,7 +82,13 @@ fn moe_mlp(cfg: &DetailedConfig, n: f64, m: Moe) -> (f64, f64, f64) {
     let nk = n * k;
     let shared = 4.0 * n * m.shared_ffn as f64 * p;
     match cfg.profile {
-        Profile::Fused => (4.0 * n * e, shared, nk * (h * p + 4.0 * f * p + 12.0)),
+        // With a capacity factor c and padding, each expert's buffers hold
+        // c·n·k/E slots whether filled or not (Megatron-Core,
+        // `moe/moe_utils.py`, `get_capacity`): the expert tensors scale by c.
+        Profile::Fused => {
+            let slots = nk * cfg.capacity_factor.unwrap_or(1.0);
+            (4.0 * n * e, shared, slots * (h * p + 4.0 * f * p + 12.0))
+        }
         Profile::Hf => {
             let router = match m.router {
                 Router::Mixtral | Router::Qwen => 4.0 * n * e + 8.0 * nk + 4.0 * n + 4.0 * nk,
@@ -476,6 +482,25 @@ mod tests {
         assert_eq!(layer(&cfg), sbh * (10.0 + 24.0 / 8.0 + 5.0 * a_s_h / 8.0));
         cfg.parallel.sp = true;
         assert_eq!(layer(&cfg), sbh / 8.0 * (34.0 + 5.0 * a_s_h));
+    }
+
+    #[test]
+    fn capacity_factor_scales_the_fused_expert_tensors() {
+        let arch = crate::detailed::preset("mixtral-8x7b").unwrap().arch;
+        let mut cfg = DetailedConfig::new(arch, 4096, 1);
+        let m = arch.moe.unwrap();
+        let dropless = moe_mlp(&cfg, 4096.0, m);
+        cfg.capacity_factor = Some(1.25);
+        let padded = moe_mlp(&cfg, 4096.0, m);
+        assert_eq!(padded.2, dropless.2 * 1.25);
+        assert_eq!((padded.0, padded.1), (dropless.0, dropless.1));
+        // Per slot: h and 4F at 2 bytes, an fp32 weight and an int64 index.
+        assert_eq!(
+            dropless.2,
+            4096.0 * 2.0 * (4096.0 * 2.0 + 4.0 * 14336.0 * 2.0 + 12.0)
+        );
+        cfg.capacity_factor = Some(f64::NAN);
+        assert!(estimate(&cfg).is_err());
     }
 
     #[test]

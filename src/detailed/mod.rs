@@ -197,6 +197,11 @@ pub struct DetailedConfig {
     pub lora_targets: LoraTargets,
     /// How the routed experts run (mixture of experts, "hf" profile).
     pub experts_impl: ExpertsImpl,
+    /// Megatron's expert capacity factor with padding to capacity
+    /// (`--moe-expert-capacity-factor` with `--moe-pad-expert-input-to-capacity`),
+    /// "fused" profile: every expert holds c·n·k/E token slots. `None`:
+    /// dropless, as Megatron's default.
+    pub capacity_factor: Option<f64>,
 }
 
 impl DetailedConfig {
@@ -220,6 +225,7 @@ impl DetailedConfig {
             lora_rank: None,
             lora_targets: LoraTargets::default(),
             experts_impl: ExpertsImpl::Grouped,
+            capacity_factor: None,
         }
     }
 
@@ -341,6 +347,12 @@ fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
                 "LoRA on experts' MLPs is not modelled: choose attention targets (q, k, v, o)",
             );
         }
+    }
+    if cfg
+        .capacity_factor
+        .is_some_and(|c| !(c.is_finite() && (0.1..=64.0).contains(&c)))
+    {
+        return err("capacity factor must be from 0.1 to 64");
     }
     if p.ep == 0 || p.etp == 0 {
         return err("ep and etp must be at least 1");
