@@ -44,6 +44,29 @@ const input = await page.evaluate(async (n) => {
   return { drawn, frame };
 }, INPUTS);
 
+// 1b. Detailed mode (Llama-3.1-8B, the step timeline on): input -> the
+// last of the two charts (bar, step timeline) repainted.
+await page.goto(server.base + '?mode=detailed&model=llama-3.1-8b');
+await page.waitForSelector('tr[data-term="total"] td.gb:not(:empty):visible');
+const detailed = await page.evaluate(async (n) => {
+  const slider = document.querySelector('#batch-slider');
+  const drawn = [];
+  const settle = async () => { for (let i = 0; i < 50; i++) await Promise.resolve(); };
+  for (let i = 0; i < n; i++) {
+    performance.clearMarks();
+    const t0 = performance.now();
+    slider.value = String(i % 6); // batch 1 … 32, round and round
+    slider.dispatchEvent(new Event('input', { bubbles: true }));
+    await settle();
+    const marks = ['membudget:budget-drawn', 'membudget:timeline-drawn']
+      .map((m) => performance.getEntriesByName(m)[0]);
+    if (marks.every(Boolean)) drawn.push(Math.max(...marks.map((m) => m.startTime)) - t0);
+  }
+  return drawn;
+}, INPUTS);
+await page.goto(server.base);
+await page.waitForSelector('tr[data-term="total"] td.gb:not(:empty)');
+
 // 2. Sweep chart: compute and draw all points.
 const sweep = await page.evaluate(async (n) => {
   const times = [];
@@ -94,6 +117,7 @@ const cpu = os.cpus()[0]?.model?.trim() ?? 'unknown CPU';
 console.log(`membudget benchmark, ${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} x ${cpu}, Chromium ${version}`);
 console.log('');
 console.log(`input -> chart repainted (${input.drawn.length} slider inputs): p50 ${ms(pct(input.drawn, 50))}, p95 ${ms(pct(input.drawn, 95))}`);
+console.log(`detailed mode, input -> bar and step timeline repainted (${detailed.length} inputs): p50 ${ms(pct(detailed, 50))}, p95 ${ms(pct(detailed, 95))}`);
 console.log(`input -> next frame       (${input.frame.length} slider inputs): p50 ${ms(pct(input.frame, 50))}, p95 ${ms(pct(input.frame, 95))}`);
 console.log(`cold load -> first chart  (${loads.length} loads): median ${ms(pct(loads, 50))}, max ${ms(Math.max(...loads))}`);
 console.log(`sweep chart, 11 points    (${sweep.length} redraws): p50 ${ms(pct(sweep, 50))}, p95 ${ms(pct(sweep, 95))}`);
