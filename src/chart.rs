@@ -189,6 +189,7 @@ pub fn timeline_bars(t: &StepTimeline, overhead_bytes: f64) -> (Vec<Bar>, usize)
         let mb = if e.micro_batch > 1 { "·2" } else { "" };
         let label = match e.moment {
             Moment::Start => format!("start{mb}"),
+            Moment::ReferenceForward => format!("ref{mb}"),
             Moment::LayerForward(i) => format!("L{}{mb}", i + 1),
             Moment::Loss => format!("loss{mb}"),
             Moment::LossBackward => format!("loss↓{mb}"),

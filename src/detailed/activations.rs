@@ -403,6 +403,16 @@ pub(super) struct Saved {
     pub(super) logits: f64,
 }
 
+/// Bytes of saved activations one GPU moves to the host with activation
+/// offload: every layer's (`save_on_cpu` packs each saved tensor into pinned
+/// host memory; DeepSpeed's `cpu_checkpointing` moves the checkpoints); the
+/// GPU keeps the layer in flight, copied back for its backward.
+pub(super) fn offloaded(cfg: &DetailedConfig) -> f64 {
+    let s = saved(cfg);
+    // The first pipeline stage holds p micro-batches' layers.
+    cfg.parallel.stage_layers(&cfg.arch) * cfg.parallel.pp as f64 * s.per_layer
+}
+
 /// What one micro-batch's forward pass keeps on one GPU.
 ///
 /// Korthikanti et al. 2022, §4.2: tensor parallelism divides the sharded
@@ -413,7 +423,7 @@ pub(super) fn saved(cfg: &DetailedConfig) -> Saved {
     let par = &cfg.parallel;
     let tp = par.tp as f64;
     let sp_div = par.sp_divisor();
-    let micro = cfg.micro() as f64;
+    let micro = cfg.sequences() as f64;
     let layer = layer_activations(cfg, micro);
     let p = act_bytes(cfg);
     let kept = |scores: bool| {

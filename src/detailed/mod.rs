@@ -21,6 +21,8 @@
 //! - [`activations`]: what the forward pass keeps for backward, per profile;
 //! - [`parallel`]: data, tensor, sequence and pipeline parallelism, ZeRO;
 //! - [`timeline`]: live memory over one training step, and its peak;
+//! - [`quant`]: a quantized frozen base (QLoRA's NF4, LLM.int8());
+//! - [`offload`]: what ZeRO-Offload keeps in host memory, host RAM per node;
 //! - [`overhead`]: what a GPU process uses beyond its tensors;
 //! - this file: the options, the configuration, and [`estimate`], which adds
 //!   the model states and the saved activations.
@@ -28,9 +30,11 @@
 pub mod activations;
 pub mod arch;
 pub mod import;
+pub mod offload;
 pub mod overhead;
 pub mod parallel;
 pub mod presets;
+pub mod quant;
 pub mod states;
 pub mod timeline;
 
@@ -38,6 +42,7 @@ use std::fmt;
 
 pub use arch::{Architecture, Family, LayerParams, LoraTargets, Mla, Moe, Router};
 pub use import::{import_config, ImportError, Imported, MODEL_TYPES};
+pub use offload::{host_ram, HostRam};
 pub use overhead::{Overhead, OverheadBytes};
 pub use parallel::Parallelism;
 pub use presets::{preset, Preset, PRESETS};
@@ -71,6 +76,89 @@ pub enum Optimizer {
     /// 8-bit Adam (Dettmers et al. 2022): two 1-byte moments plus one fp32
     /// absmax per 2048-value block for each.
     Adam8bit,
+    /// bitsandbytes' paged AdamW (`PagedAdamW`, Dettmers et al. 2023,
+    /// "QLoRA", §3 "Paged Optimizers"): AdamW's 32-bit state in CUDA unified
+    /// memory, which the driver pages out to host RAM under memory pressure.
+    PagedAdamW,
+    /// Paged 8-bit AdamW (`PagedAdamW8bit`): 8-bit Adam's state, paged.
+    PagedAdam8bit,
+}
+
+impl Optimizer {
+    /// Whether the state lives in unified memory that can page to the host.
+    pub fn paged(self) -> bool {
+        matches!(self, Optimizer::PagedAdamW | Optimizer::PagedAdam8bit)
+    }
+}
+
+/// A frozen base stored quantized, as bitsandbytes does for QLoRA
+/// (Dettmers et al. 2023) and LLM.int8() (Dettmers et al. 2022).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BaseQuant {
+    /// The base in the training precision.
+    None,
+    /// 4-bit NormalFloat, blocks of 64, with or without double
+    /// quantization of the block constants (QLoRA §3).
+    Nf4 {
+        /// Quantize the fp32 absmax constants to 8 bits in blocks of 256.
+        double_quant: bool,
+    },
+    /// LLM.int8(): one int8 per weight and one fp32 scale per output row.
+    Int8,
+}
+
+/// What ZeRO-Offload / ZeRO-Infinity (or FSDP's CPU offload) keeps in host
+/// memory instead of on the GPU (Ren et al. 2021, "ZeRO-Offload";
+/// Rajbhandari et al. 2021, "ZeRO-Infinity").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Offload {
+    /// Optimizer state, fp32 master weights and fp32 gradients on the CPU,
+    /// updated there (DeepSpeed's `offload_optimizer`, CPU Adam).
+    pub optimizer: bool,
+    /// The 16-bit parameters on the CPU too, fetched layer by layer
+    /// (`offload_param`, ZeRO-3 only).
+    pub params: bool,
+    /// Saved activations on the CPU (`torch.autograd.graph.save_on_cpu`,
+    /// DeepSpeed's `cpu_checkpointing` under full recomputation).
+    pub activations: bool,
+    /// GPUs per node, for the host memory per node.
+    pub gpus_per_node: u64,
+}
+
+impl Default for Offload {
+    fn default() -> Self {
+        Self {
+            optimizer: false,
+            params: false,
+            activations: false,
+            gpus_per_node: 8,
+        }
+    }
+}
+
+/// What the step trains for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Objective {
+    /// Next-token prediction (supervised fine-tuning, pre-training).
+    Sft,
+    /// Direct preference optimisation (Rafailov et al. 2023) as TRL's
+    /// `DPOTrainer` runs it: chosen and rejected sequences in one forward.
+    Dpo {
+        /// Where the reference model's log-probabilities come from.
+        reference: Reference,
+    },
+}
+
+/// DPO's reference model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reference {
+    /// A frozen copy of the model on the same GPUs, in the weights' 16-bit
+    /// precision (TRL's `ref_model`; none with LoRA: the base with the
+    /// adapters disabled is the reference).
+    Model,
+    /// Log-probabilities computed once before training
+    /// (`precompute_ref_log_probs=True`): no reference in memory.
+    Precomputed,
 }
 
 /// What the attention keeps for backward.
@@ -153,7 +241,14 @@ choices!(ExpertsImpl, "experts implementation", "grouped" => ExpertsImpl::Groupe
 choices!(Family, "architecture", "gpt2" => Family::Gpt2, "llama" => Family::Llama);
 choices!(Precision, "precision", "mixed" => Precision::Mixed, "bf16" => Precision::Bf16, "fp32" => Precision::Fp32);
 choices!(Optimizer, "optimizer", "adamw" => Optimizer::AdamW, "sgd" => Optimizer::Sgd,
-    "sgd-momentum" => Optimizer::SgdMomentum, "adam8bit" => Optimizer::Adam8bit);
+    "sgd-momentum" => Optimizer::SgdMomentum, "adam8bit" => Optimizer::Adam8bit,
+    "paged-adamw" => Optimizer::PagedAdamW, "paged-adam8bit" => Optimizer::PagedAdam8bit);
+choices!(BaseQuant, "quantized base", "none" => BaseQuant::None,
+    "nf4" => BaseQuant::Nf4 { double_quant: true }, "nf4-nodq" => BaseQuant::Nf4 { double_quant: false },
+    "int8" => BaseQuant::Int8);
+choices!(Objective, "objective", "sft" => Objective::Sft,
+    "dpo" => Objective::Dpo { reference: Reference::Model },
+    "dpo-precomputed" => Objective::Dpo { reference: Reference::Precomputed });
 choices!(AttentionKernel, "attention", "eager" => AttentionKernel::Eager, "flash" => AttentionKernel::Flash);
 choices!(Recompute, "recompute", "none" => Recompute::None, "selective" => Recompute::Selective,
     "full" => Recompute::Full);
@@ -197,6 +292,12 @@ pub struct DetailedConfig {
     pub lora_targets: LoraTargets,
     /// How the routed experts run (mixture of experts, "hf" profile).
     pub experts_impl: ExpertsImpl,
+    /// A quantized frozen base (QLoRA): needs LoRA.
+    pub base_quant: BaseQuant,
+    /// What lives in host memory instead.
+    pub offload: Offload,
+    /// Supervised or DPO.
+    pub objective: Objective,
     /// Megatron's expert capacity factor with padding to capacity
     /// (`--moe-expert-capacity-factor` with `--moe-pad-expert-input-to-capacity`),
     /// "fused" profile: every expert holds c·n·k/E token slots. `None`:
@@ -226,6 +327,9 @@ impl DetailedConfig {
             lora_targets: LoraTargets::default(),
             experts_impl: ExpertsImpl::Grouped,
             capacity_factor: None,
+            base_quant: BaseQuant::None,
+            offload: Offload::default(),
+            objective: Objective::Sft,
         }
     }
 
@@ -234,6 +338,16 @@ impl DetailedConfig {
         self.micro_batch
             .unwrap_or(self.batch / self.parallel.dp.max(1))
             .max(1)
+    }
+
+    /// Sequences the model runs per micro-batch: DPO concatenates each
+    /// pair's chosen and rejected sequences into one forward (TRL,
+    /// `DPOTrainer.concatenated_forward`), so twice the micro-batch.
+    pub fn sequences(&self) -> u64 {
+        match self.objective {
+            Objective::Sft => self.micro(),
+            Objective::Dpo { .. } => 2 * self.micro(),
+        }
     }
 }
 
@@ -354,6 +468,32 @@ fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     {
         return err("capacity factor must be from 0.1 to 64");
     }
+    if cfg.base_quant != BaseQuant::None {
+        if cfg.lora_rank.is_none() {
+            return err("a quantized base is frozen: QLoRA needs LoRA (a LoRA rank); full fine-tuning of a 4- or 8-bit base is not a thing bitsandbytes does");
+        }
+        if a.moe.is_some() {
+            return err("a quantized base with mixture of experts is not modelled (bitsandbytes does not quantize fused expert tensors)");
+        }
+        if cfg.precision == Precision::Fp32 {
+            return err("a quantized base computes in 16 bits: choose mixed or bf16 precision");
+        }
+    }
+    let o = &cfg.offload;
+    if (o.optimizer || o.params) && p.zero == 0 {
+        return err(
+            "offloading the optimizer or the parameters needs ZeRO (stage 1–3): it is ZeRO-Offload",
+        );
+    }
+    if o.params && (p.zero < 3 || !o.optimizer) {
+        return err("offloading the parameters needs ZeRO-3 and the optimizer offloaded too (DeepSpeed's offload_param)");
+    }
+    if o.optimizer && (cfg.optimizer.paged() || cfg.base_quant != BaseQuant::None) {
+        return err("paged optimizers and quantized bases are bitsandbytes' own: DeepSpeed's CPU offload does not run them");
+    }
+    if o.gpus_per_node == 0 || o.gpus_per_node > 64 {
+        return err("GPUs per node must be 1 to 64");
+    }
     if p.ep == 0 || p.etp == 0 {
         return err("ep and etp must be at least 1");
     }
@@ -398,6 +538,15 @@ pub fn estimate(cfg: &DetailedConfig) -> Result<DetailedBreakdown, DetailedError
         optimizer_state,
     } = states::model_states(cfg);
     let saved = activations::saved(cfg);
+    let saved = if cfg.offload.activations {
+        // One layer in flight on the GPU; the rest on the host.
+        activations::Saved {
+            per_layer: saved.per_layer / par.stage_layers(&cfg.arch),
+            ..saved
+        }
+    } else {
+        saved
+    };
     let (activations, logits) = if par.pp == 1 {
         (
             cfg.arch.layers as f64 * saved.per_layer + saved.embedding + saved.head + saved.logits,
@@ -444,5 +593,71 @@ mod tests {
         cfg.parallel.dp = 1;
         cfg.parallel.zero = 4;
         assert!(estimate(&cfg).is_err());
+    }
+}
+
+#[cfg(test)]
+mod objective_tests {
+    use super::*;
+
+    /// TRL's DPO: chosen and rejected in one forward (twice the sequences),
+    /// a frozen reference beside the policy unless LoRA or precomputed.
+    #[test]
+    fn dpo_doubles_the_sequences_and_adds_the_reference() {
+        let arch = preset("llama-2-7b").unwrap().arch;
+        let mut cfg = DetailedConfig::new(arch, 1024, 8);
+        cfg.parallel.dp = 8;
+        cfg.parallel.zero = 3;
+        let sft = estimate(&cfg).unwrap();
+        cfg.objective = Objective::Dpo {
+            reference: Reference::Model,
+        };
+        let dpo = estimate(&cfg).unwrap();
+        assert_eq!(dpo.logits, 2.0 * sft.logits);
+        assert!((dpo.activations / sft.activations - 2.0).abs() < 1e-9);
+        // The reference: 2 bytes per parameter, partitioned by ZeRO-3 like the policy.
+        assert_eq!(dpo.params - sft.params, arch.params() as f64 * 2.0 / 8.0);
+        assert_eq!(dpo.optimizer_state, sft.optimizer_state);
+        let t = timeline(&cfg, &StepOptions::default()).unwrap();
+        let reference = t
+            .events
+            .iter()
+            .find(|e| e.moment == Moment::ReferenceForward)
+            .expect("a reference forward");
+        // Logits of 2 × 1 sequences in bf16 and one sequence's fp32 log-softmax.
+        assert_eq!(
+            reference.live.transient,
+            2048.0 * 32000.0 * 2.0 + 1024.0 * 32000.0 * 4.0
+        );
+        // Precomputed log-probabilities: no reference, no reference forward.
+        cfg.objective = Objective::Dpo {
+            reference: Reference::Precomputed,
+        };
+        assert_eq!(estimate(&cfg).unwrap().params, sft.params);
+        // LoRA: the base with adapters off is the reference.
+        cfg.lora_rank = Some(16);
+        cfg.objective = Objective::Dpo {
+            reference: Reference::Model,
+        };
+        let lora_dpo = estimate(&cfg).unwrap();
+        cfg.objective = Objective::Sft;
+        assert_eq!(lora_dpo.params, estimate(&cfg).unwrap().params);
+    }
+
+    #[test]
+    fn bad_fine_tuning_combinations_name_the_conflict() {
+        let arch = preset("llama-3.1-8b").unwrap().arch;
+        let mut cfg = DetailedConfig::new(arch, 1024, 1);
+        cfg.base_quant = BaseQuant::Nf4 { double_quant: true };
+        assert!(estimate(&cfg).unwrap_err().0.contains("QLoRA needs LoRA"));
+        cfg.lora_rank = Some(16);
+        assert!(estimate(&cfg).is_ok());
+        cfg.offload.optimizer = true;
+        assert!(estimate(&cfg).unwrap_err().0.contains("needs ZeRO"));
+        cfg.base_quant = BaseQuant::None;
+        cfg.offload.optimizer = false;
+        cfg.offload.params = true;
+        cfg.parallel.zero = 2;
+        assert!(estimate(&cfg).unwrap_err().0.contains("ZeRO-3"));
     }
 }

@@ -15,7 +15,7 @@
 //! them whole); all by pp. ZeRO then divides the expert part by the
 //! expert-data-parallel group dp·tp / (ep·etp) and the rest by dp.
 
-use super::{DetailedConfig, Optimizer, Precision, Profile};
+use super::{quant, DetailedConfig, Objective, Optimizer, Precision, Profile, Reference};
 
 /// Bytes of the model states on one GPU.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -72,7 +72,10 @@ fn state_bytes(cfg: &DetailedConfig) -> f64 {
         (Optimizer::Sgd, _) => 0.0,
         (Optimizer::SgdMomentum, Precision::Bf16) => 2.0,
         (Optimizer::SgdMomentum, _) => 4.0,
-        (Optimizer::Adam8bit, _) => 2.0 + 2.0 * 4.0 / 2048.0,
+        (Optimizer::Adam8bit | Optimizer::PagedAdam8bit, _) => 2.0 + 2.0 * 4.0 / 2048.0,
+        // bitsandbytes' 32-bit optimizers keep fp32 state whatever the
+        // parameters' dtype (`Optimizer2State`, `state1`/`state2` float32).
+        (Optimizer::PagedAdamW, _) => 8.0,
     }
 }
 
@@ -111,8 +114,22 @@ pub(super) fn params_per_gpu(cfg: &DetailedConfig) -> (f64, f64) {
     ((split + whole) / pp, experts / pp)
 }
 
-/// The model states on one GPU for `cfg` (checked).
+/// The model states on one GPU for `cfg` (checked), what is offloaded
+/// ([`super::offload`]) left out.
 pub(super) fn model_states(cfg: &DetailedConfig) -> ModelStates {
+    model_states_on_gpu(cfg, true)
+}
+
+/// The model states on one GPU; `offload`: leave out what is offloaded.
+///
+/// A quantized base ([`super::quant`]) stores its projections in
+/// bitsandbytes' format and the rest in fp32 (PEFT's
+/// `prepare_model_for_kbit_training`). DPO with a reference model keeps a
+/// frozen copy of the weights in their 16-bit precision beside the policy
+/// (TRL's `ref_model`, prepared with the policy's ZeRO-3 partitioning, or
+/// replicated under stages 0–2; `DPOTrainer._prepare_deepspeed`); with LoRA
+/// the reference is the base with the adapters disabled, nothing more.
+pub(super) fn model_states_on_gpu(cfg: &DetailedConfig, offload: bool) -> ModelStates {
     let par = &cfg.parallel;
     let (base, experts) = params_per_gpu(cfg);
     let master_bytes = if cfg.precision == Precision::Mixed {
@@ -135,19 +152,42 @@ pub(super) fn model_states(cfg: &DetailedConfig) -> ModelStates {
         }
     };
     let wb = weight_bytes(cfg);
+    let frozen = match quant::quantized_base(&cfg.arch, cfg.base_quant) {
+        Some((quantized, rest)) => (quantized as f64 + rest as f64 * 4.0) / split,
+        None => (base + experts) * wb,
+    };
+    let reference = match (cfg.objective, cfg.lora_rank) {
+        (
+            Objective::Dpo {
+                reference: Reference::Model,
+            },
+            None,
+        ) => (base + experts) * wb,
+        _ => 0.0,
+    };
     let params = match cfg.lora_rank {
         // The frozen base is partitioned by ZeRO-3 like any weight.
-        Some(_) => {
-            (base / par.zero_divisor(3) + experts / par.expert_zero_divisor(3)) * wb + state(wb, 3)
-        }
+        Some(_) => frozen / par.zero_divisor(3) + state(wb, 3),
         None => state(wb, 3),
-    };
-    ModelStates {
+    } + reference / par.zero_divisor(3);
+    let mut s = ModelStates {
         params,
         grads: state(grad_bytes(cfg), 2),
         master_weights: state(master_bytes, 1),
         optimizer_state: state(state_bytes(cfg), 1) + step_tensors / par.zero_divisor(1),
+    };
+    if offload && cfg.offload.optimizer {
+        // CPU Adam updates on the host: the fp32 master, the moments and the
+        // fp32 gradient partition live there; 16-bit gradients are copied
+        // out bucket by bucket as backward produces them.
+        s.master_weights = 0.0;
+        s.optimizer_state = 0.0;
+        s.grads = 0.0;
     }
+    if offload && cfg.offload.params {
+        s.params = 0.0;
+    }
+    s
 }
 
 #[cfg(test)]

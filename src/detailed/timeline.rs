@@ -75,7 +75,10 @@
 
 use super::activations::{self, act_bytes};
 use super::states::{self, grad_bytes, params_per_gpu, trained_params, update_bytes, weight_bytes};
-use super::{check, AttentionKernel, DetailedConfig, DetailedError, Family, Optimizer, Profile};
+use super::{
+    check, quant, AttentionKernel, BaseQuant, DetailedConfig, DetailedError, Family, Objective,
+    Optimizer, Profile, Reference,
+};
 
 /// Which optimizer step is modelled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -144,6 +147,8 @@ impl Phase {
 pub enum Moment {
     /// Before the micro-batch's forward pass.
     Start,
+    /// DPO: the reference model's forward, its logits alive.
+    ReferenceForward,
     /// Inside layer `i`'s forward (0-based), at its largest transient.
     LayerForward(u64),
     /// The loss: logits, their fp32 copy, the log-probabilities.
@@ -171,6 +176,7 @@ impl Moment {
     pub fn label(self) -> String {
         match self {
             Moment::Start => "start".into(),
+            Moment::ReferenceForward => "reference forward".into(),
             Moment::LayerForward(i) => format!("layer {} forward", i + 1),
             Moment::Loss => "loss".into(),
             Moment::LossBackward => "loss backward".into(),
@@ -291,6 +297,9 @@ struct Pieces {
     /// ZeRO-3: a gathered layer's weights beyond this GPU's shard.
     gathered_layer: f64,
     gathered_outer: f64,
+    /// DPO's reference forward (no grad) before the policy's: its logits
+    /// and one sequence's log-softmax.
+    reference_forward: f64,
 }
 
 /// Parameters of the input embedding, the output layer (0 when tied) and
@@ -347,7 +356,7 @@ fn pieces(cfg: &DetailedConfig) -> Pieces {
     let tp = par.tp as f64;
     let sp_div = par.sp_divisor();
     let saved = activations::saved(cfg);
-    let micro = cfg.micro() as f64;
+    let micro = cfg.sequences() as f64;
     let n = cfg.seq as f64 * micro;
     let (h, f, v) = (a.hidden as f64, a.ffn as f64, a.vocab as f64);
     let kvd = a.kv_dim() as f64;
@@ -426,10 +435,29 @@ fn pieces(cfg: &DetailedConfig) -> Pieces {
         None => (layer_params * gb, head_params * gb, emb_params * gb, 0.0),
     };
     let wb = weight_bytes(cfg);
-    let unsharded = if par.zero >= 3 {
+    // With the parameters offloaded, none of a gathered layer is resident.
+    let unsharded = if cfg.offload.params {
+        1.0
+    } else if par.zero >= 3 {
         1.0 - 1.0 / par.dp as f64
     } else {
         0.0
+    };
+    // A quantized base: the 16-bit copy of the widest projection that the
+    // layer's matmul dequantizes, forward and backward ([`super::quant`]).
+    let dequant = if cfg.base_quant == BaseQuant::None {
+        0.0
+    } else {
+        quant::largest_projection(a) as f64 * p / tp
+    };
+    // TRL's DPO runs the reference model first under `no_grad`: its logits
+    // for the chosen and rejected sequences in the dtype, and
+    // `selective_log_softmax`'s one-sequence-at-a-time log-softmax.
+    let reference_forward = match cfg.objective {
+        Objective::Dpo {
+            reference: Reference::Model,
+        } => nv * p + cfg.seq as f64 * v / tp * 4.0,
+        _ => 0.0,
     };
     Pieces {
         per_layer: saved.per_layer,
@@ -438,8 +466,8 @@ fn pieces(cfg: &DetailedConfig) -> Pieces {
         head: saved.head,
         logits: saved.logits,
         ids: 8.0 * n,
-        layer_forward,
-        layer_backward,
+        layer_forward: layer_forward + dequant,
+        layer_backward: layer_backward + dequant,
         loss_forward,
         loss_backward,
         head_backward,
@@ -449,6 +477,7 @@ fn pieces(cfg: &DetailedConfig) -> Pieces {
         tied_gradient,
         gathered_layer: 2.0 * layer_params * wb * unsharded,
         gathered_outer: (emb_params + head_params) * wb * unsharded,
+        reference_forward,
     }
 }
 
@@ -485,7 +514,12 @@ impl Walk<'_> {
     /// transient. ZeRO-2/3 keep a shard of it.
     fn accumulate(&mut self, bytes: f64) -> f64 {
         let par = &self.cfg.parallel;
-        let shard = bytes / par.zero_divisor(2);
+        // With the optimizer offloaded the shard goes to the host too.
+        let shard = if self.cfg.offload.optimizer {
+            0.0
+        } else {
+            bytes / par.zero_divisor(2)
+        };
         // Until reduce-scattered, the full gradient is held.
         let unreduced = bytes - shard;
         if self.micro_batch == 1 && !self.persistent_grads {
@@ -502,15 +536,26 @@ impl Walk<'_> {
     fn micro_batch(&mut self, layers: u64, first: bool, last: bool, in_flight: f64) {
         let pc = self.pieces;
         self.phase = Phase::Forward;
-        let others = (in_flight - 1.0)
-            * (layers as f64 * pc.per_layer + if first { pc.embedding } else { 0.0 });
+        let resident = if self.cfg.offload.activations {
+            0.0
+        } else {
+            layers as f64 * pc.per_layer
+        };
+        let others = (in_flight - 1.0) * (resident + if first { pc.embedding } else { 0.0 });
         self.live.activations = others + pc.ids;
         self.record(Moment::Start, 0.0);
         if first {
             self.live.activations += pc.embedding;
         }
+        if pc.reference_forward > 0.0 {
+            self.record(Moment::ReferenceForward, pc.reference_forward);
+        }
+        // Offloaded activations: one layer's stay on the GPU at a time.
+        let offload = self.cfg.offload.activations;
         for i in 0..layers {
-            self.live.activations += pc.per_layer;
+            if !offload || i == 0 {
+                self.live.activations += pc.per_layer;
+            }
             self.record(
                 Moment::LayerForward(i),
                 pc.layer_forward + pc.gathered_layer,
@@ -542,7 +587,9 @@ impl Walk<'_> {
                 Moment::LayerBackward(i),
                 pc.layer_backward + pc.recomputed + extra + pc.gathered_layer,
             );
-            self.live.activations -= pc.per_layer;
+            if !offload || i == 0 {
+                self.live.activations -= pc.per_layer;
+            }
         }
         if first {
             let extra = self.accumulate(pc.embedding_grads);
@@ -641,6 +688,12 @@ pub fn timeline(cfg: &DetailedConfig, opts: &StepOptions) -> Result<StepTimeline
                 trained_params(cfg) * update_bytes(cfg) / shard
             }
             _ => 0.0,
+        };
+        // CPU Adam runs on the host.
+        let temporaries = if cfg.offload.optimizer {
+            0.0
+        } else {
+            temporaries
         };
         walk.record(Moment::OptimizerUpdate, temporaries);
         if !persistent_grads {
