@@ -3,9 +3,9 @@
 
 use crate::budget::{estimate, Breakdown, Field, TrainingConfig};
 use crate::detailed::{
-    self, preset, AdamImpl, Architecture, AttentionKernel, DetailedBreakdown, DetailedConfig,
-    Device, ExpertsImpl, Family, LoraTargets, Optimizer, Overhead, OverheadBytes, Precision,
-    Profile, Recompute, Step, StepOptions, StepTimeline,
+    self, preset, AdamImpl, Architecture, AttentionKernel, BaseQuant, DetailedBreakdown,
+    DetailedConfig, Device, ExpertsImpl, Family, LoraTargets, Objective, Optimizer, Overhead,
+    OverheadBytes, Precision, Profile, Recompute, Step, StepOptions, StepTimeline,
 };
 use clap::Parser;
 
@@ -113,6 +113,29 @@ pub struct Args {
     /// default grouped matmul) or loop (one expert at a time).
     #[arg(long, value_name = "IMPL")]
     pub experts_impl: Option<ExpertsImpl>,
+    /// Detailed, LoRA: the frozen base quantized by bitsandbytes, none
+    /// (default), nf4 (QLoRA, double quantization), nf4-nodq or int8.
+    #[arg(long, value_name = "FORMAT")]
+    pub quant_base: Option<BaseQuant>,
+    /// Detailed, with ZeRO: optimizer state, fp32 master and gradients on
+    /// the CPU (ZeRO-Offload).
+    #[arg(long)]
+    pub offload_optimizer: bool,
+    /// Detailed, with ZeRO-3 and --offload-optimizer: the 16-bit parameters
+    /// on the CPU too.
+    #[arg(long)]
+    pub offload_params: bool,
+    /// Detailed: saved activations on the CPU (save_on_cpu, CPU checkpointing).
+    #[arg(long)]
+    pub offload_activations: bool,
+    /// Detailed, with offload: GPUs per node, for the host RAM per node (default 8).
+    #[arg(long, value_name = "N")]
+    pub gpus_per_node: Option<u64>,
+    /// Detailed: training objective, sft (default), dpo (a frozen reference
+    /// on the GPUs; with LoRA the base is the reference) or
+    /// dpo-precomputed (reference log-probabilities computed beforehand).
+    #[arg(long)]
+    pub objective: Option<Objective>,
     /// Detailed, mixture of experts, "fused" kernels: Megatron's expert
     /// capacity factor with padding (default: dropless).
     #[arg(long, value_name = "C")]
@@ -186,6 +209,12 @@ impl Args {
             || self.etp.is_some()
             || self.experts_impl.is_some()
             || self.capacity_factor.is_some()
+            || self.quant_base.is_some()
+            || self.offload_optimizer
+            || self.offload_params
+            || self.offload_activations
+            || self.gpus_per_node.is_some()
+            || self.objective.is_some()
             || self.micro_batch.is_some()
             || self.lora_rank.is_some()
             || self.lora_targets.is_some()
@@ -376,6 +405,18 @@ impl Args {
             cfg.experts_impl = i;
         }
         cfg.capacity_factor = self.capacity_factor;
+        if let Some(q) = self.quant_base {
+            cfg.base_quant = q;
+        }
+        cfg.offload.optimizer = self.offload_optimizer;
+        cfg.offload.params = self.offload_params;
+        cfg.offload.activations = self.offload_activations;
+        if let Some(n) = self.gpus_per_node {
+            cfg.offload.gpus_per_node = n;
+        }
+        if let Some(o) = self.objective {
+            cfg.objective = o;
+        }
         cfg.lora_rank = self.lora_rank;
         if let Some(t) = self.lora_targets {
             if self.lora_rank.is_none() {
@@ -487,6 +528,18 @@ pub fn render_detailed(
         if t.first_step { "first" } else { "later" },
         (t.peak_bytes() / b.total - 1.0) * 100.0
     );
+    if let Some(h) = detailed::host_ram(cfg) {
+        out += &format!(
+            "{:20} {:8.1} GB per node of {} GPUs (offloaded states {:.1}, activations {:.1}, start-up load {:.1}; × {} for pinned buffers)\n",
+            "host_ram_gb",
+            h.total() / 1e9,
+            cfg.offload.gpus_per_node,
+            h.states / 1e9,
+            h.activations / 1e9,
+            h.load / 1e9,
+            detailed::offload::BUFFER_FACTOR,
+        );
+    }
     if let Some(o) = overhead {
         out += &format!(
             "{:20} {:8.1} GB (CUDA context {:.2}, workspaces {:.2}, communication {:.2}, fragmentation {:.2})\n",
@@ -516,7 +569,11 @@ pub fn run(args: &Args) -> Result<String, CliError> {
             .overhead_settings()?
             .map(|o| o.bytes(&cfg, t.peak_bytes()));
         return Ok(if args.json {
-            crate::export::detailed_json_with_timeline(&b, &t, overhead.as_ref())
+            let json = crate::export::detailed_json_with_timeline(&b, &t, overhead.as_ref());
+            match detailed::host_ram(&cfg) {
+                Some(h) => crate::export::with_host_ram(&json, &h),
+                None => json,
+            }
         } else {
             render_detailed(&cfg, &b, &t, overhead.as_ref())
         });

@@ -160,6 +160,23 @@ pub fn json_bytes(bytes: f64) -> String {
 /// `peak_phase`, `peak_event`, and the `timeline`, one object per event
 /// with its phase, micro-batch, event and live bytes by category; with an
 /// overhead, `overhead` by source and `peak_with_overhead`.
+/// `json` (a detailed document) with `"host_ram"` added: bytes per node,
+/// with its parts.
+pub fn with_host_ram(json: &str, h: &crate::detailed::HostRam) -> String {
+    let extra = format!(
+        ",\n  \"host_ram\": {{\"states\": {}, \"activations\": {}, \"load\": {}, \"total\": {}}}\n}}",
+        json_bytes(h.states),
+        json_bytes(h.activations),
+        json_bytes(h.load),
+        json_bytes(h.total()),
+    );
+    match json.trim_end().strip_suffix('}') {
+        Some(body) => format!("{}{extra}\n", body.trim_end()),
+        None => json.to_string(),
+    }
+}
+
+/// The detailed document with the step timeline.
 pub fn detailed_json_with_timeline(
     b: &DetailedBreakdown,
     t: &StepTimeline,

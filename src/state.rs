@@ -5,8 +5,9 @@
 pub use crate::budget::Unit;
 use crate::budget::{estimate, Breakdown, Field, TrainingConfig};
 use crate::detailed::{
-    self, preset, Architecture, AttentionKernel, DetailedConfig, Optimizer, Overhead, Parallelism,
-    Precision, Preset, Profile, Recompute, StepOptions, PRESETS,
+    self, preset, Architecture, AttentionKernel, BaseQuant, DetailedConfig, LoraTargets, Objective,
+    Offload, Optimizer, Overhead, Parallelism, Precision, Preset, Profile, Recompute, StepOptions,
+    PRESETS,
 };
 
 /// A GPU's memory: an amount in a unit.
@@ -260,6 +261,14 @@ pub struct DetailedOptions {
     pub show_lesson: bool,
     /// The runtime overhead drawn beside the peak, if asked for.
     pub overhead: Option<Overhead>,
+    /// The projections LoRA adapts.
+    pub lora_targets: LoraTargets,
+    /// A quantized frozen base (QLoRA).
+    pub base_quant: BaseQuant,
+    /// What is offloaded to host memory.
+    pub offload: Offload,
+    /// Supervised or DPO.
+    pub objective: Objective,
 }
 
 impl Default for DetailedOptions {
@@ -283,9 +292,28 @@ impl Default for DetailedOptions {
             lora_rank: None,
             show_lesson: false,
             overhead: None,
+            lora_targets: LoraTargets::default(),
+            base_quant: BaseQuant::None,
+            offload: Offload::default(),
+            objective: Objective::Sft,
         }
     }
 }
+
+/// Recipes people ask about in the fine-tuning issue trackers, as page
+/// addresses: (button id, name, query). The README links them.
+pub const RECIPES: [(&str, &str, &str); 2] = [
+    (
+        "recipe-qlora",
+        "QLoRA of an 8B model on a 24 GB card",
+        "mode=detailed&model=llama-3.1-8b&seq=2048&batch=4&micro=1&prec=bf16&opt=paged-adam8bit&attn=flash&dropout=0&recompute=full&impl=hf&lora=16&lorat=q%2Ck%2Cv%2Co%2Cgate%2Cup%2Cdown&quant=nf4&gpu=24gb",
+    ),
+    (
+        "recipe-dpo",
+        "DPO of a 7B model on 8 GPUs with ZeRO-3",
+        "mode=detailed&model=mistral-7b&seq=1024&batch=64&micro=2&prec=mixed&attn=flash&dropout=0&recompute=full&impl=hf&dp=8&zero=3&objective=dpo&gpu=80gib",
+    ),
+];
 
 impl PageState {
     /// The architecture in force: the detailed settings with the shared
@@ -358,6 +386,10 @@ impl PageState {
         cfg.profile = d.profile;
         cfg.parallel = d.parallel;
         cfg.lora_rank = d.lora_rank;
+        cfg.lora_targets = d.lora_targets;
+        cfg.base_quant = d.base_quant;
+        cfg.offload = d.offload;
+        cfg.objective = d.objective;
         cfg
     }
 

@@ -23,7 +23,9 @@
 //! ffn vocab tied qkvbias hd qknorm sandwich mla moe` (`mla` =
 //! `q_rank,kv_rank,rope,nope,v`; `moe` = `experts,top_k,expert_ffn,shared_ffn,dense_layers,router`),
 //! `prec opt attn dropout recompute impl`, `dp zero tp sp pp ep etp
-//! micro`, `lora`, `both` (the lesson's bar beside), `oh` (runtime overhead
+//! micro`, `lora`, `lorat` (LoRA targets), `quant` (none, nf4, nf4-nodq,
+//! int8), `offopt offparams offacts gpn` (offload, GPUs per node),
+//! `objective` (sft, dpo, dpo-precomputed), `both` (the lesson's bar beside), `oh` (runtime overhead
 //! on) with `ohctx`, `ohws`, `ohcomm` (GB) and `ohfrag` (percent).
 //! Unknown keys are ignored without a word; a known key with a bad value is
 //! reported in [`Decoded::ignored`] and its default kept.
@@ -209,6 +211,13 @@ fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result
                 router: router.parse()?,
             });
         }
+        "lorat" => state.detailed.lora_targets = value.parse()?,
+        "quant" => state.detailed.base_quant = value.parse()?,
+        "offopt" => state.detailed.offload.optimizer = parse_flag(value)?,
+        "offparams" => state.detailed.offload.params = parse_flag(value)?,
+        "offacts" => state.detailed.offload.activations = parse_flag(value)?,
+        "gpn" => state.detailed.offload.gpus_per_node = parse_count(value, 1, 64)?,
+        "objective" => state.detailed.objective = value.parse()?,
         "ep" => state.detailed.parallel.ep = parse_count(value, 1, 4096)?,
         "etp" => state.detailed.parallel.etp = parse_count(value, 1, 512)?,
         "prec" => state.detailed.precision = value.parse()?,
@@ -428,6 +437,17 @@ fn encode_detailed(state: &PageState, out: &mut form_urlencoded::Serializer<'_, 
     pair("pp", &p.pp.to_string(), "1");
     pair("ep", &p.ep.to_string(), "1");
     pair("etp", &p.etp.to_string(), "1");
+    pair("lorat", &d.lora_targets.names(), &def.lora_targets.names());
+    pair("quant", d.base_quant.name(), def.base_quant.name());
+    pair("offopt", flag(d.offload.optimizer), "0");
+    pair("offparams", flag(d.offload.params), "0");
+    pair("offacts", flag(d.offload.activations), "0");
+    pair(
+        "gpn",
+        &d.offload.gpus_per_node.to_string(),
+        &def.offload.gpus_per_node.to_string(),
+    );
+    pair("objective", d.objective.name(), def.objective.name());
     if let Some(m) = d.micro_batch {
         out.append_pair("micro", &m.to_string());
     }

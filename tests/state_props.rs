@@ -32,6 +32,13 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
                 0.0f64..=100.0,
             )),
         ),
+        (
+            0usize..4,
+            any::<(bool, bool, bool, bool)>(),
+            1u64..=64,
+            0usize..3,
+            (1u64..=64, 1u64..=8),
+        ),
     )
         .prop_map(
             |(
@@ -43,6 +50,7 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
                 recompute,
                 (dp, zero, tp, pp),
                 (micro, lora, overhead),
+                (quant, (off_opt, off_params, off_acts, all_targets), gpn, objective, (ep, etp)),
             )| {
                 let mut d = DetailedOptions {
                     arch: PRESETS[m].arch,
@@ -70,6 +78,19 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
                 d.micro_batch = micro;
                 d.lora_rank = lora;
                 d.show_lesson = both;
+                d.base_quant = ["none", "nf4", "nf4-nodq", "int8"][quant].parse().unwrap();
+                d.offload.optimizer = off_opt;
+                d.offload.params = off_params;
+                d.offload.activations = off_acts;
+                d.offload.gpus_per_node = gpn;
+                d.objective = ["sft", "dpo", "dpo-precomputed"][objective]
+                    .parse()
+                    .unwrap();
+                if all_targets {
+                    d.lora_targets = "all".parse().unwrap();
+                }
+                d.parallel.ep = ep;
+                d.parallel.etp = etp;
                 d.overhead = overhead.map(|(ctx, ws, comm, frag)| Overhead {
                     cuda_context_gb: ctx,
                     workspaces_gb: ws,
@@ -208,5 +229,32 @@ fn fit_boundary_is_exact() {
             let just_under = at(b) - 1.0;
             assert_eq!(max_fitting(&cfg, Field::Batch, just_under), Some(b - 1));
         }
+    }
+}
+
+/// The page's two fine-tuning recipes read back whole, compute, and fit
+/// their GPUs by the step's peak.
+#[test]
+fn recipes_decode_compute_and_fit() {
+    for (id, name, query) in membudget::state::RECIPES {
+        let d = membudget::url::decode(query);
+        assert!(d.ignored.is_empty(), "{id}: {:?}", d.ignored);
+        let s = d.state;
+        let cfg = s.detailed_config();
+        let b = membudget::detailed::estimate(&cfg).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let t = membudget::detailed::timeline(&cfg, &Default::default()).unwrap();
+        let gpu = s.gpu.expect("a GPU").bytes();
+        assert!(
+            t.peak_bytes() < gpu,
+            "{name}: peak {} of {gpu}",
+            t.peak_bytes()
+        );
+        assert!(b.total > 0.0);
+        // The address the page writes for it reads back the same.
+        assert_eq!(
+            membudget::url::decode(&membudget::url::encode(&s)).state,
+            s,
+            "{id}"
+        );
     }
 }

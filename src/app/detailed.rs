@@ -7,9 +7,10 @@ use super::reactive::{cond, not, on_event, text};
 use super::{DetailedBudget, State};
 use crate::budget::Term;
 use crate::chart::{term_colour_hex, LOGITS_COLOUR};
+use crate::detailed::offload::BUFFER_FACTOR;
 use crate::detailed::{
-    import_config, Architecture, AttentionKernel, DetailedBreakdown, Family, Optimizer, Overhead,
-    Precision, Profile, Recompute, PRESETS,
+    host_ram, import_config, Architecture, AttentionKernel, BaseQuant, DetailedBreakdown, Family,
+    LoraTargets, Objective, Optimizer, Overhead, Precision, Profile, Recompute, PRESETS,
 };
 use crate::export::{detailed_rows, DETAILED_ROWS};
 use crate::state::{DetailedOptions, Mode};
@@ -220,13 +221,51 @@ fn overhead_input(
 
 const PRECISIONS: [Precision; 3] = [Precision::Mixed, Precision::Bf16, Precision::Fp32];
 const PRECISION_NAMES: &[&str] = &["Mixed: bf16 + fp32 master", "Pure bf16", "fp32"];
-const OPTIMIZERS: [Optimizer; 4] = [
+const OPTIMIZERS: [Optimizer; 6] = [
     Optimizer::AdamW,
     Optimizer::Sgd,
     Optimizer::SgdMomentum,
     Optimizer::Adam8bit,
+    Optimizer::PagedAdamW,
+    Optimizer::PagedAdam8bit,
 ];
-const OPTIMIZER_NAMES: &[&str] = &["AdamW", "SGD", "SGD with momentum", "8-bit Adam"];
+const OPTIMIZER_NAMES: &[&str] = &[
+    "AdamW",
+    "SGD",
+    "SGD with momentum",
+    "8-bit Adam",
+    "Paged AdamW (bitsandbytes)",
+    "Paged 8-bit AdamW (bitsandbytes)",
+];
+const QUANTS: [BaseQuant; 4] = [
+    BaseQuant::None,
+    BaseQuant::Nf4 { double_quant: true },
+    BaseQuant::Nf4 {
+        double_quant: false,
+    },
+    BaseQuant::Int8,
+];
+const QUANT_NAMES: &[&str] = &[
+    "Not quantized",
+    "NF4, double quantization (QLoRA)",
+    "NF4",
+    "int8 (LLM.int8())",
+];
+const TARGET_NAMES: &[&str] = &["q, v", "All projections"];
+const OBJECTIVES: [Objective; 3] = [
+    Objective::Sft,
+    Objective::Dpo {
+        reference: crate::detailed::Reference::Model,
+    },
+    Objective::Dpo {
+        reference: crate::detailed::Reference::Precomputed,
+    },
+];
+const OBJECTIVE_NAMES: &[&str] = &[
+    "Supervised (next token)",
+    "DPO, reference model on the GPUs",
+    "DPO, reference log-probs precomputed",
+];
 const ATTENTION: [AttentionKernel; 2] = [AttentionKernel::Eager, AttentionKernel::Flash];
 const ATTENTION_NAMES: &[&str] = &["Eager (keeps a·s² scores)", "Flash / SDPA"];
 const RECOMPUTE: [Recompute; 3] = [Recompute::None, Recompute::Selective, Recompute::Full];
@@ -405,9 +444,43 @@ pub fn DetailedControls() -> impl IntoView {
                 {count("micro-input", "Micro-batch per GPU", (1, 4096), |d| d.micro_batch, |d, v| d.micro_batch = v, true)}
             </details>
             <details>
-                <summary>"LoRA"</summary>
-                {count("lora-input", "LoRA rank (q, v)", (1, 1024), |d| d.lora_rank, |d, v| d.lora_rank = v, true)}
+                <summary>"LoRA and QLoRA"</summary>
+                {count("lora-input", "LoRA rank", (1, 1024), |d| d.lora_rank, |d, v| d.lora_rank = v, true)}
+                {choice("lora-targets-select", "LoRA adapts", TARGET_NAMES, |d| usize::from(d.lora_targets != LoraTargets::default()), |d, i| d.lora_targets = if i == 0 { LoraTargets::default() } else { LoraTargets(127) })}
+                {choice("quant-select", "Frozen base stored as", QUANT_NAMES, |d| index_of(&QUANTS, d.base_quant), |d, i| d.base_quant = QUANTS[i])}
             </details>
+            <details>
+                <summary>"Objective"</summary>
+                {choice("objective-select", "Training objective", OBJECTIVE_NAMES, |d| index_of(&OBJECTIVES, d.objective), |d, i| d.objective = OBJECTIVES[i])}
+            </details>
+            <details>
+                <summary>"Offload to host memory"</summary>
+                {flag("offload-opt-input", "Optimizer state (ZeRO-Offload)", |d| d.offload.optimizer, |d, on| d.offload.optimizer = on)}
+                {flag("offload-params-input", "Parameters (ZeRO-3)", |d| d.offload.params, |d, on| d.offload.params = on)}
+                {flag("offload-acts-input", "Activations", |d| d.offload.activations, |d, on| d.offload.activations = on)}
+                {count("gpn-input", "GPUs per node", (1, 64), |d| Some(d.offload.gpus_per_node), |d, v| d.offload.gpus_per_node = v.unwrap_or(1), false)}
+            </details>
+            <p class="recipes">
+                "Recipes: "
+                {crate::state::RECIPES
+                    .iter()
+                    .map(|&(id, name, query)| {
+                        view! {
+                            <button
+                                type="button"
+                                class="recipe"
+                                id=id
+                                on:click=move |_| {
+                                    chose_custom.set(false);
+                                    state.set(crate::url::decode(query).state);
+                                }
+                            >
+                                {name}
+                            </button>
+                        }
+                    })
+                    .collect_view()}
+            </p>
             <details>
                 <summary>"Runtime overhead"</summary>
                 {flag("overhead-input", "Add the runtime overhead", |d| d.overhead.is_some(), |d, on| d.overhead = on.then(|| d.overhead.unwrap_or_default()))}
@@ -460,6 +533,27 @@ pub fn DetailedTable() -> impl IntoView {
         }
         _ => "transparent".into(),
     };
+    // Host memory per node, when anything is offloaded.
+    let host = move || {
+        if !shown() {
+            return None;
+        }
+        let s = state.read();
+        let cfg = s.detailed_config();
+        detailed.get().ok()?;
+        let h = host_ram(&cfg)?;
+        let u = s.unit;
+        Some(format!(
+            "Host RAM per node of {} GPUs: {:.1} {} (offloaded states {:.1}, activations {:.1}; start-up load {:.1}; × {} for pinned buffers, DeepSpeed's factor).",
+            cfg.offload.gpus_per_node,
+            u.of(h.total()),
+            u.label(),
+            u.of(h.states),
+            u.of(h.activations),
+            u.of(h.load),
+            BUFFER_FACTOR,
+        ))
+    };
     let rows = DETAILED_ROWS.iter().enumerate().map(|(i, &(label, key))| {
         let figure = move || {
             if !shown() {
@@ -492,6 +586,7 @@ pub fn DetailedTable() -> impl IntoView {
                 Some(Err(e)) => format!("This configuration cannot be computed: {e}."),
             })}
         </p>
+        <p class="host-ram" id="host-ram" hidden=move || host().is_none()>{move || host().unwrap_or_default()}</p>
         <table class="budget detailed-table">
             <caption>{text(move || format!("Detailed model, per GPU ({})", unit().definition()))}</caption>
             <thead>

@@ -243,3 +243,39 @@ test('a pasted config.json sets the shape; a bad one names its field and changes
   await four.context.close();
   await context.close();
 });
+
+test('fine-tuning recipes: QLoRA on a 24 GB card and DPO with ZeRO-3, and the host RAM of offload', async () => {
+  const { page, context } = await open('?mode=detailed');
+  await page.click('#recipe-qlora');
+  await urlMatches(page, /quant=nf4/);
+  await urlMatches(page, /lora=16/);
+  assert.equal(await page.inputValue('#quant-select'), '1');
+  const qlora = await bytes(page);
+  // NF4 projections plus fp32 embeddings, norms and head: 7.9 GB of weights.
+  assert.ok(qlora.params > 7.8e9 && qlora.params < 8.0e9, String(qlora.params));
+  assert.match(await page.textContent('#fit-verdict'), /Fits/);
+  await page.click('#recipe-dpo');
+  await urlMatches(page, /objective=dpo/);
+  await urlMatches(page, /zero=3/);
+  const dpo = await bytes(page);
+  assert.ok(dpo.logits > 0 && dpo.params > 3e9, JSON.stringify(dpo));
+  // The reference forward shows on the step chart's timeline (JSON export).
+  await page.selectOption('#objective-select', '2');
+  await urlMatches(page, /objective=dpo-precomputed/);
+  const pre = await bytes(page);
+  assert.ok(pre.params < dpo.params, 'no reference model in memory');
+  // Offload: the host RAM line appears, the GPU figure falls.
+  assert.equal(await page.isVisible('#host-ram'), false);
+  await page.evaluate(() => { document.getElementById('offload-opt-input').closest('details').open = true; });
+  await page.check('#offload-opt-input');
+  await urlMatches(page, /offopt=1/);
+  assert.equal(await page.isVisible('#host-ram'), true);
+  assert.match(await page.textContent('#host-ram'), /Host RAM per node of 8 GPUs: [\d.]+ GB/);
+  const off = await bytes(page);
+  assert.equal(off.optimizer_state, 0);
+  assert.ok(off.total < pre.total);
+  // A bad combination names the conflict and shows no figure.
+  await page.selectOption('#quant-select', '1');
+  assert.match(await page.textContent('#detailed-sentence'), /cannot be computed: .*bitsandbytes/);
+  await context.close();
+});
