@@ -472,7 +472,7 @@ pub fn DetailedControls() -> impl IntoView {
                                 id=id
                                 on:click=move |_| {
                                     chose_custom.set(false);
-                                    state.set(crate::url::decode(query).state);
+                                    state.set(crate::url::decode_with(query, super::browser_to_f64).state);
                                 }
                             >
                                 {name}

@@ -259,7 +259,7 @@ test('fine-tuning recipes: QLoRA on a 24 GB card and DPO with ZeRO-3, and the ho
   await urlMatches(page, /zero=3/);
   const dpo = await bytes(page);
   assert.ok(dpo.logits > 0 && dpo.params > 3e9, JSON.stringify(dpo));
-  // The reference forward shows on the step chart's timeline (JSON export).
+  await page.evaluate(() => { document.getElementById('objective-select').closest('details').open = true; });
   await page.selectOption('#objective-select', '2');
   await urlMatches(page, /objective=dpo-precomputed/);
   const pre = await bytes(page);
@@ -275,6 +275,7 @@ test('fine-tuning recipes: QLoRA on a 24 GB card and DPO with ZeRO-3, and the ho
   assert.equal(off.optimizer_state, 0);
   assert.ok(off.total < pre.total);
   // A bad combination names the conflict and shows no figure.
+  await page.evaluate(() => { document.getElementById('quant-select').closest('details').open = true; });
   await page.selectOption('#quant-select', '1');
   assert.match(await page.textContent('#detailed-sentence'), /cannot be computed: .*bitsandbytes/);
   await context.close();
