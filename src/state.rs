@@ -272,7 +272,8 @@ pub struct DetailedOptions {
 }
 
 impl Default for DetailedOptions {
-    /// Llama-2-7B, mixed precision AdamW, eager attention, fused kernels,
+    /// Llama-2-7B, mixed precision AdamW, flash attention (what
+    /// PyTorch SDPA and FlashAttention keep: the frameworks' default), fused kernels,
     /// one GPU.
     fn default() -> Self {
         let arch = preset("llama-2-7b")
@@ -283,7 +284,7 @@ impl Default for DetailedOptions {
             arch,
             precision: Precision::Mixed,
             optimizer: Optimizer::AdamW,
-            attention: AttentionKernel::Eager,
+            attention: AttentionKernel::Flash,
             dropout: false,
             recompute: Recompute::None,
             profile: Profile::Fused,

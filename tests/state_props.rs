@@ -251,7 +251,10 @@ fn recipes_decode_compute_and_fit() {
         );
         assert!(b.total > 0.0);
         // The README links the same address.
-        assert!(include_str!("../README.md").contains(&format!("8080/?{query})")), "{id} in README");
+        assert!(
+            include_str!("../README.md").contains(&format!("8080/?{query})")),
+            "{id} in README"
+        );
         // The address the page writes for it reads back the same.
         assert_eq!(
             membudget::url::decode(&membudget::url::encode(&s)).state,

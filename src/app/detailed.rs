@@ -266,8 +266,19 @@ const OBJECTIVE_NAMES: &[&str] = &[
     "DPO, reference model on the GPUs",
     "DPO, reference log-probs precomputed",
 ];
-const ATTENTION: [AttentionKernel; 2] = [AttentionKernel::Eager, AttentionKernel::Flash];
-const ATTENTION_NAMES: &[&str] = &["Eager (keeps a·s² scores)", "Flash / SDPA"];
+const ATTENTION: [AttentionKernel; 2] = [AttentionKernel::Flash, AttentionKernel::Eager];
+const ATTENTION_NAMES: &[&str] = &["Flash / SDPA (the default)", "Eager (keeps a·s² scores)"];
+
+/// Bytes per GPU that eager attention keeps beyond flash attention's for
+/// `cfg` (the a·s² scores), if both compute.
+fn eager_cost(cfg: &crate::detailed::DetailedConfig) -> Option<f64> {
+    let (mut eager, mut flash) = (*cfg, *cfg);
+    eager.attention = AttentionKernel::Eager;
+    flash.attention = AttentionKernel::Flash;
+    let e = crate::detailed::estimate(&eager).ok()?;
+    let f = crate::detailed::estimate(&flash).ok()?;
+    Some((e.activations - f.activations).max(0.0))
+}
 const RECOMPUTE: [Recompute; 3] = [Recompute::None, Recompute::Selective, Recompute::Full];
 const RECOMPUTE_NAMES: &[&str] = &["None", "Selective", "Full"];
 const PROFILES: [Profile; 2] = [Profile::Fused, Profile::Hf];
@@ -377,6 +388,26 @@ pub fn DetailedControls() -> impl IntoView {
         }
     };
     let params = move || grouped(state.read().architecture().params());
+    // What eager attention would cost: the frameworks' default is fused.
+    let attention_cost = move || {
+        let s = state.read();
+        if s.mode != Mode::Detailed {
+            return String::new();
+        }
+        let cfg = s.detailed_config();
+        let (u, unit) = (s.unit, s.unit.label());
+        match (eager_cost(&cfg), cfg.attention) {
+            (Some(x), AttentionKernel::Flash) => format!(
+                "PyTorch SDPA and FlashAttention, what training frameworks run by default. Eager attention would keep {:.1} {unit} more per GPU here.",
+                u.of(x)
+            ),
+            (Some(x), AttentionKernel::Eager) => format!(
+                "Eager keeps {:.1} {unit} per GPU of a·s² scores that flash attention does not.",
+                u.of(x)
+            ),
+            (None, _) => String::new(),
+        }
+    };
     let active = move || {
         let a = state.read().architecture();
         a.moe
@@ -428,6 +459,7 @@ pub fn DetailedControls() -> impl IntoView {
             <details>
                 <summary>"Attention, dropout, recomputation"</summary>
                 {choice("attention-select", "Attention", ATTENTION_NAMES, |d| index_of(&ATTENTION, d.attention), |d, i| d.attention = ATTENTION[i])}
+                <p class="derived" id="attention-cost">{text(attention_cost)}</p>
                 {flag("dropout-input", "Dropout", |d| d.dropout, |d, on| d.dropout = on)}
                 {choice("recompute-select", "Recomputation", RECOMPUTE_NAMES, |d| index_of(&RECOMPUTE, d.recompute), |d, i| d.recompute = RECOMPUTE[i])}
                 {choice("impl-select", "Implementation", PROFILE_NAMES, |d| index_of(&PROFILES, d.profile), |d, i| d.profile = PROFILES[i])}
@@ -614,18 +646,12 @@ pub fn ModelDifference() -> impl IntoView {
         let l = crate::budget::estimate(&state.read().lesson_for_detailed()).ok()?;
         let u = state.read().unit;
         let cfg = state.read().detailed_config();
-        let scores = {
-            let mut flash = cfg;
-            flash.attention = AttentionKernel::Flash;
-            crate::detailed::estimate(&flash)
-                .map(|f| d.activations - f.activations)
-                .unwrap_or(0.0)
-        };
+        let scores = eager_cost(&cfg).unwrap_or(0.0);
         Some(format!(
             "Activations: the lesson's rule gives {:.1} {u}, the detailed model {:.1} {u} per GPU. \
              The rule's 34·L·b·s·h·2 counts Korthikanti's 34·s·b·h, which is already bytes at 16 bits, \
-             twice; it leaves out the attention scores (about {:.1} {u} here, 5·a·s²·b per layer, gone \
-             with flash attention) and the logits ({:.1} {u}); and it splits nothing across GPUs. \
+             twice; it leaves out the attention scores (about {:.1} {u} here with eager attention, 5·a·s²·b \
+             per layer, none with flash attention) and the logits ({:.1} {u}); and it splits nothing across GPUs. \
              Both bars use the same {} parameters.",
             u.of(l.activations),
             u.of(d.activations),

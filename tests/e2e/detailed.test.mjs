@@ -71,17 +71,20 @@ test('picking a preset fills the shape and shows its parameter count', async () 
   await context.close();
 });
 
-test('flash attention at a long sequence cuts the activations', async () => {
+test('flash attention is the default; eager at a long sequence shows its cost', async () => {
   const { page, context } = await open('?mode=detailed&model=llama-2-7b&seq=32768&batch=1');
-  const eager = await bytes(page);
+  const flash = await bytes(page);
   const before = await chart(page);
   await page.evaluate(() => { document.getElementById('attention-select').closest('details').open = true; });
-  await page.selectOption('#attention-select', { label: 'Flash / SDPA' });
-  const flash = await bytes(page);
+  assert.match(await page.textContent('#attention-cost'), /Eager attention would keep [\d,.]+ GB more per GPU here/);
+  await urlLacks(page, /attn=/);
+  await page.selectOption('#attention-select', { label: 'Eager (keeps a·s² scores)' });
+  const eager = await bytes(page);
   assert.ok(flash.activations < eager.activations / 4, `${flash.activations} vs ${eager.activations}`);
   assert.equal(flash.params, eager.params);
   assert.notEqual(await chart(page), before);
-  await urlMatches(page, /attn=flash/);
+  await urlMatches(page, /attn=eager/);
+  assert.match(await page.textContent('#attention-cost'), /Eager keeps [\d,.]+ GB per GPU of a·s² scores/);
   await context.close();
 });
 
@@ -132,7 +135,7 @@ test('a detailed deep link reopens the same view; exports carry it', async () =>
   await page.click('#copy-markdown');
   assert.match(await page.inputValue('#export-text'), /\| Logits \| \d+\.\d \|/);
   await page.click('#copy-link');
-  assert.match(await page.inputValue('#export-text'), /mode=detailed&model=llama-3\.1-8b&attn=flash&recompute=selective&lora=16/);
+  assert.match(await page.inputValue('#export-text'), /mode=detailed&model=llama-3\.1-8b&recompute=selective&lora=16/);
   assert.deepEqual(problems, []);
   await context.close();
 });
