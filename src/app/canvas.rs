@@ -210,7 +210,7 @@ pub fn BudgetChart() -> impl IntoView {
         text
     };
     view! {
-        <div class="chart">
+        <div class="chart main-chart">
             <canvas node_ref=chart.node id="budget-chart" role="img" aria-label=text(label)></canvas>
         </div>
     }

@@ -108,3 +108,32 @@ test('after one visit the page works offline (service worker)', async () => {
   assert.deepEqual(await figures(page), ['14.0', '14.0', '28.0', '56.0', '146.0', '258.0']);
   await context.close();
 });
+
+test('on a 360 px phone the chart stays in view while a slider below it is dragged', async () => {
+  const { page, context } = await open({ viewport: { width: 360, height: 740 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
+  const inView = async () => {
+    const box = await page.locator('#budget-chart').boundingBox();
+    return box && box.y >= -1 && box.y + box.height <= 741 && box.height >= 150;
+  };
+  assert.ok(await inView(), 'chart in view on load');
+  // The layers slider is the last of the sliders: scroll it into view and drag it.
+  const slider = page.locator('#layers-slider');
+  await slider.scrollIntoViewIfNeeded();
+  const before = await chart(page);
+  const box = await slider.boundingBox();
+  assert.ok(box.y > 250, `the slider sits below the chart (${box.y})`);
+  await page.mouse.move(box.x + box.width * 0.2, box.y + box.height / 2);
+  await page.mouse.down();
+  for (let i = 1; i <= 5; i++) {
+    await page.mouse.move(box.x + box.width * (0.2 + 0.12 * i), box.y + box.height / 2);
+    assert.ok(await inView(), `chart in view while dragging (step ${i})`);
+  }
+  await page.mouse.up();
+  assert.notEqual(await page.inputValue('#layers-input'), '32');
+  assert.notEqual(await chart(page), before, 'the chart changed');
+  assert.ok(await inView(), 'chart in view after the drag');
+  // Scrolled further, to the table, the chart is still on screen.
+  await page.locator('tr[data-term="total"]').first().scrollIntoViewIfNeeded();
+  assert.ok(await inView(), 'chart in view beside the table');
+  await context.close();
+});
