@@ -244,6 +244,41 @@ pub struct ChartSpec {
     pub marked: Option<usize>,
     /// The bar whose segments the legend lists; no legend when `None`.
     pub legend: Option<usize>,
+    /// A logarithmic axis (decades), so that terms of very different sizes
+    /// all show: the sweep's activations reach 10⁴ GB while the other
+    /// terms stay near 10 GB. Each segment spans its stack's cumulative
+    /// bounds on that axis.
+    pub log: bool,
+}
+
+/// The decades of a logarithmic axis for `spec`: (lowest, highest) values,
+/// powers of ten; the lowest is the decade of the smallest bottom segment,
+/// at most six decades below the top.
+fn log_bounds(spec: &ChartSpec) -> (f64, f64) {
+    let unit = spec.unit;
+    let max_total = spec
+        .bars
+        .iter()
+        .map(Bar::total)
+        .chain(spec.capacity_bytes)
+        .map(|b| unit.of(b))
+        .fold(0.0, f64::max);
+    let min_first = spec
+        .bars
+        .iter()
+        .filter_map(|b| b.parts.iter().map(|p| unit.of(p.bytes)).find(|&v| v > 0.0))
+        .fold(f64::INFINITY, f64::min);
+    if !(max_total.is_finite() && max_total > 0.0) {
+        return (0.1, 1.0);
+    }
+    let top = 10f64.powf(max_total.log10().ceil().max(-3.0));
+    let lo_exp = if min_first.is_finite() {
+        min_first.log10().floor()
+    } else {
+        top.log10() - 1.0
+    };
+    let lo = 10f64.powf(lo_exp.clamp(top.log10() - 6.0, top.log10() - 1.0));
+    (lo, top)
 }
 
 /// The top of the GB axis for a largest total of `max_gb`: the next value of
@@ -305,6 +340,8 @@ pub fn draw<DB: DrawingBackend>(
         .chain(spec.capacity_bytes)
         .fold(0.0, f64::max);
     let top = axis_top(unit.of(max_total));
+    let (log_lo, log_top) = log_bounds(spec);
+    let top = if spec.log { log_top } else { top };
     let n = spec.bars.len().max(1) as f64;
     let fg = style.foreground();
     let line = |width: f64| fg.stroke_width(style.px(width).max(1) as u32);
@@ -314,16 +351,33 @@ pub fn draw<DB: DrawingBackend>(
     let (plot_w, plot_h) = plot_area.dim_in_pixel();
     let (left, right) = (style.px(84.0), plot_w as i32 - style.px(12.0));
     let (top_px, bottom) = (style.px(24.0), plot_h as i32 - style.px(40.0));
-    let y_of = |v: f64| bottom - ((v / top) * f64::from(bottom - top_px)).round() as i32;
+    let span = f64::from(bottom - top_px);
+    let y_of = |v: f64| {
+        let share = if spec.log {
+            (v.max(log_lo) / log_lo).log10() / (log_top / log_lo).log10()
+        } else {
+            v / top
+        };
+        bottom - (share * span).round() as i32
+    };
     let slot = f64::from(right - left) / n;
     let x_of = |pos: f64| left + (pos * slot).round() as i32;
 
-    // Gridlines and labels at steps of 1, 2 or 5 × 10ᵏ, at most five.
-    let step = tick_step(top);
-    let mut k = 0.0;
-    while k * step <= top * (1.0 + 1e-9) {
-        let (v, y) = (k * step, y_of(k * step));
-        if k > 0.0 {
+    // Gridlines and labels at steps of 1, 2 or 5 × 10ᵏ, at most five; on a
+    // logarithmic axis at every decade.
+    let ticks: Vec<f64> = if spec.log {
+        let decades = (log_top / log_lo).log10().round() as i32;
+        (0..=decades).map(|d| log_lo * 10f64.powi(d)).collect()
+    } else {
+        let step = tick_step(top);
+        (0..)
+            .map(|k| f64::from(k) * step)
+            .take_while(|v| *v <= top * (1.0 + 1e-9))
+            .collect()
+    };
+    for (k, &v) in ticks.iter().enumerate() {
+        let y = y_of(v);
+        if k > 0 {
             plot_area.draw(&PathElement::new(vec![(left, y), (right, y)], fg.mix(0.15)))?;
         }
         plot_area.draw(&Text::new(
@@ -331,7 +385,6 @@ pub fn draw<DB: DrawingBackend>(
             (left - style.px(6.0), y),
             style.font(13.0).pos(Pos::new(HPos::Right, VPos::Center)),
         ))?;
-        k += 1.0;
     }
     let axes = vec![(left, top_px), (left, bottom), (right, bottom)];
     plot_area.draw(&PathElement::new(axes, line(1.0)))?;

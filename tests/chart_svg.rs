@@ -27,6 +27,7 @@ fn one_bar(b: &Breakdown) -> ChartSpec {
         capacity_bytes: None,
         marked: None,
         legend: Some(0),
+        log: false,
     }
 }
 
@@ -121,6 +122,7 @@ fn baseline_bar_gpu_line_and_gib_axis() {
         capacity_bytes: Some(80.0 * Unit::Gib.bytes()),
         marked: None,
         legend: Some(1),
+        log: false,
     };
     let svg = svg_of(&spec, (720, 360));
     assert!(has_text(&svg, "Baseline") && has_text(&svg, "Current"));
@@ -179,6 +181,7 @@ fn sweep_marks_the_current_point_only() {
         capacity_bytes: None,
         marked,
         legend: None,
+        log: false,
     };
     let svg = svg_of(&spec, (720, 360));
     assert!(has_text(&svg, "1024") && has_text(&svg, "1"));
@@ -213,6 +216,7 @@ fn detailed_bar_draws_logits_as_their_own_segment() {
         capacity_bytes: None,
         marked: None,
         legend: Some(0),
+        log: false,
     };
     let svg = svg_of(&spec, (720, 360));
     assert!(svg.contains("fill=\"#CC79A7\""), "no logits segment");
@@ -220,4 +224,62 @@ fn detailed_bar_draws_logits_as_their_own_segment() {
     assert!(svg.contains("Logits  4.2 GB"), "legend lacks the logits");
     let total = format!("{:.1} GB", d.total / 1e9);
     assert!(has_text(&svg, &total), "total {total} missing");
+}
+
+/// The sweep's logarithmic axis: at batch 1024 (activations 18,800 GB) every
+/// term of the current bar still spans visible pixels, where a linear axis
+/// leaves the states under a pixel or two; the axis is labelled by decades.
+#[test]
+fn log_sweep_shows_every_term_at_every_setting() {
+    let cfg = TrainingConfig {
+        batch: 1024,
+        ..TrainingConfig::default()
+    };
+    let points = sweep(&cfg, SweepAxis::Batch);
+    let marked = points.iter().position(|(v, _)| *v == 1024);
+    let bars: Vec<Bar> = points
+        .iter()
+        .map(|(v, b)| Bar::lesson(v.to_string(), b))
+        .collect();
+    let spec = |log| ChartSpec {
+        bars: bars.clone(),
+        unit: Unit::Gb,
+        capacity_bytes: None,
+        marked,
+        legend: None,
+        log,
+    };
+    // Heights of the marked (last) bar's segments: the last rectangle of each colour.
+    let linear = svg_of(&spec(false), (720, 360));
+    let log = svg_of(&spec(true), (720, 360));
+    let height = |svg: &str, term: Term| {
+        let fill = format!("fill=\"{}\"", term_colour_hex(term).to_uppercase());
+        svg.lines()
+            .filter(|l| l.starts_with("<rect") && l.contains(&fill))
+            .filter_map(|l| {
+                l.split("height=\"")
+                    .nth(1)?
+                    .split('"')
+                    .next()?
+                    .parse::<f64>()
+                    .ok()
+            })
+            .next_back()
+            .unwrap_or(0.0)
+    };
+    for term in Term::ALL {
+        assert!(
+            height(&log, term) >= 8.0,
+            "{term:?}: {} px on the log axis",
+            height(&log, term)
+        );
+    }
+    assert!(
+        height(&linear, Term::Params) < 3.0,
+        "the linear axis hides the states"
+    );
+    for decade in ["10 GB", "100 GB", "1000 GB", "10000 GB", "100000 GB"] {
+        assert!(has_text(&log, decade), "no {decade} label");
+    }
+    assert!(log.contains("18803.7 GB"), "the current total is labelled");
 }

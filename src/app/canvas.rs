@@ -178,6 +178,7 @@ pub fn BudgetChart() -> impl IntoView {
         }
         let spec = ChartSpec {
             legend: (!s.embed).then_some(bars.len() - 1),
+            log: false,
             bars,
             unit: s.unit,
             capacity_bytes: s.gpu.map(|g| g.bytes()),

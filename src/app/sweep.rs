@@ -53,6 +53,7 @@ pub fn SweepPanel() -> impl IntoView {
             capacity_bytes: s.gpu.map(|g| g.bytes()),
             marked: points.iter().position(|(v, _)| *v == current),
             legend: None,
+            log: true,
         };
         chart.paint(&spec, "sweep");
     });
@@ -79,6 +80,7 @@ pub fn SweepPanel() -> impl IntoView {
                 {option(SweepAxis::Batch, " Batch size")}
                 {option(SweepAxis::SeqLen, " Sequence length")}
             </div>
+            <p class="derived">"Logarithmic axis: each gridline is ten times the one below, so every term shows at every setting."</p>
             <div class="chart sweep-chart">
                 <canvas
                     node_ref=chart.node
@@ -86,7 +88,7 @@ pub fn SweepPanel() -> impl IntoView {
                     role="img"
                     aria-label=text(move || {
                         format!(
-                            "Stacked bars of every term for {} from the smallest to the largest; only activations grow.",
+                            "Stacked bars of every term for {} from the smallest to the largest, on a logarithmic axis; only activations grow.",
                             match axis() {
                                 SweepAxis::Batch => "batch sizes",
                                 SweepAxis::SeqLen => "sequence lengths",

@@ -33,6 +33,7 @@ pub fn StepChart() -> impl IntoView {
         let (bars, peak) = timeline_bars(&t, overhead);
         let spec = ChartSpec {
             legend: (!s.embed).then_some(peak),
+            log: false,
             bars,
             unit: s.unit,
             capacity_bytes: s.gpu.map(|g| g.bytes()),
