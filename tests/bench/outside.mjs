@@ -1,0 +1,62 @@
+// Measures from outside the page what a reader waits for: the harness wraps
+// the canvas 2D context's drawing calls in an init script (before any page
+// script runs) and records when each canvas last drew. No marks the page
+// sets are used. Shared by bench.mjs for membudget and the floor page.
+
+/** Installed in every page before its scripts: records, per canvas id, the
+ *  time of its first and last drawing call. */
+export const RECORDER = () => {
+  const seen = (window.__draws = { first: null, last: new Map() });
+  const proto = CanvasRenderingContext2D.prototype;
+  for (const name of ['fillRect', 'fillText', 'fill', 'stroke', 'strokeRect', 'drawImage', 'putImageData']) {
+    const original = proto[name];
+    proto[name] = function (...args) {
+      const t = performance.now();
+      if (seen.first === null) seen.first = t;
+      seen.last.set(this.canvas.id || '?', t);
+      return original.apply(this, args);
+    };
+  }
+};
+
+/** Input → last drawing call on any visible canvas, for `n` slider inputs
+ *  on `page` (slider `#batch-slider`, values 0..`span`-1). Waits two frames
+ *  after each input so that drawing scheduled for the next frame counts. */
+export async function inputToLastDraw(page, n, span) {
+  return page.evaluate(async ({ n, span }) => {
+    const slider = document.querySelector('#batch-slider');
+    const frame = () => new Promise((r) => requestAnimationFrame(() => r()));
+    const visible = (id) => {
+      const c = document.getElementById(id);
+      return c && c.getBoundingClientRect().width > 1 && c.getBoundingClientRect().height > 1;
+    };
+    const out = [];
+    for (let i = 0; i < n; i++) {
+      await frame();
+      window.__draws.last.clear();
+      const t0 = performance.now();
+      slider.value = String((Number(slider.value) + 1) % span);
+      slider.dispatchEvent(new Event('input', { bubbles: true }));
+      await frame();
+      await frame();
+      const times = [...window.__draws.last.entries()].filter(([id]) => visible(id)).map(([, t]) => t);
+      if (times.length) out.push(Math.max(...times) - t0);
+    }
+    return out;
+  }, { n, span });
+}
+
+/** Cold navigation → first canvas drawing call, in a fresh context each. */
+export async function coldFirstDraw(browser, url, loads) {
+  const out = [];
+  for (let i = 0; i < loads; i++) {
+    const ctx = await browser.newContext();
+    await ctx.addInitScript(RECORDER);
+    const p = await ctx.newPage();
+    await p.goto(url);
+    const t = await p.waitForFunction(() => window.__draws && window.__draws.first);
+    out.push(await t.jsonValue());
+    await ctx.close();
+  }
+  return out;
+}
