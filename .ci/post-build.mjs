@@ -25,6 +25,16 @@ html = html.replace(/<script type="?module"?>([\s\S]*?)<\/script>/g, (_, code) =
   return `<script type="module" src="${publicUrl}${name}" integrity="${sri(code)}" crossorigin="anonymous"></script>`;
 });
 
+// 3. The wasm and its glue start downloading with the HTML: Trunk puts
+//    their preload links at the end of <head>, after the parser-blocking
+//    boot script, where Chromium finds them only once that script has run
+//    (measured: the wasm request started ~25 ms later). Move them to the top.
+{
+  const preloads = html.match(/<link[^>]*\brel="?(?:modulepreload|preload)"?[^>]*>/g) || [];
+  for (const link of preloads) html = html.replace(link, '');
+  html = html.replace(/(<title>[^<]*<\/title>)/, `$1${preloads.join('')}`);
+}
+
 const inline = html.match(/<script(?![^>]*\bsrc=)[^>]*>/g);
 if (inline) {
   console.error(`inline script left in index.html: ${inline.join(' ')}`);
