@@ -190,6 +190,11 @@ fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result
             let (numbers, router) = value
                 .rsplit_once(',')
                 .ok_or("moe must be experts,top_k,expert_ffn,shared_ffn,dense_layers,router")?;
+            // An un-normalised router is written `qwen-raw` (and so on).
+            let (router, normalized) = match router.strip_suffix("-raw") {
+                Some(r) => (r, false),
+                None => (router, true),
+            };
             let names = [
                 "experts",
                 "top-k",
@@ -209,6 +214,7 @@ fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result
                 shared_ffn,
                 first_dense,
                 router: router.parse()?,
+                normalized,
             });
         }
         "lorat" => state.detailed.lora_targets = value.parse()?,
@@ -414,7 +420,8 @@ fn encode_detailed(state: &PageState, out: &mut form_urlencoded::Serializer<'_, 
                     m.shared_ffn,
                     m.first_dense,
                 ];
-                out.append_pair("moe", &format!("{},{}", join(&v), m.router.name()));
+                let raw = if m.normalized { "" } else { "-raw" };
+                out.append_pair("moe", &format!("{},{}{raw}", join(&v), m.router.name()));
             }
         }
     }

@@ -41,10 +41,10 @@ fn rows() -> Vec<Row> {
             num(9),
             num(10),
         );
-        let qwen = c[0] == "qwen3_moe";
+        let qwen = c[0].starts_with("qwen3_moe");
         let deepseek = c[0] == "deepseek_v3";
         let router = match c[0] {
-            "qwen3_moe" => Router::Qwen,
+            "qwen3_moe" | "qwen3_moe-raw" => Router::Qwen,
             "deepseek_v3" => Router::DeepSeek,
             _ => Router::Mixtral,
         };
@@ -67,6 +67,7 @@ fn rows() -> Vec<Row> {
                 shared_ffn: if deepseek { effn } else { 0 },
                 first_dense: u64::from(deepseek),
                 router,
+                normalized: !c[0].ends_with("-raw"),
             }),
             ..Architecture::llama(
                 layers,

@@ -90,8 +90,15 @@ fn moe_mlp(cfg: &DetailedConfig, n: f64, m: Moe) -> (f64, f64, f64) {
             (4.0 * n * e, shared, slots * (h * p + 4.0 * f * p + 12.0))
         }
         Profile::Hf => {
+            // Renormalising the top-k weights keeps their sum (n) and the
+            // divided weights (n·k, fp32).
+            let renorm = if m.normalized {
+                4.0 * n + 4.0 * nk
+            } else {
+                0.0
+            };
             let router = match m.router {
-                Router::Mixtral | Router::Qwen => 4.0 * n * e + 8.0 * nk + 4.0 * n + 4.0 * nk,
+                Router::Mixtral | Router::Qwen => 4.0 * n * e + 8.0 * nk + renorm,
                 // `DeepseekV3TopkRouter`: fp32 copies of the input and the
                 // weight when the model is not fp32 (`.type(torch.float32)`),
                 // the sigmoid scores (n·E), then as above. Its group choice
@@ -103,7 +110,7 @@ fn moe_mlp(cfg: &DetailedConfig, n: f64, m: Moe) -> (f64, f64, f64) {
                     } else {
                         4.0 * n * h + 4.0 * e * h
                     };
-                    upcast + 4.0 * n * e + 8.0 * nk + 4.0 * n + 4.0 * nk
+                    upcast + 4.0 * n * e + 8.0 * nk + renorm
                 }
             };
             let weight = if m.router == Router::Qwen { p } else { 4.0 };

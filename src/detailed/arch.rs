@@ -48,6 +48,10 @@ pub struct Moe {
     pub first_dense: u64,
     /// Which router, and so what it keeps for backward.
     pub router: Router,
+    /// The top-k weights are renormalised to sum to one (Mixtral always;
+    /// `norm_topk_prob` for Qwen3-MoE and DeepSeek, true in the released
+    /// models, false by default in `Qwen3MoeConfig`).
+    pub normalized: bool,
 }
 
 /// The router's kind, as `transformers` writes each.

@@ -66,6 +66,7 @@ struct HfConfig {
     moe_layer_freq: Option<u64>,
     decoder_sparse_step: Option<u64>,
     mlp_only_layers: Vec<u64>,
+    norm_topk_prob: Option<bool>,
     // Multi-head latent attention.
     q_lora_rank: Option<u64>,
     kv_lora_rank: Option<u64>,
@@ -401,6 +402,8 @@ fn moe(
         shared_ffn,
         first_dense,
         router,
+        normalized: router == Router::Mixtral
+            || c.norm_topk_prob.unwrap_or(router == Router::DeepSeek),
     })
 }
 

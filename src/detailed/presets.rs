@@ -70,6 +70,7 @@ const MIXTRAL_8X7B: Architecture = Architecture {
         shared_ffn: 0,
         first_dense: 0,
         router: Router::Mixtral,
+        normalized: true,
     }),
     ..Architecture::llama(32, 4096, 32, 8, 14336, 32000)
 };
@@ -84,6 +85,7 @@ const QWEN3_30B_A3B: Architecture = Architecture {
         shared_ffn: 0,
         first_dense: 0,
         router: Router::Qwen,
+        normalized: true,
     }),
     ..qwen3(48, 2048, 32, 4, 6144, false)
 };
@@ -106,6 +108,7 @@ const DEEPSEEK_V3: Architecture = Architecture {
         shared_ffn: 2048,
         first_dense: 3,
         router: Router::DeepSeek,
+        normalized: true,
     }),
     ..Architecture::llama(61, 7168, 128, 128, 18432, 129280)
 };
