@@ -20,7 +20,7 @@
 //! `gpu` (`80` or `80gib` for a card sold as 80 GB, `85.9gb` in decimal GB),
 //! `unit` (`gb`/`gib`), `sweep` (`batch`/`seq`), `embed` (`1`), `ex` (`1`/`2`).
 //! The detailed model: `mode=detailed`, `model` (a preset) or `arch heads kv
-//! ffn vocab tied qkvbias hd qknorm sandwich mla moe` (`mla` =
+//! ffn vocab tied qkvbias hd qknorm sandwich softcap mla moe` (`mla` =
 //! `q_rank,kv_rank,rope,nope,v`; `moe` = `experts,top_k,expert_ffn,shared_ffn,dense_layers,router`),
 //! `prec opt attn dropout recompute impl`, `dp zero tp sp pp ep etp
 //! micro`, `lora`, `lorat` (LoRA targets), `quant` (none, nf4, nf4-nodq,
@@ -173,6 +173,7 @@ fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result
         "hd" => state.detailed.arch.head_width = parse_count(value, 1, 1 << 12)?,
         "qknorm" => state.detailed.arch.qk_norm = parse_flag(value)?,
         "sandwich" => state.detailed.arch.sandwich_norms = parse_flag(value)?,
+        "softcap" => state.detailed.arch.softcap = parse_flag(value)?,
         "mla" => {
             let [q_rank, kv_rank, rope_dim, nope_dim, v_dim] = parse_counts(
                 value,
@@ -407,6 +408,9 @@ fn encode_detailed(state: &PageState, out: &mut form_urlencoded::Serializer<'_, 
             }
             if a.sandwich_norms {
                 out.append_pair("sandwich", "1");
+            }
+            if a.softcap {
+                out.append_pair("softcap", "1");
             }
             if let Some(m) = a.mla {
                 let v = [m.q_rank, m.kv_rank, m.rope_dim, m.nope_dim, m.v_dim];

@@ -130,6 +130,14 @@ fn rms(n: f64, w: f64, p: f64) -> f64 {
     4.0 * n * w + 4.0 * n + n * w * p
 }
 
+/// Gemma's RMSNorm (`Gemma2RMSNorm`: `_norm(x.float()) * (1.0 +
+/// self.weight.float())`): the fp32 input, the reciprocal root, the fp32
+/// `1 + w` and the fp32 normalised values, all kept; measured in
+/// `tests/fixtures/gemma_measured.tsv`.
+fn gemma_rms(n: f64, w: f64) -> f64 {
+    8.0 * n * w + 4.0 * n + 4.0 * w
+}
+
 /// One layer's activations for `b` sequences, averaged over the layers
 /// (dense layers and mixture-of-experts layers differ).
 pub(super) fn layer_activations(cfg: &DetailedConfig, b: f64) -> LayerActivations {
@@ -262,8 +270,12 @@ fn layer_activations_of(cfg: &DetailedConfig, b: f64, moe_layer: bool) -> LayerA
                     // normalised output in the dtype; ×2 (×4 with sandwich
                     // norms), plus the two projection inputs (q/k/v and
                     // gate/up, or the router's and experts' input).
-                    let norms = if a.sandwich_norms { 4.0 } else { 2.0 };
-                    let replicated = norms * rms(n, h, p) + 2.0 * nh * p;
+                    let norms = if a.sandwich_norms {
+                        4.0 * gemma_rms(n, h)
+                    } else {
+                        2.0 * rms(n, h, p)
+                    };
+                    let replicated = norms + 2.0 * nh * p;
                     let (qd, kd, vd, od) = (
                         a.q_dim() as f64,
                         a.kv_dim() as f64,
@@ -271,7 +283,10 @@ fn layer_activations_of(cfg: &DetailedConfig, b: f64, moe_layer: bool) -> LayerA
                         a.o_dim() as f64,
                     );
                     // Qwen3's per-head q and k norms.
-                    let qk_norm = if a.qk_norm {
+                    let qk_norm = if a.qk_norm && a.sandwich_norms {
+                        let hd = qd / heads;
+                        gemma_rms(n * heads, hd) + gemma_rms(n * a.kv_heads as f64, hd)
+                    } else if a.qk_norm {
                         rms(n * heads, qd / heads, p)
                             + rms(n * a.kv_heads as f64, kd / a.kv_heads as f64, p)
                     } else {
@@ -315,9 +330,11 @@ fn layer_activations_of(cfg: &DetailedConfig, b: f64, moe_layer: bool) -> LayerA
                         let cast = if p != 4.0 && !drop { scores_n * p } else { 0.0 };
                         let dropout = if drop { scores_n * (mask + p) } else { 0.0 };
                         let v_rep = if a.mla.is_some() { vd } else { qd * vd / kd };
+                        // Gemma 2's soft cap keeps its tanh's output.
+                        let softcap = if a.softcap { scores_n * p } else { 0.0 };
                         (
                             (2.0 * qd + v_rep + od) * n * p,
-                            4.0 * scores_n + cast + dropout,
+                            4.0 * scores_n + cast + dropout + softcap,
                         )
                     } else {
                         // q, k and v at their own widths, output (= o_proj
@@ -380,8 +397,18 @@ pub(super) fn outer_activations(cfg: &DetailedConfig, b: f64) -> OuterActivation
                     // Latent attention rotates only the rope part.
                     let width = a.mla.map_or(a.head_dim(), |m| m.rope_dim);
                     let rope = 2.0 * s * width as f64 * p;
-                    let rms = 4.0 * n * h + 4.0 * n + n * h * p;
-                    (rope, rms + n * h * p + loss)
+                    let norm = if a.sandwich_norms {
+                        gemma_rms(n, h)
+                    } else {
+                        rms(n, h, p)
+                    };
+                    // Gemma 2's final soft cap keeps its tanh's output.
+                    let softcap = if a.softcap {
+                        n * a.vocab as f64 * p
+                    } else {
+                        0.0
+                    };
+                    (rope, norm + n * h * p + loss + softcap)
                 }
             }
         }

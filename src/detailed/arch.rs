@@ -100,8 +100,12 @@ pub struct Architecture {
     pub head_width: u64,
     /// RMSNorm on each head's query and key (Qwen3, Gemma 3).
     pub qk_norm: bool,
-    /// Four norms per layer, before and after each block (Gemma 2 and 3).
+    /// Four norms per layer, before and after each block (Gemma 2 and 3),
+    /// and Gemma's RMSNorm (it scales by 1 + w in fp32).
     pub sandwich_norms: bool,
+    /// Gemma 2's soft-capped attention logits and final logits
+    /// (`attn_logit_softcapping`, `final_logit_softcapping`).
+    pub softcap: bool,
     /// Multi-head latent attention instead of q/k/v projections.
     pub mla: Option<Mla>,
     /// Mixture of experts in the MLP.
@@ -143,6 +147,7 @@ impl Architecture {
             head_width: 0,
             qk_norm: false,
             sandwich_norms: false,
+            softcap: false,
             mla: None,
             moe: None,
         }
@@ -171,6 +176,7 @@ impl Architecture {
             head_width: 0,
             qk_norm: false,
             sandwich_norms: false,
+            softcap: false,
             mla: None,
             moe: None,
         }

@@ -67,6 +67,11 @@ struct HfConfig {
     decoder_sparse_step: Option<u64>,
     mlp_only_layers: Vec<u64>,
     norm_topk_prob: Option<bool>,
+    // Gemma 2: present and null means off; absent means the default (on).
+    #[serde(deserialize_with = "some_null")]
+    attn_logit_softcapping: Option<Option<f64>>,
+    #[serde(deserialize_with = "some_null")]
+    final_logit_softcapping: Option<Option<f64>>,
     // Multi-head latent attention.
     q_lora_rank: Option<u64>,
     kv_lora_rank: Option<u64>,
@@ -78,6 +83,12 @@ struct HfConfig {
     dtype: Option<String>,
     quantization_config: Option<IgnoredAny>,
     text_config: Option<IgnoredAny>,
+}
+
+/// Reads a key that may be present with `null`: `Some(None)` then, `None`
+/// when absent (with `#[serde(default)]`).
+fn some_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<f64>>, D::Error> {
+    Option::<f64>::deserialize(d).map(Some)
 }
 
 /// The model types read, and what each maps to.
@@ -288,6 +299,9 @@ fn llama_like(c: &HfConfig, t: &str, notes: &mut Vec<String>) -> Result<Architec
     arch.qkv_bias = t == "qwen2" || (c.attention_bias == Some(true) && !deepseek);
     arch.qk_norm = matches!(t, "qwen3" | "qwen3_moe" | "gemma3_text");
     arch.sandwich_norms = gemma;
+    // Gemma 2 caps its logits unless the file says null.
+    arch.softcap = t == "gemma2"
+        && !(c.attn_logit_softcapping == Some(None) && c.final_logit_softcapping == Some(None));
     if c.attention_bias == Some(true) && t != "qwen2" && !matches!(t, "llama" | "mistral") {
         notes.push("attention_bias read as q/k/v biases".to_string());
     }
