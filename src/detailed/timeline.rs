@@ -375,15 +375,14 @@ fn pieces(cfg: &DetailedConfig) -> Pieces {
     // input and output gradients, a·s² each; SDPA/flash: dQ, dK, dV and the
     // output's gradient).
     let stream = 2.0 * n * h * p / sp_div;
-    // Under mixture of experts the same three gradients are per token–expert
-    // pair, n·k of them at the expert width (split by etp), plus the shared
-    // experts' (not measured: the MoE peak is modelled, not yet checked).
+    // Under mixture of experts the routed experts' backward frees its saved
+    // tensors (the n·k-row gate/up output, SiLU output, product and down
+    // output) as fast as it allocates their gradients: measured
+    // (`tests/fixtures/moe_peak_measured.tsv`), the layer peaks when its
+    // weight gradients exist, with nothing of the experts' on top. The
+    // shared experts are a dense MLP.
     let mlp = match (a.family, a.moe) {
-        (Family::Llama, Some(m)) => {
-            let nk = n * m.top_k as f64;
-            3.0 * nk * m.expert_ffn as f64 * p / par.etp as f64
-                + 3.0 * n * m.shared_ffn as f64 * p / tp
-        }
+        (Family::Llama, Some(m)) => 3.0 * n * m.shared_ffn as f64 * p / tp,
         (Family::Llama, None) => 3.0 * n * f * p / tp,
         (Family::Gpt2, _) => 4.0 * n * f * p / tp,
     };

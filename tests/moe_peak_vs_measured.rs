@@ -1,0 +1,91 @@
+//! The step timeline of mixture-of-experts models against the peak of live
+//! memory measured in PyTorch: `fixtures/moe_peak_measured.tsv`, written by
+//! `fixtures/measure_peak_moe.py` (tiny Mixtral and Qwen3-MoE models, both
+//! expert implementations, loop and foreach AdamW, first and later steps;
+//! two measuring methods that agree to the byte on every row). The "hf"
+//! profile on the CPU must give the peak within ±5 % and the right phase.
+#![cfg(not(target_arch = "wasm32"))]
+
+use membudget::detailed::{
+    timeline, AdamImpl, Architecture, AttentionKernel, DetailedConfig, Device, ExpertsImpl, Moe,
+    Optimizer, Precision, Profile, Router, Step, StepOptions,
+};
+
+#[test]
+fn moe_peak_within_five_percent_and_right_phase() {
+    let text = include_str!("fixtures/moe_peak_measured.tsv");
+    let mut rows = 0;
+    let mut worst: f64 = 0.0;
+    let mut failures = Vec::new();
+    for line in text.lines().filter(|l| !l.starts_with('#')).skip(1) {
+        let c: Vec<&str> = line.split('\t').collect();
+        let n = |i: usize| c[i].parse::<u64>().unwrap();
+        let qwen = c[0] == "qwen3_moe";
+        let arch = Architecture {
+            qk_norm: qwen,
+            moe: Some(Moe {
+                experts: n(5),
+                top_k: n(6),
+                expert_ffn: n(7),
+                shared_ffn: 0,
+                first_dense: 0,
+                router: if qwen { Router::Qwen } else { Router::Mixtral },
+                normalized: true,
+            }),
+            ..Architecture::llama(n(1), n(2), n(3), n(4), n(7), n(8))
+        };
+        assert_eq!(arch.params(), n(17), "{line}: parameters");
+        let (seq, micro, accum) = (n(9), n(10), n(11));
+        let mut cfg = DetailedConfig::new(arch, seq, micro * accum);
+        cfg.micro_batch = Some(micro);
+        cfg.profile = Profile::Hf;
+        cfg.device = Device::Cpu;
+        cfg.optimizer = Optimizer::AdamW;
+        cfg.dropout = false;
+        cfg.precision = if c[12] == "fp32" {
+            Precision::Fp32
+        } else {
+            Precision::Bf16
+        };
+        cfg.attention = if c[13] == "eager" {
+            AttentionKernel::Eager
+        } else {
+            AttentionKernel::Flash
+        };
+        cfg.experts_impl = if c[14] == "eager" {
+            ExpertsImpl::Loop
+        } else {
+            ExpertsImpl::Grouped
+        };
+        let opts = StepOptions {
+            step: if c[16] == "1" {
+                Step::First
+            } else {
+                Step::Later
+            },
+            adam: Some(if c[15] == "True" {
+                AdamImpl::Foreach
+            } else {
+                AdamImpl::ForLoop
+            }),
+        };
+        let t = timeline(&cfg, &opts).unwrap();
+        let want = n(22) as f64;
+        let err = t.peak_bytes() / want - 1.0;
+        let phase = t.peak_event().phase.name();
+        eprintln!("{:+.2} % {phase:>9} vs {:>9}  {line}", err * 100.0, c[23]);
+        worst = worst.max(err.abs());
+        if err.abs() > 0.05 || phase != c[23] {
+            failures.push(format!(
+                "{}: {:+.2} %, {phase} vs {}",
+                &line[..60.min(line.len())],
+                err * 100.0,
+                c[23]
+            ));
+        }
+        rows += 1;
+    }
+    eprintln!("worst {:.2} %", worst * 100.0);
+    assert!(rows >= 16);
+    assert!(failures.is_empty(), "{failures:#?}");
+}
