@@ -138,10 +138,145 @@ fn gemma_rms(n: f64, w: f64) -> f64 {
     8.0 * n * w + 4.0 * n + 4.0 * w
 }
 
+/// Whether the PEFT LoRA model of [`peft_layer`] applies: the "hf"
+/// profile, LoRA, a plain Llama-family layer (no experts, latent attention
+/// or Gemma norms).
+fn peft_llama(cfg: &DetailedConfig) -> bool {
+    let a = &cfg.arch;
+    super::states::peft(cfg)
+        && a.family == Family::Llama
+        && a.moe.is_none()
+        && a.mla.is_none()
+        && !a.sandwich_norms
+}
+
+/// One layer under PEFT's LoRA with the base frozen, for n tokens; `first`:
+/// the first layer, whose input does not require grad (the embedding is
+/// frozen). Read off `transformers` 5.x and PEFT, and checked against
+/// `tests/fixtures/lora_measured.tsv`:
+/// - frozen projections save nothing for their weights, so no projection
+///   input is kept for the base; RMSNorm's weight is frozen, so it keeps its
+///   fp32 input and reciprocal root but not its output;
+/// - each adapter keeps its input in fp32 for A's gradient (a copy per
+///   adapter in a 16-bit model, `_cast_input_dtype`; in fp32 the one input
+///   tensor its group shares) and A's r-wide fp32 output for B's;
+/// - the MLP keeps the gate output, the SiLU output and the up output, not
+///   the down projection's input; attention keeps what it keeps in full
+///   fine-tuning, less eager attention's output-projection input;
+/// - nothing before the first adapter requires grad: in the first layer the
+///   input norm keeps nothing, nor attention unless q, k or v is adapted,
+///   nor the next norm and the MLP unless an adapter came before them.
+fn peft_layer(cfg: &DetailedConfig, n: f64, first: bool) -> LayerActivations {
+    use super::LoraTargets as T;
+    let a = &cfg.arch;
+    let p = act_bytes(cfg);
+    let (h, f) = (a.hidden as f64, a.ffn as f64);
+    let (qd, kd, vd, od) = (
+        a.q_dim() as f64,
+        a.kv_dim() as f64,
+        a.v_dim() as f64,
+        a.o_dim() as f64,
+    );
+    let heads = a.heads as f64;
+    let s = cfg.seq as f64;
+    let b = n / s;
+    let scores_n = heads * s * s * b;
+    let r = cfg.lora_rank.unwrap_or(0) as f64;
+    let t = cfg.lora_targets;
+    let has = |bit: u8| t.0 & bit != 0;
+    let count = |bits: u8| u64::from((t.0 & bits).count_ones()) as f64;
+    let frozen_rms = |w: f64, rows: f64| 4.0 * rows * w + 4.0 * rows;
+
+    let rg_in = !first;
+    let rg_attn = rg_in || has(T::Q) || has(T::K) || has(T::V);
+    let rg_mid = rg_attn || has(T::O);
+    let mut replicated = 0.0;
+    if rg_in {
+        replicated += frozen_rms(h, n);
+    }
+    if rg_mid {
+        replicated += frozen_rms(h, n);
+    }
+    let fp32 = p == 4.0;
+    let eager = cfg.attention == AttentionKernel::Eager;
+    let mut adapters = count(127) * n * r * 4.0;
+    for (bits, width) in [
+        (T::Q | T::K | T::V, h),
+        (T::O, od),
+        (T::GATE | T::UP, h),
+        (T::DOWN, f),
+    ] {
+        let k = count(bits);
+        // In fp32 the output projection's input is SDPA's own saved output.
+        let shared_with_sdpa = bits == T::O && fp32 && !eager && rg_attn;
+        if k > 0.0 && !shared_with_sdpa {
+            adapters += n * width * 4.0 * if fp32 { 1.0 } else { k };
+        }
+    }
+    let qk_norm = if a.qk_norm && rg_attn {
+        frozen_rms(qd / heads, n * heads)
+            + frozen_rms(kd / a.kv_heads as f64, n * a.kv_heads as f64)
+    } else {
+        0.0
+    };
+    let drop = cfg.dropout;
+    let mask = match (drop, cfg.device) {
+        (false, _) => 0.0,
+        (true, Device::Cuda) => 1.0,
+        (true, Device::Cpu) => p,
+    };
+    // Which of q, k, v require grad: all after the first layer; in it, the
+    // adapted ones. A matmul keeps an operand only for the other's gradient.
+    let (q_rg, k_rg, v_rg) = if first {
+        (has(T::Q), has(T::K), has(T::V))
+    } else {
+        (true, true, true)
+    };
+    let (attn, scores) = if !rg_attn {
+        (0.0, 0.0)
+    } else if eager {
+        let cast = if p != 4.0 && !drop { scores_n * p } else { 0.0 };
+        let dropout = if drop { scores_n * (mask + p) } else { 0.0 };
+        let scores_rg = q_rg || k_rg;
+        let q = if k_rg { qd } else { 0.0 };
+        let k = if q_rg { qd } else { 0.0 };
+        let v = if scores_rg { qd * vd / kd } else { 0.0 };
+        let kept = if scores_rg {
+            4.0 * scores_n + cast + dropout
+        } else if v_rg {
+            scores_n * p
+        } else {
+            0.0
+        };
+        ((q + k + v) * n * p, kept)
+    } else {
+        ((qd + kd + vd + od) * n * p + 4.0 * heads * s * b, 0.0)
+    };
+    let mlp = if rg_mid || has(T::GATE) || has(T::UP) {
+        3.0 * n * f * p
+    } else {
+        0.0
+    };
+    LayerActivations {
+        replicated,
+        sharded: attn + qk_norm + mlp + adapters,
+        scores,
+        experts: 0.0,
+    }
+}
+
 /// One layer's activations for `b` sequences, averaged over the layers
-/// (dense layers and mixture-of-experts layers differ).
+/// (dense layers and mixture-of-experts layers differ; under PEFT's LoRA
+/// the first layer does too).
 pub(super) fn layer_activations(cfg: &DetailedConfig, b: f64) -> LayerActivations {
     let a = &cfg.arch;
+    if peft_llama(cfg) {
+        let n = cfg.seq as f64 * b;
+        let l = a.layers as f64;
+        return peft_layer(cfg, n, true)
+            .scaled(1.0 / l)
+            .plus(peft_layer(cfg, n, false).scaled((l - 1.0) / l));
+    }
     let moe = a.moe_layers();
     if moe == 0 {
         return layer_activations_of(cfg, b, false);
@@ -402,6 +537,16 @@ pub(super) fn outer_activations(cfg: &DetailedConfig, b: f64) -> OuterActivation
                     } else {
                         rms(n, h, p)
                     };
+                    // PEFT's LoRA: the final norm and the output layer are
+                    // frozen; the norm keeps its fp32 input and reciprocal
+                    // root, the output layer nothing.
+                    if peft_llama(cfg) {
+                        return OuterActivations {
+                            embedding: rope,
+                            head: 4.0 * n * h + 4.0 * n + loss,
+                            logits,
+                        };
+                    }
                     // Gemma 2's final soft cap keeps its tanh's output.
                     let softcap = if a.softcap {
                         n * a.vocab as f64 * p
@@ -471,9 +616,14 @@ pub(super) fn saved(cfg: &DetailedConfig) -> Saved {
     };
     // LoRA keeps each adapter's r-wide intermediate (its input is the
     // projection's, already kept).
-    let lora = cfg.lora_rank.map_or(0.0, |r| {
-        cfg.lora_targets.count() as f64 * cfg.seq as f64 * micro * r as f64 * p
-    });
+    let lora = if peft_llama(cfg) {
+        // Counted in the layer (`peft_layer`).
+        0.0
+    } else {
+        cfg.lora_rank.map_or(0.0, |r| {
+            cfg.lora_targets.count() as f64 * cfg.seq as f64 * micro * r as f64 * p
+        })
+    };
     let outer = outer_activations(cfg, micro);
     Saved {
         per_layer: layer_bytes + lora,

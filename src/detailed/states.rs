@@ -30,6 +30,14 @@ pub struct ModelStates {
     pub optimizer_state: f64,
 }
 
+/// PEFT's LoRA (the "hf" profile): adapters are kept in fp32 whatever the
+/// model's dtype (`LoraConfig`'s `autocast_adapter_dtype=True`), so they,
+/// their gradients and their optimizer state are fp32, with no separate
+/// master copy. Checked against `tests/fixtures/lora_measured.tsv`.
+pub(super) fn peft(cfg: &DetailedConfig) -> bool {
+    cfg.profile == Profile::Hf && cfg.lora_rank.is_some()
+}
+
 /// Bytes per weight: 4 in fp32, 2 otherwise.
 pub(super) fn weight_bytes(cfg: &DetailedConfig) -> f64 {
     if cfg.precision == Precision::Fp32 {
@@ -41,7 +49,7 @@ pub(super) fn weight_bytes(cfg: &DetailedConfig) -> f64 {
 
 /// Bytes per gradient value: 4 in fp32 or with fp32 gradients, 2 otherwise.
 pub(super) fn grad_bytes(cfg: &DetailedConfig) -> f64 {
-    if cfg.precision == Precision::Fp32 || cfg.fp32_grads {
+    if cfg.precision == Precision::Fp32 || cfg.fp32_grads || peft(cfg) {
         4.0
     } else {
         2.0
@@ -51,7 +59,7 @@ pub(super) fn grad_bytes(cfg: &DetailedConfig) -> f64 {
 /// Bytes per value of the tensors the optimizer updates: the fp32 master
 /// under mixed precision, else the weights themselves.
 pub(super) fn update_bytes(cfg: &DetailedConfig) -> f64 {
-    if cfg.precision == Precision::Bf16 {
+    if cfg.precision == Precision::Bf16 && !peft(cfg) {
         2.0
     } else {
         4.0
@@ -66,7 +74,12 @@ pub(super) fn update_bytes(cfg: &DetailedConfig) -> f64 {
 /// 8-bit Adam two 1-byte moments plus an fp32 absmax per 2048-value block
 /// each (Dettmers et al. 2022, §2).
 fn state_bytes(cfg: &DetailedConfig) -> f64 {
-    match (cfg.optimizer, cfg.precision) {
+    let precision = if peft(cfg) {
+        Precision::Fp32
+    } else {
+        cfg.precision
+    };
+    match (cfg.optimizer, precision) {
         (Optimizer::AdamW, Precision::Bf16) => 4.0,
         (Optimizer::AdamW, _) => 8.0,
         (Optimizer::Sgd, _) => 0.0,
@@ -132,7 +145,7 @@ pub(super) fn model_states(cfg: &DetailedConfig) -> ModelStates {
 pub(super) fn model_states_on_gpu(cfg: &DetailedConfig, offload: bool) -> ModelStates {
     let par = &cfg.parallel;
     let (base, experts) = params_per_gpu(cfg);
-    let master_bytes = if cfg.precision == Precision::Mixed {
+    let master_bytes = if cfg.precision == Precision::Mixed && !peft(cfg) {
         4.0
     } else {
         0.0
@@ -165,9 +178,10 @@ pub(super) fn model_states_on_gpu(cfg: &DetailedConfig, offload: bool) -> ModelS
         ) => (base + experts) * wb,
         _ => 0.0,
     };
+    let adapter_bytes = if peft(cfg) { 4.0 } else { wb };
     let params = match cfg.lora_rank {
         // The frozen base is partitioned by ZeRO-3 like any weight.
-        Some(_) => frozen / par.zero_divisor(3) + state(wb, 3),
+        Some(_) => frozen / par.zero_divisor(3) + state(adapter_bytes, 3),
         None => state(wb, 3),
     } + reference / par.zero_divisor(3);
     let mut s = ModelStates {
