@@ -58,3 +58,66 @@ fn peft_lora_states_exact_and_activations_within_five_percent() {
     eprintln!("worst {:.3} %", worst * 100.0);
     assert_eq!(rows, 10);
 }
+
+/// The step's peak under PEFT's LoRA: `fixtures/lora_peak_measured.tsv`
+/// (written by `fixtures/measure_peak_lora.py`, the two methods of the dense
+/// peak table agreeing to the byte), first and later steps. With SDPA (the
+/// default): within ±5 % and the right phase on every row. With eager
+/// attention the model over-states the backward peak by up to 8 % (the
+/// frozen base frees the layer's MLP tensors before the attention's
+/// a·s² gradients appear, which the full-fine-tuning count does not see):
+/// a known gap, held here within ±10 %.
+#[test]
+fn peft_lora_peak_within_five_percent_and_right_phase() {
+    use membudget::detailed::{timeline, AdamImpl, Step, StepOptions};
+    let text = include_str!("fixtures/lora_peak_measured.tsv");
+    let mut rows = 0;
+    let mut failures = Vec::new();
+    for line in text.lines().filter(|l| !l.starts_with('#')).skip(1) {
+        let c: Vec<&str> = line.split('\t').collect();
+        let n = |i: usize| c[i].parse::<u64>().unwrap();
+        let arch = Architecture::llama(n(0), n(1), n(2), n(3), n(4), n(5));
+        let (seq, micro, accum) = (n(6), n(7), n(8));
+        let mut cfg = DetailedConfig::new(arch, seq, micro * accum);
+        cfg.micro_batch = Some(micro);
+        cfg.profile = Profile::Hf;
+        cfg.device = Device::Cpu;
+        cfg.dropout = false;
+        cfg.precision = if c[9] == "fp32" {
+            Precision::Fp32
+        } else {
+            Precision::Bf16
+        };
+        cfg.attention = if c[10] == "eager" {
+            AttentionKernel::Eager
+        } else {
+            AttentionKernel::Flash
+        };
+        cfg.lora_rank = Some(n(11));
+        cfg.lora_targets = c[12].parse::<LoraTargets>().unwrap();
+        let opts = StepOptions {
+            step: if c[14] == "1" {
+                Step::First
+            } else {
+                Step::Later
+            },
+            adam: Some(if c[13] == "True" {
+                AdamImpl::Foreach
+            } else {
+                AdamImpl::ForLoop
+            }),
+        };
+        let t = timeline(&cfg, &opts).unwrap();
+        let want = n(16) as f64;
+        let err = t.peak_bytes() / want - 1.0;
+        let phase = t.peak_event().phase.name();
+        eprintln!("{:+.2} % {phase:>9} vs {:>9}  {line}", err * 100.0, c[17]);
+        let eager = c[10] == "eager";
+        if (!eager && (err.abs() > 0.05 || phase != c[17])) || err.abs() > 0.10 {
+            failures.push(format!("{line}: {:+.2} %, {phase}", err * 100.0));
+        }
+        rows += 1;
+    }
+    assert_eq!(rows, 12);
+    assert!(failures.is_empty(), "{failures:#?}");
+}
