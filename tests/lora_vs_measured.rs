@@ -7,8 +7,8 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use membudget::detailed::{
-    estimate, Architecture, AttentionKernel, DetailedConfig, Device, LoraTargets, Optimizer,
-    Precision, Profile,
+    estimate, Architecture, AttentionKernel, BaseQuant, DetailedConfig, Device, LoraTargets,
+    Optimizer, Precision, Profile,
 };
 
 #[test]
@@ -31,6 +31,14 @@ fn peft_lora_states_exact_and_activations_within_five_percent() {
         } else {
             Precision::Bf16
         };
+        // QLoRA rows: bitsandbytes' packed weights count half their values
+        // as parameters there, and the quantization state is checked in
+        // qlora_vs_measured.rs; here the adapters, their states and the
+        // activations.
+        let qlora = c[7] == "nf4";
+        if qlora {
+            cfg.base_quant = BaseQuant::Nf4 { double_quant: true };
+        }
         cfg.attention = if c[8] == "eager" {
             AttentionKernel::Eager
         } else {
@@ -38,14 +46,18 @@ fn peft_lora_states_exact_and_activations_within_five_percent() {
         };
         cfg.lora_rank = Some(n(9));
         cfg.lora_targets = c[10].parse::<LoraTargets>().unwrap();
-        assert_eq!(arch.params(), n(12), "{line}: frozen parameters");
+        if !qlora {
+            assert_eq!(arch.params(), n(12), "{line}: frozen parameters");
+        }
         assert_eq!(
             arch.lora_params(n(9), cfg.lora_targets),
             n(13),
             "{line}: adapters"
         );
         let b = estimate(&cfg).unwrap();
-        assert_eq!(b.params, f(14), "{line}: parameter bytes");
+        if !qlora {
+            assert_eq!(b.params, f(14), "{line}: parameter bytes");
+        }
         assert_eq!(b.grads, f(15), "{line}: gradient bytes");
         assert_eq!(b.master_weights, 0.0, "{line}: no master copy");
         assert_eq!(b.optimizer_state, f(16), "{line}: AdamW bytes");
@@ -56,7 +68,7 @@ fn peft_lora_states_exact_and_activations_within_five_percent() {
         rows += 1;
     }
     eprintln!("worst {:.3} %", worst * 100.0);
-    assert_eq!(rows, 10);
+    assert_eq!(rows, 12);
 }
 
 /// The step's peak under PEFT's LoRA: `fixtures/lora_peak_measured.tsv`

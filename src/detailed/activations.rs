@@ -288,9 +288,14 @@ pub(super) fn layer_activations(cfg: &DetailedConfig, b: f64) -> LayerActivation
         .plus(layer_activations_of(cfg, b, true).scaled(moe as f64 / l))
 }
 
-/// Bytes per activation value: 4 in fp32, 2 otherwise.
+/// Bytes per activation value: 4 in fp32, 2 otherwise. A quantized base
+/// in the "hf" profile computes in fp32: PEFT's `prepare_model_for_kbit_training`
+/// casts the embedding, norms and output layer to fp32, so the residual
+/// stream and everything computed from it is fp32 (bitsandbytes returns
+/// its matmuls in the input's dtype); measured in `tests/fixtures/lora_measured.tsv`.
 pub(super) fn act_bytes(cfg: &DetailedConfig) -> f64 {
-    if cfg.precision == Precision::Fp32 {
+    let kbit = cfg.profile == Profile::Hf && cfg.base_quant != super::BaseQuant::None;
+    if cfg.precision == Precision::Fp32 || kbit {
         4.0
     } else {
         2.0
