@@ -569,11 +569,8 @@ pub fn run(args: &Args) -> Result<String, CliError> {
             .overhead_settings()?
             .map(|o| o.bytes(&cfg, t.peak_bytes()));
         return Ok(if args.json {
-            let json = crate::export::detailed_json_with_timeline(&b, &t, overhead.as_ref());
-            match detailed::host_ram(&cfg) {
-                Some(h) => crate::export::with_host_ram(&json, &h),
-                None => json,
-            }
+            let host = detailed::host_ram(&cfg);
+            crate::export::detailed_json_with_timeline(&b, &t, overhead.as_ref(), host.as_ref())
         } else {
             render_detailed(&cfg, &b, &t, overhead.as_ref())
         });

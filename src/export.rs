@@ -160,27 +160,13 @@ pub fn json_bytes(bytes: f64) -> String {
 /// `peak_phase`, `peak_event`, and the `timeline`, one object per event
 /// with its phase, micro-batch, event and live bytes by category; with an
 /// overhead, `overhead` by source and `peak_with_overhead`.
-/// `json` (a detailed document) with `"host_ram"` added: bytes per node,
-/// with its parts.
-pub fn with_host_ram(json: &str, h: &crate::detailed::HostRam) -> String {
-    let extra = format!(
-        ",\n  \"host_ram\": {{\"states\": {}, \"activations\": {}, \"load\": {}, \"total\": {}}}\n}}",
-        json_bytes(h.states),
-        json_bytes(h.activations),
-        json_bytes(h.load),
-        json_bytes(h.total()),
-    );
-    match json.trim_end().strip_suffix('}') {
-        Some(body) => format!("{}{extra}\n", body.trim_end()),
-        None => json.to_string(),
-    }
-}
-
 /// The detailed document with the step timeline.
+/// With offload, `"host_ram"`: bytes per node, with its parts.
 pub fn detailed_json_with_timeline(
     b: &DetailedBreakdown,
     t: &StepTimeline,
     overhead: Option<&OverheadBytes>,
+    host: Option<&crate::detailed::HostRam>,
 ) -> String {
     let peak = t.peak_event();
     let events: Vec<String> = t
@@ -222,6 +208,16 @@ pub fn detailed_json_with_timeline(
         if t.first_step { "first" } else { "later" },
         events.join(",\n"),
     ) + &overhead;
+    let extra = match host {
+        Some(h) => format!(
+            "{extra},\n  \"host_ram\": {{\"states\": {}, \"activations\": {}, \"load\": {}, \"total\": {}}}",
+            json_bytes(h.states),
+            json_bytes(h.activations),
+            json_bytes(h.load),
+            json_bytes(h.total()),
+        ),
+        None => extra,
+    };
     json_document_with("detailed", &detailed_figures(b), &extra)
 }
 

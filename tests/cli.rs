@@ -390,3 +390,30 @@ fn a_bad_config_json_names_its_field() {
         "{err}"
     );
 }
+
+#[test]
+fn json_carries_the_host_ram_of_offload() {
+    let args = [
+        "--model",
+        "llama-2-7b",
+        "--dp",
+        "8",
+        "--batch",
+        "8",
+        "--zero",
+        "3",
+        "--offload-optimizer",
+        "--json",
+    ];
+    let (code, out, _) = membudget(&args);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    // 16 bytes per parameter of Llama-2-7B on the node's host, × 1.5.
+    assert_eq!(v["host_ram"]["states"], 16 * 6_738_415_616u64);
+    assert_eq!(v["host_ram"]["total"], 24 * 6_738_415_616u64);
+    assert_eq!(v["bytes"]["optimizer_state"], 0);
+    let (_, plain, _) = membudget(&args[..args.len() - 1]);
+    assert!(plain.contains("host_ram_gb"), "{plain}");
+    let (_, no_offload, _) = membudget(&["--model", "llama-2-7b", "--json"]);
+    assert!(!no_offload.contains("host_ram"));
+}

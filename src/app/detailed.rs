@@ -535,7 +535,7 @@ pub fn DetailedControls() -> impl IntoView {
 /// Short notes on where each detailed term comes from.
 fn note(key: &str) -> &'static str {
     match key {
-        "params" => "weights in their storage dtype, split by tp, pp and ZeRO-3",
+        "params" => "weights in their storage dtype, split by tp (routed experts by ep × etp), pp and ZeRO-3",
         "grads" => "one per trainable weight; ZeRO-2 splits them",
         "master_weights" => "fp32 copy under mixed precision; ZeRO-1 splits it",
         "optimizer_state" => "AdamW 2 moments, SGD-momentum 1, 8-bit Adam 2 bytes",

@@ -220,11 +220,7 @@ fn peft_layer(cfg: &DetailedConfig, n: f64, first: bool) -> LayerActivations {
         0.0
     };
     let drop = cfg.dropout;
-    let mask = match (drop, cfg.device) {
-        (false, _) => 0.0,
-        (true, Device::Cuda) => 1.0,
-        (true, Device::Cpu) => p,
-    };
+    let mask = mask_bytes(cfg);
     // Which of q, k, v require grad: all after the first layer; in it, the
     // adapted ones. A matmul keeps an operand only for the other's gradient.
     let (q_rg, k_rg, v_rg) = if first {
@@ -302,6 +298,16 @@ pub(super) fn act_bytes(cfg: &DetailedConfig) -> f64 {
     }
 }
 
+/// Bytes per value of a dropout mask in the "hf" profile: none without
+/// dropout, `bool` on CUDA, the input's dtype on the CPU.
+fn mask_bytes(cfg: &DetailedConfig) -> f64 {
+    match (cfg.dropout, cfg.device) {
+        (false, _) => 0.0,
+        (true, Device::Cuda) => 1.0,
+        (true, Device::Cpu) => act_bytes(cfg),
+    }
+}
+
 /// One layer's activations for `b` sequences; `moe_layer`: a
 /// mixture-of-experts layer.
 fn layer_activations_of(cfg: &DetailedConfig, b: f64, moe_layer: bool) -> LayerActivations {
@@ -348,11 +354,7 @@ fn layer_activations_of(cfg: &DetailedConfig, b: f64, moe_layer: bool) -> LayerA
             }
         }
         Profile::Hf => {
-            let mask = match (drop, cfg.device) {
-                (false, _) => 0.0,
-                (true, Device::Cuda) => 1.0,
-                (true, Device::Cpu) => p,
-            };
+            let mask = mask_bytes(cfg);
             // PyTorch's SDPA on the CPU has no kernel with dropout and falls
             // back to its math path, which computes in fp32: it keeps q, k
             // (repeated to all heads) and v, the softmax, the dropout mask
@@ -517,11 +519,7 @@ pub(super) fn outer_activations(cfg: &DetailedConfig, b: f64) -> OuterActivation
         // Embedding dropout mask; final norm input, output-layer input.
         Profile::Fused => (if cfg.dropout { n * h } else { 0.0 }, 2.0 * n * h * p),
         Profile::Hf => {
-            let mask = match (cfg.dropout, cfg.device) {
-                (false, _) => 0.0,
-                (true, Device::Cuda) => 1.0,
-                (true, Device::Cpu) => p,
-            };
+            let mask = mask_bytes(cfg);
             // Labels (int64) and the loss's fp32 total weight.
             let loss = 8.0 * n + 4.0;
             match a.family {

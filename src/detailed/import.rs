@@ -31,7 +31,7 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 use std::fmt;
 
-use super::arch::{Architecture, Family, Mla, Moe, Router};
+use super::arch::{Architecture, Mla, Moe, Router};
 
 /// The keys that change training memory; `#[serde(default)]` leaves an
 /// absent key `None` (or empty), and unknown keys are ignored.
@@ -391,9 +391,6 @@ fn llama_like(c: &HfConfig, t: &str, notes: &mut Vec<String>) -> Result<Architec
             }
         }
         _ => arch.ffn = dense_ffn(None)?,
-    }
-    if arch.family != Family::Llama {
-        unreachable!("llama_like builds the Llama family");
     }
     Ok(arch)
 }
