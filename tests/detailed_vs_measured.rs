@@ -5,9 +5,7 @@
 //! within ±10 %; and the README's validation table must be this one.
 #![cfg(not(target_arch = "wasm32"))]
 
-use membudget::detailed::{
-    estimate, AttentionKernel, DetailedConfig, Device, Optimizer, Precision, Profile,
-};
+use membudget::detailed::{estimate, DetailedConfig};
 
 mod common;
 
@@ -24,8 +22,7 @@ struct Row {
 fn rows() -> Vec<Row> {
     let text = include_str!("fixtures/hf_measured.tsv");
     let mut out = Vec::new();
-    for line in text.lines().filter(|l| !l.starts_with('#')).skip(1) {
-        let c: Vec<&str> = line.split('\t').collect();
+    for (line, c) in common::tsv_rows(text) {
         assert_eq!(c.len(), 18, "{line}");
         let num = |i: usize| c[i].parse::<u64>().unwrap();
         let (layers, hidden, heads, kv, ffn, vocab, seq, batch) = (
@@ -40,19 +37,7 @@ fn rows() -> Vec<Row> {
         );
         let arch = common::measured_arch(c[0], (layers, hidden, heads, kv, ffn, vocab), seq);
         let mut cfg = DetailedConfig::new(arch, seq, batch);
-        cfg.profile = Profile::Hf;
-        cfg.device = Device::Cpu;
-        cfg.optimizer = Optimizer::AdamW;
-        cfg.precision = if c[9] == "fp32" {
-            Precision::Fp32
-        } else {
-            Precision::Bf16
-        };
-        cfg.attention = if c[10] == "eager" {
-            AttentionKernel::Eager
-        } else {
-            AttentionKernel::Flash
-        };
+        common::hf_cpu(&mut cfg, c[9], c[10]);
         cfg.dropout = c[11] == "1";
         assert_eq!(arch.params(), num(12), "{line}: parameter count");
         let kv_label = if c[0] == "llama" {

@@ -7,16 +7,15 @@
 //! norms).
 #![cfg(not(target_arch = "wasm32"))]
 
-use membudget::detailed::{
-    estimate, Architecture, AttentionKernel, DetailedConfig, Device, Precision, Profile,
-};
+mod common;
+
+use membudget::detailed::{estimate, Architecture, DetailedConfig};
 
 #[test]
 fn gemma_saved_bytes_within_five_percent() {
     let text = include_str!("fixtures/gemma_measured.tsv");
     let mut rows = 0;
-    for line in text.lines().filter(|l| !l.starts_with('#')).skip(1) {
-        let c: Vec<&str> = line.split('\t').collect();
+    for (line, c) in common::tsv_rows(text) {
         let n = |i: usize| c[i].parse::<u64>().unwrap();
         let (layers, hidden, heads, kv, head_dim, ffn, vocab, seq, batch) =
             (n(1), n(2), n(3), n(4), n(5), n(6), n(7), n(8), n(9));
@@ -35,19 +34,8 @@ fn gemma_saved_bytes_within_five_percent() {
         };
         assert_eq!(arch.params(), n(12), "{line}: parameters");
         let mut cfg = DetailedConfig::new(arch, seq, batch);
-        cfg.profile = Profile::Hf;
-        cfg.device = Device::Cpu;
         cfg.dropout = false;
-        cfg.precision = if c[10] == "fp32" {
-            Precision::Fp32
-        } else {
-            Precision::Bf16
-        };
-        cfg.attention = if c[11] == "eager" {
-            AttentionKernel::Eager
-        } else {
-            AttentionKernel::Flash
-        };
+        common::hf_cpu(&mut cfg, c[10], c[11]);
         let got = estimate(&cfg).unwrap().activations;
         let want = n(13) as f64;
         let err = got / want - 1.0;

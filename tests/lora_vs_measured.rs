@@ -6,31 +6,22 @@
 //! and the saved activations within ±5 % on every row.
 #![cfg(not(target_arch = "wasm32"))]
 
-use membudget::detailed::{
-    estimate, Architecture, AttentionKernel, BaseQuant, DetailedConfig, Device, LoraTargets,
-    Optimizer, Precision, Profile,
-};
+mod common;
+
+use membudget::detailed::{estimate, Architecture, BaseQuant, DetailedConfig, LoraTargets};
 
 #[test]
 fn peft_lora_states_exact_and_activations_within_five_percent() {
     let text = include_str!("fixtures/lora_measured.tsv");
     let mut rows = 0;
     let mut worst: f64 = 0.0;
-    for line in text.lines().filter(|l| !l.starts_with('#')).skip(1) {
-        let c: Vec<&str> = line.split('\t').collect();
+    for (line, c) in common::tsv_rows(text) {
         let n = |i: usize| c[i].parse::<u64>().unwrap();
         let f = |i: usize| c[i].parse::<f64>().unwrap();
         let arch = Architecture::llama(n(0), n(1), n(2), n(3), n(4), n(11));
         let mut cfg = DetailedConfig::new(arch, n(5), n(6));
-        cfg.profile = Profile::Hf;
-        cfg.device = Device::Cpu;
-        cfg.optimizer = Optimizer::AdamW;
         cfg.dropout = false;
-        cfg.precision = if c[7] == "fp32" {
-            Precision::Fp32
-        } else {
-            Precision::Bf16
-        };
+        common::hf_cpu(&mut cfg, c[7], c[8]);
         // QLoRA rows: bitsandbytes' packed weights count half their values
         // as parameters there, and the quantization state is checked in
         // qlora_vs_measured.rs; here the adapters, their states and the
@@ -39,11 +30,6 @@ fn peft_lora_states_exact_and_activations_within_five_percent() {
         if qlora {
             cfg.base_quant = BaseQuant::Nf4 { double_quant: true };
         }
-        cfg.attention = if c[8] == "eager" {
-            AttentionKernel::Eager
-        } else {
-            AttentionKernel::Flash
-        };
         cfg.lora_rank = Some(n(9));
         cfg.lora_targets = c[10].parse::<LoraTargets>().unwrap();
         if !qlora {
@@ -85,26 +71,14 @@ fn peft_lora_peak_within_five_percent_and_right_phase() {
     let text = include_str!("fixtures/lora_peak_measured.tsv");
     let mut rows = 0;
     let mut failures = Vec::new();
-    for line in text.lines().filter(|l| !l.starts_with('#')).skip(1) {
-        let c: Vec<&str> = line.split('\t').collect();
+    for (line, c) in common::tsv_rows(text) {
         let n = |i: usize| c[i].parse::<u64>().unwrap();
         let arch = Architecture::llama(n(0), n(1), n(2), n(3), n(4), n(5));
         let (seq, micro, accum) = (n(6), n(7), n(8));
         let mut cfg = DetailedConfig::new(arch, seq, micro * accum);
         cfg.micro_batch = Some(micro);
-        cfg.profile = Profile::Hf;
-        cfg.device = Device::Cpu;
         cfg.dropout = false;
-        cfg.precision = if c[9] == "fp32" {
-            Precision::Fp32
-        } else {
-            Precision::Bf16
-        };
-        cfg.attention = if c[10] == "eager" {
-            AttentionKernel::Eager
-        } else {
-            AttentionKernel::Flash
-        };
+        common::hf_cpu(&mut cfg, c[9], c[10]);
         cfg.lora_rank = Some(n(11));
         cfg.lora_targets = c[12].parse::<LoraTargets>().unwrap();
         let opts = StepOptions {

@@ -6,9 +6,10 @@
 //! profile on the CPU must give the peak within ±5 % and the right phase.
 #![cfg(not(target_arch = "wasm32"))]
 
+mod common;
+
 use membudget::detailed::{
-    timeline, AdamImpl, Architecture, AttentionKernel, DetailedConfig, Device, ExpertsImpl, Moe,
-    Optimizer, Precision, Profile, Router, Step, StepOptions,
+    timeline, AdamImpl, Architecture, DetailedConfig, ExpertsImpl, Moe, Router, Step, StepOptions,
 };
 
 #[test]
@@ -17,8 +18,7 @@ fn moe_peak_within_five_percent_and_right_phase() {
     let mut rows = 0;
     let mut worst: f64 = 0.0;
     let mut failures = Vec::new();
-    for line in text.lines().filter(|l| !l.starts_with('#')).skip(1) {
-        let c: Vec<&str> = line.split('\t').collect();
+    for (line, c) in common::tsv_rows(text) {
         let n = |i: usize| c[i].parse::<u64>().unwrap();
         let qwen = c[0] == "qwen3_moe";
         let arch = Architecture {
@@ -38,20 +38,8 @@ fn moe_peak_within_five_percent_and_right_phase() {
         let (seq, micro, accum) = (n(9), n(10), n(11));
         let mut cfg = DetailedConfig::new(arch, seq, micro * accum);
         cfg.micro_batch = Some(micro);
-        cfg.profile = Profile::Hf;
-        cfg.device = Device::Cpu;
-        cfg.optimizer = Optimizer::AdamW;
         cfg.dropout = false;
-        cfg.precision = if c[12] == "fp32" {
-            Precision::Fp32
-        } else {
-            Precision::Bf16
-        };
-        cfg.attention = if c[13] == "eager" {
-            AttentionKernel::Eager
-        } else {
-            AttentionKernel::Flash
-        };
+        common::hf_cpu(&mut cfg, c[12], c[13]);
         cfg.experts_impl = if c[14] == "eager" {
             ExpertsImpl::Loop
         } else {

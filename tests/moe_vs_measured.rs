@@ -9,10 +9,9 @@
 //! bytes: exact on every row but top-1 routing, where it is 8 bytes short.
 #![cfg(not(target_arch = "wasm32"))]
 
-use membudget::detailed::{
-    estimate, Architecture, AttentionKernel, DetailedConfig, Device, ExpertsImpl, Mla, Moe,
-    Optimizer, Precision, Profile, Router,
-};
+mod common;
+
+use membudget::detailed::{estimate, Architecture, DetailedConfig, ExpertsImpl, Mla, Moe, Router};
 
 struct Row {
     line: String,
@@ -25,8 +24,7 @@ struct Row {
 fn rows() -> Vec<Row> {
     let text = include_str!("fixtures/moe_measured.tsv");
     let mut out = Vec::new();
-    for line in text.lines().filter(|l| !l.starts_with('#')).skip(1) {
-        let c: Vec<&str> = line.split('\t').collect();
+    for (line, c) in common::tsv_rows(text) {
         assert_eq!(c.len(), 21, "{line}");
         let num = |i: usize| c[i].parse::<u64>().unwrap();
         let (layers, hidden, heads, kv, experts, top_k, effn, vocab, seq, batch) = (
@@ -79,20 +77,8 @@ fn rows() -> Vec<Row> {
             )
         };
         let mut cfg = DetailedConfig::new(arch, seq, batch);
-        cfg.profile = Profile::Hf;
-        cfg.device = Device::Cpu;
-        cfg.optimizer = Optimizer::AdamW;
         cfg.dropout = false;
-        cfg.precision = if c[11] == "fp32" {
-            Precision::Fp32
-        } else {
-            Precision::Bf16
-        };
-        cfg.attention = if c[12] == "eager" {
-            AttentionKernel::Eager
-        } else {
-            AttentionKernel::Flash
-        };
+        common::hf_cpu(&mut cfg, c[11], c[12]);
         cfg.experts_impl = if c[13] == "eager" {
             ExpertsImpl::Loop
         } else {

@@ -5,6 +5,8 @@
 //! model's own figures must agree with them where their assumptions meet.
 #![cfg(not(target_arch = "wasm32"))]
 
+mod common;
+
 use membudget::detailed::offload::{deepspeed_zero2, deepspeed_zero3, BUFFER_FACTOR};
 use membudget::detailed::{estimate, host_ram, preset, DetailedConfig};
 
@@ -12,8 +14,7 @@ use membudget::detailed::{estimate, host_ram, preset, DetailedConfig};
 fn deepspeed_estimators_reproduced_to_the_byte() {
     let text = include_str!("fixtures/deepspeed_estimates.tsv");
     let mut rows = 0;
-    for line in text.lines().filter(|l| !l.starts_with('#')).skip(1) {
-        let c: Vec<&str> = line.split('\t').collect();
+    for (line, c) in common::tsv_rows(text) {
         let n = |i: usize| c[i].parse::<u64>().unwrap();
         let flag = |i: usize| c[i] == "1";
         let got = if c[0] == "2" {

@@ -6,6 +6,8 @@
 //! quantization-state storage; the model must give each to the byte.
 #![cfg(not(target_arch = "wasm32"))]
 
+mod common;
+
 use membudget::detailed::quant::quantized_base;
 use membudget::detailed::{Architecture, BaseQuant};
 
@@ -13,8 +15,7 @@ use membudget::detailed::{Architecture, BaseQuant};
 fn quantized_base_matches_bitsandbytes_to_the_byte() {
     let text = include_str!("fixtures/qlora_measured.tsv");
     let mut rows = 0;
-    for line in text.lines().filter(|l| !l.starts_with('#')).skip(1) {
-        let c: Vec<&str> = line.split('\t').collect();
+    for (line, c) in common::tsv_rows(text) {
         let n = |i: usize| c[i].parse::<u64>().unwrap();
         let (layers, hidden, heads, kv, ffn, vocab) = (n(1), n(2), n(3), n(4), n(5), n(7));
         let arch = match c[0] {

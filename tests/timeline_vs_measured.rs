@@ -7,8 +7,7 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use membudget::detailed::{
-    estimate, timeline, AdamImpl, AttentionKernel, DetailedConfig, Device, Optimizer, Phase,
-    Precision, Profile, Recompute, Step, StepOptions,
+    estimate, timeline, AdamImpl, DetailedConfig, Phase, Recompute, Step, StepOptions,
 };
 
 /// One measured step.
@@ -36,8 +35,7 @@ fn phase(name: &str) -> Phase {
 fn rows() -> Vec<Row> {
     let text = include_str!("fixtures/peak_measured.tsv");
     let mut out = Vec::new();
-    for line in text.lines().filter(|l| !l.starts_with('#')).skip(1) {
-        let c: Vec<&str> = line.split('\t').collect();
+    for (line, c) in common::tsv_rows(text) {
         assert_eq!(c.len(), 27, "{line}");
         let num = |i: usize| c[i].parse::<u64>().unwrap();
         let (layers, hidden, heads, kv, ffn, vocab, seq, micro, micro_batches) = (
@@ -55,19 +53,7 @@ fn rows() -> Vec<Row> {
         assert_eq!(arch.params(), num(16), "{line}: parameter count");
         let mut cfg = DetailedConfig::new(arch, seq, micro * micro_batches);
         cfg.micro_batch = Some(micro);
-        cfg.profile = Profile::Hf;
-        cfg.device = Device::Cpu;
-        cfg.optimizer = Optimizer::AdamW;
-        cfg.precision = if c[10] == "fp32" {
-            Precision::Fp32
-        } else {
-            Precision::Bf16
-        };
-        cfg.attention = if c[11] == "eager" {
-            AttentionKernel::Eager
-        } else {
-            AttentionKernel::Flash
-        };
+        common::hf_cpu(&mut cfg, c[10], c[11]);
         cfg.dropout = c[12] == "1";
         cfg.recompute = if c[13] == "1" {
             Recompute::Full

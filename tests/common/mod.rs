@@ -66,3 +66,32 @@ pub fn measured_arch(
         other => panic!("unknown arch {other}"),
     }
 }
+
+/// The data rows of a measured table (`tests/fixtures/*.tsv`): comment lines
+/// and the header left out; each row as its line and its tab-separated fields.
+pub fn tsv_rows(text: &str) -> impl Iterator<Item = (&str, Vec<&str>)> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .skip(1)
+        .map(|line| (line, line.split('\t').collect()))
+}
+
+/// The "hf" profile on the CPU with AdamW, as the measuring scripts run a
+/// row: `dtype` `fp32` or 16-bit (`bf16`, and QLoRA's `nf4`, a bf16 model),
+/// `attention` `eager` or SDPA.
+pub fn hf_cpu(cfg: &mut membudget::detailed::DetailedConfig, dtype: &str, attention: &str) {
+    use membudget::detailed::{AttentionKernel, Device, Profile};
+    cfg.profile = Profile::Hf;
+    cfg.device = Device::Cpu;
+    cfg.optimizer = Optimizer::AdamW;
+    cfg.precision = if dtype == "fp32" {
+        Precision::Fp32
+    } else {
+        Precision::Bf16
+    };
+    cfg.attention = if attention == "eager" {
+        AttentionKernel::Eager
+    } else {
+        AttentionKernel::Flash
+    };
+}
