@@ -46,9 +46,11 @@ if (!/http-equiv="?Content-Security-Policy/.test(html)) {
 }
 
 if (process.env.TRUNK_PROFILE === 'release') {
-  const glue = fs.readdirSync(dir).filter((f) => /^membudget-[0-9a-f]+\.js$/.test(f));
-  if (glue.length !== 1) {
-    console.error(`expected one wasm-bindgen glue file, found: ${glue.join(', ') || 'none'}`);
+  // The light lesson page's glue (loaded by index.html, with an integrity
+  // hash) and the full calculator's (imported by the light page).
+  const glue = fs.readdirSync(dir).filter((f) => /^lesson-[0-9a-f]+\.js$/.test(f));
+  if (glue.length !== 1 || !fs.existsSync(path.join(dir, 'membudget.js'))) {
+    console.error(`expected lesson-<hash>.js and membudget.js, found: ${glue.join(', ') || 'none'}`);
     process.exit(1);
   }
   const glueFile = path.join(dir, glue[0]);
@@ -60,6 +62,9 @@ if (process.env.TRUNK_PROFILE === 'release') {
   }
   fs.writeFileSync(glueFile, small);
   html = html.replaceAll(sri(code), sri(small));
+  const fullGlue = path.join(dir, 'membudget.js');
+  const { code: fullSmall } = await minify(fs.readFileSync(fullGlue, 'utf8'), { module: true, compress: true, mangle: true });
+  fs.writeFileSync(fullGlue, fullSmall);
   for (const script of ['boot.js', 'sw.js']) {
     const scriptFile = path.join(dir, script);
     const { code: min } = await minify(fs.readFileSync(scriptFile, 'utf8'), { compress: true, mangle: true });

@@ -33,7 +33,7 @@
   addEventListener('error', function (event) {
     var error = event.error;
     // Errors from the wasm, or anything thrown while the loader starts it.
-    if (fromWasm(error) || /\/(loader|membudget)-[0-9a-f]+\.js$/.test(event.filename || '')) {
+    if (fromWasm(error) || /\/(loader-[0-9a-f]+|lesson-[0-9a-f]+|membudget|inline\d+)\.js$/.test(event.filename || '')) {
       show(error ? error.name + ': ' + error.message : event.message);
     }
   });

@@ -10,7 +10,8 @@
 //! - [`export`]: the table as Markdown, CSV and JSON.
 //! - [`number`]: reading typed numbers (one syntax, a pluggable conversion).
 //! - `cli` (native only): the command line.
-//! - `app` (wasm32 only): the Leptos page.
+//! - `app` (wasm32 only): the Leptos page; `light` (wasm32 only): the
+//!   lesson's view without a framework, loaded first.
 #![deny(missing_docs)]
 
 #[cfg(target_arch = "wasm32")]
@@ -21,6 +22,8 @@ pub mod chart;
 pub mod cli;
 pub mod detailed;
 pub mod export;
+#[cfg(target_arch = "wasm32")]
+pub mod light;
 pub mod number;
 pub mod state;
 pub mod url;

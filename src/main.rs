@@ -1,8 +1,16 @@
 //! On wasm32 this mounts the page; natively it is the command line.
 
+/// On wasm32 the full calculator, which the light lesson page
+/// (`src/light.rs`) loads and starts through [`take_over`]: nothing to do
+/// when the module starts.
 #[cfg(target_arch = "wasm32")]
-fn main() {
-    membudget::app::start();
+fn main() {}
+
+/// Replaces the light lesson page with the full calculator on `query`.
+#[cfg(target_arch = "wasm32")]
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub fn take_over(query: String) {
+    membudget::app::take_over(&query);
 }
 
 #[cfg(not(target_arch = "wasm32"))]

@@ -12,7 +12,7 @@ mod controls;
 mod detailed;
 mod exercises;
 mod fit;
-mod panic;
+pub(crate) mod panic;
 mod reactive;
 mod share;
 mod sweep;
@@ -57,12 +57,33 @@ pub struct DetailedBudget(pub Memo<Result<DetailedBreakdown, DetailedError>>);
 #[derive(Clone, Copy)]
 pub struct DetailedTimeline(pub Memo<Option<StepTimeline>>);
 
-/// Installs the panic banner and mounts [`App`] on `<body>`. (The service
-/// worker that keeps the page working offline is registered by
-/// `assets/boot.js`, before the wasm loads.)
-pub fn start() {
+/// Installs the panic banner and mounts the calculator on `query` in place
+/// of the light lesson page
+/// ([`crate::light`]), which asks for this once this wasm has loaded and no
+/// slider is held. The same markup replaces the same markup, in one task
+/// (no frame is painted between), and the control that had the focus
+/// keeps it.
+pub fn take_over(query: &str) {
     panic::install_hook();
-    mount_to_body(App);
+    let doc = web_sys::window().and_then(|w| w.document());
+    let focused = doc
+        .as_ref()
+        .and_then(|d| d.active_element())
+        .map(|e| e.id());
+    let query = query.to_string();
+    mount_to_body(move || calculator_for(&query));
+    let Some(doc) = doc else { return };
+    if let Some(light) = doc.get_element_by_id("light-page") {
+        light.remove();
+    }
+    let target = focused
+        .filter(|id| !id.is_empty())
+        .and_then(|id| doc.get_element_by_id(&id));
+    if let Some(e) =
+        target.and_then(|e| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlElement>(e).ok())
+    {
+        let _ = e.focus();
+    }
 }
 
 /// The calculator's shared value of type `T`. Like `expect_context`, but
@@ -88,14 +109,18 @@ fn location_query() -> String {
 /// The whole calculator, reading its first state from the address bar.
 #[component]
 pub fn App() -> impl IntoView {
-    let query = location_query();
+    calculator_for(&location_query())
+}
+
+/// The calculator starting from `query`.
+fn calculator_for(query: &str) -> impl IntoView {
     // Debug builds only: `?debug_panic=1` panics on purpose, so the end-to-end
     // tests can check that a panic shows the banner, not a blank page.
     #[cfg(debug_assertions)]
     if query.contains("debug_panic=1") {
         panic!("debug_panic=1 asked for a panic");
     }
-    let decoded = decode_with(&query, browser_to_f64);
+    let decoded = decode_with(query, browser_to_f64);
     let initial = decoded.state.with_exercise_set_up();
     view! { <Calculator initial=initial ignored=decoded.ignored /> }
 }

@@ -46,9 +46,12 @@ export function launch() {
 }
 
 /** Opens `url` in a fresh context once the table is filled; collects page
- *  errors, console errors and failed requests in `problems`. */
+ *  errors, console errors and failed requests in `problems`. Outside an
+ *  embed, also waits until the full calculator has taken over from the
+ *  light lesson page (`light: true` in `options` does not wait). */
 export async function openPage(browser, url, options = {}) {
-  const context = await browser.newContext(options);
+  const { light = false, ...contextOptions } = options;
+  const context = await browser.newContext(contextOptions);
   const page = await context.newPage();
   const problems = [];
   page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
@@ -56,7 +59,13 @@ export async function openPage(browser, url, options = {}) {
   page.on('requestfailed', (r) => problems.push(`requestfailed: ${r.url()}`));
   await page.goto(url);
   await page.waitForSelector('tr[data-term="total"] td.gb:not(:empty):visible');
+  if (!light && !/[?&]embed=1/.test(url)) await fullPage(page);
   return { page, problems, context };
+}
+
+/** Waits until the full calculator has replaced the light lesson page. */
+export async function fullPage(page) {
+  await page.waitForFunction(() => !document.getElementById('light-page') && document.querySelector('main.membudget'));
 }
 
 /** Waits until the address matches `re` (the page writes it at most every

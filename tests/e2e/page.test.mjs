@@ -3,7 +3,7 @@
 // unticks mixed precision, types a bad value. Run: node --test tests/e2e/
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launch, openPage, figures, chart } from './harness.mjs';
+import { startServer, launch, openPage, fullPage, figures, chart } from './harness.mjs';
 
 let server, browser;
 before(async () => { server = await startServer(); browser = await launch(); });
@@ -100,7 +100,7 @@ test('after one visit the page works offline (service worker)', async () => {
   await page.evaluate(() => navigator.serviceWorker.ready);
   // Load once under the worker's control so it caches every file.
   await page.reload();
-  await page.waitForSelector('tr[data-term="total"] td.gb:not(:empty):visible');
+  await fullPage(page);
   assert.ok(await page.evaluate(() => !!navigator.serviceWorker.controller), 'not controlled');
   await context.setOffline(true);
   await page.goto(server.base + '?batch=8');

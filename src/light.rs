@@ -1,0 +1,675 @@
+//! The light lesson page: the lesson's view (five sliders, the precision
+//! toggle, the stacked bar and the table) without a framework, as its own
+//! small wasm (`src/bin/lesson.rs`). It is what `index.html` loads first, so
+//! an embed or a first visit ships this, not the detailed model, the
+//! importer, the sweep or the exports.
+//!
+//! On the full page it hands over to the full calculator (the `membudget`
+//! wasm, loaded once the first chart is drawn) with its state as a query
+//! string; in an embed (`?embed=1`) it stays. An address it cannot show
+//! (detailed mode, a baseline, an exercise, a value to report) goes to the
+//! full calculator at once.
+//!
+//! The markup, ids and classes are the full page's, so the stylesheet, the
+//! tests and a reader's eye see the same page before and after.
+
+use crate::budget::{dominant_sentence, estimate, ErrorKind, Field, Term};
+use crate::chart::{draw, term_colour_hex, Bar, ChartSpec, ChartStyle};
+use crate::number::read;
+use crate::state::{Mode, PageState};
+use crate::url::{decode_with, encode};
+use plotters::prelude::IntoDrawingArea;
+use plotters_canvas::CanvasBackend;
+use std::cell::RefCell;
+use std::rc::Rc;
+use wasm_bindgen::prelude::*;
+use web_sys::{Document, Element, HtmlCanvasElement, HtmlInputElement};
+
+#[wasm_bindgen(inline_js = "
+export function load_full() {
+  return import(new URL('./membudget.js', document.baseURI).href).then(function (m) {
+    return m.default().then(function () { return m; });
+  });
+}
+export function take_over(module, query) { module.take_over(query); }
+")]
+extern "C" {
+    /// Downloads and starts the full calculator's wasm (it waits, mounted
+    /// nowhere, until [`take_over`] is called).
+    fn load_full() -> js_sys::Promise;
+    /// Asks the started full calculator to replace this page with `query`.
+    fn take_over(module: &JsValue, query: &str);
+}
+
+/// The browser's decimal-to-`f64` conversion (see `crate::app::browser_to_f64`).
+fn to_f64(decimal: &str) -> f64 {
+    js_sys::Number::parse_float(decimal)
+}
+
+/// Whether the light page can show `state` exactly as the full page would.
+fn shows(state: &PageState) -> bool {
+    state.mode == Mode::Lesson && state.baseline.is_none() && state.exercise.is_none()
+}
+
+/// The page's elements that change, and its state.
+struct Page {
+    state: PageState,
+    doc: Document,
+    sliders: Vec<HtmlInputElement>,
+    boxes: Vec<HtmlInputElement>,
+    messages: Vec<Element>,
+    mixed: HtmlInputElement,
+    hint: Element,
+    sentence: Element,
+    cells: Vec<Element>,
+    swatch_rows: Vec<Element>,
+    canvas: HtmlCanvasElement,
+    open_full: Element,
+    /// The canvas box in CSS pixels, kept by a `ResizeObserver`.
+    size: (f64, f64),
+    /// A pointer is down (a slider being dragged): the hand-over waits.
+    pointer_down: bool,
+    /// The full calculator, started and waiting to take over.
+    full: Option<JsValue>,
+}
+
+type Shared = Rc<RefCell<Page>>;
+
+/// Creates `<tag class=…>`.
+fn el(doc: &Document, tag: &str, class: &str) -> Element {
+    let e = doc.create_element(tag).expect("create_element");
+    if !class.is_empty() {
+        e.set_class_name(class);
+    }
+    e
+}
+
+fn attr(e: &Element, name: &str, value: &str) {
+    let _ = e.set_attribute(name, value);
+}
+
+fn text(e: &Element, t: &str) {
+    e.set_text_content(Some(t));
+}
+
+fn add(parent: &Element, child: &Element) {
+    let _ = parent.append_child(child);
+}
+
+fn listen(target: &Element, event: &str, f: impl FnMut(web_sys::Event) + 'static) {
+    let closure = Closure::<dyn FnMut(web_sys::Event)>::new(f);
+    let _ = target.add_event_listener_with_callback(event, closure.as_ref().unchecked_ref());
+    // Lives as long as the element, which lives as long as the light page.
+    closure.forget();
+}
+
+fn show(value: f64) -> String {
+    format!("{value}")
+}
+
+/// Starts the light page: reads the address; shows the lesson's view, or
+/// hands an address it cannot show to the full calculator.
+pub fn start() {
+    let Some(doc) = web_sys::window().and_then(|w| w.document()) else {
+        return;
+    };
+    let query = web_sys::window()
+        .and_then(|w| w.location().search().ok())
+        .unwrap_or_default();
+    crate::app::panic::install_hook();
+    let decoded = decode_with(&query, to_f64);
+    let state = decoded.state;
+    // Debug builds: `?debug_panic=1` is the full calculator's (see `crate::app`).
+    let debug_panic = cfg!(debug_assertions) && query.contains("debug_panic=1");
+    if !shows(&state) || !decoded.ignored.is_empty() || debug_panic {
+        hand_over(None, query.trim_start_matches('?').to_string());
+        return;
+    }
+    let page = build(&doc, state);
+    page.borrow_mut().render();
+    if !state.embed {
+        // The full calculator loads after the first chart, and takes over
+        // when no slider is held.
+        let p = page.clone();
+        let promise = load_full();
+        let future = wasm_bindgen_futures::JsFuture::from(promise);
+        wasm_bindgen_futures::spawn_local(async move {
+            match future.await {
+                Ok(module) => {
+                    p.borrow_mut().full = Some(module);
+                    Page::maybe_hand_over(&p);
+                }
+                Err(e) => not_loaded(&e),
+            }
+        });
+    }
+}
+
+/// Starts the full calculator on `query` (loading it unless `module` is
+/// already there).
+fn hand_over(module: Option<JsValue>, query: String) {
+    match module {
+        Some(m) => take_over(&m, &query),
+        None => {
+            let future = wasm_bindgen_futures::JsFuture::from(load_full());
+            wasm_bindgen_futures::spawn_local(async move {
+                match future.await {
+                    Ok(m) => take_over(&m, &query),
+                    Err(e) => not_loaded(&e),
+                }
+            });
+        }
+    }
+}
+
+/// Says, in the page's alert banner, that the full calculator could not be
+/// loaded (offline on a first visit, say), instead of failing silently.
+fn not_loaded(error: &JsValue) {
+    let Some(doc) = web_sys::window().and_then(|w| w.document()) else {
+        return;
+    };
+    let (Some(body), None) = (doc.body(), doc.get_element_by_id("panic-banner")) else {
+        return;
+    };
+    let banner = el(&doc, "div", "");
+    banner.set_id("panic-banner");
+    attr(&banner, "role", "alert");
+    let detail = error
+        .dyn_ref::<js_sys::Error>()
+        .map(|e| String::from(e.message()))
+        .unwrap_or_default();
+    let still = if doc.get_element_by_id("light-page").is_some() {
+        "the lesson's view still works"
+    } else {
+        "reload the page to try again"
+    };
+    text(
+        &banner,
+        &format!("The full calculator could not be loaded ({detail}); {still}."),
+    );
+    let _ = body.insert_before(&banner, body.first_child().as_ref());
+}
+
+fn build(doc: &Document, state: PageState) -> Shared {
+    let body = doc.body().expect("body");
+    let main = el(
+        doc,
+        "main",
+        if state.embed {
+            "membudget embed light"
+        } else {
+            "membudget light"
+        },
+    );
+    main.set_id("light-page");
+    let header = el(doc, "header", "full-only");
+    let h1 = el(doc, "h1", "");
+    text(&h1, "GPU memory for training");
+    let lede = el(doc, "p", "lede");
+    text(
+        &lede,
+        "Training memory splits into terms that scale differently. Move the sliders and watch which one grows.",
+    );
+    add(&header, &h1);
+    add(&header, &lede);
+    add(&main, &header);
+
+    let layout = el(doc, "div", "layout");
+    let controls = el(doc, "section", "controls");
+    attr(&controls, "aria-label", "Training configuration");
+    // The mode switch, so nothing moves when the full page takes over;
+    // choosing Detailed hands over at once.
+    let modes = el(doc, "div", "full-only");
+    let fieldset = el(doc, "fieldset", "field mode-switch");
+    let legend = el(doc, "legend", "");
+    text(&legend, "Calculation");
+    add(&fieldset, &legend);
+    let mut detailed_radio = None;
+    for (id, label, checked) in [
+        ("mode-lesson", " Lesson's rule", true),
+        ("mode-detailed", " Detailed, per GPU", false),
+    ] {
+        let l = el(doc, "label", "");
+        let input: HtmlInputElement = el(doc, "input", "").unchecked_into();
+        input.set_type("radio");
+        input.set_name("mode");
+        input.set_id(id);
+        input.set_checked(checked);
+        add(&l, &input);
+        let _ = l.append_with_str_1(label);
+        add(&fieldset, &l);
+        if !checked {
+            detailed_radio = Some(input);
+        }
+    }
+    add(&modes, &fieldset);
+    add(&controls, &modes);
+
+    let mut sliders = Vec::new();
+    let mut boxes = Vec::new();
+    let mut messages = Vec::new();
+    for field in Field::ALL {
+        let (smin, smax, step) = field.slider_range();
+        let (min, max) = field.range();
+        let key = field.key();
+        let div = el(doc, "div", "field");
+        let label = el(doc, "label", "");
+        attr(&label, "for", &format!("{key}-slider"));
+        text(&label, field.label());
+        let inputs = el(doc, "div", "field-inputs");
+        let slider: HtmlInputElement = el(doc, "input", "").unchecked_into();
+        slider.set_type("range");
+        slider.set_id(&format!("{key}-slider"));
+        attr(&slider, "min", &show(smin));
+        attr(&slider, "max", &show(smax));
+        attr(&slider, "step", &show(step));
+        let number: HtmlInputElement = el(doc, "input", "number").unchecked_into();
+        number.set_type("number");
+        number.set_id(&format!("{key}-input"));
+        attr(&number, "min", &show(min));
+        attr(&number, "max", &show(max));
+        attr(
+            &number,
+            "step",
+            if field.is_integer() { "1" } else { "any" },
+        );
+        attr(&number, "aria-label", &format!("{} value", field.label()));
+        attr(&number, "aria-describedby", &format!("{key}-message"));
+        let unit = el(doc, "span", "unit");
+        text(&unit, field.unit());
+        add(&inputs, &slider);
+        add(&inputs, &number);
+        add(&inputs, &unit);
+        let message = el(doc, "p", "field-message");
+        message.set_id(&format!("{key}-message"));
+        attr(&message, "role", "status");
+        attr(&message, "aria-live", "polite");
+        add(&div, &label);
+        add(&div, &inputs);
+        add(&div, &message);
+        add(&controls, &div);
+        sliders.push(slider);
+        boxes.push(number);
+        messages.push(message);
+    }
+    let toggle = el(doc, "div", "field toggle");
+    let label = el(doc, "label", "");
+    let mixed: HtmlInputElement = el(doc, "input", "").unchecked_into();
+    mixed.set_type("checkbox");
+    mixed.set_id("mixed-input");
+    add(&label, &mixed);
+    let _ = label.append_with_str_1(" Mixed precision");
+    let hint = el(doc, "span", "hint");
+    add(&toggle, &label);
+    add(&toggle, &hint);
+    add(&controls, &toggle);
+    add(&layout, &controls);
+
+    let results = el(doc, "section", "results");
+    attr(&results, "aria-label", "Memory budget");
+    let chart_box = el(doc, "div", "chart main-chart");
+    let canvas: HtmlCanvasElement = el(doc, "canvas", "").unchecked_into();
+    canvas.set_id("budget-chart");
+    attr(&canvas, "role", "img");
+    add(&chart_box, &canvas);
+    add(&results, &chart_box);
+    let wrap = el(doc, "div", "");
+    let sentence = el(doc, "p", "dominant-sentence");
+    attr(&sentence, "aria-live", "polite");
+    add(&wrap, &sentence);
+    let table = el(doc, "table", "budget");
+    let caption = el(doc, "caption", "");
+    text(
+        &caption,
+        &format!(
+            "Memory budget ({}; N = parameters)",
+            state.unit.definition()
+        ),
+    );
+    add(&table, &caption);
+    let thead = el(doc, "thead", "");
+    let tr = el(doc, "tr", "");
+    for (class, t) in [
+        ("", "Term"),
+        ("num", state.unit.label()),
+        ("formula", "Formula"),
+    ] {
+        let th = el(doc, "th", class);
+        attr(&th, "scope", "col");
+        text(&th, t);
+        add(&tr, &th);
+    }
+    add(&thead, &tr);
+    add(&table, &thead);
+    let tbody = el(doc, "tbody", "");
+    let tfoot = el(doc, "tfoot", "");
+    let mut cells = Vec::new();
+    let mut swatch_rows = Vec::new();
+    for term in Term::ALL.map(Some).into_iter().chain([None]) {
+        let tr = el(doc, "tr", "");
+        attr(&tr, "data-term", term.map_or("total", Term::json_key));
+        let th = el(doc, "th", "");
+        attr(&th, "scope", "row");
+        if let Some(t) = term {
+            let swatch = el(doc, "span", "swatch");
+            // Through the CSSOM: the page's policy refuses style attributes.
+            let _ = swatch
+                .unchecked_ref::<web_sys::HtmlElement>()
+                .style()
+                .set_property("background-color", &term_colour_hex(t));
+            add(&th, &swatch);
+            let _ = th.append_with_str_1(t.label());
+        }
+        add(&tr, &th);
+        let gb = el(doc, "td", "gb num");
+        add(&tr, &gb);
+        cells.push(gb);
+        let formula = el(doc, "td", "formula");
+        add(&tr, &formula);
+        if term.is_some() {
+            add(&tbody, &tr);
+            swatch_rows.push(tr);
+        } else {
+            text(&th, &format!("Total ({})", state.unit.label()));
+            let code = el(doc, "code", "");
+            text(&code, "sum of the five terms");
+            add(&formula, &code);
+            add(&tfoot, &tr);
+        }
+    }
+    add(&table, &tbody);
+    add(&table, &tfoot);
+    add(&wrap, &table);
+    add(&results, &wrap);
+    let open_full = el(doc, "a", "embed-only open-full");
+    attr(&open_full, "target", "_blank");
+    attr(&open_full, "rel", "noopener");
+    text(&open_full, "Open the full calculator ↗");
+    add(&results, &open_full);
+    add(&layout, &results);
+    add(&main, &layout);
+    let _ = body.insert_before(&main, body.first_child().as_ref());
+
+    let page = Rc::new(RefCell::new(Page {
+        state,
+        doc: doc.clone(),
+        sliders,
+        boxes,
+        messages,
+        mixed,
+        hint,
+        sentence,
+        cells,
+        swatch_rows,
+        canvas,
+        open_full,
+        size: (0.0, 0.0),
+        pointer_down: false,
+        full: None,
+    }));
+    wire(&page, &main, detailed_radio);
+    page
+}
+
+/// The listeners: sliders, number boxes, the toggle, the mode switch; the
+/// canvas size, the colour scheme; pointers (for the hand-over).
+fn wire(page: &Shared, main: &Element, detailed_radio: Option<HtmlInputElement>) {
+    let p = page.borrow();
+    for (i, field) in Field::ALL.into_iter().enumerate() {
+        let pg = page.clone();
+        listen(&p.sliders[i], "input", move |ev| {
+            let value = target_value(&ev);
+            if let Some(pos) = read(&value, to_f64) {
+                pg.borrow_mut().apply(field, field.from_slider(pos), None);
+            }
+        });
+        let pg = page.clone();
+        listen(&p.boxes[i], "input", move |ev| {
+            if let Ok(v) = field.parse_with(&target_value(&ev), to_f64) {
+                pg.borrow_mut().apply(field, v, None);
+            }
+        });
+        let pg = page.clone();
+        listen(&p.boxes[i], "change", move |ev| {
+            let typed = target_value(&ev);
+            let mut page = pg.borrow_mut();
+            let current = page.state.config.get(field);
+            match field.parse_with(&typed, to_f64) {
+                Ok(v) => page.apply(field, v, Some(String::new())),
+                Err(e) => {
+                    let fixed = match e.kind {
+                        ErrorKind::BelowMin { got, .. }
+                        | ErrorKind::AboveMax { got, .. }
+                        | ErrorKind::NotWhole { got } => Some(field.clamp(got)),
+                        ErrorKind::Empty | ErrorKind::NotANumber => None,
+                    };
+                    match fixed {
+                        Some(v) => page.apply(field, v, Some(format!("{e}; using {}.", show(v)))),
+                        None => page.apply(
+                            field,
+                            current,
+                            Some(format!("{e}; kept {}.", show(current))),
+                        ),
+                    }
+                }
+            }
+        });
+    }
+    let pg = page.clone();
+    listen(&p.mixed, "change", move |ev| {
+        let on = ev
+            .target()
+            .and_then(|t| t.dyn_into::<HtmlInputElement>().ok())
+            .is_some_and(|i| i.checked());
+        let mut page = pg.borrow_mut();
+        page.state.config.mixed_precision = on;
+        page.render();
+    });
+    if let Some(radio) = detailed_radio {
+        let pg = page.clone();
+        listen(&radio, "change", move |_| {
+            let (full, query) = {
+                let mut page = pg.borrow_mut();
+                page.state.mode = Mode::Detailed;
+                (page.full.take(), encode(&page.state))
+            };
+            hand_over(full, query);
+        });
+    }
+    let pg = page.clone();
+    listen(main, "pointerdown", move |_| {
+        pg.borrow_mut().pointer_down = true
+    });
+    for event in ["pointerup", "pointercancel"] {
+        let pg = page.clone();
+        if let Some(w) = web_sys::window() {
+            let closure = Closure::<dyn FnMut(web_sys::Event)>::new(move |_| {
+                pg.borrow_mut().pointer_down = false;
+                Page::maybe_hand_over(&pg);
+            });
+            let _ = w.add_event_listener_with_callback(event, closure.as_ref().unchecked_ref());
+            closure.forget();
+        }
+    }
+    // Redraw when the canvas box changes size.
+    let pg = page.clone();
+    let on_resize = Closure::<dyn Fn(js_sys::Array)>::new(move |entries: js_sys::Array| {
+        if let Ok(entry) = entries.get(0).dyn_into::<web_sys::ResizeObserverEntry>() {
+            let rect = entry.content_rect();
+            let new = (rect.width(), rect.height());
+            if let Ok(mut page) = pg.try_borrow_mut() {
+                if page.size != new {
+                    page.size = new;
+                    page.draw();
+                }
+            }
+        }
+    });
+    if let Ok(observer) = web_sys::ResizeObserver::new(on_resize.as_ref().unchecked_ref()) {
+        observer.observe(&p.canvas);
+    }
+    on_resize.forget();
+    // Redraw in the other colours when the system's scheme changes.
+    if let Some(query) =
+        web_sys::window().and_then(|w| w.match_media("(prefers-color-scheme: dark)").ok().flatten())
+    {
+        let pg = page.clone();
+        let listener = Closure::<dyn Fn(web_sys::Event)>::new(move |_| {
+            if let Ok(mut page) = pg.try_borrow_mut() {
+                page.draw();
+            }
+        });
+        let _ = query.add_event_listener_with_callback("change", listener.as_ref().unchecked_ref());
+        listener.forget();
+    }
+}
+
+fn target_value(ev: &web_sys::Event) -> String {
+    ev.target()
+        .and_then(|t| t.dyn_into::<HtmlInputElement>().ok())
+        .map(|i| i.value())
+        .unwrap_or_default()
+}
+
+impl Page {
+    /// Sets `field` to `value` (already valid) and shows it; `note`, when
+    /// given, replaces the field's message.
+    fn apply(&mut self, field: Field, value: f64, note: Option<String>) {
+        if let Ok(next) = self.state.config.with(field, value) {
+            self.state.config = next;
+        }
+        let i = Field::ALL.iter().position(|&f| f == field).unwrap_or(0);
+        if let Some(note) = note {
+            text(&self.messages[i], &note);
+            // The value in force, even when it did not change.
+            self.boxes[i].set_value(&show(self.state.config.get(field)));
+        } else {
+            text(&self.messages[i], "");
+        }
+        self.render();
+    }
+
+    /// Shows the state: inputs, chart, sentence and table.
+    fn render(&mut self) {
+        let s = self.state;
+        let focused = self.doc.active_element();
+        for (i, field) in Field::ALL.into_iter().enumerate() {
+            let v = s.config.get(field);
+            self.sliders[i].set_value(&show(field.to_slider(v)));
+            attr(
+                &self.sliders[i],
+                "aria-valuetext",
+                &format!("{} {}", show(v), field.unit()),
+            );
+            let number: &Element = &self.boxes[i];
+            if focused.as_ref() != Some(number) {
+                self.boxes[i].set_value(&show(v));
+            }
+        }
+        self.mixed.set_checked(s.config.mixed_precision);
+        let mixed = s.config.mixed_precision;
+        text(
+            &self.hint,
+            if mixed {
+                "bf16 weights and gradients, fp32 master copy"
+            } else {
+                "fp32 weights and gradients, no master copy"
+            },
+        );
+        self.draw();
+        let Ok(b) = estimate(&s.config) else { return };
+        let unit = s.unit;
+        let sentence = dominant_sentence(&b, unit);
+        text(&self.sentence, &sentence);
+        attr(&self.canvas, "aria-label", &sentence);
+        let dominant = b.dominant();
+        for (i, term) in Term::ALL.into_iter().enumerate() {
+            text(&self.cells[i], &format!("{:.1}", unit.of(b.bytes(term))));
+            let row = &self.swatch_rows[i];
+            let _ = row
+                .class_list()
+                .toggle_with_force("dominant", term == dominant);
+            if let Some(formula) = row.last_element_child() {
+                let code = formula.first_element_child().unwrap_or_else(|| {
+                    let code = el(&self.doc, "code", "");
+                    let why = el(&self.doc, "span", "why");
+                    add(&formula, &code);
+                    add(&formula, &why);
+                    code
+                });
+                text(&code, term.formula(mixed));
+                if let Some(why) = code.next_element_sibling() {
+                    text(&why, term.explanation(mixed));
+                }
+            }
+        }
+        text(
+            &self.cells[Term::ALL.len()],
+            &format!("{:.1}", unit.of(b.total)),
+        );
+        let mut full = s;
+        full.embed = false;
+        attr(&self.open_full, "href", &format!("?{}", encode(&full)));
+    }
+
+    /// Draws the chart at the screen's pixel density; nothing while hidden.
+    fn draw(&mut self) {
+        let Ok(b) = estimate(&self.state.config) else {
+            return;
+        };
+        let (mut w, mut h) = self.size;
+        if (w, h) == (0.0, 0.0) {
+            (w, h) = (
+                f64::from(self.canvas.client_width()),
+                f64::from(self.canvas.client_height()),
+            );
+            self.size = (w, h);
+        }
+        if w < 1.0 || h < 1.0 {
+            return;
+        }
+        let window = web_sys::window();
+        let scale = window
+            .as_ref()
+            .map_or(1.0, |w| w.device_pixel_ratio())
+            .max(1.0);
+        let dark = window
+            .and_then(|w| w.match_media("(prefers-color-scheme: dark)").ok().flatten())
+            .is_some_and(|q| q.matches());
+        let (pw, ph) = ((w * scale).round() as u32, (h * scale).round() as u32);
+        if self.canvas.width() != pw {
+            self.canvas.set_width(pw);
+        }
+        if self.canvas.height() != ph {
+            self.canvas.set_height(ph);
+        }
+        let Some(backend) = CanvasBackend::with_canvas_object(self.canvas.clone()) else {
+            return;
+        };
+        let spec = ChartSpec {
+            legend: (!self.state.embed).then_some(0),
+            log: false,
+            bars: vec![Bar::lesson("Current", &b)],
+            unit: self.state.unit,
+            capacity_bytes: self.state.gpu.map(|g| g.bytes()),
+            marked: None,
+        };
+        let style = ChartStyle { scale, dark };
+        let _ = draw(&backend.into_drawing_area(), &spec, &style);
+    }
+
+    /// Hands over to the full calculator once it is loaded and no slider
+    /// is held.
+    fn maybe_hand_over(page: &Shared) {
+        let (full, query) = {
+            let Ok(mut p) = page.try_borrow_mut() else {
+                return;
+            };
+            if p.pointer_down || p.full.is_none() {
+                return;
+            }
+            (p.full.take(), encode(&p.state))
+        };
+        hand_over(full, query);
+    }
+}
