@@ -1,11 +1,14 @@
 // Trunk post_build hook, run on the staged dist/:
-// 1. Moves Trunk's inline module loader into its own file, so the page runs
-//    under a Content-Security-Policy without 'unsafe-inline' (script-src
-//    'self' 'wasm-unsafe-eval'). Fails the build if the policy is missing or
-//    any inline script is left.
-// 2. In release builds, minifies wasm-bindgen's JS glue with terser (8.0 KB
-//    of gzip become 6.0 KB) and updates its integrity hash, and minifies the
-//    boot script and the service worker (classic scripts, no integrity hash).
+// 1. Moves Trunk's inline module loader into its own file (loaded `async`).
+// 2. In release builds, minifies wasm-bindgen's JS glue with terser (the
+//    light page's, updating its integrity hash, and the full calculator's),
+//    the boot script and the service worker.
+// 3. Moves the preload links to the top of <head>.
+// 4./5. Inlines the boot script and keeps the (Trunk-inlined) stylesheet
+//    inline, each allowed by its sha256 in the Content-Security-Policy, so
+//    the static lesson markup is parsed and laid out, with its styles, while
+//    the wasm downloads. Fails the build if the policy is missing or any
+//    inline script lacks its hash in it ('unsafe-inline' is never needed).
 import fs from 'node:fs';
 import path from 'node:path';
 import crypto from 'node:crypto';
@@ -22,7 +25,10 @@ html = html.replace(/<script type="?module"?>([\s\S]*?)<\/script>/g, (_, code) =
   const hash = crypto.createHash('sha256').update(code).digest('hex').slice(0, 16);
   const name = `loader-${hash}.js`;
   fs.writeFileSync(path.join(dir, name), code);
-  return `<script type="module" src="${publicUrl}${name}" integrity="${sri(code)}" crossorigin="anonymous"></script>`;
+  // `async`: the module runs as soon as it and the wasm are loaded, not
+  // after the whole document is parsed (src/light.rs waits for the markup
+  // itself when it is not parsed yet).
+  return `<script type="module" async src="${publicUrl}${name}" integrity="${sri(code)}" crossorigin="anonymous"></script>`;
 });
 
 // 3. The wasm and its glue start downloading with the HTML: Trunk puts
@@ -35,15 +41,6 @@ html = html.replace(/<script type="?module"?>([\s\S]*?)<\/script>/g, (_, code) =
   html = html.replace(/(<title>[^<]*<\/title>)/, `$1${preloads.join('')}`);
 }
 
-const inline = html.match(/<script(?![^>]*\bsrc=)[^>]*>/g);
-if (inline) {
-  console.error(`inline script left in index.html: ${inline.join(' ')}`);
-  process.exit(1);
-}
-if (!/http-equiv="?Content-Security-Policy/.test(html)) {
-  console.error('index.html has no Content-Security-Policy');
-  process.exit(1);
-}
 
 if (process.env.TRUNK_PROFILE === 'release') {
   // The light lesson page's glue (loaded by index.html, with an integrity
@@ -69,6 +66,49 @@ if (process.env.TRUNK_PROFILE === 'release') {
     const scriptFile = path.join(dir, script);
     const { code: min } = await minify(fs.readFileSync(scriptFile, 'utf8'), { compress: true, mangle: true });
     fs.writeFileSync(scriptFile, min);
+  }
+}
+// 4. The boot script goes inline, its hash added to the policy's
+//    script-src: as a file it held the parser (and so the static lesson
+//    markup and its first paint) until it arrived.
+{
+  const bootFile = path.join(dir, 'boot.js');
+  const boot = fs.readFileSync(bootFile, 'utf8').trim();
+  const tag = html.match(/<script src="?boot\.js"?><\/script>/);
+  if (!tag || boot.includes('</script')) {
+    console.error('index.html has no <script src="boot.js"></script> to inline');
+    process.exit(1);
+  }
+  const hash = `'sha256-${crypto.createHash('sha256').update(boot).digest('base64')}'`;
+  html = html.replace(tag[0], () => `<script>${boot}</script>`);
+  html = html.replace(/script-src 'self' 'wasm-unsafe-eval'/, (m) => `${m} ${hash}`);
+  fs.rmSync(bootFile);
+}
+
+// 5. The stylesheet is inline too (Trunk's rel="inline"), its hash added to
+//    style-src: the markup is laid out once, with its styles, as soon as
+//    it is parsed, instead of once without them and again when they came.
+{
+  const styles = [...html.matchAll(/<style[^>]*>([\s\S]*?)<\/style>/g)];
+  if (styles.length !== 1) {
+    console.error(`expected one inline stylesheet, found ${styles.length}`);
+    process.exit(1);
+  }
+  const hash = `'sha256-${crypto.createHash('sha256').update(styles[0][1]).digest('base64')}'`;
+  html = html.replace(/style-src 'self'/, (m) => `${m} ${hash}`);
+}
+
+// Only hashed inline scripts, and a policy at all.
+const policy = html.match(/http-equiv="?Content-Security-Policy"?[^>]*|content="[^"]*"[^>]*http-equiv="?Content-Security-Policy/);
+if (!policy) {
+  console.error('index.html has no Content-Security-Policy');
+  process.exit(1);
+}
+for (const [, code] of html.matchAll(/<script(?![^>]*\bsrc=)[^>]*>([\s\S]*?)<\/script>/g)) {
+  const hash = `sha256-${crypto.createHash('sha256').update(code).digest('base64')}`;
+  if (!html.includes(`'${hash}'`)) {
+    console.error(`inline script without its hash in the policy: ${code.slice(0, 60)}`);
+    process.exit(1);
   }
 }
 fs.writeFileSync(file, html);

@@ -1,5 +1,6 @@
-// What runs before the wasm loads (a classic script in <head>, so it runs
-// before the module that loads the wasm):
+// What runs before the wasm loads (inlined at the top of <head> by
+// .ci/post-build.mjs, its hash in the page's policy; it runs before the
+// module that loads the wasm and before the body is parsed):
 // 1. The service worker that keeps the page working offline after a first
 //    visit (where the browser offers one; where it refuses, e.g. on file://,
 //    the page simply works online only).
@@ -11,6 +12,17 @@
 //    - the wasm failing to download, compile or start.
 //    Debug builds report panics from Rust, with the message, in the same banner.
 (function () {
+  // 3. Classes on <html> for the static lesson markup in index.html, set
+  //    before it is parsed: `js` shows it (without JavaScript only the
+  //    <noscript> text shows), `embed` lays it out compactly at once, and
+  //    `full-first` hides it for addresses the full calculator will show
+  //    (src/light.rs removes that class if it shows the address after all).
+  var root = document.documentElement;
+  var query = new URLSearchParams(location.search);
+  root.classList.add('js');
+  if (query.get('embed') === '1') root.classList.add('embed');
+  if (query.get('mode') === 'detailed' || query.has('base') || query.has('ex')) root.classList.add('full-first');
+
   if ('serviceWorker' in navigator) {
     navigator.serviceWorker.register('sw.js').catch(function () {});
   }

@@ -92,10 +92,6 @@ fn text(e: &Element, t: &str) {
     e.set_text_content(Some(t));
 }
 
-fn add(parent: &Element, child: &Element) {
-    let _ = parent.append_child(child);
-}
-
 fn listen(target: &Element, event: &str, f: impl FnMut(web_sys::Event) + 'static) {
     let closure = Closure::<dyn FnMut(web_sys::Event)>::new(f);
     let _ = target.add_event_listener_with_callback(event, closure.as_ref().unchecked_ref());
@@ -125,14 +121,36 @@ pub fn start() {
         hand_over(None, query.trim_start_matches('?').to_string());
         return;
     }
-    let page = build(&doc, state);
+    // The loader is an `async` module: the wasm may be ready before the
+    // parser has reached the markup.
+    if doc.ready_state() == "loading" {
+        let ready = Closure::once_into_js(move || {
+            if let Some(doc) = web_sys::window().and_then(|w| w.document()) {
+                show_page(&doc, state);
+            }
+        });
+        let _ = doc.add_event_listener_with_callback("DOMContentLoaded", ready.unchecked_ref());
+    } else {
+        show_page(&doc, state);
+    }
+}
+
+/// Shows `state` on the static markup, then (on the full page) loads the
+/// full calculator, which takes over when no slider is held.
+fn show_page(doc: &Document, state: PageState) {
+    let Some(main) = doc.get_element_by_id("light-page") else {
+        return;
+    };
+    // `assets/boot.js` hides the markup for an address that looks like the
+    // full page's; this one is the lesson's after all.
+    if let Some(root) = doc.document_element() {
+        let _ = root.class_list().remove_1("full-first");
+    }
+    let page = adopt(doc, main, state);
     page.borrow_mut().render();
     if !state.embed {
-        // The full calculator loads after the first chart, and takes over
-        // when no slider is held.
         let p = page.clone();
-        let promise = load_full();
-        let future = wasm_bindgen_futures::JsFuture::from(promise);
+        let future = wasm_bindgen_futures::JsFuture::from(load_full());
         wasm_bindgen_futures::spawn_local(async move {
             match future.await {
                 Ok(module) => {
@@ -190,82 +208,33 @@ fn not_loaded(error: &JsValue) {
     let _ = body.insert_before(&banner, body.first_child().as_ref());
 }
 
-fn build(doc: &Document, state: PageState) -> Shared {
-    let body = doc.body().expect("body");
-    let main = el(
-        doc,
-        "main",
-        if state.embed {
-            "membudget embed light"
-        } else {
-            "membudget light"
-        },
-    );
-    main.set_id("light-page");
-    let header = el(doc, "header", "full-only");
-    let h1 = el(doc, "h1", "");
-    text(&h1, "GPU memory for training");
-    let lede = el(doc, "p", "lede");
-    text(
-        &lede,
-        "Training memory splits into terms that scale differently. Move the sliders and watch which one grows.",
-    );
-    add(&header, &h1);
-    add(&header, &lede);
-    add(&main, &header);
+/// The element of the static markup matching `selector` (the markup is
+/// ours: a missing element is a broken build, which the tests catch).
+fn find(doc: &Document, selector: &str) -> Element {
+    doc.query_selector(selector)
+        .ok()
+        .flatten()
+        .expect("index.html carries the lesson's markup")
+}
 
-    let layout = el(doc, "div", "layout");
-    let controls = el(doc, "section", "controls");
-    attr(&controls, "aria-label", "Training configuration");
-    // The mode switch, so nothing moves when the full page takes over;
-    // choosing Detailed hands over at once.
-    let modes = el(doc, "div", "full-only");
-    let fieldset = el(doc, "fieldset", "field mode-switch");
-    let legend = el(doc, "legend", "");
-    text(&legend, "Calculation");
-    add(&fieldset, &legend);
-    let mut detailed_radio = None;
-    for (id, label, checked) in [
-        ("mode-lesson", " Lesson's rule", true),
-        ("mode-detailed", " Detailed, per GPU", false),
-    ] {
-        let l = el(doc, "label", "");
-        let input: HtmlInputElement = el(doc, "input", "").unchecked_into();
-        input.set_type("radio");
-        input.set_name("mode");
-        input.set_id(id);
-        input.set_checked(checked);
-        add(&l, &input);
-        let _ = l.append_with_str_1(label);
-        add(&fieldset, &l);
-        if !checked {
-            detailed_radio = Some(input);
-        }
+/// Takes over the static markup of `index.html` (`#light-page`): sets the
+/// ranges, labels and colours from the core, and the layout for `state`.
+fn adopt(doc: &Document, main: Element, state: PageState) -> Shared {
+    if state.embed {
+        let _ = main.class_list().add_1("embed");
     }
-    add(&modes, &fieldset);
-    add(&controls, &modes);
-
     let mut sliders = Vec::new();
     let mut boxes = Vec::new();
     let mut messages = Vec::new();
     for field in Field::ALL {
+        let key = field.key();
         let (smin, smax, step) = field.slider_range();
         let (min, max) = field.range();
-        let key = field.key();
-        let div = el(doc, "div", "field");
-        let label = el(doc, "label", "");
-        attr(&label, "for", &format!("{key}-slider"));
-        text(&label, field.label());
-        let inputs = el(doc, "div", "field-inputs");
-        let slider: HtmlInputElement = el(doc, "input", "").unchecked_into();
-        slider.set_type("range");
-        slider.set_id(&format!("{key}-slider"));
+        let slider = find(doc, &format!("#{key}-slider"));
         attr(&slider, "min", &show(smin));
         attr(&slider, "max", &show(smax));
         attr(&slider, "step", &show(step));
-        let number: HtmlInputElement = el(doc, "input", "number").unchecked_into();
-        number.set_type("number");
-        number.set_id(&format!("{key}-input"));
+        let number = find(doc, &format!("#{key}-input"));
         attr(&number, "min", &show(min));
         attr(&number, "max", &show(max));
         attr(
@@ -274,146 +243,62 @@ fn build(doc: &Document, state: PageState) -> Shared {
             if field.is_integer() { "1" } else { "any" },
         );
         attr(&number, "aria-label", &format!("{} value", field.label()));
-        attr(&number, "aria-describedby", &format!("{key}-message"));
-        let unit = el(doc, "span", "unit");
-        text(&unit, field.unit());
-        add(&inputs, &slider);
-        add(&inputs, &number);
-        add(&inputs, &unit);
-        let message = el(doc, "p", "field-message");
-        message.set_id(&format!("{key}-message"));
-        attr(&message, "role", "status");
-        attr(&message, "aria-live", "polite");
-        add(&div, &label);
-        add(&div, &inputs);
-        add(&div, &message);
-        add(&controls, &div);
-        sliders.push(slider);
-        boxes.push(number);
-        messages.push(message);
+        text(
+            &find(doc, &format!("label[for={key}-slider]")),
+            field.label(),
+        );
+        sliders.push(slider.unchecked_into());
+        boxes.push(number.unchecked_into());
+        messages.push(find(doc, &format!("#{key}-message")));
     }
-    let toggle = el(doc, "div", "field toggle");
-    let label = el(doc, "label", "");
-    let mixed: HtmlInputElement = el(doc, "input", "").unchecked_into();
-    mixed.set_type("checkbox");
-    mixed.set_id("mixed-input");
-    add(&label, &mixed);
-    let _ = label.append_with_str_1(" Mixed precision");
-    let hint = el(doc, "span", "hint");
-    add(&toggle, &label);
-    add(&toggle, &hint);
-    add(&controls, &toggle);
-    add(&layout, &controls);
-
-    let results = el(doc, "section", "results");
-    attr(&results, "aria-label", "Memory budget");
-    let chart_box = el(doc, "div", "chart main-chart");
-    let canvas: HtmlCanvasElement = el(doc, "canvas", "").unchecked_into();
-    canvas.set_id("budget-chart");
-    attr(&canvas, "role", "img");
-    add(&chart_box, &canvas);
-    add(&results, &chart_box);
-    let wrap = el(doc, "div", "");
-    let sentence = el(doc, "p", "dominant-sentence");
-    attr(&sentence, "aria-live", "polite");
-    add(&wrap, &sentence);
-    let table = el(doc, "table", "budget");
-    let caption = el(doc, "caption", "");
-    text(
-        &caption,
-        &format!(
-            "Memory budget ({}; N = parameters)",
-            state.unit.definition()
-        ),
-    );
-    add(&table, &caption);
-    let thead = el(doc, "thead", "");
-    let tr = el(doc, "tr", "");
-    for (class, t) in [
-        ("", "Term"),
-        ("num", state.unit.label()),
-        ("formula", "Formula"),
-    ] {
-        let th = el(doc, "th", class);
-        attr(&th, "scope", "col");
-        text(&th, t);
-        add(&tr, &th);
-    }
-    add(&thead, &tr);
-    add(&table, &thead);
-    let tbody = el(doc, "tbody", "");
-    let tfoot = el(doc, "tfoot", "");
     let mut cells = Vec::new();
-    let mut swatch_rows = Vec::new();
-    for term in Term::ALL.map(Some).into_iter().chain([None]) {
-        let tr = el(doc, "tr", "");
-        attr(&tr, "data-term", term.map_or("total", Term::json_key));
-        let th = el(doc, "th", "");
-        attr(&th, "scope", "row");
-        if let Some(t) = term {
-            let swatch = el(doc, "span", "swatch");
-            // Through the CSSOM: the page's policy refuses style attributes.
-            let _ = swatch
-                .unchecked_ref::<web_sys::HtmlElement>()
-                .style()
-                .set_property("background-color", &term_colour_hex(t));
-            add(&th, &swatch);
-            let _ = th.append_with_str_1(t.label());
-        }
-        add(&tr, &th);
-        let gb = el(doc, "td", "gb num");
-        add(&tr, &gb);
-        cells.push(gb);
-        let formula = el(doc, "td", "formula");
-        add(&tr, &formula);
-        if term.is_some() {
-            add(&tbody, &tr);
-            swatch_rows.push(tr);
-        } else {
-            text(&th, &format!("Total ({})", state.unit.label()));
-            let code = el(doc, "code", "");
-            text(&code, "sum of the five terms");
-            add(&formula, &code);
-            add(&tfoot, &tr);
-        }
+    let mut rows = Vec::new();
+    for term in Term::ALL {
+        let row = format!("tr[data-term={}]", term.json_key());
+        // Through the CSSOM: the page's policy refuses style attributes.
+        let swatch = find(doc, &format!("{row} .swatch"));
+        let _ = swatch
+            .unchecked_ref::<web_sys::HtmlElement>()
+            .style()
+            .set_property("background-color", &term_colour_hex(term));
+        cells.push(find(doc, &format!("{row} td.gb")));
+        rows.push(find(doc, &row));
     }
-    add(&table, &tbody);
-    add(&table, &tfoot);
-    add(&wrap, &table);
-    add(&results, &wrap);
-    let open_full = el(doc, "a", "embed-only open-full");
-    attr(&open_full, "target", "_blank");
-    attr(&open_full, "rel", "noopener");
-    text(&open_full, "Open the full calculator ↗");
-    add(&results, &open_full);
-    add(&layout, &results);
-    add(&main, &layout);
-    let _ = body.insert_before(&main, body.first_child().as_ref());
-
+    cells.push(find(doc, "tr[data-term=total] td.gb"));
+    let unit = state.unit;
+    text(&find(doc, "table.budget thead th.num"), unit.label());
+    text(
+        &find(doc, "tr[data-term=total] th"),
+        &format!("Total ({})", unit.label()),
+    );
+    text(
+        &find(doc, "table.budget caption"),
+        &format!("Memory budget ({}; N = parameters)", unit.definition()),
+    );
     let page = Rc::new(RefCell::new(Page {
         state,
         doc: doc.clone(),
         sliders,
         boxes,
         messages,
-        mixed,
-        hint,
-        sentence,
+        mixed: find(doc, "#mixed-input").unchecked_into(),
+        hint: find(doc, "#light-page .hint"),
+        sentence: find(doc, "#light-page .dominant-sentence"),
         cells,
-        swatch_rows,
-        canvas,
-        open_full,
+        swatch_rows: rows,
+        canvas: find(doc, "#budget-chart").unchecked_into(),
+        open_full: find(doc, "#light-page .open-full"),
         size: (0.0, 0.0),
         pointer_down: false,
         full: None,
     }));
-    wire(&page, &main, detailed_radio);
+    wire(&page, &main, find(doc, "#mode-detailed").unchecked_into());
     page
 }
 
 /// The listeners: sliders, number boxes, the toggle, the mode switch; the
 /// canvas size, the colour scheme; pointers (for the hand-over).
-fn wire(page: &Shared, main: &Element, detailed_radio: Option<HtmlInputElement>) {
+fn wire(page: &Shared, main: &Element, detailed_radio: HtmlInputElement) {
     let p = page.borrow();
     for (i, field) in Field::ALL.into_iter().enumerate() {
         let pg = page.clone();
@@ -465,17 +350,15 @@ fn wire(page: &Shared, main: &Element, detailed_radio: Option<HtmlInputElement>)
         page.state.config.mixed_precision = on;
         page.render();
     });
-    if let Some(radio) = detailed_radio {
-        let pg = page.clone();
-        listen(&radio, "change", move |_| {
-            let (full, query) = {
-                let mut page = pg.borrow_mut();
-                page.state.mode = Mode::Detailed;
-                (page.full.take(), encode(&page.state))
-            };
-            hand_over(full, query);
-        });
-    }
+    let pg = page.clone();
+    listen(&detailed_radio, "change", move |_| {
+        let (full, query) = {
+            let mut page = pg.borrow_mut();
+            page.state.mode = Mode::Detailed;
+            (page.full.take(), encode(&page.state))
+        };
+        hand_over(full, query);
+    });
     let pg = page.clone();
     listen(main, "pointerdown", move |_| {
         pg.borrow_mut().pointer_down = true
@@ -589,18 +472,11 @@ impl Page {
             let _ = row
                 .class_list()
                 .toggle_with_force("dominant", term == dominant);
-            if let Some(formula) = row.last_element_child() {
-                let code = formula.first_element_child().unwrap_or_else(|| {
-                    let code = el(&self.doc, "code", "");
-                    let why = el(&self.doc, "span", "why");
-                    add(&formula, &code);
-                    add(&formula, &why);
-                    code
-                });
+            if let Some(code) = row.query_selector("code").ok().flatten() {
                 text(&code, term.formula(mixed));
-                if let Some(why) = code.next_element_sibling() {
-                    text(&why, term.explanation(mixed));
-                }
+            }
+            if let Some(why) = row.query_selector(".why").ok().flatten() {
+                text(&why, term.explanation(mixed));
             }
         }
         text(

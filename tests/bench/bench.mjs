@@ -6,7 +6,7 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { startServer, launch, dist } from '../e2e/harness.mjs';
+import { startServer, launch, fullPage, dist } from '../e2e/harness.mjs';
 import { RECORDER, inputToLastDraw, coldFirstDraw } from './outside.mjs';
 
 const INPUTS = 600;
@@ -31,6 +31,7 @@ const outside = {};
 for (const [name, url, span] of [
   ['floor', floorServer.base, 11],
   ['lesson', server.base, 11],
+  ['embed', server.base + '?embed=1', 11],
   ['detailed', server.base + '?mode=detailed&model=llama-3.1-8b', 6],
 ]) {
   const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
@@ -38,6 +39,9 @@ for (const [name, url, span] of [
   const p = await ctx.newPage();
   await p.goto(url);
   await p.waitForFunction(() => window.__draws && window.__draws.first);
+  // The full page: measured once the full calculator has taken over from
+  // the light lesson page (an embed keeps the light page).
+  if (name !== 'floor' && name !== 'embed') await fullPage(p);
   await p.waitForTimeout(300);
   const times = await inputToLastDraw(p, INPUTS, span);
   await ctx.close();
@@ -52,7 +56,7 @@ floorServer.close();
 const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
 const page = await context.newPage();
 await page.goto(server.base);
-await page.waitForSelector('tr[data-term="total"] td.gb:not(:empty)');
+await fullPage(page);
 const input = await page.evaluate(async (n) => {
   const slider = document.querySelector('#batch-slider');
   const drawn = [], frame = [];
@@ -74,7 +78,7 @@ const input = await page.evaluate(async (n) => {
 // 1b. Detailed mode (Llama-3.1-8B, the step timeline on): input -> the
 // last of the two charts (bar, step timeline) repainted.
 await page.goto(server.base + '?mode=detailed&model=llama-3.1-8b');
-await page.waitForSelector('tr[data-term="total"] td.gb:not(:empty):visible');
+await fullPage(page);
 const detailed = await page.evaluate(async (n) => {
   const slider = document.querySelector('#batch-slider');
   const drawn = [];
@@ -92,7 +96,7 @@ const detailed = await page.evaluate(async (n) => {
   return drawn;
 }, INPUTS);
 await page.goto(server.base);
-await page.waitForSelector('tr[data-term="total"] td.gb:not(:empty)');
+await fullPage(page);
 
 // 2. Sweep chart: compute and draw all points.
 const sweep = await page.evaluate(async (n) => {
@@ -130,7 +134,9 @@ server.close();
 // 4. Bytes shipped.
 const rows = [];
 let totals = { raw: 0, gzip: 0, brotli: 0 };
-for (const name of fs.readdirSync(dist).sort()) {
+let light = 0;
+for (const name of fs.readdirSync(dist, { recursive: true }).sort()) {
+  if (!fs.statSync(path.join(dist, name)).isFile()) continue;
   const bytes = fs.readFileSync(path.join(dist, name));
   const gzip = zlib.gzipSync(bytes, { level: 9 }).length;
   const brotli = zlib.brotliCompressSync(bytes, {
@@ -138,6 +144,7 @@ for (const name of fs.readdirSync(dist).sort()) {
   }).length;
   rows.push([name.replace(/-[0-9a-f]{16}/, ''), bytes.length, gzip, brotli]);
   totals.raw += bytes.length; totals.gzip += gzip; totals.brotli += brotli;
+  if (!/^membudget(_bg\.wasm|\.js)$/.test(name)) light += gzip;
 }
 
 const cpu = os.cpus()[0]?.model?.trim() ?? 'unknown CPU';
@@ -146,7 +153,7 @@ console.log('');
 console.log('Measured from outside the page (canvas drawing calls), beside the hand-written floor:');
 const f = outside.floor;
 const ratio = (a, b) => `${(a / b).toFixed(1)}x`;
-for (const name of ['lesson', 'detailed']) {
+for (const name of ['lesson', 'embed', 'detailed']) {
   const o = outside[name];
   console.log(`  ${name.padEnd(8)} input -> last visible chart drawn (${o.input.length}): p50 ${ms(pct(o.input, 50))}, p95 ${ms(pct(o.input, 95))}; floor p95 ${ms(pct(f.input, 95))}; ratio ${ratio(pct(o.input, 95), pct(f.input, 95))} (goal <= 3x)`);
 }
@@ -159,7 +166,7 @@ console.log('Measured from inside (the page\'s own marks):');
 console.log(`input -> chart repainted (${input.drawn.length} slider inputs): p50 ${ms(pct(input.drawn, 50))}, p95 ${ms(pct(input.drawn, 95))}`);
 console.log(`detailed mode, input -> bar and step timeline repainted (${detailed.length} inputs): p50 ${ms(pct(detailed, 50))}, p95 ${ms(pct(detailed, 95))}`);
 console.log(`input -> next frame       (${input.frame.length} slider inputs): p50 ${ms(pct(input.frame, 50))}, p95 ${ms(pct(input.frame, 95))}`);
-console.log(`cold load -> first chart  (${loads.length} loads): median ${ms(pct(loads, 50))}, max ${ms(Math.max(...loads))}`);
+console.log(`cold load -> full calculator's first chart, after the light page (${loads.length} loads): median ${ms(pct(loads, 50))}, max ${ms(Math.max(...loads))}`);
 console.log(`sweep chart, 11 points    (${sweep.length} redraws): p50 ${ms(pct(sweep, 50))}, p95 ${ms(pct(sweep, 95))}`);
 console.log('');
 console.log('file                         raw B    gzip -9 B   brotli 11 B');
@@ -169,3 +176,4 @@ for (const [name, raw, gz, br] of rows) {
 console.log(`${'total'.padEnd(26)} ${String(totals.raw).padStart(8)} ${String(totals.gzip).padStart(12)} ${String(totals.brotli).padStart(13)}`);
 const budget = JSON.parse(fs.readFileSync(path.join(dist, '..', '.ci', 'size-budget.json'), 'utf8'));
 console.log(`size budget (gzip total): ${budget.gzip_bytes_total} B`);
+console.log(`light lesson page (every file but membudget.js and membudget_bg.wasm): ${light} B gzip; budget ${budget.lesson_gzip_bytes} B`);
