@@ -435,6 +435,9 @@ impl Page {
     /// Shows the state: inputs, chart, sentence and table.
     fn render(&mut self) {
         let s = self.state;
+        // The chart first: setting a canvas font after other changes to the
+        // page makes the browser recompute their styles at once.
+        self.draw();
         let focused = self.doc.active_element();
         for (i, field) in Field::ALL.into_iter().enumerate() {
             let v = s.config.get(field);
@@ -459,7 +462,6 @@ impl Page {
                 "fp32 weights and gradients, no master copy"
             },
         );
-        self.draw();
         let Ok(b) = estimate(&s.config) else { return };
         let unit = s.unit;
         let sentence = dominant_sentence(&b, unit);

@@ -4,7 +4,7 @@
 
 use super::controls::radio;
 use super::reactive::{cond, not, on_event, text};
-use super::{DetailedBudget, State};
+use super::{DetailedBudget, Options, State};
 use crate::budget::Term;
 use crate::chart::{term_colour_hex, LOGITS_COLOUR};
 use crate::detailed::offload::BUFFER_FACTOR;
@@ -66,11 +66,12 @@ fn choice(
     set: SetIndex,
 ) -> impl IntoView {
     let State(state) = super::context::<State>();
+    let Options(opts) = super::context::<Options>();
     view! {
         <label class="sub" for=id>{label}</label>
         <select
             id=id
-            prop:value=text(move || get(&state.read().detailed).to_string())
+            prop:value=text(move || get(&opts.read()).to_string())
             on:change=on_event(move |ev| {
                 if let Some(i) = event_target_value(&ev).parse::<usize>().ok().filter(|&i| i < options.len()) {
                     state.update(|s| set(&mut s.detailed, i));
@@ -99,12 +100,13 @@ fn flag(
     set: fn(&mut DetailedOptions, bool),
 ) -> impl IntoView {
     let State(state) = super::context::<State>();
+    let Options(opts) = super::context::<Options>();
     view! {
         <label class="sub check">
             <input
                 type="checkbox"
                 id=id
-                prop:checked=cond(move || get(&state.read().detailed))
+                prop:checked=cond(move || get(&opts.read()))
                 on:change=on_event(move |ev| {
                     let on = event_target_checked(&ev);
                     state.update(|s| set(&mut s.detailed, on));
@@ -131,6 +133,7 @@ fn count(
     optional: bool,
 ) -> impl IntoView {
     let State(state) = super::context::<State>();
+    let Options(opts) = super::context::<Options>();
     let message = RwSignal::new(None::<String>);
     view! {
         <label class="sub" for=id>{label}</label>
@@ -142,7 +145,7 @@ fn count(
             max=max
             step="1"
             placeholder=if optional { "none" } else { "" }
-            prop:value=text(move || get(&state.read().detailed).map(|v| v.to_string()).unwrap_or_default())
+            prop:value=text(move || get(&opts.read()).map(|v| v.to_string()).unwrap_or_default())
             on:change=on_event(move |ev| {
                 let text = event_target_value(&ev);
                 let text = text.trim();
@@ -183,8 +186,9 @@ fn overhead_input(
     set: SetDecimal,
 ) -> impl IntoView {
     let State(state) = super::context::<State>();
+    let Options(opts) = super::context::<Options>();
     let message = RwSignal::new(None::<String>);
-    let current = move || get(&state.read().detailed.overhead.unwrap_or_default());
+    let current = move || get(&opts.read().overhead.unwrap_or_default());
     view! {
         <label class="sub" for=id>{label}</label>
         <div class="field-inputs">

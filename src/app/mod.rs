@@ -21,7 +21,7 @@ mod timeline;
 
 use crate::budget::{estimate, Breakdown, ConfigError, Field};
 use crate::detailed::{DetailedBreakdown, DetailedError, StepOptions, StepTimeline};
-use crate::state::{Mode, PageState};
+use crate::state::{DetailedOptions, Mode, PageState};
 use crate::url::{decode_with, encode, Ignored};
 use leptos::prelude::*;
 use reactive::{cond, not, text};
@@ -40,6 +40,12 @@ pub use timeline::StepChart;
 /// The page state every control edits, passed by context.
 #[derive(Clone, Copy)]
 pub struct State(pub RwSignal<PageState>);
+
+/// The detailed model's settings alone, passed by context: the many
+/// controls that show them follow this memo, so that moving a slider (which
+/// changes the state but not these) does not run them again.
+#[derive(Clone, Copy)]
+pub struct Options(pub Memo<DetailedOptions>);
 
 /// The budget of the current configuration, passed by context.
 #[derive(Clone, Copy)]
@@ -141,6 +147,7 @@ pub fn Calculator(
         state.0.read().baseline.and_then(|b| estimate(&b).ok())
     }));
     provide_context(state);
+    provide_context(Options(Memo::new(move |_| state.0.read().detailed)));
     provide_context(budget);
     provide_context(baseline);
     let detailed = DetailedBudget(Memo::new(move |_| {
@@ -155,31 +162,39 @@ pub fn Calculator(
     })));
     canvas::provide_redraw();
 
-    // Keep the address bar in step, without adding history entries: after
-    // the chart is drawn, and at most every 100 ms while a slider moves
-    // (a history change costs about a millisecond, and Chrome ignores more
-    // than 200 of them in 10 s). The write takes the state at its time, so
-    // the last change always lands.
-    let url_pending = StoredValue::new(false);
+    // Keep the address bar in step, without adding history entries, once
+    // the state has rested for 250 ms (the end of a drag, a typed value):
+    // each change of the address costs about a millisecond, and Chromium
+    // fetches and decodes the page's icon again for each one (measured:
+    // 3 ms of the main thread every 100 ms of a drag when it followed the
+    // slider), and it ignores more than 200 of them in 10 s. Each change
+    // starts a timer; only the latest one writes, with the state at its time.
+    let url_generation = StoredValue::new(0u64);
     Effect::new(move |_| {
         state.0.track();
-        if url_pending.get_value() {
-            return;
-        }
-        url_pending.set_value(true);
+        let generation = url_generation.get_value().wrapping_add(1);
+        url_generation.set_value(generation);
         set_timeout(
             move || {
-                url_pending.set_value(false);
-                let query = encode(&state.0.get_untracked());
-                if let Some(history) = web_sys::window().and_then(|w| w.history().ok()) {
+                if url_generation.get_value() != generation {
+                    return;
+                }
+                let query = format!("?{}", encode(&state.0.get_untracked()));
+                let Some(window) = web_sys::window() else {
+                    return;
+                };
+                if window.location().search().ok().as_deref() == Some(query.as_str()) {
+                    return;
+                }
+                if let Ok(history) = window.history() {
                     let _ = history.replace_state_with_url(
                         &wasm_bindgen::JsValue::NULL,
                         "",
-                        Some(&format!("?{query}")),
+                        Some(&query),
                     );
                 }
             },
-            std::time::Duration::from_millis(100),
+            std::time::Duration::from_millis(250),
         );
     });
 

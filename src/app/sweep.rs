@@ -27,10 +27,10 @@ pub fn SweepPanel() -> impl IntoView {
     let chart = ChartCanvas::new();
     let axis = move || state.read().sweep;
 
-    Effect::new(move |_| {
+    super::canvas::chart_effect(move || {
         let s = *state.read();
         // Hidden with the rest of the lesson's panels in detailed mode.
-        if s.mode != Mode::Lesson {
+        if s.mode != Mode::Lesson || !chart.in_view() {
             return;
         }
         super::canvas::mark("membudget:sweep-start");

@@ -19,9 +19,9 @@ pub fn StepChart() -> impl IntoView {
     let DetailedBudget(detailed) = super::context::<DetailedBudget>();
     let chart = ChartCanvas::new();
 
-    Effect::new(move |_| {
+    super::canvas::chart_effect(move || {
         let s = *state.read();
-        if s.mode != Mode::Detailed {
+        if s.mode != Mode::Detailed || !chart.in_view() {
             return;
         }
         let Some(t) = timeline.get() else { return };

@@ -19,16 +19,20 @@ export const RECORDER = () => {
   }
 };
 
-/** Input → last drawing call on any visible canvas, for `n` slider inputs
+/** Input → last drawing call on any canvas on screen, for `n` slider inputs
  *  on `page` (slider `#batch-slider`, values 0..`span`-1). Waits two frames
  *  after each input so that drawing scheduled for the next frame counts. */
 export async function inputToLastDraw(page, n, span) {
   return page.evaluate(async ({ n, span }) => {
     const slider = document.querySelector('#batch-slider');
     const frame = () => new Promise((r) => requestAnimationFrame(() => r()));
+    // On screen: a box of some size that meets the viewport.
     const visible = (id) => {
       const c = document.getElementById(id);
-      return c && c.getBoundingClientRect().width > 1 && c.getBoundingClientRect().height > 1;
+      if (!c) return false;
+      const r = c.getBoundingClientRect();
+      return r.width > 1 && r.height > 1 && r.bottom > 0 && r.right > 0 &&
+        r.top < innerHeight && r.left < innerWidth;
     };
     const out = [];
     for (let i = 0; i < n; i++) {

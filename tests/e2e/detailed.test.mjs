@@ -155,12 +155,15 @@ test('the fit verdict follows the step peak where the sum and the peak disagree'
   assert.match(await page.textContent('#peak-explanation'),
     /^The step peaks at 160\.6 GB during optimizer update \(optimizer phase\), 17\.8 GB above the sum of states and saved activations \(142\.8 GB\)\./);
   assert.equal(await page.isVisible('#timeline-chart'), true);
+  await page.locator('#timeline-chart').scrollIntoViewIfNeeded();
   await page.waitForFunction(() => document.querySelector('#timeline-chart').width > 200);
   const before = await timelineChart(page);
   // Doubling the batch grows the activations in the timeline, not the peak
   // (the optimizer update), so the chart changes and the verdict stays.
   await page.fill('#batch-input', '8');
   await page.press('#batch-input', 'Enter');
+  // Scrolled out of view by the typing, the timeline is redrawn once back in view.
+  await page.locator('#timeline-chart').scrollIntoViewIfNeeded();
   await page.waitForFunction((b) => document.querySelector('#timeline-chart').toDataURL() !== b, before);
   assert.match(await page.textContent('#peak-explanation'), /during loss backward \(backward phase\)/);
   assert.match(await page.textContent('#fit-verdict'), /^Does not fit by the step's peak/);

@@ -68,8 +68,8 @@ export async function fullPage(page) {
   await page.waitForFunction(() => !document.getElementById('light-page') && document.querySelector('main.membudget'));
 }
 
-/** Waits until the address matches `re` (the page writes it at most every
- *  100 ms, after the chart is drawn); fails after 2 s. */
+/** Waits until the address matches `re` (the page writes it once the state
+ *  has rested for 250 ms); fails after 2 s. */
 export async function urlMatches(page, re) {
   await page.waitForFunction((src) => new RegExp(src).test(location.href), re.source, { timeout: 2000 });
 }
