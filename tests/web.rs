@@ -167,6 +167,9 @@ async fn unticking_mixed_precision_empties_master_weights() {
 
 #[wasm_bindgen_test]
 async fn app_reads_its_configuration_from_the_address() {
+    // Calculators mounted by earlier tests write their own state to the
+    // address once it has rested 250 ms: let them finish first.
+    wait_ms(300).await;
     let history = web_sys::window().unwrap().history().unwrap();
     history
         .replace_state_with_url(
@@ -182,9 +185,9 @@ async fn app_reads_its_configuration_from_the_address() {
         all_gb(&root),
         ["28.0", "28.0", "0.0", "56.0", "292.1", "404.1"]
     );
-    // And writes its state back, in the codec's canonical form (at most
-    // every 100 ms).
-    wait_ms(150).await;
+    // And writes its state back, in the codec's canonical form, once the
+    // state has rested 250 ms.
+    wait_ms(300).await;
     let search = web_sys::window().unwrap().location().search().unwrap();
     assert_eq!(
         search,
