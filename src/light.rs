@@ -363,6 +363,16 @@ fn wire(page: &Shared, main: &Element, detailed_radio: HtmlInputElement) {
     listen(main, "pointerdown", move |_| {
         pg.borrow_mut().pointer_down = true
     });
+    // Leaving a number box may be what the hand-over waited for.
+    let pg = page.clone();
+    listen(main, "focusout", move |_| {
+        let pg = pg.clone();
+        // After the focus has moved on (focusout fires before it does).
+        let later = Closure::once_into_js(move || Page::maybe_hand_over(&pg));
+        if let Some(w) = web_sys::window() {
+            let _ = w.set_timeout_with_callback(later.unchecked_ref());
+        }
+    });
     for event in ["pointerup", "pointercancel"] {
         let pg = page.clone();
         if let Some(w) = web_sys::window() {
@@ -536,14 +546,21 @@ impl Page {
         let _ = draw(&backend.into_drawing_area(), &spec, &style);
     }
 
-    /// Hands over to the full calculator once it is loaded and no slider
-    /// is held.
+    /// Hands over to the full calculator once it is loaded, no slider is
+    /// held and no number box is being typed in (the full page would show
+    /// the value in force, not the half-typed text).
     fn maybe_hand_over(page: &Shared) {
         let (full, query) = {
             let Ok(mut p) = page.try_borrow_mut() else {
                 return;
             };
-            if p.pointer_down || p.full.is_none() {
+            let typing = p.doc.active_element().is_some_and(|e| {
+                p.boxes.iter().any(|b| {
+                    let b: &Element = b;
+                    *b == e
+                })
+            });
+            if p.pointer_down || typing || p.full.is_none() {
                 return;
             }
             (p.full.take(), encode(&p.state))

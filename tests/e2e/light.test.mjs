@@ -107,6 +107,30 @@ test('a first visit draws from the light page, then the full calculator takes ov
   await context.close();
 });
 
+test('the hand-over waits while a number box is being typed in', async () => {
+  const context = await browser.newContext({ serviceWorkers: 'block' });
+  const page = await context.newPage();
+  let release;
+  const held = new Promise((r) => { release = r; });
+  await page.route(/\/membudget\.js$/, async (route) => { await held; await route.continue(); });
+  await page.goto(server.base);
+  await page.waitForSelector('tr[data-term="total"] td.gb:not(:empty)');
+  await page.click('#batch-input');
+  await page.keyboard.press('Control+A');
+  await page.keyboard.type('1');
+  release();
+  await page.waitForResponse(/\/membudget_bg\.wasm$/);
+  await page.waitForTimeout(400);
+  assert.equal(await page.locator('#light-page').count(), 1, 'took over while typing');
+  await page.keyboard.type('6');
+  await page.keyboard.press('Tab');
+  await fullPage(page);
+  assert.equal(await page.inputValue('#batch-input'), '16');
+  assert.equal(await page.textContent('tr[data-term="total"] td.gb'), '404.1');
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'seq-slider');
+  await context.close();
+});
+
 test('a first visit ships at most the lesson budget before its first chart too', async () => {
   const { context, before, bytes } = await firstChart('');
   assert.ok(bytes <= budget.lesson_gzip_bytes, `${bytes} B gzip before the first chart: ${before.join(' ')}`);
