@@ -189,6 +189,38 @@ impl Field {
         Err(ConfigError { field: self, kind })
     }
 
+    /// What committing typed `text` does (Enter, or leaving the box), with
+    /// `current` the value in force: a valid value applies as typed; one out
+    /// of range or not whole is clamped, and one that is no number (or
+    /// nothing) keeps `current`, each with a message that says so. Returns
+    /// the value to apply and the message, if any. Both pages use it.
+    ///
+    /// ```
+    /// use membudget::budget::Field;
+    /// use membudget::number::std_to_f64;
+    ///
+    /// assert_eq!(Field::Batch.commit("8", 4.0, std_to_f64), (8.0, None));
+    /// let (v, note) = Field::Batch.commit("0", 4.0, std_to_f64);
+    /// assert_eq!((v, note.unwrap()), (1.0, "Batch size must be at least 1 (got 0); using 1.".to_string()));
+    /// assert_eq!(Field::Layers.commit("", 32.0, std_to_f64).0, 32.0);
+    /// ```
+    pub fn commit(self, text: &str, current: f64, to_f64: ToF64) -> (f64, Option<String>) {
+        match self.parse_with(text, to_f64) {
+            Ok(v) => (v, None),
+            Err(e) => match e.kind {
+                ErrorKind::BelowMin { got, .. }
+                | ErrorKind::AboveMax { got, .. }
+                | ErrorKind::NotWhole { got } => {
+                    let v = self.clamp(got);
+                    (v, Some(format!("{e}; using {v}.")))
+                }
+                ErrorKind::Empty | ErrorKind::NotANumber => {
+                    (current, Some(format!("{e}; kept {current}.")))
+                }
+            },
+        }
+    }
+
     /// The slider's `(min, max, step)` in slider units: the value itself
     /// (linear), its log₂ (one notch per doubling) or its log₁₀.
     pub fn slider_range(self) -> (f64, f64, f64) {

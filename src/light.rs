@@ -13,7 +13,7 @@
 //! The markup, ids and classes are the full page's, so the stylesheet, the
 //! tests and a reader's eye see the same page before and after.
 
-use crate::budget::{dominant_sentence, estimate, ErrorKind, Field, Term};
+use crate::budget::{dominant_sentence, estimate, Field, Term};
 use crate::chart::{draw, term_colour_hex, Bar, ChartSpec, ChartStyle};
 use crate::number::read;
 use crate::state::{Mode, PageState};
@@ -316,28 +316,10 @@ fn wire(page: &Shared, main: &Element, detailed_radio: HtmlInputElement) {
         });
         let pg = page.clone();
         listen(&p.boxes[i], "change", move |ev| {
-            let typed = target_value(&ev);
             let mut page = pg.borrow_mut();
             let current = page.state.config.get(field);
-            match field.parse_with(&typed, to_f64) {
-                Ok(v) => page.apply(field, v, Some(String::new())),
-                Err(e) => {
-                    let fixed = match e.kind {
-                        ErrorKind::BelowMin { got, .. }
-                        | ErrorKind::AboveMax { got, .. }
-                        | ErrorKind::NotWhole { got } => Some(field.clamp(got)),
-                        ErrorKind::Empty | ErrorKind::NotANumber => None,
-                    };
-                    match fixed {
-                        Some(v) => page.apply(field, v, Some(format!("{e}; using {}.", show(v)))),
-                        None => page.apply(
-                            field,
-                            current,
-                            Some(format!("{e}; kept {}.", show(current))),
-                        ),
-                    }
-                }
-            }
+            let (v, note) = field.commit(&target_value(&ev), current, to_f64);
+            page.apply(field, v, Some(note.unwrap_or_default()));
         });
     }
     let pg = page.clone();

@@ -127,3 +127,28 @@ fn linearity_holds_to_the_last_place_above_two_to_the_53() {
     assert_ne!(more.activations, one.activations * 3.0);
     assert!(k_times(more.activations, one.activations, 3, &cfg));
 }
+
+proptest! {
+    /// Committing any typed number: what applies is always a value the
+    /// field accepts; there is a message exactly when the text was not
+    /// already a valid value, and it names the value in force.
+    #[test]
+    fn commit_always_applies_an_accepted_value(
+        field in prop::sample::select(Field::ALL.to_vec()),
+        typed in prop_oneof![
+            (-1e7f64..1e7).prop_map(|v| v.to_string()),
+            (0u32..200_000).prop_map(|v| v.to_string()),
+            Just(String::new()),
+            Just("abc".to_string()),
+        ],
+    ) {
+        let current = field.clamp(4.0);
+        let (v, note) = field.commit(&typed, current, membudget::number::std_to_f64);
+        prop_assert!(field.check(v).is_ok(), "{typed} -> {v}");
+        let valid = field.parse(&typed).is_ok();
+        prop_assert_eq!(note.is_none(), valid);
+        if let Some(note) = note {
+            prop_assert!(note.ends_with(&format!(" {v}.")), "{}", note);
+        }
+    }
+}

@@ -56,30 +56,12 @@ pub fn FieldControl(
     };
     // On commit (Enter or leaving the box): clamp or refuse, and say so.
     let on_box_change = move |ev: leptos::ev::Event| {
-        let text = event_target_value(&ev);
-        let current = value.get_untracked();
-        let note = match field.parse_with(&text, browser_to_f64) {
-            Ok(v) => {
-                apply(v);
-                None
-            }
-            Err(e) => {
-                use crate::budget::ErrorKind::*;
-                let fixed = match e.kind {
-                    BelowMin { got, .. } | AboveMax { got, .. } | NotWhole { got } => {
-                        Some(field.clamp(got))
-                    }
-                    Empty | NotANumber => None,
-                };
-                Some(match fixed {
-                    Some(v) => {
-                        apply(v);
-                        format!("{e}; using {}.", show(v))
-                    }
-                    None => format!("{e}; kept {}.", show(current)),
-                })
-            }
-        };
+        let (v, note) = field.commit(
+            &event_target_value(&ev),
+            value.get_untracked(),
+            browser_to_f64,
+        );
+        apply(v);
         // Show the value in force, even when the signal did not change.
         let input = event_target::<web_sys::HtmlInputElement>(&ev);
         input.set_value(&show(value.get_untracked()));
