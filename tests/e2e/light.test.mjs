@@ -172,3 +172,37 @@ test('if the full calculator cannot load, the lesson view keeps working and says
   assert.equal(await page.textContent('tr[data-term="total"] td.gb'), '258.0');
   await context.close();
 });
+
+test('without JavaScript the page shows the lesson\'s figures in words, not dead controls', async () => {
+  const context = await browser.newContext({ javaScriptEnabled: false });
+  const page = await context.newPage();
+  await page.goto(server.base);
+  assert.equal(await page.isVisible('#light-page'), false);
+  assert.match(await page.textContent('body'), /the budget is 14\.0 \+ 14\.0 \+ 28\.0 \+ 56\.0 \+ 73\.0 = 185\.0 GB/);
+  await context.close();
+});
+
+test('before the wasm runs, the static markup is already laid out for the address: compact in an embed, hidden for a detailed one', async () => {
+  for (const [query, check] of [
+    ['?embed=1', async (page) => {
+      assert.equal(await page.isVisible('#light-page'), true);
+      assert.equal(await page.isVisible('h1'), false, 'the embed shows the page header');
+      assert.match(await page.evaluate(() => getComputedStyle(document.querySelector('.layout')).gridTemplateColumns), /^230px /);
+    }],
+    ['', async (page) => {
+      assert.equal(await page.isVisible('h1'), true);
+      assert.equal(await page.isVisible('#batch-slider'), true);
+    }],
+    ['?mode=detailed', async (page) => {
+      assert.equal(await page.isVisible('#light-page'), false, 'a lesson skeleton under a detailed address');
+    }],
+  ]) {
+    const context = await browser.newContext({ viewport: { width: 640, height: 480 }, serviceWorkers: 'block' });
+    const page = await context.newPage();
+    // The light wasm never arrives: what shows is the markup and the inline styles alone.
+    await page.route(/\/lesson-[0-9a-f]+_bg\.wasm$/, () => {});
+    await page.goto(server.base + query, { waitUntil: 'domcontentloaded' });
+    await check(page);
+    await context.close();
+  }
+});
