@@ -10,8 +10,12 @@
 //! (detailed mode, a baseline, an exercise, a value to report) goes to the
 //! full calculator at once.
 //!
-//! The markup, ids and classes are the full page's, so the stylesheet, the
-//! tests and a reader's eye see the same page before and after.
+//! It does not build its markup: `index.html` carries the lesson's view as
+//! static HTML (ids and classes the full page's), which the browser lays out
+//! while this wasm downloads; [`start`] adopts it, sets the ranges, labels
+//! and colours from the core, fills in the figures and draws the chart. So
+//! the stylesheet, the tests and a reader's eye see the same page before and
+//! after the hand-over.
 
 use crate::budget::{dominant_sentence, estimate, Field, Term};
 use crate::chart::{draw, term_colour_hex, Bar, ChartSpec, ChartStyle};
@@ -62,7 +66,8 @@ struct Page {
     hint: Element,
     sentence: Element,
     cells: Vec<Element>,
-    swatch_rows: Vec<Element>,
+    /// The five terms' table rows.
+    rows: Vec<Element>,
     canvas: HtmlCanvasElement,
     open_full: Element,
     /// The canvas box in CSS pixels, kept by a `ResizeObserver`.
@@ -84,14 +89,17 @@ fn el(doc: &Document, tag: &str, class: &str) -> Element {
     e
 }
 
+/// Sets an attribute (on our own markup, where it cannot fail).
 fn attr(e: &Element, name: &str, value: &str) {
     let _ = e.set_attribute(name, value);
 }
 
+/// Replaces an element's text.
 fn text(e: &Element, t: &str) {
     e.set_text_content(Some(t));
 }
 
+/// Calls `f` on each `event` at `target`, for the life of the page.
 fn listen(target: &Element, event: &str, f: impl FnMut(web_sys::Event) + 'static) {
     let closure = Closure::<dyn FnMut(web_sys::Event)>::new(f);
     let _ = target.add_event_listener_with_callback(event, closure.as_ref().unchecked_ref());
@@ -99,6 +107,7 @@ fn listen(target: &Element, event: &str, f: impl FnMut(web_sys::Event) + 'static
     closure.forget();
 }
 
+/// A value as the number boxes show it: `7`, `0.124`, `2048`.
 fn show(value: f64) -> String {
     format!("{value}")
 }
@@ -285,7 +294,7 @@ fn adopt(doc: &Document, main: Element, state: PageState) -> Shared {
         hint: find(doc, "#light-page .hint"),
         sentence: find(doc, "#light-page .dominant-sentence"),
         cells,
-        swatch_rows: rows,
+        rows,
         canvas: find(doc, "#budget-chart").unchecked_into(),
         open_full: find(doc, "#light-page .open-full"),
         size: (0.0, 0.0),
@@ -462,7 +471,7 @@ impl Page {
         let dominant = b.dominant();
         for (i, term) in Term::ALL.into_iter().enumerate() {
             text(&self.cells[i], &format!("{:.1}", unit.of(b.bytes(term))));
-            let row = &self.swatch_rows[i];
+            let row = &self.rows[i];
             let _ = row
                 .class_list()
                 .toggle_with_force("dominant", term == dominant);
