@@ -17,9 +17,10 @@
 //! the stylesheet, the tests and a reader's eye see the same page before and
 //! after the hand-over.
 
-use crate::budget::{dominant_sentence, estimate, Field, Term};
+use crate::app::browser_to_f64;
+use crate::budget::{dominant_sentence, estimate, Breakdown, Field, Term};
 use crate::chart::{draw, term_colour_hex, Bar, ChartSpec, ChartStyle};
-use crate::number::read;
+use crate::number::{read, show};
 use crate::state::{Mode, PageState};
 use crate::url::{decode_with, encode};
 use plotters::prelude::IntoDrawingArea;
@@ -45,11 +46,6 @@ extern "C" {
     fn take_over(module: &JsValue, query: &str);
 }
 
-/// The browser's decimal-to-`f64` conversion (see `crate::app::browser_to_f64`).
-fn to_f64(decimal: &str) -> f64 {
-    js_sys::Number::parse_float(decimal)
-}
-
 /// Whether the light page can show `state` exactly as the full page would.
 fn shows(state: &PageState) -> bool {
     state.mode == Mode::Lesson && state.baseline.is_none() && state.exercise.is_none()
@@ -66,8 +62,9 @@ struct Page {
     hint: Element,
     sentence: Element,
     cells: Vec<Element>,
-    /// The five terms' table rows.
+    /// The five terms' table rows, and their formula and its explanation.
     rows: Vec<Element>,
+    formulas: Vec<(Element, Element)>,
     canvas: HtmlCanvasElement,
     open_full: Element,
     /// The canvas box in CSS pixels, kept by a `ResizeObserver`.
@@ -79,15 +76,6 @@ struct Page {
 }
 
 type Shared = Rc<RefCell<Page>>;
-
-/// Creates `<tag class=…>`.
-fn el(doc: &Document, tag: &str, class: &str) -> Element {
-    let e = doc.create_element(tag).expect("create_element");
-    if !class.is_empty() {
-        e.set_class_name(class);
-    }
-    e
-}
 
 /// Sets an attribute (on our own markup, where it cannot fail).
 fn attr(e: &Element, name: &str, value: &str) {
@@ -107,11 +95,6 @@ fn listen(target: &Element, event: &str, f: impl FnMut(web_sys::Event) + 'static
     closure.forget();
 }
 
-/// A value as the number boxes show it: `7`, `0.124`, `2048`.
-fn show(value: f64) -> String {
-    format!("{value}")
-}
-
 /// Starts the light page: reads the address; shows the lesson's view, or
 /// hands an address it cannot show to the full calculator.
 pub fn start() {
@@ -122,7 +105,7 @@ pub fn start() {
         .and_then(|w| w.location().search().ok())
         .unwrap_or_default();
     crate::app::panic::install_hook();
-    let decoded = decode_with(&query, to_f64);
+    let decoded = decode_with(&query, browser_to_f64);
     let state = decoded.state;
     // Debug builds: `?debug_panic=1` is the full calculator's (see `crate::app`).
     let debug_panic = cfg!(debug_assertions) && query.contains("debug_panic=1");
@@ -195,12 +178,9 @@ fn not_loaded(error: &JsValue) {
     let Some(doc) = web_sys::window().and_then(|w| w.document()) else {
         return;
     };
-    let (Some(body), None) = (doc.body(), doc.get_element_by_id("panic-banner")) else {
+    if doc.get_element_by_id("panic-banner").is_some() {
         return;
-    };
-    let banner = el(&doc, "div", "");
-    banner.set_id("panic-banner");
-    attr(&banner, "role", "alert");
+    }
     let detail = error
         .dyn_ref::<js_sys::Error>()
         .map(|e| String::from(e.message()))
@@ -210,11 +190,9 @@ fn not_loaded(error: &JsValue) {
     } else {
         "reload the page to try again"
     };
-    text(
-        &banner,
-        &format!("The full calculator could not be loaded ({detail}); {still}."),
-    );
-    let _ = body.insert_before(&banner, body.first_child().as_ref());
+    crate::app::panic::alert(&format!(
+        "The full calculator could not be loaded ({detail}); {still}."
+    ));
 }
 
 /// The element of the static markup matching `selector` (the markup is
@@ -262,6 +240,7 @@ fn adopt(doc: &Document, main: Element, state: PageState) -> Shared {
     }
     let mut cells = Vec::new();
     let mut rows = Vec::new();
+    let mut formulas = Vec::new();
     for term in Term::ALL {
         let row = format!("tr[data-term={}]", term.json_key());
         // Through the CSSOM: the page's policy refuses style attributes.
@@ -271,6 +250,10 @@ fn adopt(doc: &Document, main: Element, state: PageState) -> Shared {
             .style()
             .set_property("background-color", &term_colour_hex(term));
         cells.push(find(doc, &format!("{row} td.gb")));
+        formulas.push((
+            find(doc, &format!("{row} code")),
+            find(doc, &format!("{row} .why")),
+        ));
         rows.push(find(doc, &row));
     }
     cells.push(find(doc, "tr[data-term=total] td.gb"));
@@ -295,6 +278,7 @@ fn adopt(doc: &Document, main: Element, state: PageState) -> Shared {
         sentence: find(doc, "#light-page .dominant-sentence"),
         cells,
         rows,
+        formulas,
         canvas: find(doc, "#budget-chart").unchecked_into(),
         open_full: find(doc, "#light-page .open-full"),
         size: (0.0, 0.0),
@@ -313,13 +297,13 @@ fn wire(page: &Shared, main: &Element, detailed_radio: HtmlInputElement) {
         let pg = page.clone();
         listen(&p.sliders[i], "input", move |ev| {
             let value = target_value(&ev);
-            if let Some(pos) = read(&value, to_f64) {
+            if let Some(pos) = read(&value, browser_to_f64) {
                 pg.borrow_mut().apply(field, field.from_slider(pos), None);
             }
         });
         let pg = page.clone();
         listen(&p.boxes[i], "input", move |ev| {
-            if let Ok(v) = field.parse_with(&target_value(&ev), to_f64) {
+            if let Ok(v) = field.parse_with(&target_value(&ev), browser_to_f64) {
                 pg.borrow_mut().apply(field, v, None);
             }
         });
@@ -327,7 +311,7 @@ fn wire(page: &Shared, main: &Element, detailed_radio: HtmlInputElement) {
         listen(&p.boxes[i], "change", move |ev| {
             let mut page = pg.borrow_mut();
             let current = page.state.config.get(field);
-            let (v, note) = field.commit(&target_value(&ev), current, to_f64);
+            let (v, note) = field.commit(&target_value(&ev), current, browser_to_f64);
             page.apply(field, v, Some(note.unwrap_or_default()));
         });
     }
@@ -384,7 +368,7 @@ fn wire(page: &Shared, main: &Element, detailed_radio: HtmlInputElement) {
             if let Ok(mut page) = pg.try_borrow_mut() {
                 if page.size != new {
                     page.size = new;
-                    page.draw();
+                    page.redraw();
                 }
             }
         }
@@ -400,7 +384,7 @@ fn wire(page: &Shared, main: &Element, detailed_radio: HtmlInputElement) {
         let pg = page.clone();
         let listener = Closure::<dyn Fn(web_sys::Event)>::new(move |_| {
             if let Ok(mut page) = pg.try_borrow_mut() {
-                page.draw();
+                page.redraw();
             }
         });
         let _ = query.add_event_listener_with_callback("change", listener.as_ref().unchecked_ref());
@@ -436,9 +420,12 @@ impl Page {
     /// Shows the state: inputs, chart, sentence and table.
     fn render(&mut self) {
         let s = self.state;
+        let budget = estimate(&s.config).ok();
         // The chart first: setting a canvas font after other changes to the
         // page makes the browser recompute their styles at once.
-        self.draw();
+        if let Some(b) = &budget {
+            self.draw(b);
+        }
         let focused = self.doc.active_element();
         for (i, field) in Field::ALL.into_iter().enumerate() {
             let v = s.config.get(field);
@@ -463,7 +450,7 @@ impl Page {
                 "fp32 weights and gradients, no master copy"
             },
         );
-        let Ok(b) = estimate(&s.config) else { return };
+        let Some(b) = budget else { return };
         let unit = s.unit;
         let sentence = dominant_sentence(&b, unit);
         text(&self.sentence, &sentence);
@@ -475,12 +462,9 @@ impl Page {
             let _ = row
                 .class_list()
                 .toggle_with_force("dominant", term == dominant);
-            if let Some(code) = row.query_selector("code").ok().flatten() {
-                text(&code, term.formula(mixed));
-            }
-            if let Some(why) = row.query_selector(".why").ok().flatten() {
-                text(&why, term.explanation(mixed));
-            }
+            let (code, why) = &self.formulas[i];
+            text(code, term.formula(mixed));
+            text(why, term.explanation(mixed));
         }
         text(
             &self.cells[Term::ALL.len()],
@@ -491,11 +475,15 @@ impl Page {
         attr(&self.open_full, "href", &format!("?{}", encode(&full)));
     }
 
-    /// Draws the chart at the screen's pixel density; nothing while hidden.
-    fn draw(&mut self) {
-        let Ok(b) = estimate(&self.state.config) else {
-            return;
-        };
+    /// Draws the chart again (its box or the colour scheme changed).
+    fn redraw(&mut self) {
+        if let Ok(b) = estimate(&self.state.config) {
+            self.draw(&b);
+        }
+    }
+
+    /// Draws `b` at the screen's pixel density; nothing while hidden.
+    fn draw(&mut self, b: &Breakdown) {
         let (mut w, mut h) = self.size;
         if (w, h) == (0.0, 0.0) {
             (w, h) = (
@@ -528,7 +516,7 @@ impl Page {
         let spec = ChartSpec {
             legend: (!self.state.embed).then_some(0),
             log: false,
-            bars: vec![Bar::lesson("Current", &b)],
+            bars: vec![Bar::lesson("Current", b)],
             unit: self.state.unit,
             capacity_bytes: self.state.gpu.map(|g| g.bytes()),
             marked: None,

@@ -64,6 +64,12 @@ fn is_decimal(unsigned: &str) -> bool {
     mantissa_ok && exponent_ok
 }
 
+/// A value as the number boxes show it, on both pages: `7`, `0.124`,
+/// `2048` (Rust's shortest round-trip form).
+pub fn show(value: f64) -> String {
+    format!("{value}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,14 +3,9 @@
 use super::reactive::{cond, on_event, text};
 use super::{browser_to_f64, State};
 use crate::budget::Field;
-use crate::number::read;
+use crate::number::{read, show};
 use crate::state::{PageState, Unit};
 use leptos::prelude::*;
-
-/// Formats a field's value for the number box: `7`, `0.124`, `2048`.
-fn show(value: f64) -> String {
-    format!("{value}")
-}
 
 /// A labelled slider with a number box beside it for one [`Field`].
 ///

@@ -23,6 +23,15 @@ pub fn install_hook() {}
 /// Puts the message in a `role="alert"` banner; plain text, never HTML.
 #[cfg(not(panic = "immediate-abort"))]
 fn show_banner(message: &str) {
+    alert(&format!(
+        "Something went wrong and the calculator stopped: {message}. Reload the page to start again."
+    ));
+}
+
+/// Inserts `text` at the top of the page in the alert banner
+/// (`#panic-banner`, `role="alert"`); plain text, never HTML. Also used by
+/// the light page ([`crate::light`]) when the full calculator cannot load.
+pub(crate) fn alert(text: &str) {
     let Some(doc) = web_sys::window().and_then(|w| w.document()) else {
         return;
     };
@@ -32,10 +41,6 @@ fn show_banner(message: &str) {
     };
     banner.set_id("panic-banner");
     let _ = banner.set_attribute("role", "alert");
-    banner.set_text_content(Some(&format!(
-        "Something went wrong and the calculator stopped: {message}. Reload the page to start again."
-    )));
-    if let Ok(node) = wasm_bindgen::JsCast::dyn_into::<web_sys::Node>(banner) {
-        let _ = body.insert_before(&node, body.first_child().as_ref());
-    }
+    banner.set_text_content(Some(text));
+    let _ = body.insert_before(&banner, body.first_child().as_ref());
 }
