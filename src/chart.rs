@@ -271,14 +271,15 @@ fn log_bounds(spec: &ChartSpec) -> (f64, f64) {
     if !(max_total.is_finite() && max_total > 0.0) {
         return (0.1, 1.0);
     }
-    let top = 10f64.powf(max_total.log10().ceil().max(-3.0));
+    // Whole exponents, and `powi`: `powf` would ship libm's `pow` (2 KB).
+    let top_exp = max_total.log10().ceil().max(-3.0) as i32;
     let lo_exp = if min_first.is_finite() {
-        min_first.log10().floor()
+        min_first.log10().floor().max(-300.0) as i32
     } else {
-        top.log10() - 1.0
+        top_exp - 1
     };
-    let lo = 10f64.powf(lo_exp.clamp(top.log10() - 6.0, top.log10() - 1.0));
-    (lo, top)
+    let lo_exp = lo_exp.clamp(top_exp - 6, top_exp - 1);
+    (10f64.powi(lo_exp), 10f64.powi(top_exp))
 }
 
 /// The top of the GB axis for a largest total of `max_gb`: the next value of
@@ -393,7 +394,12 @@ pub fn draw<DB: DrawingBackend>(
     // drawn (and always the marked one).
     let caption_every = (40.0 * style.scale / slot).ceil().max(1.0) as usize;
 
-    // Each bar takes the middle 60 % of its slot.
+    // Each bar takes the middle 60 % of its slot. The segments do not
+    // overlap, so they are drawn fill by fill: a canvas then changes its
+    // fill a few times per chart instead of at every segment.
+    let mut segments = Vec::new();
+    let mut fills = Vec::new();
+    let mut tops = Vec::with_capacity(spec.bars.len());
     for (i, bar) in spec.bars.iter().enumerate() {
         let faded = spec.marked.is_some_and(|m| m != i);
         let (x0, x1) = (x_of(i as f64 + 0.2), x_of(i as f64 + 0.8));
@@ -403,21 +409,31 @@ pub fn draw<DB: DrawingBackend>(
             if v <= 0.0 {
                 continue;
             }
-            let colour = part.colour;
             let fill = if faded {
-                colour.mix(0.55).filled()
+                part.colour.mix(0.55)
             } else {
-                colour.filled()
+                part.colour.to_rgba()
             };
-            let corners = [(x0, y_of(base + v)), (x1, y_of(base))];
-            plot_area.draw(&Rectangle::new(corners, fill))?;
+            if !fills.contains(&fill) {
+                fills.push(fill);
+            }
+            segments.push((fill, [(x0, y_of(base + v)), (x1, y_of(base))]));
             base += v;
         }
+        tops.push(base);
+    }
+    for fill in fills {
+        for &(_, corners) in segments.iter().filter(|(f, _)| *f == fill) {
+            plot_area.draw(&Rectangle::new(corners, fill.filled()))?;
+        }
+    }
+
+    for (i, (bar, &stack)) in spec.bars.iter().zip(&tops).enumerate() {
         let centre = x_of(i as f64 + 0.5);
         if spec.marked.is_none_or(|m| m == i) {
             plot_area.draw(&Text::new(
                 format!("{:.1} {}", unit.of(bar.total()), unit.label()),
-                (centre, y_of(base)),
+                (centre, y_of(stack)),
                 style.font(14.0).pos(Pos::new(HPos::Center, VPos::Bottom)),
             ))?;
         }
@@ -491,13 +507,18 @@ fn draw_legend<DB: DrawingBackend>(
     // Beside the chart the legend starts level with the axis top; under it,
     // at its own top.
     let top = style.px(if width < height { 28.0 } else { 4.0 });
-    for (k, part) in bar.parts.iter().rev().enumerate() {
-        let x = style.px(8.0);
-        let y = top + k as i32 * row;
+    // Swatches first, then names: a canvas changes its fill colour once per
+    // swatch instead of twice per row.
+    let rows = || bar.parts.iter().rev().enumerate();
+    let x = style.px(8.0);
+    let y = |k: usize| top + k as i32 * row;
+    for (k, part) in rows() {
         area.draw(&Rectangle::new(
-            [(x, y), (x + swatch, y + swatch)],
+            [(x, y(k)), (x + swatch, y(k) + swatch)],
             part.colour.filled(),
         ))?;
+    }
+    for (k, part) in rows() {
         area.draw(&Text::new(
             format!(
                 "{}  {:.1} {}",
@@ -505,7 +526,7 @@ fn draw_legend<DB: DrawingBackend>(
                 unit.of(part.bytes),
                 unit.label()
             ),
-            (x + swatch + style.px(8.0), y + swatch / 2),
+            (x + swatch + style.px(8.0), y(k) + swatch / 2),
             style.font(13.0).pos(Pos::new(HPos::Left, VPos::Center)),
         ))?;
     }

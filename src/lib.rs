@@ -4,7 +4,8 @@
 //! - [`budget`]: the pure-Rust core (no web dependencies).
 //! - [`detailed`]: the architecture-aware model (presets, precision,
 //!   optimizers, attention kernels, recomputation, parallelism, LoRA).
-//! - [`chart`]: the stacked bar chart, drawn on any plotters backend.
+//! - [`chart`]: the stacked bar chart, drawn on any plotters backend;
+//!   `canvas` (wasm32 only): the backend and painting on a `<canvas>`.
 //! - [`state`]: what the page shows besides the inputs (baseline, GPU fit,
 //!   unit, sweep, exercises); [`url`]: that state in a query string.
 //! - [`export`]: the table as Markdown, CSV and JSON.
@@ -17,6 +18,8 @@
 #[cfg(target_arch = "wasm32")]
 pub mod app;
 pub mod budget;
+#[cfg(target_arch = "wasm32")]
+pub mod canvas;
 pub mod chart;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod cli;

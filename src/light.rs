@@ -19,16 +19,15 @@
 
 use crate::app::browser_to_f64;
 use crate::budget::{dominant_sentence, estimate, Breakdown, Field, Term};
-use crate::chart::{draw, term_colour_hex, Bar, ChartSpec, ChartStyle};
+use crate::canvas::{paint, Surface};
+use crate::chart::{term_colour_hex, Bar, ChartSpec, ChartStyle};
 use crate::number::{read, show};
 use crate::state::{Mode, PageState};
 use crate::url::{decode_with, encode};
-use plotters::prelude::IntoDrawingArea;
-use plotters_canvas::CanvasBackend;
 use std::cell::RefCell;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
-use web_sys::{Document, Element, HtmlCanvasElement, HtmlInputElement};
+use web_sys::{Document, Element, HtmlInputElement};
 
 #[wasm_bindgen(inline_js = "
 export function load_full() {
@@ -65,7 +64,9 @@ struct Page {
     /// The five terms' table rows, and their formula and its explanation.
     rows: Vec<Element>,
     formulas: Vec<(Element, Element)>,
-    canvas: HtmlCanvasElement,
+    chart: Surface,
+    /// The system's colour scheme, asked once (each draw reads `matches`).
+    dark: Option<web_sys::MediaQueryList>,
     open_full: Element,
     /// The canvas box in CSS pixels, kept by a `ResizeObserver`.
     size: (f64, f64),
@@ -279,7 +280,10 @@ fn adopt(doc: &Document, main: Element, state: PageState) -> Shared {
         cells,
         rows,
         formulas,
-        canvas: find(doc, "#budget-chart").unchecked_into(),
+        chart: Surface::new(find(doc, "#budget-chart").unchecked_into())
+            .expect("a fresh canvas has a 2D context"),
+        dark: web_sys::window()
+            .and_then(|w| w.match_media("(prefers-color-scheme: dark)").ok().flatten()),
         open_full: find(doc, "#light-page .open-full"),
         size: (0.0, 0.0),
         pointer_down: false,
@@ -374,13 +378,11 @@ fn wire(page: &Shared, main: &Element, detailed_radio: HtmlInputElement) {
         }
     });
     if let Ok(observer) = web_sys::ResizeObserver::new(on_resize.as_ref().unchecked_ref()) {
-        observer.observe(&p.canvas);
+        observer.observe(p.chart.canvas());
     }
     on_resize.forget();
     // Redraw in the other colours when the system's scheme changes.
-    if let Some(query) =
-        web_sys::window().and_then(|w| w.match_media("(prefers-color-scheme: dark)").ok().flatten())
-    {
+    if let Some(query) = &p.dark {
         let pg = page.clone();
         let listener = Closure::<dyn Fn(web_sys::Event)>::new(move |_| {
             if let Ok(mut page) = pg.try_borrow_mut() {
@@ -454,7 +456,7 @@ impl Page {
         let unit = s.unit;
         let sentence = dominant_sentence(&b, unit);
         text(&self.sentence, &sentence);
-        attr(&self.canvas, "aria-label", &sentence);
+        attr(self.chart.canvas(), "aria-label", &sentence);
         let dominant = b.dominant();
         for (i, term) in Term::ALL.into_iter().enumerate() {
             text(&self.cells[i], &format!("{:.1}", unit.of(b.bytes(term))));
@@ -484,35 +486,17 @@ impl Page {
 
     /// Draws `b` at the screen's pixel density; nothing while hidden.
     fn draw(&mut self, b: &Breakdown) {
-        let (mut w, mut h) = self.size;
-        if (w, h) == (0.0, 0.0) {
-            (w, h) = (
-                f64::from(self.canvas.client_width()),
-                f64::from(self.canvas.client_height()),
+        if self.size == (0.0, 0.0) {
+            let canvas = self.chart.canvas();
+            self.size = (
+                f64::from(canvas.client_width()),
+                f64::from(canvas.client_height()),
             );
-            self.size = (w, h);
         }
-        if w < 1.0 || h < 1.0 {
-            return;
-        }
-        let window = web_sys::window();
-        let scale = window
-            .as_ref()
+        let scale = web_sys::window()
             .map_or(1.0, |w| w.device_pixel_ratio())
             .max(1.0);
-        let dark = window
-            .and_then(|w| w.match_media("(prefers-color-scheme: dark)").ok().flatten())
-            .is_some_and(|q| q.matches());
-        let (pw, ph) = ((w * scale).round() as u32, (h * scale).round() as u32);
-        if self.canvas.width() != pw {
-            self.canvas.set_width(pw);
-        }
-        if self.canvas.height() != ph {
-            self.canvas.set_height(ph);
-        }
-        let Some(backend) = CanvasBackend::with_canvas_object(self.canvas.clone()) else {
-            return;
-        };
+        let dark = self.dark.as_ref().is_some_and(|q| q.matches());
         let spec = ChartSpec {
             legend: (!self.state.embed).then_some(0),
             log: false,
@@ -521,8 +505,7 @@ impl Page {
             capacity_bytes: self.state.gpu.map(|g| g.bytes()),
             marked: None,
         };
-        let style = ChartStyle { scale, dark };
-        let _ = draw(&backend.into_drawing_area(), &spec, &style);
+        paint(&self.chart, self.size, &spec, &ChartStyle { scale, dark });
     }
 
     /// Hands over to the full calculator once it is loaded, no slider is

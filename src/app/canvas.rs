@@ -2,13 +2,12 @@
 
 use super::reactive::text;
 use super::{BaselineBudget, Budget, DetailedBudget, State};
-use crate::budget::dominant_sentence;
-use crate::chart::{draw, Bar, ChartSpec, ChartStyle};
+use crate::budget::{dominant_sentence, estimate};
+use crate::canvas::{paint, Surface};
+use crate::chart::{Bar, ChartSpec, ChartStyle};
 use crate::state::Mode;
 use leptos::html::Canvas;
 use leptos::prelude::*;
-use plotters::prelude::IntoDrawingArea;
-use plotters_canvas::CanvasBackend;
 use wasm_bindgen::prelude::*;
 
 /// Bumped when the screen's pixel density may have changed (the window
@@ -44,25 +43,6 @@ pub fn provide_redraw() {
     provide_context(dark);
 }
 
-/// Runs `draw` now and again whenever what it reads changes, as a render
-/// effect: in step with the page's other DOM updates rather than in a task
-/// after them. A chart drawn after the text around it has changed makes the
-/// browser recompute that text's styles at once, when the canvas font is
-/// set (measured: input -> last chart drawn, p95, 1.6 -> 1.3 ms on the
-/// lesson's page, 2.7 -> 2.0 ms in detailed mode).
-pub fn chart_effect(mut draw: impl FnMut() + 'static) {
-    let effect = RenderEffect::new(move |_: Option<()>| draw());
-    // Lives as long as the component that draws.
-    on_cleanup(move || drop(effect));
-}
-
-/// Records a performance mark (`membudget:budget-drawn` …) for the benchmark.
-pub fn mark(name: &str) {
-    if let Some(perf) = web_sys::window().and_then(|w| w.performance()) {
-        let _ = perf.mark(name);
-    }
-}
-
 /// A chart's `<canvas>`: the element once mounted, and the size of its box
 /// in CSS pixels, kept current by a `ResizeObserver`. Reading `clientWidth`
 /// on every draw instead forced the browser to lay the page out each time
@@ -78,6 +58,8 @@ pub fn mark(name: &str) {
 pub struct ChartCanvas {
     /// Goes on the `<canvas>`.
     pub node: NodeRef<Canvas>,
+    /// The canvas's 2D context, looked up at the first draw.
+    surface: StoredValue<Option<Surface>, LocalStorage>,
     size: RwSignal<(f64, f64)>,
     on_screen: RwSignal<bool>,
     redraw: Redraw,
@@ -126,6 +108,7 @@ impl ChartCanvas {
         });
         Self {
             node,
+            surface: StoredValue::new_local(None),
             size,
             on_screen,
             redraw: super::context::<Redraw>(),
@@ -142,79 +125,105 @@ impl ChartCanvas {
     }
 
     /// Sizes the canvas to its box at the screen's pixel density (crisp on
-    /// high-DPI screens) and draws `spec` in the reader's colour scheme;
-    /// records `membudget:{name}-drawn`. Tracks the box size, the pixel
-    /// density and the colour scheme; draws nothing while the canvas is
-    /// hidden (a zero-size box) or not mounted.
-    pub fn paint(&self, spec: &ChartSpec, name: &str) {
+    /// high-DPI screens) and draws `spec` in the reader's colour scheme.
+    /// Tracks the box size, the pixel density and the colour scheme; draws
+    /// nothing while the canvas is hidden (a zero-size box) or not mounted.
+    pub fn paint(&self, spec: &ChartSpec) {
         self.redraw.0.track();
         let dark = self.dark.0.get();
         let Some(canvas) = self.node.get() else {
             return;
         };
-        let (mut css_w, mut css_h) = self.size.get();
-        if (css_w, css_h) == (0.0, 0.0) {
+        let mut css = self.size.get();
+        if css == (0.0, 0.0) {
             // Before the observer's first report (the first draw, straight
             // after mounting): measure once, so the chart is not a frame late.
-            (css_w, css_h) = (
+            css = (
                 f64::from(canvas.client_width()),
                 f64::from(canvas.client_height()),
             );
-            self.size.update_untracked(|s| *s = (css_w, css_h));
+            self.size.update_untracked(|s| *s = css);
         }
-        if css_w < 1.0 || css_h < 1.0 {
-            return;
+        if self.surface.with_value(Option::is_none) {
+            self.surface.set_value(Surface::new(canvas));
         }
         let scale = web_sys::window()
             .map_or(1.0, |w| w.device_pixel_ratio())
             .max(1.0);
-        // Resizing a canvas reallocates and clears it: only when its box changed.
-        let (w, h) = (
-            (css_w * scale).round() as u32,
-            (css_h * scale).round() as u32,
-        );
-        if canvas.width() != w {
-            canvas.set_width(w);
-        }
-        if canvas.height() != h {
-            canvas.set_height(h);
-        }
-        let Some(backend) = CanvasBackend::with_canvas_object(canvas) else {
-            return;
-        };
         let style = ChartStyle { scale, dark };
-        if let Err(e) = draw(&backend.into_drawing_area(), spec, &style) {
-            leptos::logging::error!("chart: {e}");
-        }
-        mark(&format!("membudget:{name}-drawn"));
+        self.surface.with_value(|surface| {
+            if let Some(surface) = surface {
+                paint(surface, css, spec, &style);
+            }
+        });
     }
 }
 
-/// The main chart: the current budget as one stacked bar, the pinned
-/// baseline beside it, and the GPU's memory as a dashed line.
-#[component]
-pub fn BudgetChart() -> impl IntoView {
-    let Budget(budget) = super::context::<Budget>();
-    let BaselineBudget(baseline) = super::context::<BaselineBudget>();
-    let State(state) = super::context::<State>();
-    let chart = ChartCanvas::new();
+/// The page's three charts, made before anything else on the page (see
+/// [`charts`]); each component takes its canvas from here.
+#[derive(Clone, Copy)]
+pub struct Charts {
+    /// The budget bar.
+    pub budget: ChartCanvas,
+    /// The sweep over batch size or sequence length (lesson mode).
+    pub sweep: ChartCanvas,
+    /// The step timeline (detailed mode).
+    pub timeline: ChartCanvas,
+}
 
-    let DetailedBudget(detailed) = super::context::<DetailedBudget>();
-    chart_effect(move || {
+/// Makes the page's charts, provides them as [`Charts`], and draws them
+/// all in one immediate effect: it runs inside the input's own handler, as
+/// soon as the state changes, so every chart on screen is drawn before the
+/// text around it is updated (the page's other effects run in a task after
+/// the handler). Drawn later, a chart's first text made the browser
+/// recompute the styles of every changed text at once, and with an effect
+/// per chart the sweep's and the timeline's ran only after the effects the
+/// budget's memos wake (the table, the fit lines): measured from outside,
+/// input -> last chart drawn with the sweep on screen, p95 2.6 -> 1.6 ms
+/// (README "Benchmark"). The painters compute what they draw from the
+/// state itself, not from the page's memos: an immediate effect runs while
+/// the state is still telling its dependants, when a memo further down
+/// that list is not yet marked stale, and would hand over its old value.
+pub fn charts() {
+    let charts = Charts {
+        budget: ChartCanvas::new(),
+        sweep: ChartCanvas::new(),
+        timeline: ChartCanvas::new(),
+    };
+    provide_context(charts);
+    let budget = budget_painter(charts.budget);
+    let timeline = super::timeline::painter(charts.timeline);
+    let sweep = super::sweep::painter(charts.sweep);
+    ImmediateEffect::new_scoped(move || {
+        budget();
+        timeline();
+        sweep();
+    });
+}
+
+/// Draws the main chart: the current budget as one stacked bar, the
+/// pinned baseline beside it, and the GPU's memory as a dashed line.
+fn budget_painter(chart: ChartCanvas) -> impl Fn() + Send + Sync {
+    let State(state) = super::context::<State>();
+    move || {
         let s = *state.read();
         let mut bars = Vec::with_capacity(2);
         match s.mode {
             Mode::Lesson => {
-                let Ok(current) = budget.get() else { return };
-                if let Some(b) = baseline.get() {
+                let Ok(current) = estimate(&s.config) else {
+                    return;
+                };
+                if let Some(b) = s.baseline.and_then(|b| estimate(&b).ok()) {
                     bars.push(Bar::lesson("Baseline", &b));
                 }
                 bars.push(Bar::lesson("Current", &current));
             }
             Mode::Detailed => {
-                let Ok(d) = detailed.get() else { return };
+                let Ok(d) = crate::detailed::estimate(&s.detailed_config()) else {
+                    return;
+                };
                 if s.detailed.show_lesson {
-                    if let Ok(l) = crate::budget::estimate(&s.lesson_for_detailed()) {
+                    if let Ok(l) = estimate(&s.lesson_for_detailed()) {
                         bars.push(Bar::lesson("Lesson's rule", &l));
                     }
                 }
@@ -229,8 +238,18 @@ pub fn BudgetChart() -> impl IntoView {
             capacity_bytes: s.gpu.map(|g| g.bytes()),
             marked: None,
         };
-        chart.paint(&spec, "budget");
-    });
+        chart.paint(&spec);
+    }
+}
+
+/// The main chart's canvas (drawn by [`charts`]).
+#[component]
+pub fn BudgetChart() -> impl IntoView {
+    let Budget(budget) = super::context::<Budget>();
+    let BaselineBudget(baseline) = super::context::<BaselineBudget>();
+    let State(state) = super::context::<State>();
+    let DetailedBudget(detailed) = super::context::<DetailedBudget>();
+    let chart = super::context::<Charts>().budget;
 
     let label = move || {
         let unit = state.read().unit;

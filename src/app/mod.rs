@@ -63,6 +63,13 @@ pub struct DetailedBudget(pub Memo<Result<DetailedBreakdown, DetailedError>>);
 #[derive(Clone, Copy)]
 pub struct DetailedTimeline(pub Memo<Option<StepTimeline>>);
 
+/// The step timeline the page shows: a later step, in detailed mode only.
+fn step_timeline(s: &PageState) -> Option<StepTimeline> {
+    (s.mode == Mode::Detailed)
+        .then(|| crate::detailed::timeline(&s.detailed_config(), &StepOptions::default()).ok())
+        .flatten()
+}
+
 /// Installs the panic banner and mounts the calculator on `query` in place
 /// of the light lesson page
 /// ([`crate::light`]), which asks for this once this wasm has loaded and no
@@ -155,12 +162,10 @@ pub fn Calculator(
     }));
     provide_context(detailed);
     provide_context(DetailedTimeline(Memo::new(move |_| {
-        let s = state.0.read();
-        (s.mode == Mode::Detailed)
-            .then(|| crate::detailed::timeline(&s.detailed_config(), &StepOptions::default()).ok())
-            .flatten()
+        step_timeline(&state.0.read())
     })));
     canvas::provide_redraw();
+    canvas::charts();
 
     // Keep the address bar in step, without adding history entries, once
     // the state has rested for 250 ms (the end of a drag, a typed value):

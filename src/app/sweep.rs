@@ -1,6 +1,6 @@
 //! The sweep chart: every term against batch size (or sequence length).
 
-use super::canvas::ChartCanvas;
+use super::canvas::{ChartCanvas, Charts};
 use super::controls::radio;
 use super::reactive::text;
 use super::State;
@@ -18,22 +18,17 @@ fn short(v: u32) -> String {
     }
 }
 
-/// Stacked bars of the budget at every power of two of batch size (or
-/// sequence length), with the current value among them and marked: only
-/// the activations climb.
-#[component]
-pub fn SweepPanel() -> impl IntoView {
+/// Draws the sweep chart: the budget at every power of two of batch
+/// size (or sequence length), with the current value among them and
+/// marked; nothing while the chart is off screen or the mode hides it.
+pub fn painter(chart: ChartCanvas) -> impl Fn() + Send + Sync {
     let State(state) = super::context::<State>();
-    let chart = ChartCanvas::new();
-    let axis = move || state.read().sweep;
-
-    super::canvas::chart_effect(move || {
+    move || {
         let s = *state.read();
         // Hidden with the rest of the lesson's panels in detailed mode.
         if s.mode != Mode::Lesson || !chart.in_view() {
             return;
         }
-        super::canvas::mark("membudget:sweep-start");
         let field = s.sweep.field();
         let current = s.config.get(field) as u32;
         let mut points = sweep(&s.config, s.sweep);
@@ -55,8 +50,18 @@ pub fn SweepPanel() -> impl IntoView {
             legend: None,
             log: true,
         };
-        chart.paint(&spec, "sweep");
-    });
+        chart.paint(&spec);
+    }
+}
+
+/// Stacked bars of the budget at every power of two of batch size (or
+/// sequence length), with the current value among them and marked: only
+/// the activations climb.
+#[component]
+pub fn SweepPanel() -> impl IntoView {
+    let State(state) = super::context::<State>();
+    let chart = super::context::<Charts>().sweep;
+    let axis = move || state.read().sweep;
 
     let option = |a: SweepAxis, text: &str| {
         radio(

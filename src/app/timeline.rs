@@ -3,7 +3,7 @@
 //! a sentence on why the peak differs from the sum of states and saved
 //! activations.
 
-use super::canvas::ChartCanvas;
+use super::canvas::{ChartCanvas, Charts};
 use super::reactive::text;
 use super::{DetailedBudget, DetailedTimeline, State};
 use crate::chart::{timeline_bars, ChartSpec};
@@ -11,20 +11,19 @@ use crate::detailed::why_peak;
 use crate::state::Mode;
 use leptos::prelude::*;
 
-/// The step timeline chart and its explanation (detailed mode).
-#[component]
-pub fn StepChart() -> impl IntoView {
+/// Draws the step timeline: one bar per event, the peak marked, the
+/// GPU line across; nothing while the chart is off screen or the mode
+/// hides it.
+pub fn painter(chart: ChartCanvas) -> impl Fn() + Send + Sync {
     let State(state) = super::context::<State>();
-    let DetailedTimeline(timeline) = super::context::<DetailedTimeline>();
-    let DetailedBudget(detailed) = super::context::<DetailedBudget>();
-    let chart = ChartCanvas::new();
-
-    super::canvas::chart_effect(move || {
+    move || {
         let s = *state.read();
         if s.mode != Mode::Detailed || !chart.in_view() {
             return;
         }
-        let Some(t) = timeline.get() else { return };
+        let Some(t) = super::step_timeline(&s) else {
+            return;
+        };
         let cfg = s.detailed_config();
         let overhead = s
             .detailed
@@ -39,8 +38,17 @@ pub fn StepChart() -> impl IntoView {
             capacity_bytes: s.gpu.map(|g| g.bytes()),
             marked: Some(peak),
         };
-        chart.paint(&spec, "timeline");
-    });
+        chart.paint(&spec);
+    }
+}
+
+/// The step timeline chart and its explanation (detailed mode).
+#[component]
+pub fn StepChart() -> impl IntoView {
+    let State(state) = super::context::<State>();
+    let DetailedTimeline(timeline) = super::context::<DetailedTimeline>();
+    let DetailedBudget(detailed) = super::context::<DetailedBudget>();
+    let chart = super::context::<Charts>().timeline;
 
     let explanation = move || {
         let s = state.read();

@@ -54,82 +54,43 @@ for (const [name, url] of [['floor', floorServer.base], ['lesson', server.base],
 }
 floorServer.close();
 
-// 1. Input event -> chart repainted, and -> next frame.
-const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+// 1. Input -> next frame (the slider's change on screen), lesson page; the
+// sweep chart: switching its axis -> its last drawing call (11 points
+// computed and drawn).
+const context = await browser.newContext({ viewport: { width: 1280, height: 1700 } });
+await context.addInitScript(RECORDER);
 const page = await context.newPage();
 await page.goto(server.base);
 await fullPage(page);
-const input = await page.evaluate(async (n) => {
+const frame = await page.evaluate(async (n) => {
   const slider = document.querySelector('#batch-slider');
-  const drawn = [], frame = [];
-  const settle = async () => { for (let i = 0; i < 50; i++) await Promise.resolve(); };
+  const out = [];
   for (let i = 0; i < n; i++) {
-    performance.clearMarks('membudget:budget-drawn');
+    await new Promise((r) => requestAnimationFrame(() => r()));
     const t0 = performance.now();
     slider.value = String(i % 11); // batch 1, 2, 4 ... 1024, round and round
     slider.dispatchEvent(new Event('input', { bubbles: true }));
-    await settle();
-    const mark = performance.getEntriesByName('membudget:budget-drawn')[0];
-    if (mark) drawn.push(mark.startTime - t0);
     await new Promise((r) => requestAnimationFrame(() => r()));
-    frame.push(performance.now() - t0);
+    out.push(performance.now() - t0);
   }
-  return { drawn, frame };
+  return out;
 }, INPUTS);
-
-// 1b. Detailed mode (Llama-3.1-8B, the step timeline on): input -> the
-// last of the two charts (bar, step timeline) repainted.
-await page.goto(server.base + '?mode=detailed&model=llama-3.1-8b');
-await fullPage(page);
-const detailed = await page.evaluate(async (n) => {
-  const slider = document.querySelector('#batch-slider');
-  const drawn = [];
-  const settle = async () => { for (let i = 0; i < 50; i++) await Promise.resolve(); };
-  for (let i = 0; i < n; i++) {
-    performance.clearMarks();
-    const t0 = performance.now();
-    slider.value = String(i % 6); // batch 1 … 32, round and round
-    slider.dispatchEvent(new Event('input', { bubbles: true }));
-    await settle();
-    const marks = ['membudget:budget-drawn', 'membudget:timeline-drawn']
-      .map((m) => performance.getEntriesByName(m)[0]);
-    if (marks.every(Boolean)) drawn.push(Math.max(...marks.map((m) => m.startTime)) - t0);
-  }
-  return drawn;
-}, INPUTS);
-await page.goto(server.base);
-await fullPage(page);
-
-// 2. Sweep chart: compute and draw all points.
 const sweep = await page.evaluate(async (n) => {
   const times = [];
   for (let i = 0; i < n; i++) {
-    performance.clearMarks();
+    await new Promise((r) => requestAnimationFrame(() => r()));
+    window.__draws.last.clear();
     const radio = document.querySelector(i % 2 ? '#sweep-batch' : '#sweep-seq');
+    const t0 = performance.now();
     radio.checked = true;
     radio.dispatchEvent(new Event('change', { bubbles: true }));
-    for (let k = 0; k < 50; k++) await Promise.resolve();
-    const start = performance.getEntriesByName('membudget:sweep-start')[0];
-    const end = performance.getEntriesByName('membudget:sweep-drawn')[0];
-    if (start && end) times.push(end.startTime - start.startTime);
+    await new Promise((r) => requestAnimationFrame(() => r()));
+    const t = window.__draws.last.get('sweep-chart');
+    if (t !== undefined) times.push(t - t0);
   }
   return times;
 }, SWEEPS);
 await context.close();
-
-// 3. Cold load -> first chart drawn (from navigation start).
-const loads = [];
-for (let i = 0; i < LOADS; i++) {
-  const ctx = await browser.newContext();
-  const p = await ctx.newPage();
-  await p.goto(server.base);
-  const t = await p.waitForFunction(() => {
-    const m = performance.getEntriesByName('membudget:budget-drawn')[0];
-    return m && m.startTime;
-  });
-  loads.push(await t.jsonValue());
-  await ctx.close();
-}
 await browser.close();
 server.close();
 
@@ -164,12 +125,8 @@ for (const name of ['lesson', 'embed']) {
   console.log(`  ${name.padEnd(8)} cold navigation -> first chart (${o.cold.length} loads): median ${ms(pct(o.cold, 50))}; floor ${ms(pct(f.cold, 50))}; ratio ${ratio(pct(o.cold, 50), pct(f.cold, 50))} (goal <= 2x)`);
 }
 console.log('');
-console.log('Measured from inside (the page\'s own marks):');
-console.log(`input -> chart repainted (${input.drawn.length} slider inputs): p50 ${ms(pct(input.drawn, 50))}, p95 ${ms(pct(input.drawn, 95))}`);
-console.log(`detailed mode, input -> bar and step timeline repainted (${detailed.length} inputs): p50 ${ms(pct(detailed, 50))}, p95 ${ms(pct(detailed, 95))}`);
-console.log(`input -> next frame       (${input.frame.length} slider inputs): p50 ${ms(pct(input.frame, 50))}, p95 ${ms(pct(input.frame, 95))}`);
-console.log(`cold load -> full calculator's first chart, after the light page (${loads.length} loads): median ${ms(pct(loads, 50))}, max ${ms(Math.max(...loads))}`);
-console.log(`sweep chart, 11 points    (${sweep.length} redraws): p50 ${ms(pct(sweep, 50))}, p95 ${ms(pct(sweep, 95))}`);
+console.log(`  lesson   input -> next frame (${frame.length} inputs): p50 ${ms(pct(frame, 50))}, p95 ${ms(pct(frame, 95))}`);
+console.log(`  sweep    axis switched -> sweep chart drawn, 11 points (${sweep.length}): p50 ${ms(pct(sweep, 50))}, p95 ${ms(pct(sweep, 95))}`);
 console.log('');
 console.log('file                         raw B    gzip -9 B   brotli 11 B');
 for (const [name, raw, gz, br] of rows) {

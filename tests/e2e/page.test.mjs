@@ -137,3 +137,51 @@ test('on a 360 px phone the chart stays in view while a slider below it is dragg
   assert.ok(await inView(), 'chart in view beside the table');
   await context.close();
 });
+
+test('a slider input draws every chart on screen once, in the input\'s own task, before the text changes', async () => {
+  for (const [url, charts] of [['', ['budget-chart', 'sweep-chart']], ['?mode=detailed&model=llama-3.1-8b', ['budget-chart', 'timeline-chart']]]) {
+    const { page, problems, context } = await open({ viewport: { width: 1280, height: 1700 } });
+    if (url) {
+      await page.goto(server.base + url);
+      await fullPage(page);
+    }
+    const seen = await page.evaluate(async () => {
+      const proto = CanvasRenderingContext2D.prototype;
+      const fill = proto.fillRect;
+      let drawn = new Map();
+      // A chart's drawing starts by filling its background.
+      proto.fillRect = function (...a) {
+        const id = this.canvas.id;
+        if (a[0] === 0 && a[1] === 0) drawn.set(id, (drawn.get(id) || 0) + 1);
+        return fill.apply(this, a);
+      };
+      const total = () => document.querySelector('tr[data-term="total"] td.gb:not(:empty)')?.textContent
+        ?? document.querySelector('#detailed-sentence').textContent;
+      const slider = document.querySelector('#batch-slider');
+      const out = [];
+      for (let i = 0; i < 4; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        drawn = new Map();
+        const text = total();
+        slider.value = String(Number(slider.value) + 1);
+        slider.dispatchEvent(new Event('input', { bubbles: true }));
+        // Still in the input's task: the charts are drawn, the text not yet updated.
+        out.push({ drawn: Object.fromEntries(drawn), textUnchanged: total() === text });
+        await new Promise((r) => setTimeout(r, 0));
+        out.at(-1).textChanged = total() !== text;
+        out.at(-1).drawnAfter = Object.fromEntries(drawn);
+      }
+      proto.fillRect = fill;
+      return out;
+    });
+    for (const s of seen) {
+      for (const id of charts) {
+        assert.equal(s.drawn[id], 1, `${url || 'lesson'}: ${id} drawn once in the input's task: ${JSON.stringify(s)}`);
+        assert.equal(s.drawnAfter[id], 1, `${url || 'lesson'}: ${id} not drawn again after it: ${JSON.stringify(s)}`);
+      }
+      assert.ok(s.textUnchanged && s.textChanged, `${url || 'lesson'}: the text follows in a later task: ${JSON.stringify(s)}`);
+    }
+    assert.deepEqual(problems, []);
+    await context.close();
+  }
+});

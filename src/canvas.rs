@@ -1,0 +1,296 @@
+//! Charts on a `<canvas>`: a plotters [`DrawingBackend`] over the 2D
+//! context that sets each piece of drawing state only when it changes, and
+//! [`paint`], which sizes a canvas to its box and draws a chart on it. Both
+//! the light lesson page and the full calculator draw through it.
+//!
+//! Why not `plotters-canvas`: its backend sets the fill colour, the font,
+//! the text alignment and the baseline again before every text and every
+//! rectangle, each a string built in Rust and decoded by the browser. A
+//! chart sets the same few fonts and colours dozens of times; keeping the
+//! last value and skipping repeats took those calls off every slider input
+//! (README "Benchmark" has the measured figures).
+
+use crate::chart::{draw, ChartSpec, ChartStyle};
+use plotters::prelude::IntoDrawingArea;
+use plotters_backend::text_anchor::{HPos, VPos};
+use plotters_backend::{
+    BackendColor, BackendCoord, BackendStyle, BackendTextStyle, DrawingBackend, DrawingErrorKind,
+    FontFamily, FontStyle,
+};
+use wasm_bindgen::JsCast;
+use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
+
+/// A canvas and its 2D context, looked up once and kept for every draw.
+#[derive(Clone)]
+pub struct Surface {
+    canvas: HtmlCanvasElement,
+    context: CanvasRenderingContext2d,
+}
+
+impl Surface {
+    /// The canvas's 2D context; `None` if the browser gives none.
+    pub fn new(canvas: HtmlCanvasElement) -> Option<Self> {
+        let context = canvas.get_context("2d").ok()??.dyn_into().ok()?;
+        Some(Self { canvas, context })
+    }
+
+    /// The canvas element.
+    pub fn canvas(&self) -> &HtmlCanvasElement {
+        &self.canvas
+    }
+}
+
+/// Sizes `surface`'s canvas to a box of `css` pixels at `style.scale`
+/// device pixels each (crisp on high-DPI screens) and draws `spec` on it.
+/// A canvas is resized only when its box changed (resizing reallocates and
+/// clears it); nothing is drawn in a box under one pixel (hidden).
+pub fn paint(surface: &Surface, css: (f64, f64), spec: &ChartSpec, style: &ChartStyle) {
+    let (css_w, css_h) = css;
+    if css_w < 1.0 || css_h < 1.0 {
+        return;
+    }
+    let canvas = &surface.canvas;
+    let (w, h) = (
+        (css_w * style.scale).round() as u32,
+        (css_h * style.scale).round() as u32,
+    );
+    if canvas.width() != w {
+        canvas.set_width(w);
+    }
+    if canvas.height() != h {
+        canvas.set_height(h);
+    }
+    let backend = Backend::new(surface, (w, h));
+    // Drawing on a canvas does not fail; a plotters error would be a bug in
+    // the chart's geometry, and the page goes on with the last picture.
+    let _ = draw(&backend.into_drawing_area(), spec, style);
+}
+
+/// The context's drawing state as last set, so that equal values are not
+/// set again. `None`: not set during this draw yet.
+#[derive(Default)]
+struct Set {
+    fill: Option<(u8, u8, u8, u64)>,
+    stroke: Option<(u8, u8, u8, u64)>,
+    line_width: Option<u32>,
+    font: Option<(u64, &'static str, &'static str)>,
+    align: Option<&'static str>,
+    baseline: Option<&'static str>,
+}
+
+/// The plotters backend (see the module's doc).
+pub struct Backend {
+    context: CanvasRenderingContext2d,
+    size: (u32, u32),
+    set: Set,
+}
+
+impl Backend {
+    fn new(surface: &Surface, size: (u32, u32)) -> Self {
+        Self {
+            context: surface.context.clone(),
+            size,
+            set: Set::default(),
+        }
+    }
+
+    fn fill(&mut self, c: BackendColor) {
+        let key = colour_key(c);
+        if self.set.fill != Some(key) {
+            self.context.set_fill_style_str(&css_colour(c));
+            self.set.fill = Some(key);
+        }
+    }
+
+    fn stroke(&mut self, style: &impl BackendStyle) {
+        let key = colour_key(style.color());
+        if self.set.stroke != Some(key) {
+            self.context
+                .set_stroke_style_str(&css_colour(style.color()));
+            self.set.stroke = Some(key);
+        }
+        let width = style.stroke_width();
+        if self.set.line_width != Some(width) {
+            self.context.set_line_width(f64::from(width));
+            self.set.line_width = Some(width);
+        }
+    }
+}
+
+fn colour_key(c: BackendColor) -> (u8, u8, u8, u64) {
+    (c.rgb.0, c.rgb.1, c.rgb.2, c.alpha.to_bits())
+}
+
+/// `#rrggbb`, or `rgba(r,g,b,a%)` when translucent (the alpha in whole
+/// percent, which the chart's fades are).
+fn css_colour(c: BackendColor) -> String {
+    let (r, g, b) = c.rgb;
+    if c.alpha >= 1.0 {
+        format!("#{r:02x}{g:02x}{b:02x}")
+    } else {
+        format!("rgba({r},{g},{b},{}%)", (c.alpha * 100.0).round() as u32)
+    }
+}
+
+impl DrawingBackend for Backend {
+    type ErrorType = std::convert::Infallible;
+
+    fn get_size(&self) -> (u32, u32) {
+        self.size
+    }
+
+    fn ensure_prepared(&mut self) -> Result<(), DrawingErrorKind<Self::ErrorType>> {
+        Ok(())
+    }
+
+    fn present(&mut self) -> Result<(), DrawingErrorKind<Self::ErrorType>> {
+        Ok(())
+    }
+
+    fn draw_pixel(
+        &mut self,
+        point: BackendCoord,
+        color: BackendColor,
+    ) -> Result<(), DrawingErrorKind<Self::ErrorType>> {
+        if color.alpha > 0.0 {
+            self.fill(color);
+            self.context
+                .fill_rect(f64::from(point.0), f64::from(point.1), 1.0, 1.0);
+        }
+        Ok(())
+    }
+
+    fn draw_line<S: BackendStyle>(
+        &mut self,
+        from: BackendCoord,
+        to: BackendCoord,
+        style: &S,
+    ) -> Result<(), DrawingErrorKind<Self::ErrorType>> {
+        self.draw_path([from, to], style)
+    }
+
+    fn draw_rect<S: BackendStyle>(
+        &mut self,
+        upper_left: BackendCoord,
+        bottom_right: BackendCoord,
+        style: &S,
+        fill: bool,
+    ) -> Result<(), DrawingErrorKind<Self::ErrorType>> {
+        if style.color().alpha == 0.0 {
+            return Ok(());
+        }
+        let (x, y) = (f64::from(upper_left.0), f64::from(upper_left.1));
+        let (w, h) = (
+            f64::from(bottom_right.0 - upper_left.0),
+            f64::from(bottom_right.1 - upper_left.1),
+        );
+        if fill {
+            self.fill(style.color());
+            self.context.fill_rect(x, y, w, h);
+        } else {
+            self.stroke(style);
+            self.context.stroke_rect(x, y, w, h);
+        }
+        Ok(())
+    }
+
+    fn draw_path<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(
+        &mut self,
+        path: I,
+        style: &S,
+    ) -> Result<(), DrawingErrorKind<Self::ErrorType>> {
+        if style.color().alpha == 0.0 {
+            return Ok(());
+        }
+        let mut path = path.into_iter();
+        let Some(first) = path.next() else {
+            return Ok(());
+        };
+        self.stroke(style);
+        self.context.begin_path();
+        self.context.move_to(f64::from(first.0), f64::from(first.1));
+        for p in path {
+            self.context.line_to(f64::from(p.0), f64::from(p.1));
+        }
+        self.context.stroke();
+        Ok(())
+    }
+
+    fn fill_polygon<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(
+        &mut self,
+        vert: I,
+        style: &S,
+    ) -> Result<(), DrawingErrorKind<Self::ErrorType>> {
+        if style.color().alpha == 0.0 {
+            return Ok(());
+        }
+        let mut vert = vert.into_iter();
+        let Some(first) = vert.next() else {
+            return Ok(());
+        };
+        self.fill(style.color());
+        self.context.begin_path();
+        self.context.move_to(f64::from(first.0), f64::from(first.1));
+        for p in vert {
+            self.context.line_to(f64::from(p.0), f64::from(p.1));
+        }
+        self.context.close_path();
+        self.context.fill();
+        Ok(())
+    }
+
+    fn draw_text<TStyle: BackendTextStyle>(
+        &mut self,
+        text: &str,
+        style: &TStyle,
+        pos: BackendCoord,
+    ) -> Result<(), DrawingErrorKind<Self::ErrorType>> {
+        let colour = style.color();
+        if colour.alpha == 0.0 {
+            return Ok(());
+        }
+        let anchor = style.anchor();
+        let baseline = match anchor.v_pos {
+            VPos::Top => "top",
+            VPos::Center => "middle",
+            VPos::Bottom => "bottom",
+        };
+        if self.set.baseline != Some(baseline) {
+            self.context.set_text_baseline(baseline);
+            self.set.baseline = Some(baseline);
+        }
+        let align = match anchor.h_pos {
+            HPos::Left => "start",
+            HPos::Right => "end",
+            HPos::Center => "center",
+        };
+        if self.set.align != Some(align) {
+            self.context.set_text_align(align);
+            self.set.align = Some(align);
+        }
+        self.fill(colour);
+        let size = style.size();
+        let slant = match style.style() {
+            FontStyle::Normal => "normal",
+            FontStyle::Italic => "italic",
+            FontStyle::Oblique => "oblique",
+            FontStyle::Bold => "bold",
+        };
+        // The chart names only the generic families.
+        let family = match style.family() {
+            FontFamily::Serif => "serif",
+            FontFamily::Monospace => "monospace",
+            _ => "sans-serif",
+        };
+        let font = (size.to_bits(), slant, family);
+        if self.set.font != Some(font) {
+            self.context.set_font(&format!("{slant} {size}px {family}"));
+            self.set.font = Some(font);
+        }
+        // The chart draws no rotated text; a transform would be ignored.
+        let _ = self
+            .context
+            .fill_text(text, f64::from(pos.0), f64::from(pos.1));
+        Ok(())
+    }
+}
