@@ -17,7 +17,7 @@ use plotters_backend::{
     BackendColor, BackendCoord, BackendStyle, BackendTextStyle, DrawingBackend, DrawingErrorKind,
     FontFamily, FontStyle,
 };
-use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
 
 /// A canvas and its 2D context, looked up once and kept for every draw.
@@ -38,6 +38,25 @@ impl Surface {
     pub fn canvas(&self) -> &HtmlCanvasElement {
         &self.canvas
     }
+}
+
+/// Calls `on_size` with the canvas's box in CSS pixels whenever it changes
+/// size (a `ResizeObserver`): the first time soon after it is laid out, then
+/// on a window resize, a scrollbar appearing, a hidden panel shown. Reading
+/// `clientWidth` at every draw instead forced the browser to lay the page
+/// out each time (0.8 ms of every slider input). Observes for the page's
+/// life, like the canvas.
+pub fn observe_size(canvas: &HtmlCanvasElement, on_size: impl Fn((f64, f64)) + 'static) {
+    let on_resize = Closure::<dyn Fn(js_sys::Array)>::new(move |entries: js_sys::Array| {
+        if let Ok(entry) = entries.get(0).dyn_into::<web_sys::ResizeObserverEntry>() {
+            let rect = entry.content_rect();
+            on_size((rect.width(), rect.height()));
+        }
+    });
+    if let Ok(observer) = web_sys::ResizeObserver::new(on_resize.as_ref().unchecked_ref()) {
+        observer.observe(canvas);
+    }
+    on_resize.forget();
 }
 
 /// Sizes `surface`'s canvas to a box of `css` pixels at `style.scale`
@@ -61,8 +80,8 @@ pub fn paint(surface: &Surface, css: (f64, f64), spec: &ChartSpec, style: &Chart
         canvas.set_height(h);
     }
     let backend = Backend::new(surface, (w, h));
-    // Drawing on a canvas does not fail; a plotters error would be a bug in
-    // the chart's geometry, and the page goes on with the last picture.
+    // The backend's calls cannot fail, and plotters' own errors (a backend
+    // shared by two areas at once) cannot arise for one area drawn alone.
     let _ = draw(&backend.into_drawing_area(), spec, style);
 }
 
@@ -74,11 +93,14 @@ struct Set {
     stroke: Option<(u8, u8, u8, u64)>,
     line_width: Option<u32>,
     font: Option<(u64, &'static str, &'static str)>,
-    align: Option<&'static str>,
-    baseline: Option<&'static str>,
+    /// Text alignment and baseline.
+    anchor: Option<(&'static str, &'static str)>,
 }
 
-/// The plotters backend (see the module's doc).
+/// The plotters backend (see the module's doc). It draws what the chart
+/// uses, rectangles, paths and text, with the canvas's own calls; other
+/// shapes (polygons, circles) fall back to plotters' defaults, built on
+/// those.
 pub struct Backend {
     context: CanvasRenderingContext2d,
     size: (u32, u32),
@@ -216,29 +238,6 @@ impl DrawingBackend for Backend {
         Ok(())
     }
 
-    fn fill_polygon<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(
-        &mut self,
-        vert: I,
-        style: &S,
-    ) -> Result<(), DrawingErrorKind<Self::ErrorType>> {
-        if style.color().alpha == 0.0 {
-            return Ok(());
-        }
-        let mut vert = vert.into_iter();
-        let Some(first) = vert.next() else {
-            return Ok(());
-        };
-        self.fill(style.color());
-        self.context.begin_path();
-        self.context.move_to(f64::from(first.0), f64::from(first.1));
-        for p in vert {
-            self.context.line_to(f64::from(p.0), f64::from(p.1));
-        }
-        self.context.close_path();
-        self.context.fill();
-        Ok(())
-    }
-
     fn draw_text<TStyle: BackendTextStyle>(
         &mut self,
         text: &str,
@@ -250,23 +249,22 @@ impl DrawingBackend for Backend {
             return Ok(());
         }
         let anchor = style.anchor();
-        let baseline = match anchor.v_pos {
-            VPos::Top => "top",
-            VPos::Center => "middle",
-            VPos::Bottom => "bottom",
-        };
-        if self.set.baseline != Some(baseline) {
-            self.context.set_text_baseline(baseline);
-            self.set.baseline = Some(baseline);
-        }
-        let align = match anchor.h_pos {
-            HPos::Left => "start",
-            HPos::Right => "end",
-            HPos::Center => "center",
-        };
-        if self.set.align != Some(align) {
-            self.context.set_text_align(align);
-            self.set.align = Some(align);
+        let anchor = (
+            match anchor.h_pos {
+                HPos::Left => "start",
+                HPos::Right => "end",
+                HPos::Center => "center",
+            },
+            match anchor.v_pos {
+                VPos::Top => "top",
+                VPos::Center => "middle",
+                VPos::Bottom => "bottom",
+            },
+        );
+        if self.set.anchor != Some(anchor) {
+            self.context.set_text_align(anchor.0);
+            self.context.set_text_baseline(anchor.1);
+            self.set.anchor = Some(anchor);
         }
         self.fill(colour);
         let size = style.size();

@@ -19,7 +19,7 @@
 
 use crate::app::browser_to_f64;
 use crate::budget::{dominant_sentence, estimate, Breakdown, Field, Term};
-use crate::canvas::{paint, Surface};
+use crate::canvas::{observe_size, paint, Surface};
 use crate::chart::{term_colour_hex, Bar, ChartSpec, ChartStyle};
 use crate::number::{read, show};
 use crate::state::{Mode, PageState};
@@ -365,22 +365,14 @@ fn wire(page: &Shared, main: &Element, detailed_radio: HtmlInputElement) {
     }
     // Redraw when the canvas box changes size.
     let pg = page.clone();
-    let on_resize = Closure::<dyn Fn(js_sys::Array)>::new(move |entries: js_sys::Array| {
-        if let Ok(entry) = entries.get(0).dyn_into::<web_sys::ResizeObserverEntry>() {
-            let rect = entry.content_rect();
-            let new = (rect.width(), rect.height());
-            if let Ok(mut page) = pg.try_borrow_mut() {
-                if page.size != new {
-                    page.size = new;
-                    page.redraw();
-                }
+    observe_size(p.chart.canvas(), move |new| {
+        if let Ok(mut page) = pg.try_borrow_mut() {
+            if page.size != new {
+                page.size = new;
+                page.redraw();
             }
         }
     });
-    if let Ok(observer) = web_sys::ResizeObserver::new(on_resize.as_ref().unchecked_ref()) {
-        observer.observe(p.chart.canvas());
-    }
-    on_resize.forget();
     // Redraw in the other colours when the system's scheme changes.
     if let Some(query) = &p.dark {
         let pg = page.clone();

@@ -3,7 +3,7 @@
 use super::reactive::text;
 use super::{BaselineBudget, Budget, DetailedBudget, State};
 use crate::budget::{dominant_sentence, estimate};
-use crate::canvas::{paint, Surface};
+use crate::canvas::{observe_size, paint, Surface};
 use crate::chart::{Bar, ChartSpec, ChartStyle};
 use crate::state::Mode;
 use leptos::html::Canvas;
@@ -44,11 +44,7 @@ pub fn provide_redraw() {
 }
 
 /// A chart's `<canvas>`: the element once mounted, and the size of its box
-/// in CSS pixels, kept current by a `ResizeObserver`. Reading `clientWidth`
-/// on every draw instead forced the browser to lay the page out each time
-/// (0.8 ms of every slider input); the observer also notices a box that
-/// changes without a window resize (a scrollbar appearing, a hidden panel
-/// shown).
+/// in CSS pixels, kept current by [`observe_size`].
 ///
 /// An `IntersectionObserver` also tells whether the canvas is on screen
 /// ([`ChartCanvas::in_view`]): a secondary chart scrolled out of view is
@@ -91,20 +87,11 @@ impl ChartCanvas {
                 observer.observe(&canvas);
             }
             on_cross.forget();
-            let on_resize = Closure::<dyn Fn(js_sys::Array)>::new(move |entries: js_sys::Array| {
-                if let Ok(entry) = entries.get(0).dyn_into::<web_sys::ResizeObserverEntry>() {
-                    let rect = entry.content_rect();
-                    let new = (rect.width(), rect.height());
-                    if size.get_untracked() != new {
-                        size.set(new);
-                    }
+            observe_size(&canvas, move |new| {
+                if size.get_untracked() != new {
+                    size.set(new);
                 }
             });
-            if let Ok(observer) = web_sys::ResizeObserver::new(on_resize.as_ref().unchecked_ref()) {
-                observer.observe(&canvas);
-            }
-            // Lives as long as the page, like the canvas.
-            on_resize.forget();
         });
         Self {
             node,
