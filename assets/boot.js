@@ -2,7 +2,7 @@
 // .ci/post-build.mjs, its hash in the page's policy; it runs before the
 // module that loads the wasm and before the body is parsed):
 // 1. The service worker that keeps the page working offline after a first
-//    visit (where the browser offers one; where it refuses, e.g. on file://,
+//    visit, registered once the page has loaded (where the browser offers one; where it refuses, e.g. on file://,
 //    the page simply works online only).
 // 2. A guard: if the calculator stops, say so instead of leaving a dead or
 //    blank page. It catches what the wasm cannot report itself:
@@ -23,9 +23,23 @@
   if (query.get('embed') === '1') root.classList.add('embed');
   if (query.get('mode') === 'detailed' || query.has('base') || query.has('ex')) root.classList.add('full-first');
 
+  // Registered once the page has loaded: started during the first load,
+  // the worker's thread competed with the page's for the two cores and
+  // registering held the parser (cold load -> first chart, median of 15:
+  // README "Benchmark").
   if ('serviceWorker' in navigator) {
-    navigator.serviceWorker.register('sw.js').catch(function () {});
+    addEventListener('load', function () {
+      navigator.serviceWorker.register('sw.js').catch(function () {});
+    });
   }
+
+  // 4. How the light page (src/light.rs) loads the full calculator: its
+  //    module, once started.
+  window.membudgetLoadFull = function () {
+    return import(new URL('./membudget.js', document.baseURI).href).then(function (m) {
+      return m.default().then(function () { return m; });
+    });
+  };
 
   function show(detail) {
     if (document.getElementById('panic-banner')) return;
@@ -44,8 +58,11 @@
   }
   addEventListener('error', function (event) {
     var error = event.error;
-    // Errors from the wasm, or anything thrown while the loader starts it.
-    if (fromWasm(error) || /\/(loader-[0-9a-f]+|lesson-[0-9a-f]+|membudget|inline\d+)\.js$/.test(event.filename || '')) {
+    // Errors from the wasm, or anything thrown while the loader (inline in
+    // this document) or the glue starts it.
+    var file = (event.filename || '').split('#')[0];
+    if (fromWasm(error) || file === location.href.split('#')[0] ||
+      /\/(lesson-[0-9a-f]+|membudget)\.js$/.test(file)) {
       show(error ? error.name + ': ' + error.message : event.message);
     }
   });

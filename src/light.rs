@@ -29,20 +29,27 @@ use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use web_sys::{Document, Element, HtmlInputElement};
 
-#[wasm_bindgen(inline_js = "
-export function load_full() {
-  return import(new URL('./membudget.js', document.baseURI).href).then(function (m) {
-    return m.default().then(function () { return m; });
-  });
-}
-export function take_over(module, query) { module.take_over(query); }
-")]
+#[wasm_bindgen]
 extern "C" {
     /// Downloads and starts the full calculator's wasm (it waits, mounted
-    /// nowhere, until [`take_over`] is called).
+    /// nowhere, until its `take_over` is called): `assets/boot.js` defines
+    /// it on the window, as a wasm-bindgen snippet would be one more module
+    /// to fetch before the first chart.
+    #[wasm_bindgen(js_name = membudgetLoadFull)]
     fn load_full() -> js_sys::Promise;
-    /// Asks the started full calculator to replace this page with `query`.
-    fn take_over(module: &JsValue, query: &str);
+}
+
+/// Asks the started full calculator (`module`, the one [`load_full`]
+/// gives) to replace this page with `query`.
+fn take_over(module: &JsValue, query: &str) {
+    let f = js_sys::Reflect::get(module, &JsValue::from_str("take_over"))
+        .ok()
+        .and_then(|f| f.dyn_into::<js_sys::Function>().ok());
+    if let Some(f) = f {
+        if let Err(e) = f.call1(module, &JsValue::from_str(query)) {
+            not_loaded(&e);
+        }
+    }
 }
 
 /// Whether the light page can show `state` exactly as the full page would.
@@ -139,8 +146,20 @@ fn show_page(doc: &Document, state: PageState) {
     if let Some(root) = doc.document_element() {
         let _ = root.class_list().remove_1("full-first");
     }
-    let page = adopt(doc, main, state);
-    page.borrow_mut().render();
+    // The chart first, on the layout the browser already has: the adoption's
+    // writes would make reading the canvas's size lay the page out again
+    // (cold navigation -> first chart: README "Benchmark").
+    let chart: Surface = Surface::new(find(doc, "#budget-chart").unchecked_into())
+        .expect("a fresh canvas has a 2D context");
+    let dark = web_sys::window()
+        .and_then(|w| w.match_media("(prefers-color-scheme: dark)").ok().flatten());
+    let budget = estimate(&state.config).ok();
+    let mut size = (0.0, 0.0);
+    if let Some(b) = &budget {
+        draw(&chart, &mut size, &state, dark.as_ref(), b);
+    }
+    let page = adopt(doc, main, state, Drawn { chart, size, dark });
+    page.borrow_mut().show(budget.as_ref());
     if !state.embed {
         let p = page.clone();
         let future = wasm_bindgen_futures::JsFuture::from(load_full());
@@ -205,9 +224,17 @@ fn find(doc: &Document, selector: &str) -> Element {
         .expect("index.html carries the lesson's markup")
 }
 
+/// The chart as first drawn: its canvas, the box it was drawn in, and the
+/// colour-scheme query it was drawn for.
+struct Drawn {
+    chart: Surface,
+    size: (f64, f64),
+    dark: Option<web_sys::MediaQueryList>,
+}
+
 /// Takes over the static markup of `index.html` (`#light-page`): sets the
 /// ranges, labels and colours from the core, and the layout for `state`.
-fn adopt(doc: &Document, main: Element, state: PageState) -> Shared {
+fn adopt(doc: &Document, main: Element, state: PageState, drawn: Drawn) -> Shared {
     if state.embed {
         let _ = main.class_list().add_1("embed");
     }
@@ -280,12 +307,10 @@ fn adopt(doc: &Document, main: Element, state: PageState) -> Shared {
         cells,
         rows,
         formulas,
-        chart: Surface::new(find(doc, "#budget-chart").unchecked_into())
-            .expect("a fresh canvas has a 2D context"),
-        dark: web_sys::window()
-            .and_then(|w| w.match_media("(prefers-color-scheme: dark)").ok().flatten()),
+        chart: drawn.chart,
+        dark: drawn.dark,
         open_full: find(doc, "#light-page .open-full"),
-        size: (0.0, 0.0),
+        size: drawn.size,
         pointer_down: false,
         full: None,
     }));
@@ -386,6 +411,38 @@ fn wire(page: &Shared, main: &Element, detailed_radio: HtmlInputElement) {
     }
 }
 
+/// Draws `b`, the budget of `state`, on `chart` at the screen's pixel
+/// density, in the colours `dark` asks for; `size` is the canvas's box,
+/// measured here if not known yet (`(0, 0)`). Nothing while hidden.
+fn draw(
+    chart: &Surface,
+    size: &mut (f64, f64),
+    state: &PageState,
+    dark: Option<&web_sys::MediaQueryList>,
+    b: &Breakdown,
+) {
+    if *size == (0.0, 0.0) {
+        let canvas = chart.canvas();
+        *size = (
+            f64::from(canvas.client_width()),
+            f64::from(canvas.client_height()),
+        );
+    }
+    let scale = web_sys::window()
+        .map_or(1.0, |w| w.device_pixel_ratio())
+        .max(1.0);
+    let spec = ChartSpec {
+        legend: (!state.embed).then_some(0),
+        log: false,
+        bars: vec![Bar::lesson("Current", b)],
+        unit: state.unit,
+        capacity_bytes: state.gpu.map(|g| g.bytes()),
+        marked: None,
+    };
+    let dark = dark.is_some_and(|q| q.matches());
+    paint(chart, *size, &spec, &ChartStyle { scale, dark });
+}
+
 fn target_value(ev: &web_sys::Event) -> String {
     ev.target()
         .and_then(|t| t.dyn_into::<HtmlInputElement>().ok())
@@ -411,15 +468,27 @@ impl Page {
         self.render();
     }
 
-    /// Shows the state: inputs, chart, sentence and table.
+    /// Shows the state: chart, inputs, sentence and table.
     fn render(&mut self) {
-        let s = self.state;
-        let budget = estimate(&s.config).ok();
+        let budget = estimate(&self.state.config).ok();
         // The chart first: setting a canvas font after other changes to the
         // page makes the browser recompute their styles at once.
         if let Some(b) = &budget {
-            self.draw(b);
+            draw(
+                &self.chart,
+                &mut self.size,
+                &self.state,
+                self.dark.as_ref(),
+                b,
+            );
         }
+        self.show(budget.as_ref());
+    }
+
+    /// Shows the state around the chart: inputs, sentence and table
+    /// (`budget`: the state's, `None` if it has none).
+    fn show(&mut self, budget: Option<&Breakdown>) {
+        let s = self.state;
         let focused = self.doc.active_element();
         for (i, field) in Field::ALL.into_iter().enumerate() {
             let v = s.config.get(field);
@@ -446,7 +515,7 @@ impl Page {
         );
         let Some(b) = budget else { return };
         let unit = s.unit;
-        let sentence = dominant_sentence(&b, unit);
+        let sentence = dominant_sentence(b, unit);
         text(&self.sentence, &sentence);
         attr(self.chart.canvas(), "aria-label", &sentence);
         let dominant = b.dominant();
@@ -472,32 +541,14 @@ impl Page {
     /// Draws the chart again (its box or the colour scheme changed).
     fn redraw(&mut self) {
         if let Ok(b) = estimate(&self.state.config) {
-            self.draw(&b);
-        }
-    }
-
-    /// Draws `b` at the screen's pixel density; nothing while hidden.
-    fn draw(&mut self, b: &Breakdown) {
-        if self.size == (0.0, 0.0) {
-            let canvas = self.chart.canvas();
-            self.size = (
-                f64::from(canvas.client_width()),
-                f64::from(canvas.client_height()),
+            draw(
+                &self.chart,
+                &mut self.size,
+                &self.state,
+                self.dark.as_ref(),
+                &b,
             );
         }
-        let scale = web_sys::window()
-            .map_or(1.0, |w| w.device_pixel_ratio())
-            .max(1.0);
-        let dark = self.dark.as_ref().is_some_and(|q| q.matches());
-        let spec = ChartSpec {
-            legend: (!self.state.embed).then_some(0),
-            log: false,
-            bars: vec![Bar::lesson("Current", b)],
-            unit: self.state.unit,
-            capacity_bytes: self.state.gpu.map(|g| g.bytes()),
-            marked: None,
-        };
-        paint(&self.chart, self.size, &spec, &ChartStyle { scale, dark });
     }
 
     /// Hands over to the full calculator once it is loaded, no slider is
