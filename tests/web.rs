@@ -275,3 +275,69 @@ fn browser_conversion_agrees_with_rust() {
         assert_eq!(ours, rust, "{t}");
     }
 }
+
+/// The pixels of `spec` drawn on a fresh 900 × 360 canvas at device scale
+/// 2, with filled rectangles batched by colour or filled one by one.
+fn drawn(spec: &membudget::chart::ChartSpec, batch: bool) -> Vec<u8> {
+    let doc = web_sys::window().unwrap().document().unwrap();
+    let canvas: HtmlCanvasElement = doc.create_element("canvas").unwrap().unchecked_into();
+    doc.body().unwrap().append_child(&canvas).unwrap();
+    let surface = membudget::canvas::Surface::new(canvas.clone()).unwrap();
+    let style = membudget::chart::ChartStyle {
+        scale: 2.0,
+        dark: false,
+    };
+    membudget::canvas::paint_with(&surface, (900.0, 360.0), spec, &style, batch);
+    let context: web_sys::CanvasRenderingContext2d =
+        canvas.get_context("2d").unwrap().unwrap().unchecked_into();
+    let pixels = context
+        .get_image_data(0.0, 0.0, 1800.0, 720.0)
+        .unwrap()
+        .data()
+        .0;
+    canvas.remove();
+    pixels
+}
+
+#[wasm_bindgen_test]
+fn batched_rectangles_draw_the_same_pixels_as_one_by_one() {
+    // The step timeline: a bar per event, the faded ones translucent, of a model
+    // with every kind of segment; and the detailed budget bar.
+    let s = membudget::url::decode("mode=detailed&model=llama-3.1-8b&gpu=80").state;
+    let cfg = s.detailed_config();
+    let t =
+        membudget::detailed::timeline(&cfg, &membudget::detailed::StepOptions::default()).unwrap();
+    let (bars, peak) = membudget::chart::timeline_bars(&t, 0.0);
+    assert!(bars.len() >= 20, "{} bars", bars.len());
+    let timeline = membudget::chart::ChartSpec {
+        legend: Some(peak),
+        log: false,
+        bars,
+        unit: s.unit,
+        capacity_bytes: s.gpu.map(|g| g.bytes()),
+        marked: Some(peak),
+    };
+    let budget = membudget::chart::ChartSpec {
+        legend: Some(0),
+        log: false,
+        bars: vec![membudget::chart::Bar::detailed(
+            "Detailed, per GPU",
+            &membudget::detailed::estimate(&cfg).unwrap(),
+        )],
+        unit: s.unit,
+        capacity_bytes: None,
+        marked: None,
+    };
+    for spec in [&timeline, &budget] {
+        let (batched, one_by_one) = (drawn(spec, true), drawn(spec, false));
+        assert_eq!(batched.len(), 1800 * 720 * 4);
+        // Something was drawn: not all one colour.
+        assert!(batched.chunks(4).any(|p| p != &batched[..4]));
+        let differing = batched
+            .chunks(4)
+            .zip(one_by_one.chunks(4))
+            .filter(|(a, b)| a != b)
+            .count();
+        assert_eq!(differing, 0, "{differing} pixels differ");
+    }
+}

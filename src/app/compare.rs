@@ -1,5 +1,6 @@
 //! Pinning a baseline to compare against.
 
+use super::canvas::Charts;
 use super::reactive::{cond, on_click, text};
 use super::State;
 use crate::budget::TrainingConfig;
@@ -24,6 +25,7 @@ fn describe(c: &TrainingConfig) -> String {
 #[component]
 pub fn PinBaseline() -> impl IntoView {
     let State(state) = super::context::<State>();
+    let charts = super::context::<Charts>();
     let pinned = move || state.read().baseline;
     view! {
         <div class="field compare">
@@ -31,7 +33,7 @@ pub fn PinBaseline() -> impl IntoView {
                 <button
                     type="button"
                     id="pin-baseline"
-                    on:click=on_click(move || state.update(|s| s.baseline = Some(s.config)))
+                    on:click=on_click(move || charts.change(state, |s| s.baseline = Some(s.config)))
                 >
                     {text(move || if pinned().is_some() { "Pin current instead".into() } else { "Pin as baseline".into() })}
                 </button>
@@ -39,7 +41,7 @@ pub fn PinBaseline() -> impl IntoView {
                     type="button"
                     id="clear-baseline"
                     hidden=cond(move || pinned().is_none())
-                    on:click=on_click(move || state.update(|s| s.baseline = None))
+                    on:click=on_click(move || charts.change(state, |s| s.baseline = None))
                 >
                     "Clear baseline"
                 </button>

@@ -1,5 +1,6 @@
 //! The inputs: one slider and number box per field, and the precision toggle.
 
+use super::canvas::Charts;
 use super::reactive::{cond, on_event, text};
 use super::{browser_to_f64, State};
 use crate::budget::Field;
@@ -20,6 +21,7 @@ pub fn FieldControl(
     field: Field,
 ) -> impl IntoView {
     let State(state) = super::context::<State>();
+    let charts = super::context::<Charts>();
     let value = Memo::new(move |_| state.read().config.get(field));
     let message = RwSignal::new(None::<String>);
     let (smin, smax, step) = field.slider_range();
@@ -33,7 +35,7 @@ pub fn FieldControl(
         // Bind first: the read guard must be dropped before the update.
         let next = state.read_untracked().config.with(field, v);
         if let Ok(next) = next {
-            state.update(|s| s.config = next);
+            charts.change(state, |s| s.config = next);
             message.set(None);
         }
     };
@@ -104,6 +106,7 @@ pub fn FieldControl(
 #[component]
 pub fn MixedPrecisionToggle() -> impl IntoView {
     let State(state) = super::context::<State>();
+    let charts = super::context::<Charts>();
     let mixed = move || state.read().config.mixed_precision;
     view! {
         <div class="field toggle">
@@ -114,7 +117,7 @@ pub fn MixedPrecisionToggle() -> impl IntoView {
                     prop:checked=cond(mixed)
                     on:change=on_event(move |ev| {
                         let on = event_target_checked(&ev);
-                        state.update(|s| s.config.mixed_precision = on);
+                        charts.change(state, |s| s.config.mixed_precision = on);
                     })
                 />
                 " Mixed precision"
@@ -143,6 +146,7 @@ pub(crate) fn radio<T: Copy + PartialEq + Send + Sync + 'static>(
     set: fn(&mut PageState, T),
 ) -> impl IntoView {
     let State(state) = super::context::<State>();
+    let charts = super::context::<Charts>();
     view! {
         <label>
             <input
@@ -150,7 +154,7 @@ pub(crate) fn radio<T: Copy + PartialEq + Send + Sync + 'static>(
                 name=name
                 id=id
                 prop:checked=cond(move || get(&state.read()) == value)
-                on:change=on_event(move |_| state.update(|s| set(s, value)))
+                on:change=on_event(move |_| charts.change(state, |s| set(s, value)))
             />
             {text}
         </label>

@@ -2,6 +2,7 @@
 //! picker and option groups, the per-GPU table, and the comparison with the
 //! lesson's rule.
 
+use super::canvas::Charts;
 use super::controls::radio;
 use super::reactive::{cond, not, on_event, text};
 use super::{DetailedBudget, Options, State};
@@ -66,6 +67,7 @@ fn choice(
     set: SetIndex,
 ) -> impl IntoView {
     let State(state) = super::context::<State>();
+    let charts = super::context::<Charts>();
     let Options(opts) = super::context::<Options>();
     view! {
         <label class="sub" for=id>{label}</label>
@@ -74,7 +76,7 @@ fn choice(
             prop:value=text(move || get(&opts.read()).to_string())
             on:change=on_event(move |ev| {
                 if let Some(i) = event_target_value(&ev).parse::<usize>().ok().filter(|&i| i < options.len()) {
-                    state.update(|s| set(&mut s.detailed, i));
+                    charts.change(state, |s| set(&mut s.detailed, i));
                 }
             })
         >
@@ -100,6 +102,7 @@ fn flag(
     set: fn(&mut DetailedOptions, bool),
 ) -> impl IntoView {
     let State(state) = super::context::<State>();
+    let charts = super::context::<Charts>();
     let Options(opts) = super::context::<Options>();
     view! {
         <label class="sub check">
@@ -109,7 +112,7 @@ fn flag(
                 prop:checked=cond(move || get(&opts.read()))
                 on:change=on_event(move |ev| {
                     let on = event_target_checked(&ev);
-                    state.update(|s| set(&mut s.detailed, on));
+                    charts.change(state, |s| set(&mut s.detailed, on));
                 })
             />
             {format!(" {label}")}
@@ -133,6 +136,7 @@ fn count(
     optional: bool,
 ) -> impl IntoView {
     let State(state) = super::context::<State>();
+    let charts = super::context::<Charts>();
     let Options(opts) = super::context::<Options>();
     let message = RwSignal::new(None::<String>);
     view! {
@@ -151,13 +155,13 @@ fn count(
                 let text = text.trim();
                 if text.is_empty() && optional {
                     message.set(None);
-                    state.update(|s| set(&mut s.detailed, None));
+                    charts.change(state, |s| set(&mut s.detailed, None));
                     return;
                 }
                 match text.parse::<u64>().ok().filter(|v| (min..=max).contains(v)) {
                     Some(v) => {
                         message.set(None);
-                        state.update(|s| set(&mut s.detailed, Some(v)));
+                        charts.change(state, |s| set(&mut s.detailed, Some(v)));
                     }
                     None => {
                         message.set(Some(format!("{label} must be a whole number from {min} to {max}; kept the previous value.")));
@@ -186,6 +190,7 @@ fn overhead_input(
     set: SetDecimal,
 ) -> impl IntoView {
     let State(state) = super::context::<State>();
+    let charts = super::context::<Charts>();
     let Options(opts) = super::context::<Options>();
     let message = RwSignal::new(None::<String>);
     let current = move || get(&opts.read().overhead.unwrap_or_default());
@@ -207,7 +212,7 @@ fn overhead_input(
                     }
                     if value.is_some() && o.is_valid() {
                         message.set(None);
-                        state.update(|s| s.detailed.overhead = Some(o));
+                        charts.change(state, |s| s.detailed.overhead = Some(o));
                     } else {
                         message.set(Some(format!(
                             "{label} must be a number from 0 to {}; kept the previous value.",
@@ -310,6 +315,7 @@ fn set_family(d: &mut DetailedOptions, i: usize) {
 #[component]
 fn ConfigImport(on_import: impl Fn() + Copy + 'static) -> impl IntoView {
     let State(state) = super::context::<State>();
+    let charts = super::context::<Charts>();
     // (the message, whether it is an error).
     let message = RwSignal::new(None::<(String, bool)>);
     let read = move |json: String| {
@@ -333,7 +339,7 @@ fn ConfigImport(on_import: impl Fn() + Copy + 'static) -> impl IntoView {
                 }
                 said.push('.');
                 message.set(Some((said, false)));
-                state.update(|s| s.choose_arch(a));
+                charts.change(state, |s| s.choose_arch(a));
                 on_import();
             }
             Err(e) => message.set(Some((format!("Not read: {e}. Nothing was changed."), true))),
@@ -381,6 +387,7 @@ fn ConfigImport(on_import: impl Fn() + Copy + 'static) -> impl IntoView {
 #[component]
 pub fn DetailedControls() -> impl IntoView {
     let State(state) = super::context::<State>();
+    let charts = super::context::<Charts>();
     // "Custom" chosen by the reader, even while the shape still equals a preset.
     let chose_custom = RwSignal::new(false);
     let custom = move || chose_custom.get() || state.read().preset_name().is_none();
@@ -428,7 +435,7 @@ pub fn DetailedControls() -> impl IntoView {
                     match PRESETS.iter().find(|p| p.name == name) {
                         Some(p) => {
                             chose_custom.set(false);
-                            state.update(|s| s.choose_preset(p));
+                            charts.change(state, |s| s.choose_preset(p));
                         }
                         None => chose_custom.set(true),
                     }
@@ -508,7 +515,7 @@ pub fn DetailedControls() -> impl IntoView {
                                 id=id
                                 on:click=move |_| {
                                     chose_custom.set(false);
-                                    state.set(crate::url::decode_with(query, super::browser_to_f64).state);
+                                    charts.change(state, |s| *s = crate::url::decode_with(query, super::browser_to_f64).state);
                                 }
                             >
                                 {name}

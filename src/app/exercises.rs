@@ -1,5 +1,6 @@
 //! The lesson's two exercises, each set up with one click or one link.
 
+use super::canvas::Charts;
 use super::reactive::{cond, on_click, text};
 use super::State;
 use crate::state::{Exercise, PageState};
@@ -14,6 +15,7 @@ fn ExerciseCard(
     exercise: Exercise,
 ) -> impl IntoView {
     let State(state) = super::context::<State>();
+    let charts = super::context::<Charts>();
     let n = exercise.number();
     let tried = move || exercise.tried(&state.read());
     let link = format!("?{}", encode(&exercise.setup(&PageState::default())));
@@ -29,7 +31,7 @@ fn ExerciseCard(
                 <button
                     type="button"
                     id=format!("exercise-{n}-setup")
-                    on:click=on_click(move || state.update(|s| *s = exercise.setup(s)))
+                    on:click=on_click(move || charts.change(state, |s| *s = exercise.setup(s)))
                 >
                     "Set it up"
                 </button>

@@ -1,6 +1,7 @@
 //! Does it fit on my GPU? A capacity line, the verdict, and the largest
 //! batch and sequence length that fit.
 
+use super::canvas::Charts;
 use super::reactive::{cond, not, on_event, text};
 use super::{browser_to_f64, Budget, DetailedTimeline, State};
 use crate::budget::Field;
@@ -26,6 +27,7 @@ fn choice_of(gpu: Option<GpuCapacity>) -> String {
 #[component]
 pub fn GpuFit() -> impl IntoView {
     let State(state) = super::context::<State>();
+    let charts = super::context::<Charts>();
     let Budget(budget) = super::context::<Budget>();
     let gpu = move || state.read().gpu;
     let unit = move || state.read().unit;
@@ -37,7 +39,7 @@ pub fn GpuFit() -> impl IntoView {
         let value = event_target_value(&ev);
         message.set(None);
         custom.set(value == "custom");
-        state.update(|s| {
+        charts.change(state, |s| {
             s.gpu = match value.as_str() {
                 "none" => None,
                 "custom" => Some(s.gpu.unwrap_or(GpuCapacity {
@@ -60,7 +62,7 @@ pub fn GpuFit() -> impl IntoView {
         match read(&text, browser_to_f64) {
             Some(amount) if (GpuCapacity { amount, unit: u }).is_valid() => {
                 message.set(None);
-                state.update(|s| s.gpu = Some(GpuCapacity { amount, unit: u }));
+                charts.change(state, |s| s.gpu = Some(GpuCapacity { amount, unit: u }));
             }
             _ => message.set(Some(format!(
                 "GPU memory must be a number above 0 and at most {MAX_GPU_AMOUNT} {}; kept the previous value.",
