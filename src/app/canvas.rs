@@ -190,7 +190,15 @@ impl Charts {
     /// page: README "Benchmark"). The effect, run next by the signal, finds
     /// nothing changed since and draws nothing.
     pub fn change(&self, state: RwSignal<PageState>, f: impl FnOnce(&mut PageState)) {
-        state.update_untracked(f);
+        let mut next = state.get_untracked();
+        f(&mut next);
+        self.set(state, next);
+    }
+
+    /// [`Charts::change`]'s work, once in the wasm rather than once per
+    /// control (the state is `Copy`).
+    fn set(&self, state: RwSignal<PageState>, next: PageState) {
+        state.update_untracked(|s| *s = next);
         let draw = self.draw.get_value();
         untrack(|| draw());
         state.notify();
