@@ -2,8 +2,9 @@
 // .ci/post-build.mjs, its hash in the page's policy; it runs before the
 // module that loads the wasm and before the body is parsed):
 // 1. The service worker that keeps the page working offline after a first
-//    visit, registered once the page has loaded (where the browser offers one; where it refuses, e.g. on file://,
-//    the page simply works online only).
+//    visit, registered once the page has loaded (where the browser offers
+//    one; where it refuses, e.g. on file://, the page simply works online
+//    only).
 // 2. A guard: if the calculator stops, say so instead of leaving a dead or
 //    blank page. It catches what the wasm cannot report itself:
 //    - a panic in a release build, which aborts at once

@@ -59,17 +59,30 @@ pub fn observe_size(canvas: &HtmlCanvasElement, on_size: impl Fn((f64, f64)) + '
     on_resize.forget();
 }
 
-/// Sizes `surface`'s canvas to a box of `css` pixels at `style.scale`
-/// device pixels each (crisp on high-DPI screens) and draws `spec` on it.
-/// A canvas is resized only when its box changed (resizing reallocates and
-/// clears it); nothing is drawn in a box under one pixel (hidden).
-pub fn paint(surface: &Surface, css: (f64, f64), spec: &ChartSpec, style: &ChartStyle) {
-    paint_with(surface, css, spec, style, true);
+/// Draws `spec` on `surface`'s canvas, in dark or light colours, sized to
+/// its box of `css` CSS pixels at the screen's pixel density (crisp on
+/// high-DPI screens). A box not known yet (`(0, 0)`: before the size
+/// observer's first report, the first draw straight after mounting) is
+/// measured here and written back, so the first chart is not a frame late.
+pub fn paint(surface: &Surface, css: &mut (f64, f64), spec: &ChartSpec, dark: bool) {
+    if *css == (0.0, 0.0) {
+        *css = (
+            f64::from(surface.canvas.client_width()),
+            f64::from(surface.canvas.client_height()),
+        );
+    }
+    let scale = web_sys::window()
+        .map_or(1.0, |w| w.device_pixel_ratio())
+        .max(1.0);
+    paint_with(surface, *css, spec, &ChartStyle { scale, dark }, true);
 }
 
-/// [`paint`], with rectangles of one colour batched into one fill
-/// (`batch`, as the page draws) or filled one by one: the tests compare
-/// the two.
+/// Sizes `surface`'s canvas to a box of `css` pixels at `style.scale`
+/// device pixels each and draws `spec` on it, with rectangles of one colour
+/// batched into one fill (`batch`, as [`paint`] draws) or filled one by
+/// one (the tests compare the two). A canvas is resized only when its box
+/// changed (resizing reallocates and clears it); nothing is drawn in a box
+/// under one pixel (hidden).
 #[doc(hidden)]
 pub fn paint_with(
     surface: &Surface,

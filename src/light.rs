@@ -20,7 +20,7 @@
 use crate::app::browser_to_f64;
 use crate::budget::{dominant_sentence, estimate, Breakdown, Field, Term};
 use crate::canvas::{observe_size, paint, Surface};
-use crate::chart::{term_colour_hex, Bar, ChartSpec, ChartStyle};
+use crate::chart::{term_colour_hex, Bar, ChartSpec};
 use crate::number::{read, show};
 use crate::state::{Mode, PageState};
 use crate::url::{decode_with, encode};
@@ -411,9 +411,9 @@ fn wire(page: &Shared, main: &Element, detailed_radio: HtmlInputElement) {
     }
 }
 
-/// Draws `b`, the budget of `state`, on `chart` at the screen's pixel
-/// density, in the colours `dark` asks for; `size` is the canvas's box,
-/// measured here if not known yet (`(0, 0)`). Nothing while hidden.
+/// Draws `b`, the budget of `state`, on `chart` in the colours `dark` asks
+/// for; `size` is the canvas's box, measured by [`paint`] if not known yet
+/// (`(0, 0)`). Nothing while hidden.
 fn draw(
     chart: &Surface,
     size: &mut (f64, f64),
@@ -421,16 +421,6 @@ fn draw(
     dark: Option<&web_sys::MediaQueryList>,
     b: &Breakdown,
 ) {
-    if *size == (0.0, 0.0) {
-        let canvas = chart.canvas();
-        *size = (
-            f64::from(canvas.client_width()),
-            f64::from(canvas.client_height()),
-        );
-    }
-    let scale = web_sys::window()
-        .map_or(1.0, |w| w.device_pixel_ratio())
-        .max(1.0);
     let spec = ChartSpec {
         legend: (!state.embed).then_some(0),
         log: false,
@@ -439,8 +429,7 @@ fn draw(
         capacity_bytes: state.gpu.map(|g| g.bytes()),
         marked: None,
     };
-    let dark = dark.is_some_and(|q| q.matches());
-    paint(chart, *size, &spec, &ChartStyle { scale, dark });
+    paint(chart, size, &spec, dark.is_some_and(|q| q.matches()));
 }
 
 fn target_value(ev: &web_sys::Event) -> String {

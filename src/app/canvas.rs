@@ -4,7 +4,7 @@ use super::reactive::text;
 use super::{BaselineBudget, Budget, DetailedBudget, State};
 use crate::budget::{dominant_sentence, estimate};
 use crate::canvas::{observe_size, paint, Surface};
-use crate::chart::{Bar, ChartSpec, ChartStyle};
+use crate::chart::{Bar, ChartSpec};
 use crate::state::{Mode, PageState};
 use leptos::html::Canvas;
 use leptos::prelude::*;
@@ -137,28 +137,17 @@ impl ChartCanvas {
         let Some(canvas) = self.node.get() else {
             return;
         };
-        let mut css = self.size.get();
-        if css == (0.0, 0.0) {
-            // Before the observer's first report (the first draw, straight
-            // after mounting): measure once, so the chart is not a frame late.
-            css = (
-                f64::from(canvas.client_width()),
-                f64::from(canvas.client_height()),
-            );
-            self.size.update_untracked(|s| *s = css);
-        }
         if self.surface.with_value(Option::is_none) {
             self.surface.set_value(Surface::new(canvas));
         }
-        let scale = web_sys::window()
-            .map_or(1.0, |w| w.device_pixel_ratio())
-            .max(1.0);
-        let style = ChartStyle { scale, dark };
+        let mut css = self.size.get();
         self.surface.with_value(|surface| {
             if let Some(surface) = surface {
-                paint(surface, css, spec, &style);
+                paint(surface, &mut css, spec, dark);
             }
         });
+        // The box as measured by `paint` before the observer's first report.
+        self.size.update_untracked(|s| *s = css);
     }
 }
 
