@@ -28,7 +28,6 @@ const version = browser.version();
 // input -> last drawing call on any visible canvas; cold navigation -> first
 // drawing call. Marks the page sets are not used.
 const floorServer = await startServer(path.join(path.dirname(fileURLToPath(import.meta.url)), 'floor'));
-const outside = {};
 const pages = [
   ['floor', floorServer.base, 11, 900],
   ['lesson', server.base, 11, 900],
@@ -37,6 +36,7 @@ const pages = [
   ['embed', server.base + '?embed=1', 11, 900],
   ['detailed', server.base + '?mode=detailed&model=llama-3.1-8b', 6, 900],
 ];
+const outside = Object.fromEntries(pages.map(([name]) => [name, { input: [], cold: [] }]));
 // In rounds, each page in turn, so that the floor and every page see the
 // same machine: a shared machine's speed drifts over minutes, and a floor
 // measured minutes apart from a page moved the ratio by a third.
@@ -53,13 +53,13 @@ for (let round = 0; round < ROUNDS; round++) {
     await p.waitForTimeout(300);
     const times = await inputToLastDraw(p, INPUTS / ROUNDS, span);
     await ctx.close();
-    outside[name] = { input: [...(outside[name]?.input ?? []), ...times] };
+    outside[name].input.push(...times);
   }
 }
 // Cold loads likewise one of each in turn.
 for (let load = 0; load < LOADS; load++) {
-  for (const [name, url] of [['floor', floorServer.base], ['lesson', server.base], ['embed', server.base + '?embed=1']]) {
-    outside[name].cold = [...(outside[name].cold ?? []), ...(await coldFirstDraw(browser, url, 1))];
+  for (const [name, url] of pages.filter(([name]) => ['floor', 'lesson', 'embed'].includes(name))) {
+    outside[name].cold.push(await coldFirstDraw(browser, url));
   }
 }
 floorServer.close();

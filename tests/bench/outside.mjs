@@ -50,17 +50,14 @@ export async function inputToLastDraw(page, n, span) {
   }, { n, span });
 }
 
-/** Cold navigation → first canvas drawing call, in a fresh context each. */
-export async function coldFirstDraw(browser, url, loads) {
-  const out = [];
-  for (let i = 0; i < loads; i++) {
-    const ctx = await browser.newContext();
-    await ctx.addInitScript(RECORDER);
-    const p = await ctx.newPage();
-    await p.goto(url);
-    const t = await p.waitForFunction(() => window.__draws && window.__draws.first);
-    out.push(await t.jsonValue());
-    await ctx.close();
-  }
-  return out;
+/** Cold navigation → first canvas drawing call, in a fresh context. */
+export async function coldFirstDraw(browser, url) {
+  const ctx = await browser.newContext();
+  await ctx.addInitScript(RECORDER);
+  const p = await ctx.newPage();
+  await p.goto(url);
+  const t = await p.waitForFunction(() => window.__draws && window.__draws.first);
+  const first = await t.jsonValue();
+  await ctx.close();
+  return first;
 }
