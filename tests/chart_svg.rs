@@ -203,6 +203,30 @@ fn sweep_marks_the_current_point_only() {
         ..spec.clone()
     };
     assert!(has_text(&svg_of(&marked8, (330, 300)), "8"));
+
+    // Every text in one size (a canvas pays for each change of font); the
+    // marked bar's caption stands out by colour instead: the others muted.
+    let texts: Vec<&str> = svg.lines().filter(|l| l.starts_with("<text")).collect();
+    assert!(texts.len() > 12, "{} texts", texts.len());
+    let size = |l: &str| {
+        l.split("font-size=")
+            .nth(1)
+            .map(|s| s.split(' ').next().map(str::to_owned))
+    };
+    assert!(
+        texts.iter().all(|l| size(l) == size(texts[0])),
+        "{texts:#?}"
+    );
+    let caption = |t: &str| {
+        let at = svg.find(&format!(">\n{t}\n</text>")).unwrap();
+        svg[..at].rsplit('\n').next().unwrap().to_string()
+    };
+    assert!(caption("4").contains("opacity=\"1\""), "{}", caption("4"));
+    assert!(
+        caption("8").contains("opacity=\"0.65\""),
+        "{}",
+        caption("8")
+    );
 }
 
 #[test]

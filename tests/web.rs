@@ -341,3 +341,39 @@ fn batched_rectangles_draw_the_same_pixels_as_one_by_one() {
         assert_eq!(differing, 0, "{differing} pixels differ");
     }
 }
+
+/// Translucent colours reach the canvas as set: the faded bars (55 %) and
+/// the grid lines (15 %) blend with the white ground. A colour string the
+/// browser refused would leave the previous colour in place, unseen.
+#[wasm_bindgen_test]
+fn translucent_colours_are_drawn_blended() {
+    let s = membudget::url::decode("mode=detailed&model=llama-3.1-8b").state;
+    let t = membudget::detailed::timeline(
+        &s.detailed_config(),
+        &membudget::detailed::StepOptions::default(),
+    )
+    .unwrap();
+    let (bars, peak) = membudget::chart::timeline_bars(&t, 0.0);
+    let spec = membudget::chart::ChartSpec {
+        legend: Some(peak),
+        log: false,
+        bars,
+        unit: s.unit,
+        capacity_bytes: None,
+        marked: Some(peak),
+    };
+    let pixels = drawn(&spec, true);
+    // `c` at `alpha` over white, per channel.
+    let over_white = |c: [f64; 3], alpha: f64| c.map(|v| alpha * v + (1.0 - alpha) * 255.0);
+    let count = |want: [f64; 3]| {
+        pixels
+            .chunks(4)
+            .filter(|p| (0..3).all(|i| (f64::from(p[i]) - want[i]).abs() <= 1.5))
+            .count()
+    };
+    // Parameters' blue, faded; the grid's near-black at 15 %.
+    let faded = count(over_white([0.0, 114.0, 178.0], 0.55));
+    let grid = count(over_white([34.0, 34.0, 34.0], 0.15));
+    assert!(faded > 1000, "{faded} faded-blue pixels");
+    assert!(grid > 100, "{grid} grid pixels");
+}
