@@ -403,6 +403,18 @@ pub fn draw<DB: DrawingBackend>(
     // drawn (and always the marked one).
     let caption_every = (40.0 * style.scale / slot).ceil().max(1.0) as usize;
     let muted = fg.mix(0.65);
+    // A caption's extent, (left, right) in pixels, estimated from its
+    // length: 0.6 em a character, wider than a sans-serif's average, so
+    // that estimates which do not meet leave a gap between the texts.
+    let extent = |i: usize, label: &str| {
+        let half = (label.chars().count() as f64 * 0.3 * TEXT_PX * style.scale).ceil() as i32;
+        let centre = x_of(i as f64 + 0.5);
+        (centre - half, centre + half)
+    };
+    let marked_extent = spec
+        .marked
+        .and_then(|m| Some(extent(m, &spec.bars.get(m)?.label)));
+    let mut captioned_to = i32::MIN;
 
     // Each bar takes the middle 60 % of its slot. The segments do not
     // overlap, so they are drawn fill by fill: a canvas then changes its
@@ -455,6 +467,14 @@ pub fn draw<DB: DrawingBackend>(
         if (i % caption_every != 0 && spec.marked != Some(i)) || crowds_marked {
             continue;
         }
+        // Nor is a caption drawn over the one before it or the marked one
+        // (long names: the step timeline's `zero_grad`).
+        let (from, to) = extent(i, &bar.label);
+        let meets = |(l, r): (i32, i32)| from < r && l < to;
+        if spec.marked != Some(i) && (from < captioned_to || marked_extent.is_some_and(meets)) {
+            continue;
+        }
+        captioned_to = to;
         // The marked bar's caption in the foreground colour, the others
         // muted.
         let caption = if spec.marked.is_some_and(|m| m != i) {

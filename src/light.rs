@@ -21,7 +21,7 @@ use crate::app::browser_to_f64;
 use crate::budget::{dominant_sentence, estimate, Breakdown, Field, Term};
 use crate::canvas::{observe_size, paint, Surface};
 use crate::chart::{term_colour_hex, Bar, ChartSpec};
-use crate::number::{read, show};
+use crate::number::show;
 use crate::state::{Mode, PageState};
 use crate::url::{decode_with, encode};
 use std::cell::RefCell;
@@ -324,9 +324,13 @@ fn wire(page: &Shared, main: &Element, detailed_radio: HtmlInputElement) {
     let p = page.borrow();
     for (i, field) in Field::ALL.into_iter().enumerate() {
         let pg = page.clone();
+        // The range's value as a number, in one call (no text to parse).
         listen(&p.sliders[i], "input", move |ev| {
-            let value = target_value(&ev);
-            if let Some(pos) = read(&value, browser_to_f64) {
+            let pos = ev
+                .target()
+                .and_then(|t| t.dyn_into::<HtmlInputElement>().ok())
+                .map_or(f64::NAN, |i| i.value_as_number());
+            if pos.is_finite() {
                 pg.borrow_mut().apply(field, field.from_slider(pos), None);
             }
         });

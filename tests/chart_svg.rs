@@ -307,3 +307,58 @@ fn log_sweep_shows_every_term_at_every_setting() {
     }
     assert!(log.contains("18803.7 GB"), "the current total is labelled");
 }
+
+/// The step timeline's captions (`start`, `L7`, … `emb↓`, `zero_grad`) do
+/// not run into each other at any width, taking a character as half an
+/// em (a sans-serif's average); the marked one (the peak) is always there.
+#[test]
+fn timeline_captions_never_overlap() {
+    use membudget::chart::timeline_bars;
+    use membudget::detailed::{preset, timeline, DetailedConfig, StepOptions};
+    let arch = preset("llama-3.1-8b").unwrap().arch;
+    let t = timeline(&DetailedConfig::new(arch, 2048, 4), &StepOptions::default()).unwrap();
+    let (bars, peak) = timeline_bars(&t, 0.0);
+    let spec = ChartSpec {
+        legend: Some(peak),
+        log: false,
+        marked: Some(peak),
+        bars: bars.clone(),
+        unit: Unit::Gb,
+        capacity_bytes: None,
+    };
+    let labels: Vec<&str> = bars.iter().map(|b| b.label.as_str()).collect();
+    assert!(labels.contains(&"zero_grad"), "{labels:?}");
+    for width in [360, 500, 756, 900, 1200] {
+        let svg = svg_of(&spec, (width, 320));
+        // (x, text) of each caption: texts hung from the top, under the axis.
+        let mut lines = svg.lines();
+        let mut captions = Vec::new();
+        while let Some(l) = lines.next() {
+            if l.starts_with("<text") && l.contains("dy=\"0.76em\"") {
+                let x: f64 = l
+                    .split("x=\"")
+                    .nth(1)
+                    .unwrap()
+                    .split('"')
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                captions.push((x, lines.next().unwrap().to_string()));
+            }
+        }
+        assert!(captions.len() >= 3, "{width}: {captions:?}");
+        assert!(
+            captions.iter().any(|(_, t)| *t == labels[peak]),
+            "{width}: no peak caption"
+        );
+        for pair in captions.windows(2) {
+            let ((x0, a), (x1, b)) = (&pair[0], &pair[1]);
+            let half = |t: &str| t.chars().count() as f64 * 0.25 * 13.0;
+            assert!(
+                x1 - x0 >= half(a) + half(b),
+                "{width}: {a} and {b} overlap: {captions:?}"
+            );
+        }
+    }
+}

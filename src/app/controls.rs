@@ -4,7 +4,7 @@ use super::canvas::Charts;
 use super::reactive::{cond, on_event, text};
 use super::{browser_to_f64, State};
 use crate::budget::Field;
-use crate::number::{read, show};
+use crate::number::show;
 use crate::state::{PageState, Unit};
 use leptos::prelude::*;
 
@@ -40,8 +40,10 @@ pub fn FieldControl(
         }
     };
 
+    // A range input's value, read as a number: no text to parse.
     let on_slider = move |ev: leptos::ev::Event| {
-        if let Some(pos) = read(&event_target_value(&ev), browser_to_f64) {
+        let pos = event_target::<web_sys::HtmlInputElement>(&ev).value_as_number();
+        if pos.is_finite() {
             apply(field.from_slider(pos));
         }
     };
