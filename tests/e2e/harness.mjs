@@ -16,8 +16,8 @@ const types = {
 };
 
 /** Starts a static server for `dir` (dist/ by default) at a sub-path;
- *  `base` is its address. */
-export async function startServer(dir = dist) {
+ *  `base` is its address. Every response carries `headers`. */
+export async function startServer(dir = dist, headers = {}) {
   assert.ok(fs.existsSync(path.join(dir, 'index.html')), `no build in ${dir}: run trunk build --release`);
   const server = http.createServer((req, res) => {
     const url = new URL(req.url, 'http://x');
@@ -26,7 +26,7 @@ export async function startServer(dir = dist) {
     if (!file.startsWith(dir) || !fs.existsSync(file) || fs.statSync(file).isDirectory()) {
       file = path.join(dir, 'index.html');
     }
-    res.writeHead(200, { 'content-type': types[path.extname(file)] || 'application/octet-stream' });
+    res.writeHead(200, { 'content-type': types[path.extname(file)] || 'application/octet-stream', ...headers });
     fs.createReadStream(file).pipe(res);
   });
   await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
