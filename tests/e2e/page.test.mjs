@@ -185,3 +185,45 @@ test('a slider input draws every chart on screen once, in the input\'s own task,
     await context.close();
   }
 });
+
+test('while idle after loading, the charts are rehearsed unchanged, and no more once a reader moves a slider', async () => {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 1700 } });
+  // Counts each chart's drawings (one background fill each) from the start.
+  await context.addInitScript(() => {
+    const proto = CanvasRenderingContext2D.prototype;
+    const fill = proto.fillRect;
+    window.__fills = {};
+    proto.fillRect = function (...a) {
+      if (a[0] === 0 && a[1] === 0) window.__fills[this.canvas.id] = (window.__fills[this.canvas.id] || 0) + 1;
+      return fill.apply(this, a);
+    };
+  });
+  const page = await context.newPage();
+  const problems = [];
+  page.on('pageerror', (e) => problems.push(e.message));
+  await page.goto(server.base + '?mode=detailed&model=llama-3.1-8b');
+  await fullPage(page);
+  const pixels = () => page.evaluate(() => ['budget-chart', 'timeline-chart'].map((id) => document.getElementById(id).toDataURL()));
+  const first = await pixels();
+  await page.waitForTimeout(1500);
+  assert.deepEqual(await pixels(), first, 'rehearsals change no pixel');
+  // The first input ends them: one drawing per chart per input from then on
+  // (counted and moved in one task, so that no rehearsal comes between).
+  const rested = await page.evaluate(() => {
+    const counted = { ...window.__fills };
+    const slider = document.querySelector('#batch-slider');
+    slider.value = String(Number(slider.value) + 1);
+    slider.dispatchEvent(new Event('input', { bubbles: true }));
+    return counted;
+  });
+  for (const id of ['budget-chart', 'timeline-chart']) {
+    assert.ok(rested[id] > 20, `${id} rehearsed: ${JSON.stringify(rested)}`);
+  }
+  await page.waitForTimeout(1000);
+  const after = await page.evaluate(() => ({ ...window.__fills }));
+  for (const id of ['budget-chart', 'timeline-chart']) {
+    assert.equal(after[id], rested[id] + 1, `${id}: ${JSON.stringify({ rested, after })}`);
+  }
+  assert.deepEqual(problems, []);
+  await context.close();
+});
