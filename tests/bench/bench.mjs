@@ -142,7 +142,7 @@ console.log(`membudget benchmark, ${new Date().toISOString().slice(0, 10)}, ${os
 console.log('');
 console.log(`Measured from outside the page (canvas drawing calls), beside the hand-written floor; clock ${isolated ? '5 µs (cross-origin isolated)' : '100 µs (NOT isolated)'}:`);
 const f = outside.floor;
-const ratio = (a, b) => `${(a / b).toFixed(1)}x`;
+const ratio = (a, b) => `${(a / b).toFixed(2)}x`;
 for (const name of ['lesson', 'tall', 'embed', 'detailed']) {
   const o = outside[name];
   console.log(`  ${name.padEnd(8)} input -> last visible chart drawn (${o.input.length}): p50 ${ms(pct(o.input, 50))}, p95 ${ms(pct(o.input, 95))}; floor p95 ${ms(pct(f.input, 95))}; ratio ${ratio(pct(o.input, 95), pct(f.input, 95))} (goal <= 3x)`);
