@@ -15,6 +15,16 @@ fn svg_of(spec: &ChartSpec, size: (u32, u32)) -> String {
     svg
 }
 
+/// The number in attribute `name` of an SVG tag (`x`, `y`, `height`).
+fn attr(tag: &str, name: &str) -> Option<f64> {
+    tag.split(&format!(" {name}=\""))
+        .nth(1)?
+        .split('"')
+        .next()?
+        .parse()
+        .ok()
+}
+
 /// Whether the SVG has a `<text>` element reading exactly `text`.
 fn has_text(svg: &str, text: &str) -> bool {
     svg.contains(&format!(">\n{text}\n</text>"))
@@ -41,10 +51,7 @@ fn segment_height(svg: &str, term: Term) -> Option<f64> {
     let fill = format!("fill=\"{}\"", term_colour_hex(term).to_uppercase());
     svg.lines()
         .filter(|l| l.starts_with("<rect") && l.contains(&fill))
-        .filter_map(|l| {
-            let h = l.split("height=\"").nth(1)?.split('"').next()?;
-            h.parse::<f64>().ok()
-        })
+        .filter_map(|l| attr(l, "height"))
         // The legend swatch is 14 px; the bar segment is the other one.
         .rfind(|&h| h != 14.0)
 }
@@ -151,14 +158,7 @@ fn narrow_chart_puts_the_legend_underneath() {
             .find(&format!(">\n{needle}\n</text>"))
             .unwrap_or_else(|| panic!("no {needle}"));
         let tag = &svg[svg[..at].rfind("<text").unwrap()..at];
-        tag.split(" y=\"")
-            .nth(1)
-            .unwrap()
-            .split('"')
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap()
+        attr(tag, "y").unwrap()
     };
     assert!(
         y_of("Parameters  14.0 GB") > y_of("Current"),
@@ -280,14 +280,7 @@ fn log_sweep_shows_every_term_at_every_setting() {
         let fill = format!("fill=\"{}\"", term_colour_hex(term).to_uppercase());
         svg.lines()
             .filter(|l| l.starts_with("<rect") && l.contains(&fill))
-            .filter_map(|l| {
-                l.split("height=\"")
-                    .nth(1)?
-                    .split('"')
-                    .next()?
-                    .parse::<f64>()
-                    .ok()
-            })
+            .filter_map(|l| attr(l, "height"))
             .next_back()
             .unwrap_or(0.0)
     };
@@ -335,15 +328,7 @@ fn timeline_captions_never_overlap() {
         let mut captions = Vec::new();
         while let Some(l) = lines.next() {
             if l.starts_with("<text") && l.contains("dy=\"0.76em\"") {
-                let x: f64 = l
-                    .split("x=\"")
-                    .nth(1)
-                    .unwrap()
-                    .split('"')
-                    .next()
-                    .unwrap()
-                    .parse()
-                    .unwrap();
+                let x = attr(l, "x").unwrap();
                 captions.push((x, lines.next().unwrap().to_string()));
             }
         }
