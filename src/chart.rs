@@ -73,7 +73,7 @@ impl ChartStyle {
     /// colour. One size, not 12, 13 and 14 px for captions, labels and
     /// totals: Chromium shapes a canvas's text again in every task, font by
     /// font, and each change of font costs; measured from outside on the
-    /// detailed page, one size took 0.08 ms off every input's 1.2 ms
+    /// detailed page, one size took 0.1 ms off every input's 1.17 ms
     /// (README "Benchmark"). The family is given as
     /// `FontFamily::SansSerif`, not `"sans-serif"`: parsing the name
     /// lowercases it with Unicode tables (2 KB of wasm).
