@@ -326,10 +326,7 @@ fn wire(page: &Shared, main: &Element, detailed_radio: HtmlInputElement) {
         let pg = page.clone();
         // The range's value as a number, in one call (no text to parse).
         listen(&p.sliders[i], "input", move |ev| {
-            let pos = ev
-                .target()
-                .and_then(|t| t.dyn_into::<HtmlInputElement>().ok())
-                .map_or(f64::NAN, |i| i.value_as_number());
+            let pos = target_input(&ev).map_or(f64::NAN, |i| i.value_as_number());
             if pos.is_finite() {
                 pg.borrow_mut().apply(field, field.from_slider(pos), None);
             }
@@ -436,11 +433,14 @@ fn draw(
     paint(chart, size, &spec, dark.is_some_and(|q| q.matches()));
 }
 
-fn target_value(ev: &web_sys::Event) -> String {
+/// The input element an event came from.
+fn target_input(ev: &web_sys::Event) -> Option<HtmlInputElement> {
     ev.target()
         .and_then(|t| t.dyn_into::<HtmlInputElement>().ok())
-        .map(|i| i.value())
-        .unwrap_or_default()
+}
+
+fn target_value(ev: &web_sys::Event) -> String {
+    target_input(ev).map(|i| i.value()).unwrap_or_default()
 }
 
 impl Page {

@@ -299,24 +299,33 @@ fn drawn(spec: &membudget::chart::ChartSpec, batch: bool) -> Vec<u8> {
     pixels
 }
 
-#[wasm_bindgen_test]
-fn batched_rectangles_draw_the_same_pixels_as_one_by_one() {
-    // The step timeline: a bar per event, the faded ones translucent, of a model
-    // with every kind of segment; and the detailed budget bar.
-    let s = membudget::url::decode("mode=detailed&model=llama-3.1-8b&gpu=80").state;
-    let cfg = s.detailed_config();
-    let t =
-        membudget::detailed::timeline(&cfg, &membudget::detailed::StepOptions::default()).unwrap();
+/// The step timeline of `s` as the page draws it: a bar per event, the
+/// peak marked and its terms in the legend, the others faded.
+fn timeline_spec(s: &membudget::state::PageState) -> membudget::chart::ChartSpec {
+    let t = membudget::detailed::timeline(
+        &s.detailed_config(),
+        &membudget::detailed::StepOptions::default(),
+    )
+    .unwrap();
     let (bars, peak) = membudget::chart::timeline_bars(&t, 0.0);
-    assert!(bars.len() >= 20, "{} bars", bars.len());
-    let timeline = membudget::chart::ChartSpec {
+    membudget::chart::ChartSpec {
         legend: Some(peak),
         log: false,
         bars,
         unit: s.unit,
         capacity_bytes: s.gpu.map(|g| g.bytes()),
         marked: Some(peak),
-    };
+    }
+}
+
+#[wasm_bindgen_test]
+fn batched_rectangles_draw_the_same_pixels_as_one_by_one() {
+    // The step timeline: a bar per event, the faded ones translucent, of a model
+    // with every kind of segment; and the detailed budget bar.
+    let s = membudget::url::decode("mode=detailed&model=llama-3.1-8b&gpu=80").state;
+    let cfg = s.detailed_config();
+    let timeline = timeline_spec(&s);
+    assert!(timeline.bars.len() >= 20, "{} bars", timeline.bars.len());
     let budget = membudget::chart::ChartSpec {
         legend: Some(0),
         log: false,
@@ -348,21 +357,7 @@ fn batched_rectangles_draw_the_same_pixels_as_one_by_one() {
 #[wasm_bindgen_test]
 fn translucent_colours_are_drawn_blended() {
     let s = membudget::url::decode("mode=detailed&model=llama-3.1-8b").state;
-    let t = membudget::detailed::timeline(
-        &s.detailed_config(),
-        &membudget::detailed::StepOptions::default(),
-    )
-    .unwrap();
-    let (bars, peak) = membudget::chart::timeline_bars(&t, 0.0);
-    let spec = membudget::chart::ChartSpec {
-        legend: Some(peak),
-        log: false,
-        bars,
-        unit: s.unit,
-        capacity_bytes: None,
-        marked: Some(peak),
-    };
-    let pixels = drawn(&spec, true);
+    let pixels = drawn(&timeline_spec(&s), true);
     // `c` at `alpha` over white, per channel.
     let over_white = |c: [f64; 3], alpha: f64| c.map(|v| alpha * v + (1.0 - alpha) * 255.0);
     let count = |want: [f64; 3]| {
