@@ -140,11 +140,9 @@ test('on a 360 px phone the chart stays in view while a slider below it is dragg
 
 test('a slider input draws every chart on screen once, in the input\'s own task, before the text changes', async () => {
   for (const [url, charts] of [['', ['budget-chart', 'sweep-chart']], ['?mode=detailed&model=llama-3.1-8b', ['budget-chart', 'timeline-chart']]]) {
-    const { page, problems, context } = await open({ viewport: { width: 1280, height: 1700 } });
-    if (url) {
-      await page.goto(server.base + url);
-      await fullPage(page);
-    }
+    // Opened at its address (navigating away from the lesson page could
+    // cancel that page's favicon request, a failed request of our own).
+    const { page, problems, context } = await openPage(browser, server.base + url, { viewport: { width: 1280, height: 1700 } });
     const seen = await page.evaluate(async () => {
       const proto = CanvasRenderingContext2D.prototype;
       const fill = proto.fillRect;
