@@ -2,181 +2,307 @@
 //! or, with any of the detailed flags, the detailed model's per-GPU budget.
 
 use crate::budget::{estimate, Breakdown, Field, TrainingConfig};
+use crate::detailed::defaults;
 use crate::detailed::{
     self, preset, AdamImpl, Architecture, AttentionKernel, BaseQuant, DetailedBreakdown,
     DetailedConfig, Device, ExpertsImpl, Family, LoraTargets, Objective, Optimizer, Overhead,
     OverheadBytes, Precision, Profile, Recompute, Step, StepOptions, StepTimeline,
 };
-use clap::Parser;
+use crate::report::{DetailedParts, DetailedReport, LessonReport};
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::{value_parser, Parser};
 
-/// Prints the GPU training-memory budget. With no flags: the lesson's
-/// example (7 B parameters, batch 4, sequence 2048, hidden 4096, 32 layers,
-/// mixed precision). Any of the detailed flags (--model, --arch, --heads,
-/// --precision, --attention, --dp, …) switches to the detailed model, per GPU.
+/// The accepted names of a choice (`--precision mixed|bf16|fp32`), listed
+/// in `--help` and in the error for any other, parsed with the core's
+/// `FromStr`.
+fn one_of<T>(names: &'static [&'static str]) -> impl TypedValueParser<Value = T>
+where
+    T: std::str::FromStr + Clone + Send + Sync + 'static,
+{
+    PossibleValuesParser::new(names).map(|s| match s.parse::<T>() {
+        Ok(v) => v,
+        Err(_) => unreachable!("every listed name parses"),
+    })
+}
+
+/// Every preset's name, for `--model`.
+fn preset_names() -> Vec<&'static str> {
+    detailed::PRESETS.iter().map(|p| p.name).collect()
+}
+
+/// Prints the GPU training-memory budget.
+///
+/// With no flags: the lesson's example (7 B parameters, batch 4, sequence
+/// 2048, hidden 4096, 32 layers, mixed precision). Any flag outside "Model
+/// (lesson)" and "Output" — --model, --arch, --precision, --dp, … —
+/// switches to the detailed model, per GPU.
 #[derive(Parser, Debug, Default)]
 #[command(name = "membudget", version, about, long_about = None, allow_negative_numbers = true)]
 pub struct Args {
-    /// Lesson model: size in billions of parameters (0.1–1000).
+    /// The lesson's model.
+    #[command(flatten)]
+    pub lesson: LessonArgs,
+    /// The detailed model's architecture.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Sequence, batch and objective.
+    #[command(flatten)]
+    pub training: TrainingArgs,
+    /// Precision and optimizer.
+    #[command(flatten)]
+    pub precision: PrecisionArgs,
+    /// Attention, dropout, recomputation, kernels.
+    #[command(flatten)]
+    pub kernels: KernelArgs,
+    /// Parallelism.
+    #[command(flatten)]
+    pub parallel: ParallelArgs,
+    /// LoRA and QLoRA.
+    #[command(flatten)]
+    pub finetune: FinetuneArgs,
+    /// Offload to host memory.
+    #[command(flatten)]
+    pub offload: OffloadArgs,
+    /// Runtime overhead beside the peak.
+    #[command(flatten)]
+    pub overhead: OverheadArgs,
+    /// Output format.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// The lesson's inputs; `--batch`, `--seq`, `--hidden` and `--layers` serve
+/// the detailed model too.
+#[derive(clap::Args, Debug, Default)]
+#[command(next_help_heading = "Model (lesson)")]
+pub struct LessonArgs {
+    /// Model size in billions of parameters, 0.1–1000 [default: 7].
     #[arg(long, value_name = "B")]
     pub params: Option<String>,
-    /// Batch size in sequences (lesson: 1–1024; detailed: the global batch).
-    #[arg(long, value_name = "N")]
-    pub batch: Option<String>,
-    /// Sequence length in tokens (128–131072).
-    #[arg(long, value_name = "TOKENS")]
-    pub seq: Option<String>,
-    /// Hidden size (128–65536).
+    /// Hidden size, 128–65536 [default: 4096; detailed: the model's].
     #[arg(long, value_name = "H")]
     pub hidden: Option<String>,
-    /// Number of layers (1–256).
+    /// Layers, 1–256 [default: 32; detailed: the model's].
     #[arg(long, value_name = "L")]
     pub layers: Option<String>,
-    /// Lesson model: train in plain fp32 instead of mixed precision.
+    /// Train in plain fp32 instead of mixed precision.
     #[arg(long)]
     pub fp32: bool,
-    /// Print JSON: {"model": "lesson"|"detailed", "bytes": {...}, "gb": {...}}.
-    #[arg(long)]
-    pub json: bool,
+}
 
-    /// Detailed: a published model (gpt2, gpt2-medium, gpt2-large, gpt2-xl,
-    /// llama-2-7b/13b/70b, llama-3.1-8b/70b/405b, mistral-7b,
-    /// qwen2.5-0.5b/7b/72b); shape flags given with it override its values.
-    #[arg(long, value_name = "PRESET")]
+/// The detailed model's architecture: a preset, a config.json or a shape.
+#[derive(clap::Args, Debug, Default)]
+#[command(next_help_heading = "Model (detailed)")]
+pub struct ModelArgs {
+    /// A published model; shape flags given with it override its values.
+    #[arg(long, value_name = "PRESET", value_parser = PossibleValuesParser::new(preset_names()))]
     pub model: Option<String>,
-    /// Detailed: a Hugging Face config.json (gpt2, llama, mistral, qwen2,
-    /// qwen3, gemma2, gemma3_text, mixtral, qwen3_moe, deepseek_v3); shape
-    /// flags given with it override its values.
+    /// A Hugging Face config.json (gpt2, llama, mistral, qwen2, qwen3,
+    /// gemma2, gemma3_text, mixtral, qwen3_moe, deepseek_v3); shape flags
+    /// given with it override its values.
     #[arg(long, value_name = "PATH")]
     pub config: Option<std::path::PathBuf>,
-    /// Detailed: architecture family, gpt2 or llama.
-    #[arg(long, value_name = "FAMILY")]
+    /// A shape of your own (with --layers --hidden --heads, and --ffn for llama).
+    #[arg(long, value_name = "FAMILY", value_parser = one_of::<Family>(Family::NAMES), ignore_case = true)]
     pub arch: Option<Family>,
-    /// Detailed: attention heads.
-    #[arg(long)]
+    /// Attention heads, 1–65536.
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=1 << 16))]
     pub heads: Option<u64>,
-    /// Detailed: key/value heads (grouped-query attention; default: heads).
-    #[arg(long)]
+    /// Key/value heads (grouped-query attention) [default: heads].
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=1 << 16))]
     pub kv_heads: Option<u64>,
-    /// Detailed: MLP inner size (default 4·hidden for gpt2; required for llama).
-    #[arg(long)]
+    /// MLP inner size, 1–2²⁴ [default: 4·hidden for gpt2; required for llama].
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=1 << 24))]
     pub ffn: Option<u64>,
-    /// Detailed: vocabulary size (default 50257 for gpt2, 32000 for llama).
-    #[arg(long)]
+    /// Vocabulary, 1–2²⁴ [default: 50257 for gpt2, 32000 for llama].
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=1 << 24))]
     pub vocab: Option<u64>,
-    /// Detailed: mixed (bf16 + fp32 master, default), bf16, or fp32.
-    #[arg(long)]
-    pub precision: Option<Precision>,
-    /// Detailed: keep gradients in fp32 (some frameworks do under mixed precision).
-    #[arg(long)]
-    pub grad_fp32: bool,
-    /// Detailed: adamw (default), sgd, sgd-momentum, adam8bit.
-    #[arg(long)]
-    pub optimizer: Option<Optimizer>,
-    /// Detailed: eager (keeps the a·s² scores, default) or flash.
-    #[arg(long)]
-    pub attention: Option<AttentionKernel>,
-    /// Detailed: the model uses dropout (masks are kept for backward).
-    #[arg(long)]
-    pub dropout: bool,
-    /// Detailed: activation recomputation none (default), selective, full.
-    #[arg(long)]
-    pub recompute: Option<Recompute>,
-    /// Detailed: kernels, fused (Megatron, default) or hf (stock transformers).
-    #[arg(long = "impl", value_name = "IMPL")]
-    pub implementation: Option<Profile>,
-    /// Detailed: cuda (default) or cpu; changes dropout masks and SDPA in "hf".
-    #[arg(long)]
-    pub device: Option<Device>,
-    /// Detailed: data-parallel GPUs.
-    #[arg(long)]
-    pub dp: Option<u64>,
-    /// Detailed: ZeRO stage 0–3 across the data-parallel GPUs.
-    #[arg(long)]
-    pub zero: Option<u8>,
-    /// Detailed: tensor-parallel degree.
-    #[arg(long)]
-    pub tp: Option<u64>,
-    /// Detailed: sequence parallelism (with --tp).
-    #[arg(long)]
-    pub sp: bool,
-    /// Detailed: pipeline stages (1F1B).
-    #[arg(long)]
-    pub pp: Option<u64>,
-    /// Detailed, mixture of experts: expert-parallel GPUs (routed experts
-    /// divided by ep × etp; ep × etp must divide dp × tp).
-    #[arg(long)]
-    pub ep: Option<u64>,
-    /// Detailed, mixture of experts: expert tensor-parallel degree.
-    #[arg(long)]
-    pub etp: Option<u64>,
-    /// Detailed, mixture of experts, "hf" kernels: grouped (transformers'
-    /// default grouped matmul) or loop (one expert at a time).
-    #[arg(long, value_name = "IMPL")]
-    pub experts_impl: Option<ExpertsImpl>,
-    /// Detailed, LoRA: the frozen base quantized by bitsandbytes, none
-    /// (default), nf4 (QLoRA, double quantization), nf4-nodq or int8.
-    #[arg(long, value_name = "FORMAT")]
-    pub quant_base: Option<BaseQuant>,
-    /// Detailed, with ZeRO: optimizer state, fp32 master and gradients on
-    /// the CPU (ZeRO-Offload).
-    #[arg(long)]
-    pub offload_optimizer: bool,
-    /// Detailed, with ZeRO-3 and --offload-optimizer: the 16-bit parameters
-    /// on the CPU too.
-    #[arg(long)]
-    pub offload_params: bool,
-    /// Detailed: saved activations on the CPU (save_on_cpu, CPU checkpointing).
-    #[arg(long)]
-    pub offload_activations: bool,
-    /// Detailed, with offload: GPUs per node, for the host RAM per node (default 8).
+}
+
+/// Sequence, batch and objective.
+#[derive(clap::Args, Debug, Default)]
+#[command(next_help_heading = "Training")]
+pub struct TrainingArgs {
+    /// Sequence length in tokens, 128–131072 [default: 2048].
+    #[arg(long, value_name = "TOKENS")]
+    pub seq: Option<String>,
+    /// Batch in sequences: the lesson's, 1–1024 [default: 4]; the detailed
+    /// model's global batch, 1–1048576 [default: 1].
     #[arg(long, value_name = "N")]
-    pub gpus_per_node: Option<u64>,
-    /// Detailed: training objective, sft (default), dpo (a frozen reference
-    /// on the GPUs; with LoRA the base is the reference) or
-    /// dpo-precomputed (reference log-probabilities computed beforehand).
-    #[arg(long)]
-    pub objective: Option<Objective>,
-    /// Detailed, mixture of experts, "fused" kernels: Megatron's expert
-    /// capacity factor with padding (default: dropless).
-    #[arg(long, value_name = "C")]
-    pub capacity_factor: Option<f64>,
-    /// Detailed: sequences per GPU per forward pass (default batch / dp).
-    #[arg(long)]
+    pub batch: Option<String>,
+    /// Sequences per GPU per forward pass, 1–2²⁴ [default: batch / dp];
+    /// the rest of the batch is gradient accumulation.
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=1 << 24))]
     pub micro_batch: Option<u64>,
-    /// Detailed: LoRA rank; the base model is frozen.
-    #[arg(long)]
-    pub lora_rank: Option<u64>,
-    /// Detailed: projections LoRA adapts, e.g. q,v (default) or q,k,v,o,gate,up,down or all.
-    #[arg(long, value_name = "LIST")]
-    pub lora_targets: Option<LoraTargets>,
-    /// Detailed: model the first optimizer step (which creates the optimizer
-    /// state) instead of a later one, for the peak.
+    /// Training objective: dpo keeps a frozen reference (with LoRA the base
+    /// is the reference), dpo-precomputed reads reference log-probabilities
+    /// computed beforehand [default: sft].
+    #[arg(long, value_name = "OBJECTIVE", value_parser = one_of::<Objective>(Objective::NAMES), ignore_case = true)]
+    pub objective: Option<Objective>,
+    /// The peak of the first optimizer step (which creates the optimizer
+    /// state) instead of a later one.
     #[arg(long)]
     pub first_step: bool,
-    /// Detailed: AdamW's implementation for the peak: loop (per parameter),
-    /// foreach, or fused (default: fused kernels for --impl fused, foreach
-    /// for hf on cuda, loop for hf on cpu).
-    #[arg(long, value_name = "IMPL")]
+}
+
+/// Precision and optimizer.
+#[derive(clap::Args, Debug, Default)]
+#[command(next_help_heading = "Precision and optimizer")]
+pub struct PrecisionArgs {
+    /// mixed: bf16 with an fp32 master copy; bf16: pure; fp32 [default: mixed].
+    #[arg(long, value_name = "PRECISION", value_parser = one_of::<Precision>(Precision::NAMES), ignore_case = true)]
+    pub precision: Option<Precision>,
+    /// Keep gradients in fp32 (some frameworks do under mixed precision).
+    #[arg(long)]
+    pub grad_fp32: bool,
+    /// The optimizer; paged-* are bitsandbytes' paged versions [default: adamw].
+    #[arg(long, value_name = "OPTIMIZER", value_parser = one_of::<Optimizer>(Optimizer::NAMES), ignore_case = true)]
+    pub optimizer: Option<Optimizer>,
+    /// AdamW's implementation, for the optimizer step's temporaries
+    /// [default: fused for --impl fused, foreach for hf on cuda, loop for hf
+    /// on cpu].
+    #[arg(long, value_name = "IMPL", value_parser = one_of::<AdamImpl>(AdamImpl::NAMES), ignore_case = true)]
     pub adam: Option<AdamImpl>,
-    /// Detailed: add the runtime overhead (CUDA context, workspaces,
-    /// communication buffers, fragmentation) beside the peak, with the
-    /// defaults below unless given.
+}
+
+/// Attention, dropout, recomputation and whose kernels.
+#[derive(clap::Args, Debug, Default)]
+#[command(next_help_heading = "Kernels and recomputation")]
+pub struct KernelArgs {
+    /// Attention kernel: eager keeps the a·s² scores, flash (SDPA,
+    /// FlashAttention) none [default: flash].
+    #[arg(long, value_name = "KERNEL", value_parser = one_of::<AttentionKernel>(AttentionKernel::NAMES), ignore_case = true)]
+    pub attention: Option<AttentionKernel>,
+    /// The model uses dropout (masks are kept for backward).
+    #[arg(long)]
+    pub dropout: bool,
+    /// Activation recomputation; selective is Megatron's (fused kernels
+    /// only) [default: none].
+    #[arg(long, value_name = "WHAT", value_parser = one_of::<Recompute>(Recompute::NAMES), ignore_case = true)]
+    pub recompute: Option<Recompute>,
+    /// Whose kernels: fused (Megatron) or hf (stock transformers) [default:
+    /// hf with LoRA, QLoRA, DPO or --config; fused otherwise].
+    #[arg(long = "impl", value_name = "IMPL", value_parser = one_of::<Profile>(Profile::NAMES), ignore_case = true)]
+    pub implementation: Option<Profile>,
+    /// Where it runs; changes dropout masks and SDPA under hf [default: cuda].
+    #[arg(long, value_name = "DEVICE", value_parser = one_of::<Device>(Device::NAMES), ignore_case = true)]
+    pub device: Option<Device>,
+    /// Mixture of experts under hf: transformers' grouped matmul or a loop
+    /// over the experts [default: grouped].
+    #[arg(long, value_name = "IMPL", value_parser = one_of::<ExpertsImpl>(ExpertsImpl::NAMES), ignore_case = true)]
+    pub experts_impl: Option<ExpertsImpl>,
+    /// Mixture of experts under fused: Megatron's expert capacity factor
+    /// with padding, 0.1–64 [default: dropless].
+    #[arg(long, value_name = "C")]
+    pub capacity_factor: Option<f64>,
+}
+
+/// Parallelism.
+#[derive(clap::Args, Debug, Default)]
+#[command(next_help_heading = "Parallelism")]
+pub struct ParallelArgs {
+    /// Data-parallel GPUs, 1–4096 [default: 1].
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=4096))]
+    pub dp: Option<u64>,
+    /// ZeRO stage across the data-parallel GPUs, 0–3 [default: 0].
+    #[arg(long, value_name = "STAGE", value_parser = value_parser!(u8).range(0..=3))]
+    pub zero: Option<u8>,
+    /// Tensor-parallel degree, 1–512 [default: 1].
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=512))]
+    pub tp: Option<u64>,
+    /// Sequence parallelism (with --tp).
+    #[arg(long)]
+    pub sp: bool,
+    /// Pipeline stages (1F1B), 1–256 [default: 1].
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=256))]
+    pub pp: Option<u64>,
+    /// Mixture of experts: expert-parallel GPUs (ep × etp must divide dp ×
+    /// tp), 1–4096 [default: 1].
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=4096))]
+    pub ep: Option<u64>,
+    /// Mixture of experts: expert tensor-parallel degree, 1–512 [default: 1].
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=512))]
+    pub etp: Option<u64>,
+}
+
+/// LoRA and QLoRA.
+#[derive(clap::Args, Debug, Default)]
+#[command(next_help_heading = "Fine-tuning")]
+pub struct FinetuneArgs {
+    /// LoRA rank (the base model is frozen), 1–hidden size.
+    #[arg(long, value_name = "R", value_parser = value_parser!(u64).range(1..=1 << 20))]
+    pub lora_rank: Option<u64>,
+    /// Projections LoRA adapts: any of q,k,v,o,gate,up,down, or all
+    /// [default: q,v].
+    #[arg(long, value_name = "LIST")]
+    pub lora_targets: Option<LoraTargets>,
+    /// The frozen base as bitsandbytes stores it: nf4 (QLoRA, double
+    /// quantization), nf4-nodq, int8; needs --lora-rank [default: none].
+    #[arg(long, value_name = "FORMAT", value_parser = one_of::<BaseQuant>(BaseQuant::NAMES), ignore_case = true)]
+    pub quant_base: Option<BaseQuant>,
+}
+
+/// Offload to host memory.
+#[derive(clap::Args, Debug, Default)]
+#[command(next_help_heading = "Offload")]
+pub struct OffloadArgs {
+    /// With ZeRO ≥ 1: optimizer state, fp32 master and gradients on the CPU
+    /// (ZeRO-Offload).
+    #[arg(long)]
+    pub offload_optimizer: bool,
+    /// With ZeRO-3 and --offload-optimizer: the 16-bit parameters on the CPU too.
+    #[arg(long)]
+    pub offload_params: bool,
+    /// Saved activations on the CPU (save_on_cpu, CPU checkpointing).
+    #[arg(long)]
+    pub offload_activations: bool,
+    /// GPUs per node, for the host RAM per node, 1–64 [default: 8].
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=64))]
+    pub gpus_per_node: Option<u64>,
+}
+
+/// Runtime overhead beside the peak.
+#[derive(clap::Args, Debug, Default)]
+#[command(next_help_heading = "Runtime overhead")]
+pub struct OverheadArgs {
+    /// Add the runtime overhead (CUDA context, workspaces, communication
+    /// buffers, fragmentation) beside the peak, with the defaults below
+    /// unless given.
     #[arg(long)]
     pub overhead: bool,
-    /// Detailed: CUDA context in GB (default 0.758, with --overhead).
+    /// CUDA context in GB, 0–1000 [default: 0.758].
     #[arg(long, value_name = "GB")]
     pub cuda_context: Option<f64>,
-    /// Detailed: library workspaces in GB (default 0.067, with --overhead).
+    /// Library workspaces in GB, 0–1000 [default: 0.067].
     #[arg(long, value_name = "GB")]
     pub workspaces: Option<f64>,
-    /// Detailed: communication buffers per parallel group in GB (default
-    /// 0.268, with --overhead).
+    /// Communication buffers per parallel group in GB, 0–1000 [default: 0.268].
     #[arg(long, value_name = "GB")]
     pub comm_buffers: Option<f64>,
-    /// Detailed: allocator fragmentation in percent of the peak (default 15,
-    /// with --overhead).
+    /// Allocator fragmentation in percent of the peak, 0–100 [default: 15].
     #[arg(long, value_name = "PERCENT")]
     pub fragmentation: Option<f64>,
+}
+
+/// Output format.
+#[derive(clap::Args, Debug, Default)]
+#[command(next_help_heading = "Output")]
+pub struct OutputArgs {
+    /// Print JSON (schema in docs/json.md): what was priced, the bytes and
+    /// GB by term, and for the detailed model the step's peak and timeline.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl OverheadArgs {
+    /// Whether any runtime overhead flag was given.
+    fn given(&self) -> bool {
+        self.overhead
+            || self.cuda_context.is_some()
+            || self.workspaces.is_some()
+            || self.comm_buffers.is_some()
+            || self.fragmentation.is_some()
+    }
 }
 
 /// What the command found wrong.
@@ -185,64 +311,65 @@ pub type CliError = String;
 impl Args {
     /// Whether any flag of the detailed model was given.
     pub fn is_detailed(&self) -> bool {
-        self.model.is_some()
-            || self.config.is_some()
-            || self.arch.is_some()
-            || self.heads.is_some()
-            || self.kv_heads.is_some()
-            || self.ffn.is_some()
-            || self.vocab.is_some()
-            || self.precision.is_some()
-            || self.grad_fp32
-            || self.optimizer.is_some()
-            || self.attention.is_some()
-            || self.dropout
-            || self.recompute.is_some()
-            || self.implementation.is_some()
-            || self.device.is_some()
-            || self.dp.is_some()
-            || self.zero.is_some()
-            || self.tp.is_some()
-            || self.sp
-            || self.pp.is_some()
-            || self.ep.is_some()
-            || self.etp.is_some()
-            || self.experts_impl.is_some()
-            || self.capacity_factor.is_some()
-            || self.quant_base.is_some()
-            || self.offload_optimizer
-            || self.offload_params
-            || self.offload_activations
-            || self.gpus_per_node.is_some()
-            || self.objective.is_some()
-            || self.micro_batch.is_some()
-            || self.lora_rank.is_some()
-            || self.lora_targets.is_some()
-            || self.first_step
-            || self.adam.is_some()
-            || self.with_overhead()
-    }
-
-    /// Whether any runtime overhead flag was given.
-    fn with_overhead(&self) -> bool {
-        self.overhead
-            || self.cuda_context.is_some()
-            || self.workspaces.is_some()
-            || self.comm_buffers.is_some()
-            || self.fragmentation.is_some()
+        let (m, t, p, k, par, f, o) = (
+            &self.model,
+            &self.training,
+            &self.precision,
+            &self.kernels,
+            &self.parallel,
+            &self.finetune,
+            &self.offload,
+        );
+        m.model.is_some()
+            || m.config.is_some()
+            || m.arch.is_some()
+            || m.heads.is_some()
+            || m.kv_heads.is_some()
+            || m.ffn.is_some()
+            || m.vocab.is_some()
+            || t.micro_batch.is_some()
+            || t.objective.is_some()
+            || t.first_step
+            || p.precision.is_some()
+            || p.grad_fp32
+            || p.optimizer.is_some()
+            || p.adam.is_some()
+            || k.attention.is_some()
+            || k.dropout
+            || k.recompute.is_some()
+            || k.implementation.is_some()
+            || k.device.is_some()
+            || k.experts_impl.is_some()
+            || k.capacity_factor.is_some()
+            || par.dp.is_some()
+            || par.zero.is_some()
+            || par.tp.is_some()
+            || par.sp
+            || par.pp.is_some()
+            || par.ep.is_some()
+            || par.etp.is_some()
+            || f.lora_rank.is_some()
+            || f.lora_targets.is_some()
+            || f.quant_base.is_some()
+            || o.offload_optimizer
+            || o.offload_params
+            || o.offload_activations
+            || o.gpus_per_node.is_some()
+            || self.overhead.given()
     }
 
     /// The runtime overhead these flags ask for, if any, checked.
     pub fn overhead_settings(&self) -> Result<Option<Overhead>, CliError> {
-        if !self.with_overhead() {
+        let a = &self.overhead;
+        if !a.given() {
             return Ok(None);
         }
         let d = Overhead::default();
         let o = Overhead {
-            cuda_context_gb: self.cuda_context.unwrap_or(d.cuda_context_gb),
-            workspaces_gb: self.workspaces.unwrap_or(d.workspaces_gb),
-            communication_gb: self.comm_buffers.unwrap_or(d.communication_gb),
-            fragmentation_percent: self.fragmentation.unwrap_or(d.fragmentation_percent),
+            cuda_context_gb: a.cuda_context.unwrap_or(d.cuda_context_gb),
+            workspaces_gb: a.workspaces.unwrap_or(d.workspaces_gb),
+            communication_gb: a.comm_buffers.unwrap_or(d.communication_gb),
+            fragmentation_percent: a.fragmentation.unwrap_or(d.fragmentation_percent),
         };
         if !o.is_valid() {
             return Err(format!(
@@ -257,27 +384,28 @@ impl Args {
     /// What the step timeline models beyond the configuration.
     pub fn step_options(&self) -> StepOptions {
         StepOptions {
-            step: if self.first_step {
+            step: if self.training.first_step {
                 Step::First
             } else {
                 Step::Later
             },
-            adam: self.adam,
+            adam: self.precision.adam,
         }
     }
 
     /// The lesson configuration these flags describe.
     pub fn config(&self) -> Result<TrainingConfig, CliError> {
+        let l = &self.lesson;
         let mut cfg = TrainingConfig {
-            mixed_precision: !self.fp32,
+            mixed_precision: !l.fp32,
             ..TrainingConfig::default()
         };
         for (field, text) in [
-            (Field::ModelSize, &self.params),
-            (Field::Batch, &self.batch),
-            (Field::SeqLen, &self.seq),
-            (Field::Hidden, &self.hidden),
-            (Field::Layers, &self.layers),
+            (Field::ModelSize, &l.params),
+            (Field::Batch, &self.training.batch),
+            (Field::SeqLen, &self.training.seq),
+            (Field::Hidden, &l.hidden),
+            (Field::Layers, &l.layers),
         ] {
             if let Some(text) = text {
                 let v = field.parse(text).map_err(|e| e.to_string())?;
@@ -287,12 +415,86 @@ impl Args {
         Ok(cfg)
     }
 
-    /// The detailed configuration these flags describe.
-    pub fn detailed_config(&self) -> Result<DetailedConfig, CliError> {
-        if self.params.is_some() {
+    /// The architecture these flags name, and whether it came from a
+    /// config.json.
+    fn architecture(
+        &self,
+        layers: Option<u64>,
+        hidden: Option<u64>,
+    ) -> Result<(Architecture, bool), CliError> {
+        let m = &self.model;
+        let mut arch =
+            match (&m.model, &m.config, m.arch) {
+                (Some(_), Some(_), _) => return Err("give --model or --config, not both".into()),
+                (None, Some(path), _) => {
+                    let json = std::fs::read_to_string(path)
+                        .map_err(|e| format!("--config {}: {e}", path.display()))?;
+                    detailed::import_config(&json)
+                        .map_err(|e| format!("--config {}: {e}", path.display()))?
+                        .arch
+                }
+                (Some(name), None, _) => preset(name)
+                    .map(|p| p.arch)
+                    .ok_or_else(|| format!("unknown model '{name}'"))?,
+                (None, None, Some(family)) => {
+                    let (l, h) = (
+                        layers.ok_or("--layers is required with --arch")?,
+                        hidden.ok_or("--hidden is required with --arch")?,
+                    );
+                    let heads = m.heads.ok_or("--heads is required with --arch")?;
+                    match family {
+                        Family::Gpt2 => Architecture::gpt2(l, h, heads, m.vocab.unwrap_or(50257)),
+                        Family::Llama => Architecture::llama(
+                            l,
+                            h,
+                            heads,
+                            m.kv_heads.unwrap_or(heads),
+                            m.ffn.ok_or("--ffn is required with --arch llama")?,
+                            m.vocab.unwrap_or(32000),
+                        ),
+                    }
+                }
+                (None, None, None) => return Err(
+                    "the detailed model needs --model PRESET, --config PATH or --arch gpt2|llama"
+                        .into(),
+                ),
+            };
+        // Shape flags override a preset.
+        if let Some(l) = layers {
+            arch.layers = l;
+        }
+        if let Some(h) = hidden {
+            arch.hidden = h;
+            if arch.family == Family::Gpt2 && m.ffn.is_none() {
+                arch.ffn = 4 * h;
+            }
+        }
+        if let Some(v) = m.heads {
+            // GPT-2 has no grouped-query attention; an MHA preset stays MHA.
+            if arch.family == Family::Gpt2 || arch.kv_heads == arch.heads {
+                arch.kv_heads = v;
+            }
+            arch.heads = v;
+        }
+        if let Some(v) = m.kv_heads {
+            arch.kv_heads = v;
+        }
+        if let Some(v) = m.ffn {
+            arch.ffn = v;
+        }
+        if let Some(v) = m.vocab {
+            arch.vocab = v;
+        }
+        Ok((arch, m.config.is_some()))
+    }
+
+    /// The detailed configuration these flags describe, and why its kernel
+    /// profile (`"chosen"`, or the default's reason).
+    pub fn detailed_config(&self) -> Result<(DetailedConfig, &'static str), CliError> {
+        if self.lesson.params.is_some() {
             return Err("--params is the lesson model's; the detailed model counts parameters from the architecture".into());
         }
-        if self.fp32 {
+        if self.lesson.fp32 {
             return Err("use --precision fp32 with the detailed model".into());
         }
         // Sizes in the detailed model use the lesson's ranges and messages.
@@ -301,11 +503,15 @@ impl Args {
                 .map(|t| field.parse(t).map(|v| v as u64).map_err(|e| e.to_string()))
                 .transpose()
         };
-        let layers = size(Field::Layers, &self.layers)?;
-        let hidden = size(Field::Hidden, &self.hidden)?;
-        let seq = size(Field::SeqLen, &self.seq)?.unwrap_or(2048);
-        let batch = match self.batch.as_deref() {
-            None => 1,
+        let layers = size(Field::Layers, &self.lesson.layers)?;
+        let hidden = size(Field::Hidden, &self.lesson.hidden)?;
+        let seq = size(Field::SeqLen, &self.training.seq)?.unwrap_or(defaults::SEQ);
+        let batch = match self.training.batch.as_deref() {
+            // One micro-batch per data-parallel GPU: no accumulation.
+            None => {
+                self.training.micro_batch.unwrap_or(defaults::MICRO_BATCH)
+                    * self.parallel.dp.unwrap_or(1)
+            }
             Some(t) => t
                 .trim()
                 .parse::<u64>()
@@ -313,124 +519,72 @@ impl Args {
                 .filter(|&b| (1..=1 << 20).contains(&b))
                 .ok_or_else(|| {
                     format!(
-                        "Batch size must be a whole number from 1 to {} (got {t})",
+                        "--batch must be a whole number from 1 to {} (got {t})",
                         1 << 20
                     )
                 })?,
         };
+        let (arch, imported) = self.architecture(layers, hidden)?;
 
-        let mut arch = match (&self.model, self.arch) {
-            (None, _) if self.config.is_some() => {
-                let path = self.config.as_ref().expect("checked");
-                let json = std::fs::read_to_string(path)
-                    .map_err(|e| format!("--config {}: {e}", path.display()))?;
-                detailed::import_config(&json)
-                    .map_err(|e| format!("--config {}: {e}", path.display()))?
-                    .arch
-            }
-            (Some(_), _) if self.config.is_some() => {
-                return Err("give --model or --config, not both".into())
-            }
-            (Some(name), _) => preset(name).map(|p| p.arch).ok_or_else(|| {
-                let names: Vec<&str> = detailed::PRESETS.iter().map(|p| p.name).collect();
-                format!("unknown model '{name}'; known: {}", names.join(", "))
-            })?,
-            (None, Some(family)) => {
-                let (l, h) = (
-                    layers.ok_or("--layers is required with --arch")?,
-                    hidden.ok_or("--hidden is required with --arch")?,
-                );
-                let heads = self.heads.ok_or("--heads is required with --arch")?;
-                match family {
-                    Family::Gpt2 => Architecture::gpt2(l, h, heads, self.vocab.unwrap_or(50257)),
-                    Family::Llama => Architecture::llama(
-                        l,
-                        h,
-                        heads,
-                        self.kv_heads.unwrap_or(heads),
-                        self.ffn.ok_or("--ffn is required with --arch llama")?,
-                        self.vocab.unwrap_or(32000),
-                    ),
-                }
-            }
-            (None, None) => {
-                return Err("the detailed model needs --model PRESET or --arch gpt2|llama".into())
-            }
-        };
-        // Shape flags override a preset.
-        if let Some(l) = layers {
-            arch.layers = l;
-        }
-        if let Some(h) = hidden {
-            arch.hidden = h;
-            if arch.family == Family::Gpt2 && self.ffn.is_none() {
-                arch.ffn = 4 * h;
-            }
-        }
-        if let Some(v) = self.heads {
-            // GPT-2 has no grouped-query attention; an MHA preset stays MHA.
-            if arch.family == Family::Gpt2 || arch.kv_heads == arch.heads {
-                arch.kv_heads = v;
-            }
-            arch.heads = v;
-        }
-        if let Some(v) = self.kv_heads {
-            arch.kv_heads = v;
-        }
-        if let Some(v) = self.ffn {
-            arch.ffn = v;
-        }
-        if let Some(v) = self.vocab {
-            arch.vocab = v;
-        }
-
+        let (t, p, k, par, f, o) = (
+            &self.training,
+            &self.precision,
+            &self.kernels,
+            &self.parallel,
+            &self.finetune,
+            &self.offload,
+        );
         let mut cfg = DetailedConfig::new(arch, seq, batch);
-        cfg.micro_batch = self.micro_batch;
-        cfg.precision = self.precision.unwrap_or(Precision::Mixed);
-        cfg.fp32_grads = self.grad_fp32;
-        cfg.optimizer = self.optimizer.unwrap_or(Optimizer::AdamW);
-        cfg.attention = self.attention.unwrap_or(AttentionKernel::Eager);
-        cfg.dropout = self.dropout;
-        cfg.recompute = self.recompute.unwrap_or(Recompute::None);
-        cfg.profile = self.implementation.unwrap_or(Profile::Fused);
-        cfg.device = self.device.unwrap_or(Device::Cuda);
-        cfg.parallel.dp = self.dp.unwrap_or(1);
-        cfg.parallel.zero = self.zero.unwrap_or(0);
-        cfg.parallel.tp = self.tp.unwrap_or(1);
-        cfg.parallel.sp = self.sp;
-        cfg.parallel.pp = self.pp.unwrap_or(1);
-        cfg.parallel.ep = self.ep.unwrap_or(1);
-        cfg.parallel.etp = self.etp.unwrap_or(1);
-        if let Some(i) = self.experts_impl {
+        cfg.micro_batch = t.micro_batch;
+        cfg.precision = p.precision.unwrap_or(Precision::Mixed);
+        cfg.fp32_grads = p.grad_fp32;
+        cfg.optimizer = p.optimizer.unwrap_or(Optimizer::AdamW);
+        cfg.attention = k.attention.unwrap_or(defaults::ATTENTION);
+        cfg.dropout = k.dropout || defaults::DROPOUT;
+        cfg.recompute = k.recompute.unwrap_or(defaults::RECOMPUTE);
+        cfg.device = k.device.unwrap_or(Device::Cuda);
+        cfg.parallel.dp = par.dp.unwrap_or(1);
+        cfg.parallel.zero = par.zero.unwrap_or(0);
+        cfg.parallel.tp = par.tp.unwrap_or(1);
+        cfg.parallel.sp = par.sp;
+        cfg.parallel.pp = par.pp.unwrap_or(1);
+        cfg.parallel.ep = par.ep.unwrap_or(1);
+        cfg.parallel.etp = par.etp.unwrap_or(1);
+        if let Some(i) = k.experts_impl {
             cfg.experts_impl = i;
         }
-        cfg.capacity_factor = self.capacity_factor;
-        if let Some(q) = self.quant_base {
+        cfg.capacity_factor = k.capacity_factor;
+        if let Some(q) = f.quant_base {
             cfg.base_quant = q;
         }
-        cfg.offload.optimizer = self.offload_optimizer;
-        cfg.offload.params = self.offload_params;
-        cfg.offload.activations = self.offload_activations;
-        if let Some(n) = self.gpus_per_node {
+        cfg.offload.optimizer = o.offload_optimizer;
+        cfg.offload.params = o.offload_params;
+        cfg.offload.activations = o.offload_activations;
+        if let Some(n) = o.gpus_per_node {
             cfg.offload.gpus_per_node = n;
         }
-        if let Some(o) = self.objective {
-            cfg.objective = o;
+        if let Some(obj) = t.objective {
+            cfg.objective = obj;
         }
-        cfg.lora_rank = self.lora_rank;
-        if let Some(t) = self.lora_targets {
-            if self.lora_rank.is_none() {
+        cfg.lora_rank = f.lora_rank;
+        if let Some(targets) = f.lora_targets {
+            if f.lora_rank.is_none() {
                 return Err("--lora-targets needs --lora-rank".into());
             }
-            cfg.lora_targets = t;
+            cfg.lora_targets = targets;
         }
-        if cfg.micro_batch.is_none()
-            && cfg.parallel.dp > 0
-            && !batch.is_multiple_of(cfg.parallel.dp)
-        {
-            return Err("batch must be a multiple of --dp".into());
+        let (profile, reason) = match k.implementation {
+            Some(chosen) => (chosen, "chosen"),
+            None => defaults::profile(&cfg, imported),
+        };
+        cfg.profile = profile;
+        if cfg.micro_batch.is_none() && !batch.is_multiple_of(cfg.parallel.dp) {
+            return Err(format!(
+                "--batch ({batch}) must be a multiple of --dp ({}), or give --micro-batch",
+                cfg.parallel.dp
+            ));
         }
-        Ok(cfg)
+        Ok((cfg, reason))
     }
 }
 
@@ -456,6 +610,7 @@ fn dominant_line(b: &Breakdown) -> String {
 /// and event.
 pub fn render_detailed(
     cfg: &DetailedConfig,
+    profile_reason: &str,
     b: &DetailedBreakdown,
     t: &StepTimeline,
     overhead: Option<&OverheadBytes>,
@@ -513,6 +668,7 @@ pub fn render_detailed(
             1,
         );
     }
+    out += &computed_lines(cfg, profile_reason);
     out += &dominant_line(&b.terms());
     let peak = t.peak_event();
     out += &format!("{:20} {:8.1} GB\n", "peak_gb", t.peak_bytes() / 1e9);
@@ -559,26 +715,61 @@ pub fn render_detailed(
     out
 }
 
+/// What the configuration means beyond its flags: the micro-batch,
+/// accumulation steps and GPUs priced, which kernels priced it and why, and
+/// any option that changed nothing.
+fn computed_lines(cfg: &DetailedConfig, profile_reason: &str) -> String {
+    let mut out = format!("# computed: {}\n", defaults::layout(cfg));
+    out += &format!("# {}", defaults::kernels(cfg, profile_reason));
+    out += if profile_reason == "chosen" {
+        "\n"
+    } else {
+        " (--impl to choose)\n"
+    };
+    for note in defaults::ignored(cfg) {
+        out += &format!("# note: {note}\n");
+    }
+    out
+}
+
 /// Runs the command for parsed flags: the text to print, or the error.
 pub fn run(args: &Args) -> Result<String, CliError> {
     if args.is_detailed() {
-        let cfg = args.detailed_config()?;
+        let (cfg, reason) = args.detailed_config()?;
         let b = detailed::estimate(&cfg).map_err(|e| e.to_string())?;
-        let t = detailed::timeline(&cfg, &args.step_options()).map_err(|e| e.to_string())?;
+        let opts = args.step_options();
+        let t = detailed::timeline(&cfg, &opts).map_err(|e| e.to_string())?;
         let overhead = args
             .overhead_settings()?
             .map(|o| o.bytes(&cfg, t.peak_bytes()));
-        return Ok(if args.json {
+        return Ok(if args.output.json {
             let host = detailed::host_ram(&cfg);
-            crate::export::detailed_json_with_timeline(&b, &t, overhead.as_ref(), host.as_ref())
+            let parts = DetailedParts {
+                breakdown: &b,
+                timeline: &t,
+                overhead: overhead.as_ref(),
+                host: host.as_ref(),
+                profile_reason: reason,
+                adam: opts
+                    .adam
+                    .unwrap_or_else(|| detailed::timeline::default_adam(&cfg)),
+            };
+            json(&DetailedReport::new(&cfg, &parts))
         } else {
-            render_detailed(&cfg, &b, &t, overhead.as_ref())
+            render_detailed(&cfg, reason, &b, &t, overhead.as_ref())
         });
     }
-    let b = estimate(&args.config()?).map_err(|e| e.to_string())?;
-    Ok(if args.json {
-        crate::export::to_json(&b)
+    let cfg = args.config()?;
+    let b = estimate(&cfg).map_err(|e| e.to_string())?;
+    Ok(if args.output.json {
+        json(&LessonReport::new(&cfg, &b))
     } else {
         render_text(&b)
     })
+}
+
+/// A document as pretty JSON with a final newline.
+fn json(doc: &impl serde::Serialize) -> String {
+    // Our reports are plain structs of numbers and strings: they always serialize.
+    serde_json::to_string_pretty(doc).unwrap_or_default() + "\n"
 }

@@ -28,5 +28,7 @@ pub mod export;
 #[cfg(target_arch = "wasm32")]
 pub mod light;
 pub mod number;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod report;
 pub mod state;
 pub mod url;

@@ -16,11 +16,19 @@ pub fn take_over(query: String) {
 #[cfg(not(target_arch = "wasm32"))]
 fn main() -> std::process::ExitCode {
     use clap::Parser;
+    use std::io::Write;
     let args = membudget::cli::Args::parse();
     match membudget::cli::run(&args) {
         Ok(out) => {
-            print!("{out}");
-            std::process::ExitCode::SUCCESS
+            // A reader who pipes into `head` closes the pipe early: that
+            // ends the output quietly instead of panicking, as `print!` would.
+            match std::io::stdout().lock().write_all(out.as_bytes()) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                    eprintln!("error: {e}");
+                    std::process::ExitCode::FAILURE
+                }
+                _ => std::process::ExitCode::SUCCESS,
+            }
         }
         Err(e) => {
             eprintln!("error: {e}");

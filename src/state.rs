@@ -249,8 +249,9 @@ pub struct DetailedOptions {
     pub dropout: bool,
     /// Activation recomputation.
     pub recompute: Recompute,
-    /// Kernel profile.
-    pub profile: Profile,
+    /// Kernel profile as chosen; `None`: the default that follows the rest
+    /// of the set-up ([`crate::detailed::defaults::profile`]).
+    pub profile: Option<Profile>,
     /// Parallelism.
     pub parallel: Parallelism,
     /// Sequences per GPU per pass; `None`: batch / dp.
@@ -287,7 +288,7 @@ impl Default for DetailedOptions {
             attention: AttentionKernel::Flash,
             dropout: false,
             recompute: Recompute::None,
-            profile: Profile::Fused,
+            profile: None,
             parallel: Parallelism::default(),
             micro_batch: None,
             lora_rank: None,
@@ -307,7 +308,7 @@ pub const RECIPES: [(&str, &str, &str); 2] = [
     (
         "recipe-qlora",
         "QLoRA of an 8B model on a 24 GB card",
-        "mode=detailed&model=llama-3.1-8b&seq=2048&batch=4&micro=1&prec=bf16&opt=paged-adam8bit&attn=flash&dropout=0&recompute=full&impl=hf&lora=16&lorat=q%2Ck%2Cv%2Co%2Cgate%2Cup%2Cdown&quant=nf4&gpu=24gb",
+        "mode=detailed&model=llama-3.1-8b&seq=2048&batch=4&micro=1&prec=bf16&opt=paged-adam8bit&attn=flash&dropout=0&recompute=full&impl=hf&lora=16&lorat=q%2Ck%2Cv%2Co%2Cgate%2Cup%2Cdown&quant=nf4&gpu=24",
     ),
     (
         "recipe-dpo",
@@ -359,6 +360,15 @@ impl PageState {
         }
     }
 
+    /// Why the detailed model is priced with its kernels: `"chosen"`, or
+    /// the default's reason (`"LoRA"`).
+    pub fn profile_reason(&self) -> &'static str {
+        match self.detailed.profile {
+            Some(_) => "chosen",
+            None => crate::detailed::defaults::profile(&self.detailed_config(), false).1,
+        }
+    }
+
     /// The lesson's configuration for the same model as the detailed one
     /// (its parameter count and precision), to draw the two side by side.
     pub fn lesson_for_detailed(&self) -> TrainingConfig {
@@ -384,13 +394,16 @@ impl PageState {
         cfg.attention = d.attention;
         cfg.dropout = d.dropout;
         cfg.recompute = d.recompute;
-        cfg.profile = d.profile;
         cfg.parallel = d.parallel;
         cfg.lora_rank = d.lora_rank;
         cfg.lora_targets = d.lora_targets;
         cfg.base_quant = d.base_quant;
         cfg.offload = d.offload;
         cfg.objective = d.objective;
+        // Last: the default kernels follow LoRA, QLoRA and DPO.
+        cfg.profile = d
+            .profile
+            .unwrap_or_else(|| crate::detailed::defaults::profile(&cfg, false).0);
         cfg
     }
 

@@ -31,7 +31,7 @@
 //! reported in [`Decoded::ignored`] and its default kept.
 
 use crate::budget::{Field, TrainingConfig};
-use crate::detailed::{preset, Architecture, Family, Mla, Moe, Overhead, PRESETS};
+use crate::detailed::{preset, Architecture, Family, Mla, Moe, Overhead, Profile, PRESETS};
 use crate::number::{read, std_to_f64, ToF64};
 use crate::state::{DetailedOptions, Exercise, GpuCapacity, Mode, PageState, SweepAxis, Unit};
 use std::fmt;
@@ -232,7 +232,12 @@ fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result
         "attn" => state.detailed.attention = value.parse()?,
         "dropout" => state.detailed.dropout = parse_flag(value)?,
         "recompute" => state.detailed.recompute = value.parse()?,
-        "impl" => state.detailed.profile = value.parse()?,
+        "impl" => {
+            state.detailed.profile = match value {
+                "auto" => None,
+                _ => Some(value.parse()?),
+            }
+        }
         "dp" => state.detailed.parallel.dp = parse_count(value, 1, 4096)?,
         "zero" => state.detailed.parallel.zero = parse_count(value, 0, 3)? as u8,
         "tp" => state.detailed.parallel.tp = parse_count(value, 1, 512)?,
@@ -439,7 +444,7 @@ fn encode_detailed(state: &PageState, out: &mut form_urlencoded::Serializer<'_, 
     pair("attn", d.attention.name(), def.attention.name());
     pair("dropout", flag(d.dropout), flag(def.dropout));
     pair("recompute", d.recompute.name(), def.recompute.name());
-    pair("impl", d.profile.name(), def.profile.name());
+    pair("impl", d.profile.map_or("auto", Profile::name), "auto");
     let p = &d.parallel;
     pair("dp", &p.dp.to_string(), "1");
     pair("zero", &p.zero.to_string(), "0");

@@ -191,7 +191,10 @@ fn detailed_parallelism_divides_model_states() {
 #[test]
 fn detailed_flags_are_checked() {
     let cases: &[(&[&str], &str)] = &[
-        (&["--model", "gpt5"], "unknown model 'gpt5'"),
+        (
+            &["--model", "gpt5"],
+            "invalid value 'gpt5' for '--model <PRESET>'\n  [possible values: gpt2, gpt2-medium,",
+        ),
         (
             &[
                 "--arch", "llama", "--layers", "2", "--hidden", "256", "--heads", "4",
@@ -204,7 +207,7 @@ fn detailed_flags_are_checked() {
         ),
         (
             &["--model", "gpt2", "--precision", "fp16"],
-            "precision must be one of: mixed, bf16, fp32",
+            "invalid value 'fp16' for '--precision <PRECISION>'\n  [possible values: mixed, bf16, fp32]",
         ),
         (
             &["--model", "gpt2", "--tp", "5"],
@@ -212,11 +215,11 @@ fn detailed_flags_are_checked() {
         ),
         (
             &["--model", "gpt2", "--zero", "4"],
-            "ZeRO stage must be 0, 1, 2 or 3",
+            "invalid value '4' for '--zero <STAGE>': 4 is not in 0..=3",
         ),
         (
             &["--model", "gpt2", "--batch", "3", "--dp", "2"],
-            "batch must be a multiple of --dp",
+            "--batch (3) must be a multiple of --dp (2), or give --micro-batch",
         ),
     ];
     for (args, msg) in cases {
@@ -248,7 +251,10 @@ fn detailed_text_names_the_dominant_term() {
     );
     assert!(
         out.ends_with(
-            "total_gb                128.6 GB\ndominant: optimizer_state_gb (53.9 of 128.6 GB, 42 %)\n\
+            "total_gb                128.6 GB\n\
+             # computed: micro-batch 1 × 1 accumulation step × dp 1 = 1 sequence per step; 1 GPU (dp 1 × tp 1 × pp 1)\n\
+             # priced with fused kernels (Megatron), the default for full training (--impl to choose)\n\
+             dominant: optimizer_state_gb (53.9 of 128.6 GB, 42 %)\n\
              peak_gb                 128.8 GB\npeak: forward phase, loss (later step; +0 % of total_gb)\n"
         ),
         "{out}"
@@ -416,4 +422,130 @@ fn json_carries_the_host_ram_of_offload() {
     assert!(plain.contains("host_ram_gb"), "{plain}");
     let (_, no_offload, _) = membudget(&["--model", "llama-2-7b", "--json"]);
     assert!(!no_offload.contains("host_ram"));
+}
+
+/// `--json` is built from `membudget::report`'s types: it reads back into
+/// them, and writing them again gives the same text.
+#[test]
+fn json_round_trips_through_its_types() {
+    use membudget::report::{DetailedReport, LessonReport, SCHEMA};
+    let (code, out, err) = membudget(&["--json", "--batch", "8"]);
+    assert_eq!(code, 0, "{err}");
+    let lesson: LessonReport = serde_json::from_str(&out).unwrap();
+    assert_eq!(serde_json::to_string_pretty(&lesson).unwrap() + "\n", out);
+    assert_eq!(lesson.schema, SCHEMA);
+    assert_eq!(lesson.inputs.batch, 8);
+    assert_eq!(lesson.parameters, 7_000_000_000);
+    assert_eq!(lesson.dominant, "activations");
+
+    let (code, out, err) = membudget(&[
+        "--model",
+        "llama-3.1-8b",
+        "--seq",
+        "4096",
+        "--batch",
+        "16",
+        "--micro-batch",
+        "2",
+        "--dp",
+        "4",
+        "--zero",
+        "3",
+        "--offload-optimizer",
+        "--overhead",
+        "--recompute",
+        "selective",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let d: DetailedReport = serde_json::from_str(&out).unwrap();
+    assert_eq!(serde_json::to_string_pretty(&d).unwrap() + "\n", out);
+    assert_eq!(d.parameters, 8_030_261_248);
+    assert_eq!(d.inputs.shape.preset.as_deref(), Some("llama-3.1-8b"));
+    // Defaults resolved: flash attention, fused kernels for full training,
+    // the AdamW the fused profile uses.
+    assert_eq!(d.inputs.attention, "flash");
+    assert_eq!(
+        (d.inputs.profile.as_str(), d.inputs.profile_reason.as_str()),
+        ("fused", "full training")
+    );
+    assert_eq!(d.inputs.adam, "fused");
+    assert_eq!(d.computed.accumulation_steps, 2);
+    assert_eq!(d.computed.gpus, 4);
+    assert_eq!(d.computed.ignored.len(), 1, "selective with flash");
+    assert!(d.overhead.is_some() && d.host_ram.is_some());
+    assert_eq!(d.peak, d.timeline.iter().map(|e| e.total).max().unwrap());
+}
+
+/// `membudget --json | head` ends quietly when the reader closes the pipe.
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_membudget"))
+        .args([
+            "--model",
+            "llama-3.1-405b",
+            "--batch",
+            "4",
+            "--micro-batch",
+            "1",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    // The pipe is closed here, long before the document (170 KB) ends.
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(&first[..1], b"{");
+    assert!(out.status.success(), "{:?}", out.status);
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}
+
+/// `--help` groups the flags under headings and lists every preset.
+#[test]
+fn help_is_grouped_and_lists_every_preset() {
+    let (code, out, _) = membudget(&["--help"]);
+    assert_eq!(code, 0);
+    let mut at = 0;
+    for heading in [
+        "Model (lesson):",
+        "Model (detailed):",
+        "Training:",
+        "Precision and optimizer:",
+        "Kernels and recomputation:",
+        "Parallelism:",
+        "Fine-tuning:",
+        "Offload:",
+        "Runtime overhead:",
+        "Output:",
+    ] {
+        let i = out[at..]
+            .find(&format!("\n{heading}\n"))
+            .unwrap_or_else(|| panic!("{heading} in order:\n{out}"));
+        at += i + 1;
+    }
+    for p in membudget::detailed::PRESETS {
+        assert!(
+            out.contains(&format!(" {},", p.name)) || out.contains(&format!(" {}]", p.name)),
+            "{}",
+            p.name
+        );
+    }
+}
+
+/// With data parallelism and no batch given, each GPU runs one micro-batch.
+#[test]
+fn dp_without_a_batch_runs_one_micro_batch_per_gpu() {
+    let (code, out, err) = membudget(&["--model", "llama-2-70b", "--dp", "8", "--zero", "3"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(
+            "# computed: micro-batch 1 × 1 accumulation step × dp 8 = 8 sequences per step; 8 GPUs"
+        ),
+        "{out}"
+    );
 }

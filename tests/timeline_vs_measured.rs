@@ -180,10 +180,10 @@ fn peak_within_five_percent_and_right_phase_on_every_row() {
 
 #[test]
 fn readme_shows_this_table() {
-    let readme = include_str!("../README.md");
+    let readme = include_str!("../docs/model.md");
     let want = table();
     assert!(
         readme.contains(&want),
-        "README's peak table is stale; it should be:\n{want}"
+        "docs/model.md peak table is stale; it should be:\n{want}"
     );
 }

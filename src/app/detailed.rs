@@ -290,8 +290,12 @@ fn eager_cost(cfg: &crate::detailed::DetailedConfig) -> Option<f64> {
 }
 const RECOMPUTE: [Recompute; 3] = [Recompute::None, Recompute::Selective, Recompute::Full];
 const RECOMPUTE_NAMES: &[&str] = &["None", "Selective", "Full"];
-const PROFILES: [Profile; 2] = [Profile::Fused, Profile::Hf];
-const PROFILE_NAMES: &[&str] = &["Fused kernels (Megatron)", "Stock Hugging Face"];
+const PROFILES: [Option<Profile>; 3] = [None, Some(Profile::Fused), Some(Profile::Hf)];
+const PROFILE_NAMES: &[&str] = &[
+    "Automatic (follows the set-up)",
+    "Fused kernels (Megatron)",
+    "Stock Hugging Face",
+];
 const FAMILIES: [Family; 2] = [Family::Llama, Family::Gpt2];
 const FAMILY_NAMES: &[&str] = &["Llama style", "GPT-2 style"];
 
@@ -339,7 +343,14 @@ fn ConfigImport(on_import: impl Fn() + Copy + 'static) -> impl IntoView {
                 }
                 said.push('.');
                 message.set(Some((said, false)));
-                charts.change(state, |s| s.choose_arch(a));
+                // An imported config.json is priced as transformers builds
+                // it, unless the kernels were chosen.
+                charts.change(state, |s| {
+                    s.choose_arch(a);
+                    s.detailed
+                        .profile
+                        .get_or_insert(crate::detailed::Profile::Hf);
+                });
                 on_import();
             }
             Err(e) => message.set(Some((format!("Not read: {e}. Nothing was changed."), true))),
@@ -477,7 +488,7 @@ pub fn DetailedControls() -> impl IntoView {
             </details>
             <details>
                 <summary>"Parallelism"</summary>
-                {count("dp-input", "GPUs (data parallel)", (1, 4096), |d| Some(d.parallel.dp), |d, v| d.parallel.dp = v.unwrap_or(1), false)}
+                {count("dp-input", "Data-parallel GPUs", (1, 4096), |d| Some(d.parallel.dp), |d, v| d.parallel.dp = v.unwrap_or(1), false)}
                 {count("zero-input", "ZeRO stage", (0, 3), |d| Some(u64::from(d.parallel.zero)), |d, v| d.parallel.zero = v.unwrap_or(0) as u8, false)}
                 {count("tp-input", "Tensor parallel", (1, 512), |d| Some(d.parallel.tp), |d, v| d.parallel.tp = v.unwrap_or(1), false)}
                 {flag("sp-input", "Sequence parallel", |d| d.parallel.sp, |d, on| d.parallel.sp = on)}
@@ -597,6 +608,24 @@ pub fn DetailedTable() -> impl IntoView {
             BUFFER_FACTOR,
         ))
     };
+    // What was computed beyond the inputs: micro-batch, accumulation, GPUs,
+    // and which kernels priced it (the same words as the command line).
+    let computed = move || {
+        if !shown() || detailed.get().is_err() {
+            return String::new();
+        }
+        let s = state.read();
+        let cfg = s.detailed_config();
+        let mut out = format!(
+            "Computed: {}; {}.",
+            crate::detailed::defaults::layout(&cfg),
+            crate::detailed::defaults::kernels(&cfg, s.profile_reason())
+        );
+        for note in crate::detailed::defaults::ignored(&cfg) {
+            out += &format!(" Note: {note}.");
+        }
+        out
+    };
     let rows = DETAILED_ROWS.iter().enumerate().map(|(i, &(label, key))| {
         let figure = move || {
             if !shown() {
@@ -629,6 +658,7 @@ pub fn DetailedTable() -> impl IntoView {
                 Some(Err(e)) => format!("This configuration cannot be computed: {e}."),
             })}
         </p>
+        <p class="derived" id="detailed-computed" hidden=move || !shown()>{text(computed)}</p>
         <p class="host-ram" id="host-ram" hidden=move || host().is_none()>{move || host().unwrap_or_default()}</p>
         <table class="budget detailed-table">
             <caption>{text(move || format!("Detailed model, per GPU ({})", unit().definition()))}</caption>

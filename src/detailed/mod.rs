@@ -29,6 +29,7 @@
 
 pub mod activations;
 pub mod arch;
+pub mod defaults;
 pub mod import;
 pub mod offload;
 pub mod overhead;
@@ -225,6 +226,8 @@ macro_rules! choices {
             }
         }
         impl $t {
+            /// Every name the command line and URL accept, in order.
+            pub const NAMES: &'static [&'static str] = &[$($name),+];
             /// The name the command line and URL use.
             pub fn name(self) -> &'static str {
                 $(if self == $v { return $name; })+
@@ -331,6 +334,25 @@ impl DetailedConfig {
             offload: Offload::default(),
             objective: Objective::Sft,
         }
+    }
+
+    /// Forward and backward passes per optimizer step on one GPU (gradient
+    /// accumulation): batch / (micro-batch × dp), at least 1.
+    pub fn accumulation_steps(&self) -> u64 {
+        (self.batch / (self.micro() * self.parallel.dp.max(1))).max(1)
+    }
+
+    /// Sequences one optimizer step trains on: micro-batch × accumulation
+    /// steps × dp (the batch asked for, rounded down to what divides).
+    pub fn effective_batch(&self) -> u64 {
+        self.micro() * self.accumulation_steps() * self.parallel.dp.max(1)
+    }
+
+    /// GPUs the layout needs: dp × tp × pp (experts share them: ep × etp
+    /// divides dp × tp).
+    pub fn gpus(&self) -> u64 {
+        let p = &self.parallel;
+        p.dp.max(1) * p.tp.max(1) * p.pp.max(1)
     }
 
     /// Sequences in one forward pass on one GPU.

@@ -604,7 +604,7 @@ impl Walk<'_> {
 }
 
 /// Default AdamW implementation for the profile and device.
-fn default_adam(cfg: &DetailedConfig) -> AdamImpl {
+pub fn default_adam(cfg: &DetailedConfig) -> AdamImpl {
     match (cfg.profile, cfg.device) {
         (Profile::Fused, _) => AdamImpl::Fused,
         (Profile::Hf, super::Device::Cuda) => AdamImpl::Foreach,

@@ -1,0 +1,492 @@
+//! The command line's `--json` output as types: one documented schema
+//! (`docs/json.md`, field by field), serialized by `serde_json` and read
+//! back in the tests.
+//!
+//! Every document carries `"schema"` ([`SCHEMA`]), what it priced
+//! (`"inputs"`, every setting with its default resolved) and the figures:
+//! bytes as integers, GB (10⁹ bytes) as numbers.
+//!
+//! ```
+//! use membudget::budget::{estimate, TrainingConfig};
+//! use membudget::report::LessonReport;
+//!
+//! let cfg = TrainingConfig::default();
+//! let r = LessonReport::new(&cfg, &estimate(&cfg).unwrap());
+//! assert_eq!(r.bytes.activations, 73_014_444_032);
+//! assert_eq!(r.parameters, 7_000_000_000);
+//! assert_eq!(r.dominant, "activations");
+//! ```
+
+use crate::budget::{Breakdown, TrainingConfig};
+use crate::detailed::{
+    self, AdamImpl, DetailedBreakdown, DetailedConfig, HostRam, OverheadBytes, StepTimeline,
+};
+use serde::{Deserialize, Serialize};
+
+/// The schema's version: raised when a field changes meaning or goes away
+/// (fields may be added within a version).
+pub const SCHEMA: u32 = 2;
+
+/// Figures by term; under `"bytes"` integers of bytes, under `"gb"` the
+/// same divided by 10⁹.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Terms<T> {
+    /// Weights.
+    pub params: T,
+    /// Gradients.
+    pub grads: T,
+    /// fp32 master weights (mixed precision).
+    pub master_weights: T,
+    /// Optimizer state.
+    pub optimizer_state: T,
+    /// Everything the forward pass keeps for backward (logits included in
+    /// the detailed model).
+    pub activations: T,
+    /// The detailed model's logits, a part of `activations`; absent in the
+    /// lesson's document.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub logits: Option<T>,
+    /// The sum of the five terms.
+    pub total: T,
+}
+
+/// A byte count as an integer, rounded to the nearest byte (a share of a
+/// model split across GPUs can be fractional).
+pub fn whole(bytes: f64) -> u64 {
+    bytes.round().max(0.0) as u64
+}
+
+fn terms(b: &Breakdown, logits: Option<f64>) -> (Terms<u64>, Terms<f64>) {
+    let bytes = Terms {
+        params: whole(b.params),
+        grads: whole(b.grads),
+        master_weights: whole(b.master_weights),
+        optimizer_state: whole(b.optimizer_state),
+        activations: whole(b.activations),
+        logits: logits.map(whole),
+        total: whole(b.total),
+    };
+    let gb = Terms {
+        params: b.params / 1e9,
+        grads: b.grads / 1e9,
+        master_weights: b.master_weights / 1e9,
+        optimizer_state: b.optimizer_state / 1e9,
+        activations: b.activations / 1e9,
+        logits: logits.map(|l| l / 1e9),
+        total: b.total / 1e9,
+    };
+    (bytes, gb)
+}
+
+/// The lesson's inputs.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LessonInputs {
+    /// Model size in billions of parameters.
+    pub params_b: f64,
+    /// Sequences per step.
+    pub batch: u32,
+    /// Tokens per sequence.
+    pub seq: u32,
+    /// Hidden size.
+    pub hidden: u32,
+    /// Layers.
+    pub layers: u32,
+    /// Mixed precision (bf16 + fp32 master) or fp32.
+    pub mixed_precision: bool,
+}
+
+/// `membudget --json` for the lesson's model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LessonReport {
+    /// [`SCHEMA`].
+    pub schema: u32,
+    /// `"lesson"`.
+    pub model: String,
+    /// What was priced.
+    pub inputs: LessonInputs,
+    /// Parameters: model size × 10⁹.
+    pub parameters: u64,
+    /// Bytes by term.
+    pub bytes: Terms<u64>,
+    /// GB by term.
+    pub gb: Terms<f64>,
+    /// The largest term's key.
+    pub dominant: String,
+}
+
+impl LessonReport {
+    /// The document for `cfg` and its breakdown.
+    pub fn new(cfg: &TrainingConfig, b: &Breakdown) -> Self {
+        let (bytes, gb) = terms(b, None);
+        Self {
+            schema: SCHEMA,
+            model: "lesson".into(),
+            inputs: LessonInputs {
+                params_b: cfg.params_b,
+                batch: cfg.batch,
+                seq: cfg.seq_len,
+                hidden: cfg.hidden,
+                layers: cfg.layers,
+                mixed_precision: cfg.mixed_precision,
+            },
+            parameters: (cfg.params_b * 1e9).round() as u64,
+            bytes,
+            gb,
+            dominant: b.dominant().json_key().into(),
+        }
+    }
+}
+
+/// The model's shape as priced.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ShapeInputs {
+    /// The preset it equals, if any.
+    pub preset: Option<String>,
+    /// `gpt2` or `llama`.
+    pub family: String,
+    /// Layers.
+    pub layers: u64,
+    /// Hidden size.
+    pub hidden: u64,
+    /// Attention heads.
+    pub heads: u64,
+    /// Key/value heads.
+    pub kv_heads: u64,
+    /// MLP inner size.
+    pub ffn: u64,
+    /// Vocabulary.
+    pub vocab: u64,
+    /// Routed experts, if a mixture of experts.
+    pub experts: Option<u64>,
+    /// Experts per token.
+    pub top_k: Option<u64>,
+}
+
+/// Parallel degrees.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ParallelInputs {
+    /// Data parallel.
+    pub dp: u64,
+    /// ZeRO stage 0–3.
+    pub zero: u8,
+    /// Tensor parallel.
+    pub tp: u64,
+    /// Sequence parallel.
+    pub sp: bool,
+    /// Pipeline stages.
+    pub pp: u64,
+    /// Expert parallel.
+    pub ep: u64,
+    /// Expert tensor parallel.
+    pub etp: u64,
+}
+
+/// What lives on the host.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OffloadInputs {
+    /// Optimizer state, master and gradients (ZeRO-Offload).
+    pub optimizer: bool,
+    /// 16-bit parameters (ZeRO-3).
+    pub params: bool,
+    /// Saved activations.
+    pub activations: bool,
+    /// GPUs per node.
+    pub gpus_per_node: u64,
+}
+
+/// Every setting the detailed model priced, defaults resolved: the names
+/// are the command line's values.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DetailedInputs {
+    /// The model.
+    pub shape: ShapeInputs,
+    /// Tokens per sequence.
+    pub seq: u64,
+    /// Global batch in sequences.
+    pub batch: u64,
+    /// Sequences per GPU per forward pass, as priced.
+    pub micro_batch: u64,
+    /// `mixed`, `bf16` or `fp32`.
+    pub precision: String,
+    /// Gradients in fp32.
+    pub grad_fp32: bool,
+    /// The optimizer.
+    pub optimizer: String,
+    /// `eager` or `flash`.
+    pub attention: String,
+    /// Dropout on.
+    pub dropout: bool,
+    /// `none`, `selective` or `full`.
+    pub recompute: String,
+    /// The kernel profile, `fused` or `hf`.
+    pub profile: String,
+    /// Why this profile: `"chosen"`, or the default's reason.
+    pub profile_reason: String,
+    /// `cuda` or `cpu`.
+    pub device: String,
+    /// Parallel degrees.
+    pub parallel: ParallelInputs,
+    /// Experts' implementation (`grouped` or `loop`).
+    pub experts_impl: String,
+    /// Megatron's capacity factor, if any.
+    pub capacity_factor: Option<f64>,
+    /// LoRA rank, if any.
+    pub lora_rank: Option<u64>,
+    /// LoRA's target projections.
+    pub lora_targets: String,
+    /// The frozen base's storage (`none`, `nf4`, `nf4-nodq`, `int8`).
+    pub quant_base: String,
+    /// Offload.
+    pub offload: OffloadInputs,
+    /// `sft`, `dpo` or `dpo-precomputed`.
+    pub objective: String,
+    /// `first` or `later` optimizer step.
+    pub step: String,
+    /// AdamW's implementation for the peak (`loop`, `foreach`, `fused`).
+    pub adam: String,
+}
+
+/// What the configuration means beyond its inputs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Computed {
+    /// Gradient-accumulation steps: batch / (micro-batch × dp).
+    pub accumulation_steps: u64,
+    /// Sequences one optimizer step trains on.
+    pub effective_batch: u64,
+    /// GPUs the layout needs: dp × tp × pp.
+    pub gpus: u64,
+    /// Options that change nothing under the profile, and why.
+    pub ignored: Vec<String>,
+}
+
+/// Live bytes at one event of the step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EventReport {
+    /// `forward`, `backward` or `optimizer`.
+    pub phase: String,
+    /// 1-based micro-batch.
+    pub micro_batch: u64,
+    /// What happens (`layer 3 backward`).
+    pub event: String,
+    /// Weights.
+    pub params: u64,
+    /// Gradients.
+    pub grads: u64,
+    /// Master weights.
+    pub master_weights: u64,
+    /// Optimizer state.
+    pub optimizer_state: u64,
+    /// Saved activations.
+    pub activations: u64,
+    /// Temporaries.
+    pub transient: u64,
+    /// Their sum.
+    pub total: u64,
+}
+
+/// The runtime overhead beside the peak, bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OverheadReport {
+    /// CUDA context.
+    pub cuda_context: u64,
+    /// Library workspaces.
+    pub workspaces: u64,
+    /// Communication buffers.
+    pub communication: u64,
+    /// Allocator fragmentation.
+    pub fragmentation: u64,
+    /// Their sum.
+    pub total: u64,
+}
+
+/// Host RAM per node with offload, bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HostRamReport {
+    /// Offloaded model states.
+    pub states: u64,
+    /// Offloaded activations.
+    pub activations: u64,
+    /// Start-up load.
+    pub load: u64,
+    /// The larger of states + activations and the load, × the pinned-buffer factor.
+    pub total: u64,
+}
+
+/// `membudget --json` for the detailed model, per GPU.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DetailedReport {
+    /// [`SCHEMA`].
+    pub schema: u32,
+    /// `"detailed"`.
+    pub model: String,
+    /// What was priced.
+    pub inputs: DetailedInputs,
+    /// Parameters of the whole model.
+    pub parameters: u64,
+    /// Parameters active per token (mixture of experts), if different.
+    pub active_parameters: Option<u64>,
+    /// Derived from the inputs.
+    pub computed: Computed,
+    /// Bytes by term, per GPU.
+    pub bytes: Terms<u64>,
+    /// GB by term, per GPU.
+    pub gb: Terms<f64>,
+    /// The largest term's key.
+    pub dominant: String,
+    /// The step's peak of live bytes.
+    pub peak: u64,
+    /// Its phase.
+    pub peak_phase: String,
+    /// Its event.
+    pub peak_event: String,
+    /// `first` or `later`.
+    pub step: String,
+    /// Every event of the step.
+    pub timeline: Vec<EventReport>,
+    /// The runtime overhead, if asked for.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub overhead: Option<OverheadReport>,
+    /// Peak plus overhead, if asked for.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub peak_with_overhead: Option<u64>,
+    /// Host RAM per node, with offload.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub host_ram: Option<HostRamReport>,
+}
+
+/// What the detailed document needs beyond the configuration.
+pub struct DetailedParts<'a> {
+    /// The budget.
+    pub breakdown: &'a DetailedBreakdown,
+    /// The step.
+    pub timeline: &'a StepTimeline,
+    /// Overhead, if asked for.
+    pub overhead: Option<&'a OverheadBytes>,
+    /// Host RAM, with offload.
+    pub host: Option<&'a HostRam>,
+    /// Why the profile: `"chosen"` or the default's reason.
+    pub profile_reason: &'a str,
+    /// AdamW's implementation in force.
+    pub adam: AdamImpl,
+}
+
+impl DetailedReport {
+    /// The document for `cfg`.
+    pub fn new(cfg: &DetailedConfig, parts: &DetailedParts<'_>) -> Self {
+        let a = &cfg.arch;
+        let p = &cfg.parallel;
+        let b = parts.breakdown;
+        let t = parts.timeline;
+        let (bytes, gb) = terms(&b.terms(), Some(b.logits));
+        let peak = t.peak_event();
+        let preset = detailed::PRESETS
+            .iter()
+            .find(|x| x.arch == *a)
+            .map(|x| x.name.to_string());
+        let step = if t.first_step { "first" } else { "later" };
+        Self {
+            schema: SCHEMA,
+            model: "detailed".into(),
+            inputs: DetailedInputs {
+                shape: ShapeInputs {
+                    preset,
+                    family: a.family.name().into(),
+                    layers: a.layers,
+                    hidden: a.hidden,
+                    heads: a.heads,
+                    kv_heads: a.kv_heads,
+                    ffn: a.ffn,
+                    vocab: a.vocab,
+                    experts: a.moe.map(|m| m.experts),
+                    top_k: a.moe.map(|m| m.top_k),
+                },
+                seq: cfg.seq,
+                batch: cfg.batch,
+                micro_batch: cfg.micro(),
+                precision: cfg.precision.name().into(),
+                grad_fp32: cfg.fp32_grads,
+                optimizer: cfg.optimizer.name().into(),
+                attention: cfg.attention.name().into(),
+                dropout: cfg.dropout,
+                recompute: cfg.recompute.name().into(),
+                profile: cfg.profile.name().into(),
+                profile_reason: parts.profile_reason.into(),
+                device: cfg.device.name().into(),
+                parallel: ParallelInputs {
+                    dp: p.dp,
+                    zero: p.zero,
+                    tp: p.tp,
+                    sp: p.sp,
+                    pp: p.pp,
+                    ep: p.ep,
+                    etp: p.etp,
+                },
+                experts_impl: cfg.experts_impl.name().into(),
+                capacity_factor: cfg.capacity_factor,
+                lora_rank: cfg.lora_rank,
+                lora_targets: cfg.lora_targets.names(),
+                quant_base: cfg.base_quant.name().into(),
+                offload: OffloadInputs {
+                    optimizer: cfg.offload.optimizer,
+                    params: cfg.offload.params,
+                    activations: cfg.offload.activations,
+                    gpus_per_node: cfg.offload.gpus_per_node,
+                },
+                objective: cfg.objective.name().into(),
+                step: step.into(),
+                adam: parts.adam.name().into(),
+            },
+            parameters: a.params(),
+            active_parameters: a.moe.map(|_| a.active_params()),
+            computed: Computed {
+                accumulation_steps: cfg.accumulation_steps(),
+                effective_batch: cfg.effective_batch(),
+                gpus: cfg.gpus(),
+                ignored: detailed::defaults::ignored(cfg)
+                    .into_iter()
+                    .map(String::from)
+                    .collect(),
+            },
+            bytes,
+            gb,
+            dominant: b.terms().dominant().json_key().into(),
+            peak: whole(t.peak_bytes()),
+            peak_phase: peak.phase.name().into(),
+            peak_event: peak.moment.label(),
+            step: step.into(),
+            timeline: t
+                .events
+                .iter()
+                .map(|e| {
+                    let l = &e.live;
+                    EventReport {
+                        phase: e.phase.name().into(),
+                        micro_batch: e.micro_batch,
+                        event: e.moment.label(),
+                        params: whole(l.params),
+                        grads: whole(l.grads),
+                        master_weights: whole(l.master_weights),
+                        optimizer_state: whole(l.optimizer_state),
+                        activations: whole(l.activations),
+                        transient: whole(l.transient),
+                        total: whole(l.total()),
+                    }
+                })
+                .collect(),
+            overhead: parts.overhead.map(|o| OverheadReport {
+                cuda_context: whole(o.cuda_context),
+                workspaces: whole(o.workspaces),
+                communication: whole(o.communication),
+                fragmentation: whole(o.fragmentation),
+                total: whole(o.total()),
+            }),
+            peak_with_overhead: parts.overhead.map(|o| whole(t.peak_bytes() + o.total())),
+            host_ram: parts.host.map(|h| HostRamReport {
+                states: whole(h.states),
+                activations: whole(h.activations),
+                load: whole(h.load),
+                total: whole(h.total()),
+            }),
+        }
+    }
+}
