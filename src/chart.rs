@@ -253,42 +253,11 @@ pub struct ChartSpec {
     pub marked: Option<usize>,
     /// The bar whose segments the legend lists; no legend when `None`.
     pub legend: Option<usize>,
-    /// A logarithmic axis (decades), so that terms of very different sizes
-    /// all show: the sweep's activations reach 10⁴ GB while the other
-    /// terms stay near 10 GB. Each segment spans its stack's cumulative
-    /// bounds on that axis.
-    pub log: bool,
-}
-
-/// The decades of a logarithmic axis for `spec`: (lowest, highest) values,
-/// powers of ten; the lowest is the decade of the smallest bottom segment,
-/// at most six decades below the top.
-fn log_bounds(spec: &ChartSpec) -> (f64, f64) {
-    let unit = spec.unit;
-    let max_total = spec
-        .bars
-        .iter()
-        .map(Bar::total)
-        .chain(spec.capacity_bytes)
-        .map(|b| unit.of(b))
-        .fold(0.0, f64::max);
-    let min_first = spec
-        .bars
-        .iter()
-        .filter_map(|b| b.parts.iter().map(|p| unit.of(p.bytes)).find(|&v| v > 0.0))
-        .fold(f64::INFINITY, f64::min);
-    if !(max_total.is_finite() && max_total > 0.0) {
-        return (0.1, 1.0);
-    }
-    // Whole exponents, and `powi`: `powf` would ship libm's `pow` (2 KB).
-    let top_exp = max_total.log10().ceil().max(-3.0) as i32;
-    let lo_exp = if min_first.is_finite() {
-        min_first.log10().floor().max(-300.0) as i32
-    } else {
-        top_exp - 1
-    };
-    let lo_exp = lo_exp.clamp(top_exp - 6, top_exp - 1);
-    (10f64.powi(lo_exp), 10f64.powi(top_exp))
+    /// Each bar scaled to 100 %, so its segments show each term's share of
+    /// it (the sweep, whose totals span four decades: on a common axis the
+    /// small settings' bars would be a few pixels tall); the axis is in
+    /// percent and the totals are still written in the unit.
+    pub share: bool,
 }
 
 /// The top of the GB axis for a largest total of `max_gb`: the next value of
@@ -322,10 +291,33 @@ pub fn draw<DB: DrawingBackend>(
     style: &ChartStyle,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     area.fill(&style.background())?;
+    let legend = spec.legend.and_then(|i| spec.bars.get(i));
+    let (plot_area, legend_area) = split_for_legend(area, legend, style);
+    let plot = Plot::new(&plot_area, spec, style);
+    let axis_label = if spec.share { "%" } else { spec.unit.label() };
+    draw_axis(&plot_area, &plot, axis_label, style)?;
+    let tops = draw_bars(&plot_area, &plot, spec)?;
+    draw_captions(&plot_area, &plot, spec, &tops, style)?;
+    if let Some(cap) = spec.capacity_bytes {
+        draw_capacity(&plot_area, &plot, spec.unit.of(cap), spec.unit, style)?;
+    }
+    if let (Some(bar), Some(legend_area)) = (legend, legend_area) {
+        draw_legend(&legend_area, bar, spec.unit, style)?;
+    }
+    area.present()
+}
+
+/// The plot's area and, when a legend is drawn, the legend's: on the right,
+/// or underneath on narrow areas.
+#[allow(clippy::type_complexity)]
+fn split_for_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    legend: Option<&Bar>,
+    style: &ChartStyle,
+) -> (DrawingArea<DB, Shift>, Option<DrawingArea<DB, Shift>>) {
     let (width, height) = area.dim_in_pixel();
     let narrow = f64::from(width) < NARROW * style.scale;
-    let legend = spec.legend.and_then(|i| spec.bars.get(i));
-    let (plot_area, legend_area) = match (legend, narrow) {
+    match (legend, narrow) {
         (None, _) => (area.clone(), None),
         (Some(bar), true) => {
             let rows = bar.parts.len() as f64;
@@ -340,95 +332,126 @@ pub fn draw<DB: DrawingBackend>(
             let (left, right) = area.split_horizontally(width as i32 - legend_px);
             (left, Some(right))
         }
-    };
+    }
+}
 
-    let unit = spec.unit;
-    let max_total = spec
-        .bars
-        .iter()
-        .map(Bar::total)
-        .chain(spec.capacity_bytes)
-        .fold(0.0, f64::max);
-    let top = axis_top(unit.of(max_total));
-    let (log_lo, log_top) = log_bounds(spec);
-    let top = if spec.log { log_top } else { top };
-    let n = spec.bars.len().max(1) as f64;
-    let fg = style.foreground();
-    let line = |width: f64| fg.stroke_width(style.px(width).max(1) as u32);
+/// Where things go in the plot's area, in pixels: room on the left for the
+/// axis labels and underneath for the captions; a linear axis from 0 to
+/// [`axis_top`] of the largest total (or the GPU line).
+struct Plot {
+    /// The axis's left and the plot's right edge.
+    left: i32,
+    right: i32,
+    /// The axis's top and its zero.
+    top: i32,
+    bottom: i32,
+    /// The axis's top value, in the unit.
+    top_value: f64,
+    /// Width of one bar's slot.
+    slot: f64,
+}
 
-    // The plot in pixels of `plot_area`: room on the left for the axis
-    // labels and underneath for the captions.
-    let (plot_w, plot_h) = plot_area.dim_in_pixel();
-    let (left, right) = (style.px(84.0), plot_w as i32 - style.px(12.0));
-    let (top_px, bottom) = (style.px(24.0), plot_h as i32 - style.px(40.0));
-    let span = f64::from(bottom - top_px);
-    let y_of = |v: f64| {
-        let share = if spec.log {
-            (v.max(log_lo) / log_lo).log10() / (log_top / log_lo).log10()
-        } else {
-            v / top
-        };
-        bottom - (share * span).round() as i32
-    };
-    let slot = f64::from(right - left) / n;
-    let x_of = |pos: f64| left + (pos * slot).round() as i32;
-
-    // Gridlines and labels at steps of 1, 2 or 5 × 10ᵏ, at most five; on a
-    // logarithmic axis at every decade.
-    let ticks: Vec<f64> = if spec.log {
-        let decades = (log_top / log_lo).log10().round() as i32;
-        (0..=decades).map(|d| log_lo * 10f64.powi(d)).collect()
-    } else {
-        let step = tick_step(top);
-        (0..)
-            .map(|k| f64::from(k) * step)
-            .take_while(|v| *v <= top * (1.0 + 1e-9))
-            .collect()
-    };
-    for (k, &v) in ticks.iter().enumerate() {
-        let y = y_of(v);
-        if k > 0 {
-            plot_area.draw(&PathElement::new(vec![(left, y), (right, y)], fg.mix(0.15)))?;
+impl Plot {
+    fn new<DB: DrawingBackend>(
+        area: &DrawingArea<DB, Shift>,
+        spec: &ChartSpec,
+        style: &ChartStyle,
+    ) -> Self {
+        let max_total = spec
+            .bars
+            .iter()
+            .map(Bar::total)
+            .chain(spec.capacity_bytes)
+            .fold(0.0, f64::max);
+        let (w, h) = area.dim_in_pixel();
+        let (left, right) = (style.px(84.0), w as i32 - style.px(12.0));
+        Self {
+            left,
+            right,
+            top: style.px(24.0),
+            bottom: h as i32 - style.px(40.0),
+            top_value: if spec.share {
+                100.0
+            } else {
+                axis_top(spec.unit.of(max_total))
+            },
+            slot: f64::from(right - left) / spec.bars.len().max(1) as f64,
         }
-        plot_area.draw(&Text::new(
-            format!("{} {}", trim_number(v), unit.label()),
-            (left - style.px(6.0), y),
+    }
+
+    /// The height in pixels of value `v` (in the unit).
+    fn y(&self, v: f64) -> i32 {
+        self.bottom - (v / self.top_value * f64::from(self.bottom - self.top)).round() as i32
+    }
+
+    /// The x in pixels of position `pos`, in slots from the axis.
+    fn x(&self, pos: f64) -> i32 {
+        self.left + (pos * self.slot).round() as i32
+    }
+}
+
+/// The axes, and gridlines with labels at steps of 1, 2 or 5 × 10ᵏ, at
+/// most five.
+fn draw_axis<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    plot: &Plot,
+    label: &str,
+    style: &ChartStyle,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let fg = style.foreground();
+    let step = tick_step(plot.top_value);
+    let ticks = (0..)
+        .map(|k| f64::from(k) * step)
+        .take_while(|v| *v <= plot.top_value * (1.0 + 1e-9));
+    for (k, v) in ticks.enumerate() {
+        let y = plot.y(v);
+        if k > 0 {
+            area.draw(&PathElement::new(
+                vec![(plot.left, y), (plot.right, y)],
+                fg.mix(0.15),
+            ))?;
+        }
+        area.draw(&Text::new(
+            format!("{} {label}", trim_number(v)),
+            (plot.left - style.px(6.0), y),
             style.font().pos(Pos::new(HPos::Right, VPos::Center)),
         ))?;
     }
-    let axes = vec![(left, top_px), (left, bottom), (right, bottom)];
-    plot_area.draw(&PathElement::new(axes, line(1.0)))?;
+    let axes = vec![
+        (plot.left, plot.top),
+        (plot.left, plot.bottom),
+        (plot.right, plot.bottom),
+    ];
+    area.draw(&PathElement::new(
+        axes,
+        fg.stroke_width(style.px(1.0).max(1) as u32),
+    ))
+}
 
-    // Captions need about 40 CSS px each; on crowded axes every k-th is
-    // drawn (and always the marked one).
-    let caption_every = (40.0 * style.scale / slot).ceil().max(1.0) as usize;
-    let muted = fg.mix(0.65);
-    // A caption's extent, (left, right) in pixels, estimated from its
-    // length: 0.6 em a character, wider than a sans-serif's average, so
-    // that estimates which do not meet leave a gap between the texts.
-    let extent = |i: usize, label: &str| {
-        let half = (label.chars().count() as f64 * 0.3 * TEXT_PX * style.scale).ceil() as i32;
-        let centre = x_of(i as f64 + 0.5);
-        (centre - half, centre + half)
-    };
-    let marked_extent = spec
-        .marked
-        .and_then(|m| Some(extent(m, &spec.bars.get(m)?.label)));
-    let mut captioned_to = i32::MIN;
-
-    // Each bar takes the middle 60 % of its slot. The segments do not
-    // overlap, so they are drawn fill by fill: a canvas then changes its
-    // fill a few times per chart instead of at every segment.
+/// The stacked bars, each in the middle 60 % of its slot, the unmarked ones
+/// faded; returns each stack's top value. The segments do not overlap, so
+/// they are drawn fill by fill: a canvas then changes its fill a few times
+/// per chart instead of at every segment.
+fn draw_bars<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    plot: &Plot,
+    spec: &ChartSpec,
+) -> Result<Vec<f64>, DrawingAreaErrorKind<DB::ErrorType>> {
     let mut segments = Vec::new();
     let mut fills = Vec::new();
     let mut tops = Vec::with_capacity(spec.bars.len());
     for (i, bar) in spec.bars.iter().enumerate() {
         let faded = spec.marked.is_some_and(|m| m != i);
-        let (x0, x1) = (x_of(i as f64 + 0.2), x_of(i as f64 + 0.8));
+        let (x0, x1) = (plot.x(i as f64 + 0.2), plot.x(i as f64 + 0.8));
+        let total = bar.total();
         let mut base = 0.0;
         for part in &bar.parts {
-            let v = unit.of(part.bytes);
-            if v <= 0.0 {
+            let v = if spec.share {
+                part.bytes / total * 100.0
+            } else {
+                spec.unit.of(part.bytes)
+            };
+            if v.is_nan() || v <= 0.0 {
                 continue;
             }
             let fill = if faded {
@@ -439,23 +462,51 @@ pub fn draw<DB: DrawingBackend>(
             if !fills.contains(&fill) {
                 fills.push(fill);
             }
-            segments.push((fill, [(x0, y_of(base + v)), (x1, y_of(base))]));
+            segments.push((fill, [(x0, plot.y(base + v)), (x1, plot.y(base))]));
             base += v;
         }
         tops.push(base);
     }
     for fill in fills {
         for &(_, corners) in segments.iter().filter(|(f, _)| *f == fill) {
-            plot_area.draw(&Rectangle::new(corners, fill.filled()))?;
+            area.draw(&Rectangle::new(corners, fill.filled()))?;
         }
     }
+    Ok(tops)
+}
 
-    for (i, (bar, &stack)) in spec.bars.iter().zip(&tops).enumerate() {
-        let centre = x_of(i as f64 + 0.5);
+/// Each bar's total above it (only the marked one's when one is marked)
+/// and its caption underneath. Captions need about 40 CSS px each: on
+/// crowded axes every k-th is drawn, always the marked one, and never one
+/// over another (their extents estimated from their length).
+fn draw_captions<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    plot: &Plot,
+    spec: &ChartSpec,
+    tops: &[f64],
+    style: &ChartStyle,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let unit = spec.unit;
+    let caption_every = (40.0 * style.scale / plot.slot).ceil().max(1.0) as usize;
+    let muted = style.foreground().mix(0.65);
+    // A caption's extent, (left, right) in pixels, estimated from its
+    // length: 0.6 em a character, wider than a sans-serif's average, so
+    // that estimates which do not meet leave a gap between the texts.
+    let extent = |i: usize, label: &str| {
+        let half = (label.chars().count() as f64 * 0.3 * TEXT_PX * style.scale).ceil() as i32;
+        let centre = plot.x(i as f64 + 0.5);
+        (centre - half, centre + half)
+    };
+    let marked_extent = spec
+        .marked
+        .and_then(|m| Some(extent(m, &spec.bars.get(m)?.label)));
+    let mut captioned_to = i32::MIN;
+    for (i, (bar, &stack)) in spec.bars.iter().zip(tops).enumerate() {
+        let centre = plot.x(i as f64 + 0.5);
         if spec.marked.is_none_or(|m| m == i) {
-            plot_area.draw(&Text::new(
+            area.draw(&Text::new(
                 format!("{:.1} {}", unit.of(bar.total()), unit.label()),
-                (centre, y_of(stack)),
+                (centre, plot.y(stack)),
                 style.font().pos(Pos::new(HPos::Center, VPos::Bottom)),
             ))?;
         }
@@ -482,33 +533,38 @@ pub fn draw<DB: DrawingBackend>(
         } else {
             style.font()
         };
-        plot_area.draw(&Text::new(
+        area.draw(&Text::new(
             bar.label.clone(),
-            (centre, bottom + style.px(8.0)),
+            (centre, plot.bottom + style.px(8.0)),
             caption.pos(Pos::new(HPos::Center, VPos::Top)),
         ))?;
     }
+    Ok(())
+}
 
-    if let Some(cap) = spec.capacity_bytes {
-        let (v, y) = (unit.of(cap), y_of(unit.of(cap)));
-        let (dash, gap) = (style.px(8.0).max(1), style.px(5.0).max(1));
-        let mut x = left;
-        while x < right {
-            let end = (x + dash).min(right);
-            plot_area.draw(&PathElement::new(vec![(x, y), (end, y)], line(2.0)))?;
-            x = end + gap;
-        }
-        plot_area.draw(&Text::new(
-            format!("GPU {:.1} {}", v, unit.label()),
-            (right, y),
-            style.font().pos(Pos::new(HPos::Right, VPos::Bottom)),
-        ))?;
+/// The GPU's memory `v` (in the unit) as a dashed line across the plot,
+/// labelled at its right end.
+fn draw_capacity<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    plot: &Plot,
+    v: f64,
+    unit: Unit,
+    style: &ChartStyle,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let y = plot.y(v);
+    let (dash, gap) = (style.px(8.0).max(1), style.px(5.0).max(1));
+    let line = style.foreground().stroke_width(style.px(2.0).max(1) as u32);
+    let mut x = plot.left;
+    while x < plot.right {
+        let end = (x + dash).min(plot.right);
+        area.draw(&PathElement::new(vec![(x, y), (end, y)], line))?;
+        x = end + gap;
     }
-
-    if let (Some(bar), Some(legend_area)) = (legend, legend_area) {
-        draw_legend(&legend_area, bar, unit, style)?;
-    }
-    area.present()
+    area.draw(&Text::new(
+        format!("GPU {:.1} {}", v, unit.label()),
+        (plot.right, y),
+        style.font().pos(Pos::new(HPos::Right, VPos::Bottom)),
+    ))
 }
 
 /// The gridline step for an axis from 0 to `top`: the smallest of 1, 2 or

@@ -424,7 +424,7 @@ fn draw(
 ) {
     let spec = ChartSpec {
         legend: (!state.embed).then_some(0),
-        log: false,
+        share: false,
         bars: vec![Bar::lesson("Current", b)],
         unit: state.unit,
         capacity_bytes: state.gpu.map(|g| g.bytes()),

@@ -37,7 +37,7 @@ fn one_bar(b: &Breakdown) -> ChartSpec {
         capacity_bytes: None,
         marked: None,
         legend: Some(0),
-        log: false,
+        share: false,
     }
 }
 
@@ -129,7 +129,7 @@ fn baseline_bar_gpu_line_and_gib_axis() {
         capacity_bytes: Some(80.0 * Unit::Gib.bytes()),
         marked: None,
         legend: Some(1),
-        log: false,
+        share: false,
     };
     let svg = svg_of(&spec, (720, 360));
     assert!(has_text(&svg, "Baseline") && has_text(&svg, "Current"));
@@ -181,7 +181,7 @@ fn sweep_marks_the_current_point_only() {
         capacity_bytes: None,
         marked,
         legend: None,
-        log: false,
+        share: false,
     };
     let svg = svg_of(&spec, (720, 360));
     assert!(has_text(&svg, "1024") && has_text(&svg, "1"));
@@ -240,7 +240,7 @@ fn detailed_bar_draws_logits_as_their_own_segment() {
         capacity_bytes: None,
         marked: None,
         legend: Some(0),
-        log: false,
+        share: false,
     };
     let svg = svg_of(&spec, (720, 360));
     assert!(svg.contains("fill=\"#CC79A7\""), "no logits segment");
@@ -250,55 +250,80 @@ fn detailed_bar_draws_logits_as_their_own_segment() {
     assert!(has_text(&svg, &total), "total {total} missing");
 }
 
-/// The sweep's logarithmic axis: at batch 1024 (activations 18,800 GB) every
-/// term of the current bar still spans visible pixels, where a linear axis
-/// leaves the states under a pixel or two; the axis is labelled by decades.
+/// The sweep scales each bar to 100 %, so a segment's height is its term's
+/// share of that setting's budget: at batch 8 the activations (146 of 258
+/// GB, 57 %) are 57 % of the bar and the parameters 5 %, and at batch 1024
+/// the activations 99 % — the lesson's point, that activations take over as
+/// the batch grows. On a common axis in GB the batch-8 bar would be a few
+/// pixels of a 20,000 GB axis, and stacked on a logarithmic one (the
+/// earlier sweep) its activations looked like a thin band.
 #[test]
-fn log_sweep_shows_every_term_at_every_setting() {
+fn sweep_segments_are_proportional_to_their_terms() {
     let cfg = TrainingConfig {
-        batch: 1024,
+        batch: 8,
         ..TrainingConfig::default()
     };
     let points = sweep(&cfg, SweepAxis::Batch);
-    let marked = points.iter().position(|(v, _)| *v == 1024);
-    let bars: Vec<Bar> = points
-        .iter()
-        .map(|(v, b)| Bar::lesson(v.to_string(), b))
-        .collect();
-    let spec = |log| ChartSpec {
-        bars: bars.clone(),
+    let marked = points.iter().position(|(v, _)| *v == 8);
+    let b = points[marked.unwrap()].1;
+    let spec = ChartSpec {
+        bars: points
+            .iter()
+            .map(|(v, b)| Bar::lesson(v.to_string(), b))
+            .collect(),
         unit: Unit::Gb,
         capacity_bytes: None,
         marked,
         legend: None,
-        log,
+        share: true,
     };
-    // Heights of the marked (last) bar's segments: the last rectangle of each colour.
-    let linear = svg_of(&spec(false), (720, 360));
-    let log = svg_of(&spec(true), (720, 360));
-    let height = |svg: &str, term: Term| {
+    let svg = svg_of(&spec, (720, 360));
+    // The marked bar's segments: the one rectangle of each term's colour
+    // drawn opaque (the other bars are faded).
+    let height = |term: Term| {
         let fill = format!("fill=\"{}\"", term_colour_hex(term).to_uppercase());
-        svg.lines()
+        let rects: Vec<&str> = svg
+            .lines()
             .filter(|l| l.starts_with("<rect") && l.contains(&fill))
+            .collect();
+        assert_eq!(rects.len(), spec.bars.len(), "{term:?}: a segment per bar");
+        let opaque: Vec<f64> = rects
+            .iter()
+            .filter(|l| attr(l, "opacity").is_none_or(|o| o == 1.0))
             .filter_map(|l| attr(l, "height"))
-            .next_back()
-            .unwrap_or(0.0)
+            .collect();
+        assert_eq!(opaque.len(), 1, "{term:?}: {rects:?}");
+        opaque[0]
     };
+    let stack: f64 = Term::ALL.iter().map(|&t| height(t)).sum();
     for term in Term::ALL {
+        let drawn = height(term) / stack;
+        let share = b.share(term);
         assert!(
-            height(&log, term) >= 8.0,
-            "{term:?}: {} px on the log axis",
-            height(&log, term)
+            (drawn - share).abs() < 0.01,
+            "{term:?}: {drawn:.3} of the bar for a share of {share:.3}"
         );
     }
+    assert!((b.share(Term::Activations) - 0.57).abs() < 0.01);
+    assert!(has_text(&svg, "258.0 GB"), "the current total is labelled");
     assert!(
-        height(&linear, Term::Params) < 3.0,
-        "the linear axis hides the states"
+        has_text(&svg, "100 %") && has_text(&svg, "20 %"),
+        "a percent axis"
     );
-    for decade in ["10 GB", "100 GB", "1000 GB", "10000 GB", "100000 GB"] {
-        assert!(has_text(&log, decade), "no {decade} label");
-    }
-    assert!(log.contains("18803.7 GB"), "the current total is labelled");
+    // Every bar is the same height: the activations' share is what grows.
+    let fill = format!(
+        "fill=\"{}\"",
+        term_colour_hex(Term::Activations).to_uppercase()
+    );
+    let faded: Vec<f64> = svg
+        .lines()
+        .filter(|l| l.starts_with("<rect") && l.contains(&fill))
+        .filter(|l| attr(l, "opacity").is_some_and(|o| o < 1.0))
+        .filter_map(|l| attr(l, "height"))
+        .collect();
+    assert_eq!(faded.len(), spec.bars.len() - 1);
+    assert!(faded.windows(2).all(|w| w[0] <= w[1]), "{faded:?}");
+    assert!(faded[faded.len() - 1] > 0.98 * stack, "batch 1024: 99 %");
 }
 
 /// The step timeline's captions (`start`, `L7`, … `emb↓`, `zero_grad`) do
@@ -313,7 +338,7 @@ fn timeline_captions_never_overlap() {
     let (bars, peak) = timeline_bars(&t, 0.0);
     let spec = ChartSpec {
         legend: Some(peak),
-        log: false,
+        share: false,
         marked: Some(peak),
         bars: bars.clone(),
         unit: Unit::Gb,

@@ -310,7 +310,7 @@ fn timeline_spec(s: &membudget::state::PageState) -> membudget::chart::ChartSpec
     let (bars, peak) = membudget::chart::timeline_bars(&t, 0.0);
     membudget::chart::ChartSpec {
         legend: Some(peak),
-        log: false,
+        share: false,
         bars,
         unit: s.unit,
         capacity_bytes: s.gpu.map(|g| g.bytes()),
@@ -328,7 +328,7 @@ fn batched_rectangles_draw_the_same_pixels_as_one_by_one() {
     assert!(timeline.bars.len() >= 20, "{} bars", timeline.bars.len());
     let budget = membudget::chart::ChartSpec {
         legend: Some(0),
-        log: false,
+        share: false,
         bars: vec![membudget::chart::Bar::detailed(
             "Detailed, per GPU",
             &membudget::detailed::estimate(&cfg).unwrap(),

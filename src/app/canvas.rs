@@ -333,7 +333,7 @@ fn budget_painter(chart: ChartCanvas) -> impl Fn() + Send + Sync {
         }
         let spec = ChartSpec {
             legend: (!s.embed).then_some(bars.len() - 1),
-            log: false,
+            share: false,
             bars,
             unit: s.unit,
             capacity_bytes: s.gpu.map(|g| g.bytes()),

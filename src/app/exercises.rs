@@ -65,3 +65,30 @@ pub fn Exercises() -> impl IntoView {
         </section>
     }
 }
+
+/// In an embed (`?embed=1&ex=2`), the exercise's question under the
+/// controls, and its explanation behind "Answer" once the comparison is on
+/// screen (the exercises panel is left out of the compact layout, and the
+/// answer stays folded so that the reader tries first and the 640×480
+/// frame does not scroll).
+#[component]
+pub fn EmbeddedExercise() -> impl IntoView {
+    let State(state) = super::context::<State>();
+    move || {
+        let s = state.read();
+        let exercise = s.exercise.filter(|_| s.embed)?;
+        let tried = exercise.tried(&s);
+        Some(view! {
+            <div class="embed-exercise" id="embed-exercise">
+                <p class="question">
+                    <strong>{format!("Exercise {}: ", exercise.number())}</strong>
+                    {exercise.task()}
+                </p>
+                <details class="explanation" hidden=!tried>
+                    <summary>"Answer"</summary>
+                    {exercise.explanation()}
+                </details>
+            </div>
+        })
+    }
+}

@@ -30,7 +30,7 @@ pub use canvas::BudgetChart;
 pub use compare::PinBaseline;
 pub use controls::{FieldControl, MixedPrecisionToggle, UnitSwitch};
 pub use detailed::{DetailedControls, DetailedTable, ModeSwitch, ModelDifference};
-pub use exercises::Exercises;
+pub use exercises::{EmbeddedExercise, Exercises};
 pub use fit::GpuFit;
 pub use share::{ExportPanel, UrlNotices};
 pub use sweep::SweepPanel;
@@ -232,6 +232,7 @@ pub fn Calculator(
                     <div hidden=in_detailed>
                         <MixedPrecisionToggle />
                     </div>
+                    <EmbeddedExercise />
                     <div hidden=in_lesson>
                         <DetailedControls />
                     </div>

@@ -45,10 +45,12 @@ pub fn painter(chart: ChartCanvas) -> impl Fn() + Send + Sync {
         let spec = ChartSpec {
             bars,
             unit: s.unit,
-            capacity_bytes: s.gpu.map(|g| g.bytes()),
+            // A GPU line means nothing on bars scaled to 100 %; the
+            // fit panel gives the largest batch and sequence that fit.
+            capacity_bytes: None,
             marked: points.iter().position(|(v, _)| *v == current),
             legend: None,
-            log: true,
+            share: true,
         };
         chart.paint(&spec);
     }
@@ -85,7 +87,7 @@ pub fn SweepPanel() -> impl IntoView {
                 {option(SweepAxis::Batch, " Batch size")}
                 {option(SweepAxis::SeqLen, " Sequence length")}
             </div>
-            <p class="derived">"Logarithmic axis: each gridline is ten times the one below, so every term shows at every setting."</p>
+            <p class="derived">"Each bar is that setting's whole budget (100 %, its total written on the current one): a term's height is its share, so you see the activations take over as the value grows."</p>
             <div class="chart sweep-chart">
                 <canvas
                     node_ref=chart.node
@@ -93,7 +95,7 @@ pub fn SweepPanel() -> impl IntoView {
                     role="img"
                     aria-label=text(move || {
                         format!(
-                            "Stacked bars of every term for {} from the smallest to the largest, on a logarithmic axis; only activations grow.",
+                            "Bars of every term's share of the budget for {} from the smallest to the largest; the activations' share grows.",
                             match axis() {
                                 SweepAxis::Batch => "batch sizes",
                                 SweepAxis::SeqLen => "sequence lengths",

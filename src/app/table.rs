@@ -87,7 +87,7 @@ pub fn BudgetTable() -> impl IntoView {
                 Err(e) => e.to_string(),
             })}
         </p>
-        <table class="budget">
+        <table class="budget" class:comparing=cond(pinned)>
             <caption>
                 {text(move || format!("Memory budget ({}; N = parameters)", unit().definition()))}
             </caption>

@@ -32,7 +32,7 @@ pub fn painter(chart: ChartCanvas) -> impl Fn() + Send + Sync {
         let (bars, peak) = timeline_bars(&t, overhead);
         let spec = ChartSpec {
             legend: (!s.embed).then_some(peak),
-            log: false,
+            share: false,
             bars,
             unit: s.unit,
             capacity_bytes: s.gpu.map(|g| g.bytes()),

@@ -130,12 +130,23 @@ test('a detailed deep link reopens the same view; exports carry it', async () =>
   const { page, problems, context } = await open(query);
   assert.equal(await page.textContent('#param-count'), '8,030,261,248');
   const b = await bytes(page);
-  // LoRA rank 16 on q and v: only the adapters train.
-  assert.equal(b.grads, 32 * 16 * (4096 + 4096 + 4096 + 1024) * 2);
+  // LoRA rank 16 on q and v: only the adapters train, in fp32 as PEFT
+  // keeps them: LoRA prices with stock transformers unless chosen.
+  assert.equal(b.grads, 32 * 16 * (4096 + 4096 + 4096 + 1024) * 4);
+  assert.equal(await page.textContent('#detailed-computed'),
+    'Computed: micro-batch 4 × 1 accumulation step × dp 1 = 4 sequences per step; 1 GPU (dp 1 × tp 1 × pp 1); '
+    + 'priced with hf kernels (stock transformers), the default for LoRA. '
+    + 'Note: selective recomputation drops only the a·s² attention scores, which flash attention does not keep: priced exactly as none.');
   await page.click('#copy-markdown');
   assert.match(await page.inputValue('#export-text'), /\| Logits \| \d+\.\d \|/);
   await page.click('#copy-link');
   assert.match(await page.inputValue('#export-text'), /mode=detailed&model=llama-3\.1-8b&recompute=selective&lora=16/);
+  // Choosing the kernels wins over the default, and the address keeps it.
+  await page.evaluate(() => { document.getElementById('impl-select').closest('details').open = true; });
+  await page.selectOption('#impl-select', '1');
+  await urlMatches(page, /impl=fused/);
+  assert.equal((await bytes(page)).grads, 32 * 16 * (4096 + 4096 + 4096 + 1024) * 2);
+  assert.match(await page.textContent('#detailed-computed'), /priced with fused kernels \(Megatron\), as chosen\./);
   assert.deepEqual(problems, []);
   await context.close();
 });

@@ -171,3 +171,84 @@ test('a hostile link loads with a message, runs no script and shows no NaN', asy
   assert.equal(await page.isVisible('#url-notices'), false);
   await context.close();
 });
+
+/** Pixels of each term's own colour in the sweep chart: only the marked
+ * (current) bar is drawn in full colour, the others faded. */
+const sweepTermPixels = (page) => page.evaluate(() => {
+  const c = document.querySelector('#sweep-chart');
+  const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  const colours = { params: [0x00, 0x72, 0xB2], grads: [0x56, 0xB4, 0xE9], master: [0x00, 0x9E, 0x73],
+    optimizer: [0xE6, 0x9F, 0x00], activations: [0xD5, 0x5E, 0x00] };
+  const counts = Object.fromEntries(Object.keys(colours).map((k) => [k, 0]));
+  for (let i = 0; i < px.length; i += 4) {
+    for (const [k, [r, g, b]] of Object.entries(colours)) {
+      if (px[i] === r && px[i + 1] === g && px[i + 2] === b) counts[k]++;
+    }
+  }
+  return counts;
+});
+
+test('the sweep draws each setting to 100 %: at batch 8 the activations are 57 % of the current bar', async () => {
+  const { page, context } = await open('?batch=8', { viewport: { width: 1280, height: 1700 } });
+  await page.locator('#sweep-chart').scrollIntoViewIfNeeded();
+  await page.waitForFunction(() => document.querySelector('#sweep-chart').width > 200);
+  const share = async () => {
+    const n = await sweepTermPixels(page);
+    const all = Object.values(n).reduce((a, b) => a + b, 0);
+    return { acts: n.activations / all, params: n.params / all };
+  };
+  // 146 of 258 GB; the parameters 14 of 258.
+  const at8 = await share();
+  assert.ok(Math.abs(at8.acts - 146 / 258) < 0.03, JSON.stringify(at8));
+  assert.ok(Math.abs(at8.params - 14 / 258) < 0.02, JSON.stringify(at8));
+  assert.match(await page.textContent('.sweep .derived'), /share/);
+  // Two notches up (batch 32): the activations' share grows to 84 %.
+  await page.focus('#batch-slider');
+  await page.keyboard.press('ArrowRight');
+  await page.keyboard.press('ArrowRight');
+  assert.equal(await page.inputValue('#batch-input'), '32');
+  const at32 = await share();
+  assert.ok(Math.abs(at32.acts - 584.1 / 696.1) < 0.03, JSON.stringify(at32));
+  await context.close();
+});
+
+test('an embedded exercise shows its question and, set up, its answer folded, within 640x480', async () => {
+  const { page, context } = await open('?embed=1&ex=2', { viewport: { width: 640, height: 480 } });
+  await page.waitForSelector('#embed-exercise');
+  assert.match(await page.textContent('#embed-exercise .question'), /^Exercise 2: Raise the batch size/);
+  // The answer is folded until asked for.
+  assert.equal(await page.isVisible('#embed-exercise .explanation summary'), true);
+  assert.match(await page.textContent('#embed-exercise .explanation'), /Only activations grow/);
+  // The comparison it sets up is on screen too.
+  assert.match(await page.textContent('tr[data-term="activations"]'), /\+/);
+  const dims = await page.evaluate(() => {
+    const d = document.documentElement;
+    return { sw: d.scrollWidth, cw: d.clientWidth, sh: d.scrollHeight, ch: d.clientHeight };
+  });
+  assert.ok(dims.sw <= dims.cw && dims.sh <= dims.ch, JSON.stringify(dims));
+  // Not in a plain embed, nor on the full page.
+  for (const q of ['?embed=1', '?ex=2']) {
+    const { page: p, context: c } = await open(q);
+    assert.equal(await p.locator('#embed-exercise').count(), 0, q);
+    await c.close();
+  }
+  await context.close();
+});
+
+test('at 360 px the comparison fits: bars, labels and every table column in the screen', async () => {
+  const { page, context } = await open('', { viewport: { width: 360, height: 800 } });
+  await page.click('#pin-baseline');
+  await page.focus('#batch-slider');
+  await page.keyboard.press('ArrowRight');
+  await page.waitForFunction(() => document.querySelectorAll('table.budget th, table.budget td').length > 20);
+  const out = await page.evaluate(() => {
+    const d = document.documentElement;
+    const cut = [...document.querySelectorAll('table.budget th, table.budget td, canvas')]
+      .filter((e) => e.offsetParent && e.getBoundingClientRect().right > d.clientWidth + 0.5)
+      .map((e) => `${e.tagName}.${e.className}: ${Math.round(e.getBoundingClientRect().right)}`);
+    return { sw: d.scrollWidth, cw: d.clientWidth, cut };
+  });
+  assert.ok(out.sw <= out.cw, `page is ${out.sw}px wide in a ${out.cw}px screen`);
+  assert.deepEqual(out.cut, []);
+  await context.close();
+});
