@@ -103,12 +103,73 @@ pub fn decode_with(query: &str, to_f64: ToF64) -> Decoded {
     }
 }
 
+/// The detailed settings that are a whole number in a range: key, least,
+/// most, and where it goes.
+type Count = (&'static str, u64, u64, fn(&mut DetailedOptions) -> &mut u64);
+const COUNTS: [Count; 11] = [
+    ("heads", 1, 1024, |d| &mut d.arch.heads),
+    ("kv", 1, 1024, |d| &mut d.arch.kv_heads),
+    ("ffn", 1, 1 << 20, |d| &mut d.arch.ffn),
+    ("vocab", 1, 1 << 22, |d| &mut d.arch.vocab),
+    ("hd", 1, 1 << 12, |d| &mut d.arch.head_width),
+    ("gpn", 1, 64, |d| &mut d.offload.gpus_per_node),
+    ("dp", 1, 4096, |d| &mut d.parallel.dp),
+    ("tp", 1, 512, |d| &mut d.parallel.tp),
+    ("pp", 1, 256, |d| &mut d.parallel.pp),
+    ("ep", 1, 4096, |d| &mut d.parallel.ep),
+    ("etp", 1, 512, |d| &mut d.parallel.etp),
+];
+
+/// The detailed settings that are on or off (`1`/`0`): key, where it goes.
+type Flag = (&'static str, fn(&mut DetailedOptions) -> &mut bool);
+const FLAGS: [Flag; 11] = [
+    ("tied", |d| &mut d.arch.tied_embeddings),
+    ("qkvbias", |d| &mut d.arch.qkv_bias),
+    ("qknorm", |d| &mut d.arch.qk_norm),
+    ("sandwich", |d| &mut d.arch.sandwich_norms),
+    ("softcap", |d| &mut d.arch.softcap),
+    ("offopt", |d| &mut d.offload.optimizer),
+    ("offparams", |d| &mut d.offload.params),
+    ("offacts", |d| &mut d.offload.activations),
+    ("dropout", |d| &mut d.dropout),
+    ("sp", |d| &mut d.parallel.sp),
+    ("both", |d| &mut d.show_lesson),
+];
+
+/// The detailed settings that are one of their names (as the command line
+/// spells them): key, and how it is read into place.
+type Choice = (
+    &'static str,
+    fn(&mut DetailedOptions, &str) -> Result<(), String>,
+);
+const CHOICES: [Choice; 7] = [
+    ("prec", |d, v| v.parse().map(|x| d.precision = x)),
+    ("opt", |d, v| v.parse().map(|x| d.optimizer = x)),
+    ("attn", |d, v| v.parse().map(|x| d.attention = x)),
+    ("recompute", |d, v| v.parse().map(|x| d.recompute = x)),
+    ("quant", |d, v| v.parse().map(|x| d.base_quant = x)),
+    ("objective", |d, v| v.parse().map(|x| d.objective = x)),
+    ("lorat", |d, v| v.parse().map(|x| d.lora_targets = x)),
+];
+
 /// Applies one pair to `state`; unknown keys are accepted and do nothing.
 fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result<(), String> {
     if let Some(field) = Field::ALL.into_iter().find(|f| f.key() == key) {
         let v = field.parse_with(value, to_f64).map_err(|e| e.to_string())?;
         state.config = state.config.with(field, v).map_err(|e| e.to_string())?;
         return Ok(());
+    }
+    let d = &mut state.detailed;
+    if let Some(&(_, min, max, at)) = COUNTS.iter().find(|c| c.0 == key) {
+        *at(d) = parse_count(value, min, max)?;
+        return Ok(());
+    }
+    if let Some(&(_, at)) = FLAGS.iter().find(|f| f.0 == key) {
+        *at(d) = parse_flag(value)?;
+        return Ok(());
+    }
+    if let Some(&(_, set)) = CHOICES.iter().find(|c| c.0 == key) {
+        return set(d, value);
     }
     match key {
         "mixed" => state.config.mixed_precision = parse_flag(value)?,
@@ -164,16 +225,6 @@ fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result
                 };
             }
         }
-        "heads" => state.detailed.arch.heads = parse_count(value, 1, 1024)?,
-        "kv" => state.detailed.arch.kv_heads = parse_count(value, 1, 1024)?,
-        "ffn" => state.detailed.arch.ffn = parse_count(value, 1, 1 << 20)?,
-        "vocab" => state.detailed.arch.vocab = parse_count(value, 1, 1 << 22)?,
-        "tied" => state.detailed.arch.tied_embeddings = parse_flag(value)?,
-        "qkvbias" => state.detailed.arch.qkv_bias = parse_flag(value)?,
-        "hd" => state.detailed.arch.head_width = parse_count(value, 1, 1 << 12)?,
-        "qknorm" => state.detailed.arch.qk_norm = parse_flag(value)?,
-        "sandwich" => state.detailed.arch.sandwich_norms = parse_flag(value)?,
-        "softcap" => state.detailed.arch.softcap = parse_flag(value)?,
         "mla" => {
             let [q_rank, kv_rank, rope_dim, nope_dim, v_dim] = parse_counts(
                 value,
@@ -218,34 +269,15 @@ fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result
                 normalized,
             });
         }
-        "lorat" => state.detailed.lora_targets = value.parse()?,
-        "quant" => state.detailed.base_quant = value.parse()?,
-        "offopt" => state.detailed.offload.optimizer = parse_flag(value)?,
-        "offparams" => state.detailed.offload.params = parse_flag(value)?,
-        "offacts" => state.detailed.offload.activations = parse_flag(value)?,
-        "gpn" => state.detailed.offload.gpus_per_node = parse_count(value, 1, 64)?,
-        "objective" => state.detailed.objective = value.parse()?,
-        "ep" => state.detailed.parallel.ep = parse_count(value, 1, 4096)?,
-        "etp" => state.detailed.parallel.etp = parse_count(value, 1, 512)?,
-        "prec" => state.detailed.precision = value.parse()?,
-        "opt" => state.detailed.optimizer = value.parse()?,
-        "attn" => state.detailed.attention = value.parse()?,
-        "dropout" => state.detailed.dropout = parse_flag(value)?,
-        "recompute" => state.detailed.recompute = value.parse()?,
         "impl" => {
             state.detailed.profile = match value {
                 "auto" => None,
                 _ => Some(value.parse()?),
             }
         }
-        "dp" => state.detailed.parallel.dp = parse_count(value, 1, 4096)?,
         "zero" => state.detailed.parallel.zero = parse_count(value, 0, 3)? as u8,
-        "tp" => state.detailed.parallel.tp = parse_count(value, 1, 512)?,
-        "sp" => state.detailed.parallel.sp = parse_flag(value)?,
-        "pp" => state.detailed.parallel.pp = parse_count(value, 1, 256)?,
         "micro" => state.detailed.micro_batch = Some(parse_count(value, 1, 4096)?),
         "lora" => state.detailed.lora_rank = Some(parse_count(value, 1, 1024)?),
-        "both" => state.detailed.show_lesson = parse_flag(value)?,
         "oh" => {
             state.detailed.overhead =
                 parse_flag(value)?.then(|| state.detailed.overhead.unwrap_or_default())

@@ -213,17 +213,17 @@ impl Charts {
 /// The controls' handlers draw first through [`Charts::change`]; the effect
 /// draws for every other cause (a resize, a chart scrolled into view, the
 /// colour scheme, the first mount) and skips a drawing already made.
-pub fn charts() {
+///
+/// `painters` makes the one drawing of all three charts from their
+/// canvases (budget, sweep, timeline): the chart modules depend on this
+/// one, never the other way round.
+pub fn charts<P>(painters: impl FnOnce(ChartCanvas, ChartCanvas, ChartCanvas) -> P)
+where
+    P: Fn() + Send + Sync + 'static,
+{
     let State(state) = super::context::<State>();
     let (budget, sweep, timeline) = (ChartCanvas::new(), ChartCanvas::new(), ChartCanvas::new());
-    let paint_budget = budget_painter(budget);
-    let paint_timeline = super::timeline::painter(timeline);
-    let paint_sweep = super::sweep::painter(sweep);
-    let paint_all: Arc<dyn Fn() + Send + Sync> = Arc::new(move || {
-        paint_budget();
-        paint_timeline();
-        paint_sweep();
-    });
+    let paint_all: Arc<dyn Fn() + Send + Sync> = Arc::new(painters(budget, sweep, timeline));
     let last = StoredValue::new(None::<Drawn>);
     let interacted = StoredValue::new(false);
     let paint = paint_all.clone();
@@ -304,7 +304,7 @@ fn rehearse(paint_all: Arc<dyn Fn() + Send + Sync>, interacted: StoredValue<bool
 
 /// Draws the main chart: the current budget as one stacked bar, the
 /// pinned baseline beside it, and the GPU's memory as a dashed line.
-fn budget_painter(chart: ChartCanvas) -> impl Fn() + Send + Sync {
+pub fn budget_painter(chart: ChartCanvas) -> impl Fn() + Send + Sync {
     let State(state) = super::context::<State>();
     move || {
         let s = *state.read();

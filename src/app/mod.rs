@@ -165,7 +165,16 @@ pub fn Calculator(
         step_timeline(&state.0.read())
     })));
     canvas::provide_redraw();
-    canvas::charts();
+    canvas::charts(|budget, sweep, timeline| {
+        let paint_budget = canvas::budget_painter(budget);
+        let paint_timeline = timeline::painter(timeline);
+        let paint_sweep = sweep::painter(sweep);
+        move || {
+            paint_budget();
+            paint_timeline();
+            paint_sweep();
+        }
+    });
 
     // Keep the address bar in step, without adding history entries, once
     // the state has rested for 250 ms (the end of a drag, a typed value):
