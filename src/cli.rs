@@ -2,13 +2,14 @@
 //! or, with any of the detailed flags, the detailed model's per-GPU budget.
 
 use crate::budget::{estimate, Breakdown, Field, TrainingConfig};
-use crate::detailed::defaults;
 use crate::detailed::{
     self, preset, AdamImpl, Architecture, AttentionKernel, BaseQuant, DetailedBreakdown,
     DetailedConfig, Device, ExpertsImpl, Family, LoraTargets, Objective, Optimizer, Overhead,
     OverheadBytes, Precision, Profile, Recompute, Step, StepOptions, StepTimeline,
 };
-use crate::report::{DetailedParts, DetailedReport, LessonReport};
+use crate::detailed::{defaults, hardware};
+use crate::report::{whole, DetailedParts, DetailedReport, FitReport, LessonReport};
+use crate::state::{max_detailed_seq, max_micro_batch};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{value_parser, Parser};
 
@@ -66,6 +67,9 @@ pub struct Args {
     /// Runtime overhead beside the peak.
     #[command(flatten)]
     pub overhead: OverheadArgs,
+    /// The card to fit on.
+    #[command(flatten)]
+    pub hardware: HardwareArgs,
     /// Output format.
     #[command(flatten)]
     pub output: OutputArgs,
@@ -284,6 +288,26 @@ pub struct OverheadArgs {
     pub fragmentation: Option<f64>,
 }
 
+/// The card to fit on.
+#[derive(clap::Args, Debug, Default)]
+#[command(next_help_heading = "Hardware")]
+pub struct HardwareArgs {
+    /// A card from the table (docs/hardware.md): its memory as sold decides
+    /// the verdict, and the largest micro-batch and sequence that fit are
+    /// printed.
+    #[arg(long, value_name = "CARD", value_parser = PossibleValuesParser::new(gpu_keys()), ignore_case = true)]
+    pub gpu: Option<String>,
+    /// A card of your own: its memory in GiB as sold, 1–100000 (instead of
+    /// --gpu).
+    #[arg(long, value_name = "GIB")]
+    pub gpu_memory: Option<f64>,
+}
+
+/// Every card's key, for `--gpu`.
+fn gpu_keys() -> Vec<&'static str> {
+    hardware::GPUS.iter().map(|g| g.key).collect()
+}
+
 /// Output format.
 #[derive(clap::Args, Debug, Default)]
 #[command(next_help_heading = "Output")]
@@ -356,6 +380,26 @@ impl Args {
             || o.offload_activations
             || o.gpus_per_node.is_some()
             || self.overhead.given()
+            || self.hardware.gpu.is_some()
+            || self.hardware.gpu_memory.is_some()
+    }
+
+    /// The card to fit on, if one was named: (its name, memory in bytes).
+    pub fn card(&self) -> Result<Option<(String, f64)>, CliError> {
+        let h = &self.hardware;
+        match (&h.gpu, h.gpu_memory) {
+            (Some(_), Some(_)) => Err("give --gpu or --gpu-memory, not both".into()),
+            (Some(key), None) => {
+                let g = hardware::gpu(key).ok_or_else(|| format!("unknown --gpu '{key}'"))?;
+                Ok(Some((g.name.to_string(), g.memory_bytes())))
+            }
+            (None, Some(gib)) if gib.is_finite() && (1.0..=100_000.0).contains(&gib) => Ok(Some((
+                format!("a {gib} GiB card"),
+                gib * (1u64 << 30) as f64,
+            ))),
+            (None, Some(gib)) => Err(format!("--gpu-memory must be 1 to 100000 GiB (got {gib})")),
+            (None, None) => Ok(None),
+        }
     }
 
     /// The runtime overhead these flags ask for, if any, checked.
@@ -614,6 +658,7 @@ pub fn render_detailed(
     b: &DetailedBreakdown,
     t: &StepTimeline,
     overhead: Option<&OverheadBytes>,
+    fit: Option<&FitReport>,
 ) -> String {
     let a = &cfg.arch;
     let p = &cfg.parallel;
@@ -712,7 +757,37 @@ pub fn render_detailed(
             (t.peak_bytes() + o.total()) / 1e9
         );
     }
+    if let Some(f) = fit {
+        out += &fit_lines(f);
+    }
     out
+}
+
+/// The verdict on a card and what fits it, as the page says it.
+fn fit_lines(f: &FitReport) -> String {
+    let gb = |b: u64| b as f64 / 1e9;
+    let verdict = if f.fits {
+        format!(
+            "fits: the step needs {:.1} GB of its {:.1} GB ({:.1} GB to spare)",
+            gb(f.need),
+            gb(f.capacity),
+            gb(f.capacity - f.need)
+        )
+    } else {
+        format!(
+            "does not fit by {:.1} GB: the step needs {:.1} GB, the card has {:.1} GB",
+            gb(f.need - f.capacity),
+            gb(f.need),
+            gb(f.capacity)
+        )
+    };
+    let or_none = |v: Option<u64>| v.map_or("none".to_string(), |v| v.to_string());
+    format!(
+        "gpu: {}, {verdict}\nlargest micro-batch that fits: {} (no accumulation); largest sequence: {}\n",
+        f.gpu,
+        or_none(f.max_micro_batch),
+        or_none(f.max_seq)
+    )
 }
 
 /// What the configuration means beyond its flags: the micro-batch,
@@ -739,9 +814,19 @@ pub fn run(args: &Args) -> Result<String, CliError> {
         let b = detailed::estimate(&cfg).map_err(|e| e.to_string())?;
         let opts = args.step_options();
         let t = detailed::timeline(&cfg, &opts).map_err(|e| e.to_string())?;
-        let overhead = args
-            .overhead_settings()?
-            .map(|o| o.bytes(&cfg, t.peak_bytes()));
+        let settings = args.overhead_settings()?;
+        let overhead = settings.map(|o| o.bytes(&cfg, t.peak_bytes()));
+        let fit = args.card()?.map(|(gpu, capacity)| {
+            let need = t.peak_bytes() + overhead.as_ref().map_or(0.0, |o| o.total());
+            FitReport {
+                gpu,
+                capacity: whole(capacity),
+                need: whole(need),
+                fits: need <= capacity,
+                max_micro_batch: max_micro_batch(&cfg, capacity, settings.as_ref()),
+                max_seq: max_detailed_seq(&cfg, capacity, settings.as_ref()),
+            }
+        });
         return Ok(if args.output.json {
             let host = detailed::host_ram(&cfg);
             let parts = DetailedParts {
@@ -753,10 +838,11 @@ pub fn run(args: &Args) -> Result<String, CliError> {
                 adam: opts
                     .adam
                     .unwrap_or_else(|| detailed::timeline::default_adam(&cfg)),
+                fit,
             };
             json(&DetailedReport::new(&cfg, &parts))
         } else {
-            render_detailed(&cfg, reason, &b, &t, overhead.as_ref())
+            render_detailed(&cfg, reason, &b, &t, overhead.as_ref(), fit.as_ref())
         });
     }
     let cfg = args.config()?;

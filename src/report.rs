@@ -312,6 +312,23 @@ pub struct HostRamReport {
     pub total: u64,
 }
 
+/// Whether the step fits a card, with `--gpu` or `--gpu-memory`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FitReport {
+    /// The card.
+    pub gpu: String,
+    /// Its memory, bytes.
+    pub capacity: u64,
+    /// What must fit: the step's peak, plus the overhead when asked for.
+    pub need: u64,
+    /// `need` ≤ `capacity`.
+    pub fits: bool,
+    /// The largest micro-batch per GPU that fits (no accumulation), if any.
+    pub max_micro_batch: Option<u64>,
+    /// The largest sequence length that fits, if any.
+    pub max_seq: Option<u64>,
+}
+
 /// `membudget --json` for the detailed model, per GPU.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DetailedReport {
@@ -352,6 +369,9 @@ pub struct DetailedReport {
     /// Host RAM per node, with offload.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub host_ram: Option<HostRamReport>,
+    /// The verdict on a card, with `--gpu` or `--gpu-memory`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub fit: Option<FitReport>,
 }
 
 /// What the detailed document needs beyond the configuration.
@@ -368,6 +388,8 @@ pub struct DetailedParts<'a> {
     pub profile_reason: &'a str,
     /// AdamW's implementation in force.
     pub adam: AdamImpl,
+    /// The verdict on a card, if one was named.
+    pub fit: Option<FitReport>,
 }
 
 impl DetailedReport {
@@ -487,6 +509,7 @@ impl DetailedReport {
                 load: whole(h.load),
                 total: whole(h.total()),
             }),
+            fit: parts.fit.clone(),
         }
     }
 }

@@ -549,3 +549,66 @@ fn dp_without_a_batch_runs_one_micro_batch_per_gpu() {
         "{out}"
     );
 }
+
+/// `--gpu` fits the step's peak on a card from the table: the dead
+/// end (Llama-3.1-8B, 8,192 tokens, one 80 GB H100) does not fit, and
+/// ZeRO-3 over 8 cards with full recomputation does, with room for a
+/// micro-batch of 7 — each answer checked against the peak it prints.
+#[test]
+fn gpu_gives_the_verdict_and_what_fits() {
+    use membudget::report::DetailedReport;
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "--model",
+            "llama-3.1-8b",
+            "--seq",
+            "8192",
+            "--gpu",
+            "h100-sxm",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let (code, out, err) = membudget(&args);
+        assert_eq!(code, 0, "{err}");
+        serde_json::from_str::<DetailedReport>(&out).unwrap()
+    };
+    let alone = run(&[]);
+    let fit = alone.fit.unwrap();
+    assert_eq!(fit.capacity, 80 << 30);
+    assert_eq!(fit.need, alone.peak);
+    assert!(!fit.fits);
+    assert_eq!((fit.max_micro_batch, fit.max_seq), (None, None));
+
+    let sharded = run(&["--dp", "8", "--zero", "3", "--recompute", "full"]);
+    let fit = sharded.fit.unwrap();
+    assert!(fit.fits && fit.need == sharded.peak);
+    let m = fit.max_micro_batch.unwrap();
+    // The largest micro-batch fits and one more does not.
+    for (micro, fits) in [(m, true), (m + 1, false)] {
+        let batch = (8 * micro).to_string();
+        let micro = micro.to_string();
+        let d = run(&[
+            "--dp",
+            "8",
+            "--zero",
+            "3",
+            "--recompute",
+            "full",
+            "--micro-batch",
+            &micro,
+            "--batch",
+            &batch,
+        ]);
+        assert_eq!(d.fit.unwrap().fits, fits, "micro-batch {micro}");
+    }
+
+    let (code, out, _) = membudget(&["--model", "llama-3.1-8b", "--gpu-memory", "24"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("gpu: a 24 GiB card, does not fit by"), "{out}");
+    let (code, _, err) = membudget(&["--model", "gpt2", "--gpu", "v100"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("[possible values: a100-40gb, a100-80gb, h100-sxm"),
+        "{err}"
+    );
+}

@@ -30,6 +30,8 @@
 pub mod activations;
 pub mod arch;
 pub mod defaults;
+pub mod flops;
+pub mod hardware;
 pub mod import;
 pub mod offload;
 pub mod overhead;

@@ -1,0 +1,264 @@
+//! The GPUs people train on, as data: memory as sold, dense peak TFLOPS per
+//! precision, memory bandwidth and the links a GPU talks over.
+//!
+//! Every figure is the vendor's data sheet's, cited on its row; tensor-core
+//! figures are **dense** (the sheets' "with sparsity" halved), and for
+//! GeForce cards the rate with fp32 accumulation (what training uses).
+//! Links are per GPU and per direction, in GB/s (10⁹ bytes): the sheets give
+//! NVLink and PCIe both ways summed, so they are halved here. The network
+//! between nodes is the NIC per GPU of the vendor's reference system (DGX,
+//! HGX or the AMD Instinct platform); for cards sold for PCIe servers,
+//! which have no reference system, one 100 Gb/s NIC per GPU is assumed and
+//! said so. Memory "as sold" is GiB, as the page's GPU picker counts it
+//! (an "80 GB" card shows 81,920 MiB in `nvidia-smi`).
+//!
+//! ```
+//! use membudget::detailed::hardware::{gpu, Dtype};
+//!
+//! let h100 = gpu("h100-sxm").unwrap();
+//! assert_eq!(h100.peak_tflops(Dtype::Bf16), Some(989.4));
+//! assert_eq!(h100.peak_tflops(Dtype::Fp8), Some(1978.9));
+//! assert_eq!(gpu("a100-80gb").unwrap().peak_tflops(Dtype::Fp8), None);
+//! ```
+
+/// The number formats a card's matrix units are rated in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dtype {
+    /// IEEE single precision, without tensor cores.
+    Fp32,
+    /// TensorFloat-32 on tensor cores (fp32 storage).
+    Tf32,
+    /// bf16 or fp16 on tensor cores, fp32 accumulation.
+    Bf16,
+    /// fp8 (E4M3/E5M2) on tensor cores.
+    Fp8,
+}
+
+/// One card.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Gpu {
+    /// Short name for `--gpu` and the address.
+    pub key: &'static str,
+    /// The name a reader knows it by.
+    pub name: &'static str,
+    /// Memory as sold, GiB.
+    pub memory_gib: f64,
+    /// Dense peak TFLOPS: fp32 (no tensor cores), tf32, bf16/fp16, fp8.
+    pub tflops: [Option<f64>; 4],
+    /// Memory bandwidth, GB/s.
+    pub memory_gbps: f64,
+    /// GPU-to-GPU within a node (NVLink, Infinity Fabric; PCIe where there
+    /// is none), GB/s per direction.
+    pub intra_node_gbps: f64,
+    /// Network per GPU between nodes, GB/s per direction.
+    pub inter_node_gbps: f64,
+    /// To the host over PCIe, GB/s per direction.
+    pub pcie_gbps: f64,
+    /// Where the figures come from.
+    pub source: &'static str,
+}
+
+impl Gpu {
+    /// Dense peak TFLOPS in `dtype`, if the card has matrix units for it.
+    pub fn peak_tflops(&self, dtype: Dtype) -> Option<f64> {
+        self.tflops[dtype as usize]
+    }
+
+    /// Memory in bytes.
+    pub fn memory_bytes(&self) -> f64 {
+        self.memory_gib * (1u64 << 30) as f64
+    }
+}
+
+/// PCIe 4.0 x16: 64 GB/s both ways, 32 GB/s each (PCI-SIG).
+const PCIE4: f64 = 32.0;
+/// PCIe 5.0 x16: 128 GB/s both ways, 64 GB/s each (PCI-SIG).
+const PCIE5: f64 = 64.0;
+/// One 200 Gb/s HDR InfiniBand NIC per GPU (DGX A100: 8 × ConnectX-6).
+const HDR: f64 = 25.0;
+/// One 400 Gb/s NDR InfiniBand NIC per GPU (DGX H100/H200/B200: 8 ×
+/// ConnectX-7; AMD Instinct MI300X platform: 8 × 400 GbE).
+const NDR: f64 = 50.0;
+/// One 100 Gb/s Ethernet NIC per GPU: an assumption for PCIe servers, which
+/// have no reference system.
+const ETH100: f64 = 12.5;
+
+/// The table. Columns: key, name, memory as sold (GiB), dense TFLOPS
+/// [fp32, tf32, bf16, fp8], memory GB/s, intra-node, network, PCIe (GB/s
+/// per direction), source.
+pub const GPUS: [Gpu; 11] = [
+    Gpu {
+        key: "a100-40gb",
+        name: "A100 SXM 40GB",
+        memory_gib: 40.0,
+        tflops: [Some(19.5), Some(156.0), Some(312.0), None],
+        memory_gbps: 1555.0,
+        intra_node_gbps: 300.0,
+        inter_node_gbps: HDR,
+        pcie_gbps: PCIE4,
+        source: "NVIDIA A100 Tensor Core GPU data sheet (2021): FP32 19.5, TF32 312 sparse, BF16 624 sparse; HBM2 1,555 GB/s; NVLink 600 GB/s; PCIe Gen4 64 GB/s",
+    },
+    Gpu {
+        key: "a100-80gb",
+        name: "A100 SXM 80GB",
+        memory_gib: 80.0,
+        tflops: [Some(19.5), Some(156.0), Some(312.0), None],
+        memory_gbps: 2039.0,
+        intra_node_gbps: 300.0,
+        inter_node_gbps: HDR,
+        pcie_gbps: PCIE4,
+        source: "NVIDIA A100 Tensor Core GPU data sheet (2021): HBM2e 2,039 GB/s; otherwise as the 40GB",
+    },
+    Gpu {
+        key: "h100-sxm",
+        name: "H100 SXM",
+        memory_gib: 80.0,
+        tflops: [Some(66.9), Some(494.7), Some(989.4), Some(1978.9)],
+        memory_gbps: 3350.0,
+        intra_node_gbps: 450.0,
+        inter_node_gbps: NDR,
+        pcie_gbps: PCIE5,
+        source: "NVIDIA H100 Tensor Core GPU data sheet: FP32 67, TF32 989, BF16 1,979, FP8 3,958 sparse (Hopper whitepaper: 989.4 dense BF16); HBM3 3.35 TB/s; NVLink 900 GB/s; PCIe Gen5 128 GB/s",
+    },
+    Gpu {
+        key: "h100-pcie",
+        name: "H100 PCIe",
+        memory_gib: 80.0,
+        tflops: [Some(51.0), Some(378.0), Some(756.0), Some(1513.0)],
+        memory_gbps: 2000.0,
+        intra_node_gbps: 300.0,
+        inter_node_gbps: NDR,
+        pcie_gbps: PCIE5,
+        source: "NVIDIA H100 PCIe product brief PB-11133-001: FP32 51, TF32 756, BF16 1,513, FP8 3,026 sparse; HBM2e 2 TB/s; NVLink bridge 600 GB/s; PCIe Gen5 128 GB/s",
+    },
+    Gpu {
+        key: "h200",
+        name: "H200 SXM",
+        memory_gib: 141.0,
+        tflops: [Some(66.9), Some(494.7), Some(989.4), Some(1978.9)],
+        memory_gbps: 4800.0,
+        intra_node_gbps: 450.0,
+        inter_node_gbps: NDR,
+        pcie_gbps: PCIE5,
+        source: "NVIDIA H200 Tensor Core GPU data sheet: compute as H100 SXM; HBM3e 141 GB, 4.8 TB/s; NVLink 900 GB/s; PCIe Gen5 128 GB/s",
+    },
+    Gpu {
+        key: "b200",
+        name: "B200 (HGX)",
+        memory_gib: 180.0,
+        tflops: [Some(75.0), Some(1100.0), Some(2250.0), Some(4500.0)],
+        memory_gbps: 7700.0,
+        intra_node_gbps: 900.0,
+        inter_node_gbps: NDR,
+        pcie_gbps: PCIE5,
+        source: "NVIDIA HGX B200 data sheet, per GPU (÷ 8): FP32 75, TF32 2.2 PF, BF16 4.5 PF, FP8 9 PF sparse; 180 GB HBM3e, 7.7 TB/s; NVLink 5 1.8 TB/s",
+    },
+    Gpu {
+        key: "l40s",
+        name: "L40S",
+        memory_gib: 48.0,
+        tflops: [Some(91.6), Some(183.0), Some(362.05), Some(733.0)],
+        memory_gbps: 864.0,
+        intra_node_gbps: PCIE4,
+        inter_node_gbps: ETH100,
+        pcie_gbps: PCIE4,
+        source: "NVIDIA L40S data sheet: FP32 91.6, TF32 366, BF16 733, FP8 1,466 sparse; GDDR6 864 GB/s; no NVLink, PCIe Gen4 x16",
+    },
+    Gpu {
+        key: "rtx-4090",
+        name: "GeForce RTX 4090",
+        memory_gib: 24.0,
+        tflops: [Some(82.6), Some(82.6), Some(165.2), Some(330.3)],
+        memory_gbps: 1008.0,
+        intra_node_gbps: PCIE4,
+        inter_node_gbps: ETH100,
+        pcie_gbps: PCIE4,
+        source: "NVIDIA Ada Lovelace GPU architecture whitepaper, appendix A (RTX 4090): FP32 82.6; TF32 82.6, BF16 and FP8 with FP32 accumulate 165.2 and 330.3 dense; GDDR6X 1,008 GB/s; no NVLink",
+    },
+    Gpu {
+        key: "rtx-3090",
+        name: "GeForce RTX 3090",
+        memory_gib: 24.0,
+        tflops: [Some(35.6), Some(35.6), Some(71.0), None],
+        memory_gbps: 936.0,
+        intra_node_gbps: 56.25,
+        inter_node_gbps: ETH100,
+        pcie_gbps: PCIE4,
+        source: "NVIDIA Ampere GA102 GPU architecture whitepaper, appendix A (RTX 3090): FP32 35.6; TF32 35.6, BF16 with FP32 accumulate 71 dense; GDDR6X 936 GB/s; NVLink bridge 112.5 GB/s",
+    },
+    Gpu {
+        key: "mi300x",
+        name: "Instinct MI300X",
+        memory_gib: 192.0,
+        tflops: [Some(163.4), Some(653.7), Some(1307.4), Some(2614.9)],
+        memory_gbps: 5300.0,
+        intra_node_gbps: 448.0,
+        inter_node_gbps: NDR,
+        pcie_gbps: PCIE5,
+        source: "AMD Instinct MI300X data sheet: FP32 163.4, TF32 653.7, BF16 1,307.4, FP8 2,614.9 dense; HBM3 192 GB, 5.3 TB/s; Infinity Fabric 7 links, 896 GB/s; PCIe Gen5 x16",
+    },
+    Gpu {
+        key: "mi325x",
+        name: "Instinct MI325X",
+        memory_gib: 256.0,
+        tflops: [Some(163.4), Some(653.7), Some(1307.4), Some(2614.9)],
+        memory_gbps: 6000.0,
+        intra_node_gbps: 448.0,
+        inter_node_gbps: NDR,
+        pcie_gbps: PCIE5,
+        source: "AMD Instinct MI325X data sheet: compute as MI300X; HBM3E 256 GB, 6 TB/s; Infinity Fabric 896 GB/s",
+    },
+];
+
+/// The card named `key` (`h100-sxm`, `a100-80gb`, …), case-insensitive.
+pub fn gpu(key: &str) -> Option<Gpu> {
+    GPUS.iter()
+        .find(|g| g.key.eq_ignore_ascii_case(key))
+        .copied()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Table-driven: each card's bf16 peak, memory and bandwidth as its
+    /// data sheet prints them (sparse figures halved).
+    #[test]
+    fn figures_are_the_data_sheets() {
+        for (key, bf16, gib, gbps) in [
+            ("a100-40gb", 312.0, 40.0, 1555.0),
+            ("a100-80gb", 312.0, 80.0, 2039.0),
+            ("h100-sxm", 989.4, 80.0, 3350.0),
+            ("h100-pcie", 756.0, 80.0, 2000.0),
+            ("h200", 989.4, 141.0, 4800.0),
+            ("b200", 2250.0, 180.0, 7700.0),
+            ("l40s", 362.05, 48.0, 864.0),
+            ("rtx-4090", 165.2, 24.0, 1008.0),
+            ("rtx-3090", 71.0, 24.0, 936.0),
+            ("mi300x", 1307.4, 192.0, 5300.0),
+        ] {
+            let g = gpu(key).unwrap();
+            assert_eq!(
+                (g.peak_tflops(Dtype::Bf16), g.memory_gib, g.memory_gbps),
+                (Some(bf16), gib, gbps),
+                "{key}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_card_is_consistent() {
+        for g in GPUS {
+            let t = g.tflops;
+            // tf32 at most bf16, bf16 at most fp8 where rated; links
+            // slower than memory.
+            assert!(t[1] <= t[2] && t[2].is_some(), "{}", g.key);
+            assert!(t[3].is_none_or(|f| Some(f) >= t[2]), "{}", g.key);
+            assert!(g.inter_node_gbps <= g.intra_node_gbps, "{}", g.key);
+            assert!(g.intra_node_gbps < g.memory_gbps, "{}", g.key);
+            assert!(!g.source.is_empty());
+            assert_eq!(gpu(&g.key.to_uppercase()), Some(g));
+        }
+        assert_eq!(gpu("v100"), None);
+    }
+}
