@@ -2,13 +2,14 @@
 //! or, with any of the detailed flags, the detailed model's per-GPU budget.
 
 use crate::budget::{estimate, Breakdown, Field, TrainingConfig};
+use crate::detailed::planner::make_it_fit;
 use crate::detailed::{
     self, preset, AdamImpl, Architecture, AttentionKernel, BaseQuant, DetailedBreakdown,
     DetailedConfig, Device, ExpertsImpl, Family, LoraTargets, Objective, Optimizer, Overhead,
     OverheadBytes, Precision, Profile, Recompute, Step, StepOptions, StepTimeline,
 };
 use crate::detailed::{defaults, hardware};
-use crate::report::{whole, DetailedParts, DetailedReport, FitReport, LessonReport};
+use crate::report::{whole, ChangeReport, DetailedParts, DetailedReport, FitReport, LessonReport};
 use crate::state::{max_detailed_seq, max_micro_batch};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{value_parser, Parser};
@@ -782,13 +783,38 @@ fn fit_lines(f: &FitReport) -> String {
         )
     };
     let or_none = |v: Option<u64>| v.map_or("none".to_string(), |v| v.to_string());
-    format!(
+    let mut out = format!(
         "gpu: {}, {verdict}\nlargest micro-batch that fits: {} (no accumulation); largest sequence: {}\n",
         f.gpu,
         or_none(f.max_micro_batch),
         or_none(f.max_seq)
-    )
+    );
+    if !f.changes.is_empty() {
+        out += "to make it fit (each change priced by the model; add its flags to rerun it):\n";
+    }
+    for c in f.changes.iter().take(CHANGES_SHOWN) {
+        out += &format!(
+            "  {} {:>6.1} GB, saves {:.1} GB of {}; {} GPU{}, compute ×{:.2}: {}\n      {}\n      cost: {}\n",
+            if c.fits { "fits" } else { "    " },
+            gb(c.need),
+            c.saved as f64 / 1e9,
+            c.term,
+            c.gpus,
+            if c.gpus == 1 { "" } else { "s" },
+            c.compute,
+            c.change,
+            c.flags.join(" "),
+            c.cost,
+        );
+    }
+    if let Some(card) = &f.card {
+        out += &format!("as it is, it fits a {card} of the table\n");
+    }
+    out
 }
+
+/// Changes the text lists (JSON has them all).
+const CHANGES_SHOWN: usize = 6;
 
 /// What the configuration means beyond its flags: the micro-batch,
 /// accumulation steps and GPUs priced, which kernels priced it and why, and
@@ -818,6 +844,7 @@ pub fn run(args: &Args) -> Result<String, CliError> {
         let overhead = settings.map(|o| o.bytes(&cfg, t.peak_bytes()));
         let fit = args.card()?.map(|(gpu, capacity)| {
             let need = t.peak_bytes() + overhead.as_ref().map_or(0.0, |o| o.total());
+            let plan = (need > capacity).then(|| make_it_fit(&cfg, capacity, settings.as_ref()));
             FitReport {
                 gpu,
                 capacity: whole(capacity),
@@ -825,6 +852,10 @@ pub fn run(args: &Args) -> Result<String, CliError> {
                 fits: need <= capacity,
                 max_micro_batch: max_micro_batch(&cfg, capacity, settings.as_ref()),
                 max_seq: max_detailed_seq(&cfg, capacity, settings.as_ref()),
+                changes: plan.as_ref().map_or(Vec::new(), |p| {
+                    p.changes.iter().map(ChangeReport::new).collect()
+                }),
+                card: plan.and_then(|p| p.card.map(String::from)),
             }
         });
         return Ok(if args.output.json {

@@ -327,6 +327,50 @@ pub struct FitReport {
     pub max_micro_batch: Option<u64>,
     /// The largest sequence length that fits, if any.
     pub max_seq: Option<u64>,
+    /// When it does not fit: the changes tried, those that fit first.
+    pub changes: Vec<ChangeReport>,
+    /// The smallest card of the table it fits on as it is, if any.
+    pub card: Option<String>,
+}
+
+/// One change [`crate::detailed::planner::make_it_fit`] tried.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChangeReport {
+    /// What it is.
+    pub change: String,
+    /// The flags that apply it, to add to the command.
+    pub flags: Vec<String>,
+    /// What must fit afterwards, bytes.
+    pub need: u64,
+    /// Bytes saved (negative: more).
+    pub saved: i64,
+    /// The budget term it cuts most, or `peak`.
+    pub term: String,
+    /// It fits the card.
+    pub fits: bool,
+    /// GPUs the layout needs.
+    pub gpus: u64,
+    /// Hardware FLOPs per token against now.
+    pub compute: f64,
+    /// What else it costs, in words.
+    pub cost: String,
+}
+
+impl ChangeReport {
+    /// The report of a planner's change.
+    pub fn new(c: &crate::detailed::planner::Change) -> Self {
+        Self {
+            change: c.name.clone(),
+            flags: c.flags.clone(),
+            need: whole(c.need),
+            saved: c.saved.round() as i64,
+            term: c.term.into(),
+            fits: c.fits,
+            gpus: c.gpus,
+            compute: c.compute,
+            cost: c.cost.clone(),
+        }
+    }
 }
 
 /// `membudget --json` for the detailed model, per GPU.

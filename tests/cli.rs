@@ -612,3 +612,49 @@ fn gpu_gives_the_verdict_and_what_fits() {
         "{err}"
     );
 }
+
+/// The dead end gets ways out, and each one's flags, added to the
+/// command, give the figures the list promised: the planner's rows rerun.
+#[test]
+fn every_change_reruns_to_its_figures() {
+    use membudget::report::DetailedReport;
+    let base = [
+        "--model",
+        "llama-3.1-8b",
+        "--seq",
+        "8192",
+        "--gpu",
+        "h100-sxm",
+        "--json",
+    ];
+    let (code, out, err) = membudget(&base);
+    assert_eq!(code, 0, "{err}");
+    let fit = serde_json::from_str::<DetailedReport>(&out)
+        .unwrap()
+        .fit
+        .unwrap();
+    assert!(!fit.fits);
+    assert!(
+        fit.changes.iter().filter(|c| c.fits).count() >= 3,
+        "{:?}",
+        fit.changes
+    );
+    assert_eq!(fit.card.as_deref(), Some("B200 (HGX)"));
+    for c in &fit.changes {
+        let mut args: Vec<&str> = base.to_vec();
+        args.extend(c.flags.iter().map(String::as_str));
+        let (code, out, err) = membudget(&args);
+        assert_eq!(code, 0, "{}: {err}", c.change);
+        let again = serde_json::from_str::<DetailedReport>(&out)
+            .unwrap()
+            .fit
+            .unwrap();
+        assert_eq!(
+            (again.need, again.fits),
+            (c.need, c.fits),
+            "{}: {:?}",
+            c.change,
+            c.flags
+        );
+    }
+}

@@ -261,4 +261,29 @@ mod tests {
         }
         assert_eq!(gpu("v100"), None);
     }
+
+    /// docs/hardware.md shows every card as this table has it.
+    #[test]
+    fn the_docs_table_is_this_one() {
+        let doc = include_str!("../../docs/hardware.md");
+        let v = |x: Option<f64>| x.map_or("—".to_string(), |x| x.to_string());
+        for g in GPUS {
+            let row = format!(
+                "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                g.key,
+                g.name,
+                g.memory_gib,
+                v(g.tflops[0]),
+                v(g.tflops[1]),
+                v(g.tflops[2]),
+                v(g.tflops[3]),
+                g.memory_gbps,
+                g.intra_node_gbps,
+                g.inter_node_gbps,
+                g.pcie_gbps
+            );
+            assert!(doc.contains(&row), "docs/hardware.md lacks {row}");
+            assert!(doc.contains(g.source), "{}'s source", g.key);
+        }
+    }
 }

@@ -36,6 +36,7 @@ pub mod import;
 pub mod offload;
 pub mod overhead;
 pub mod parallel;
+pub mod planner;
 pub mod presets;
 pub mod quant;
 pub mod states;

@@ -1,0 +1,523 @@
+//! What to change so that a step fits a card: each lever the model prices
+//! (recomputation, flash attention, an 8-bit optimizer, a smaller
+//! micro-batch with more accumulation, a higher ZeRO stage, offload, more
+//! GPUs, tensor parallelism, LoRA and QLoRA, a bigger card), tried one at a
+//! time and then in pairs on the reader's configuration, each with the
+//! bytes it saves, the term of the budget it cuts and the compute it adds.
+//!
+//! The memory is the detailed model's step peak (checked against PyTorch's
+//! allocations); the compute is [`super::flops`]'s hardware FLOPs per GPU
+//! per step, which is what recomputation, the one lever here that adds
+//! arithmetic, costs. What the other levers cost in time (communication,
+//! PCIe transfers, the CPU's optimizer step) is named, not yet priced: the
+//! step-time model that will price it is the next part of this planner.
+//!
+//! ```
+//! use membudget::detailed::{planner::make_it_fit, preset, DetailedConfig};
+//!
+//! // Llama-3.1-8B at 8,192 tokens on one 80 GB card: 179 GB, a dead end.
+//! let cfg = DetailedConfig::new(preset("llama-3.1-8b").unwrap().arch, 8192, 1);
+//! let plan = make_it_fit(&cfg, 80.0 * (1u64 << 30) as f64, None);
+//! assert!(!plan.fits_now);
+//! assert!(plan.changes.iter().any(|c| c.fits));
+//! ```
+
+use super::hardware::GPUS;
+use super::{
+    estimate, flops, timeline, AttentionKernel, BaseQuant, DetailedBreakdown, DetailedConfig,
+    LoraTargets, Optimizer, Overhead, Precision, Profile, Recompute, StepOptions,
+};
+
+/// What must fit on a GPU for `cfg`: the peak of a later step, plus the
+/// runtime overhead when one is given; `None` when it cannot be computed.
+pub fn need(cfg: &DetailedConfig, overhead: Option<&Overhead>) -> Option<f64> {
+    let t = timeline(cfg, &StepOptions::default()).ok()?;
+    let peak = t.peak_bytes();
+    Some(peak + overhead.map_or(0.0, |o| o.bytes(cfg, peak).total()))
+}
+
+/// One lever: its name, the flags that apply it on the command line, and
+/// the configuration it gives (`None` where it does not apply).
+struct Lever {
+    name: String,
+    cost: &'static str,
+    apply: fn(&DetailedConfig) -> Option<DetailedConfig>,
+}
+
+/// A change tried on the reader's configuration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Change {
+    /// What it is, in words ("full recomputation").
+    pub name: String,
+    /// The command-line flags that apply it.
+    pub flags: Vec<String>,
+    /// The configuration it gives.
+    pub cfg: DetailedConfig,
+    /// What must fit afterwards, bytes.
+    pub need: f64,
+    /// Bytes it saves against the reader's configuration.
+    pub saved: f64,
+    /// The budget term it cuts most (`activations`, `optimizer_state`, …),
+    /// or `peak` when only the step's transients fall.
+    pub term: &'static str,
+    /// Whether it fits the card.
+    pub fits: bool,
+    /// GPUs the changed layout needs (dp × tp × pp).
+    pub gpus: u64,
+    /// Hardware FLOPs per token against the reader's (1.0: the same;
+    /// full recomputation about 4/3).
+    pub compute: f64,
+    /// What it costs besides the bytes, in words.
+    pub cost: String,
+}
+
+/// The answer: whether it fits as it is, and the changes that were tried
+/// (the ones that fit first, fewest GPUs and least compute first).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    /// What the reader's configuration needs, bytes.
+    pub need: f64,
+    /// It fits as it is.
+    pub fits_now: bool,
+    /// Single changes that save memory, and the pairs that fit where
+    /// neither change fits alone.
+    pub changes: Vec<Change>,
+    /// The smallest card of the table it fits on as it is, if any.
+    pub card: Option<&'static str>,
+}
+
+fn levers() -> Vec<Lever> {
+    let lever = |name: &str,
+                 cost: &'static str,
+                 apply: fn(&DetailedConfig) -> Option<DetailedConfig>| Lever {
+        name: name.into(),
+        cost,
+        apply,
+    };
+    vec![
+        lever(
+            "flash attention",
+            "none: a faster kernel (Dao et al. 2022)",
+            |c| {
+                (c.attention == AttentionKernel::Eager).then_some(DetailedConfig {
+                    attention: AttentionKernel::Flash,
+                    ..*c
+                })
+            },
+        ),
+        lever(
+            "selective recomputation",
+            "recomputes the attention scores in backward",
+            |c| {
+                (c.recompute == Recompute::None
+                    && c.attention == AttentionKernel::Eager
+                    && c.profile == Profile::Fused)
+                    .then_some(DetailedConfig {
+                        recompute: Recompute::Selective,
+                        ..*c
+                    })
+            },
+        ),
+        lever(
+            "full recomputation",
+            "recomputes every layer's forward in backward",
+            |c| {
+                (c.recompute != Recompute::Full).then_some(DetailedConfig {
+                    recompute: Recompute::Full,
+                    ..*c
+                })
+            },
+        ),
+        lever(
+            "8-bit AdamW",
+            "8-bit moments (Dettmers et al. 2022: quality kept on their benchmarks)",
+            |c| {
+                (c.optimizer == Optimizer::AdamW).then_some(DetailedConfig {
+                    optimizer: Optimizer::Adam8bit,
+                    ..*c
+                })
+            },
+        ),
+        lever(
+            "half the micro-batch, twice the accumulation",
+            "smaller matrix multiplies, twice the passes per step",
+            |c| {
+                let m = c.micro();
+                (m > 1).then_some(DetailedConfig {
+                    micro_batch: Some(m / 2),
+                    ..*c
+                })
+            },
+        ),
+        lever(
+            "the next ZeRO stage",
+            "more communication between the data-parallel GPUs",
+            |c| {
+                (c.parallel.dp > 1 && c.parallel.zero < 3).then(|| {
+                    let mut n = *c;
+                    n.parallel.zero += 1;
+                    n
+                })
+            },
+        ),
+        lever(
+            "optimizer offloaded to the CPU (ZeRO-Offload)",
+            "the optimizer step on the CPU; gradients and weights cross PCIe every step",
+            |c| {
+                (!c.offload.optimizer && c.lora_rank.is_none()).then(|| {
+                    let mut n = *c;
+                    n.offload.optimizer = true;
+                    n.parallel.zero = n.parallel.zero.max(1);
+                    n
+                })
+            },
+        ),
+        lever(
+            "ZeRO-3 over 8 GPUs",
+            "8 GPUs; weights gathered for every micro-batch",
+            |c| {
+                (c.parallel.dp == 1 && c.parallel.tp == 1 && c.parallel.pp == 1).then(|| {
+                    let mut n = *c;
+                    n.parallel.dp = 8;
+                    n.parallel.zero = 3;
+                    n.batch = c.batch * 8;
+                    n
+                })
+            },
+        ),
+        lever(
+            "tensor parallelism over 8 GPUs, with sequence parallelism",
+            "8 GPUs on fast links; collectives in every layer",
+            |c| {
+                (c.parallel.tp == 1
+                    && c.arch.heads.is_multiple_of(8)
+                    && c.arch.kv_heads.is_multiple_of(8))
+                .then(|| {
+                    let mut n = *c;
+                    n.parallel.tp = 8;
+                    n.parallel.sp = true;
+                    n
+                })
+            },
+        ),
+        lever(
+            "LoRA (rank 16, every projection) instead of full fine-tuning",
+            "a different task: adapters are trained, the base is frozen",
+            |c| {
+                (c.lora_rank.is_none() && c.arch.moe.is_none()).then_some(DetailedConfig {
+                    lora_rank: Some(16),
+                    lora_targets: LoraTargets(127),
+                    profile: Profile::Hf,
+                    ..*c
+                })
+            },
+        ),
+        lever(
+            "QLoRA: the frozen base in NF4",
+            "a different task, and the base dequantized in every layer",
+            |c| {
+                (c.base_quant == BaseQuant::None && c.arch.moe.is_none()).then(|| {
+                    let mut n = *c;
+                    n.lora_rank = n.lora_rank.or(Some(16));
+                    if c.lora_rank.is_none() {
+                        n.lora_targets = LoraTargets(127);
+                    }
+                    n.base_quant = BaseQuant::Nf4 { double_quant: true };
+                    n.profile = Profile::Hf;
+                    if n.precision == Precision::Fp32 {
+                        n.precision = Precision::Bf16;
+                    }
+                    n
+                })
+            },
+        ),
+    ]
+}
+
+/// The command-line flags that turn `from` into `to`, for the settings
+/// the levers change: rerun with the model's own flags, they give `to`.
+pub fn flags(from: &DetailedConfig, to: &DetailedConfig) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut flag = |changed: bool, name: &str, value: Option<String>| {
+        if changed {
+            out.push(name.into());
+            out.extend(value);
+        }
+    };
+    let (p, q) = (&from.parallel, &to.parallel);
+    flag(
+        from.batch != to.batch,
+        "--batch",
+        Some(to.batch.to_string()),
+    );
+    flag(
+        from.micro() != to.micro(),
+        "--micro-batch",
+        Some(to.micro().to_string()),
+    );
+    flag(
+        from.attention != to.attention,
+        "--attention",
+        Some(to.attention.name().into()),
+    );
+    flag(
+        from.recompute != to.recompute,
+        "--recompute",
+        Some(to.recompute.name().into()),
+    );
+    flag(
+        from.optimizer != to.optimizer,
+        "--optimizer",
+        Some(to.optimizer.name().into()),
+    );
+    flag(
+        from.precision != to.precision,
+        "--precision",
+        Some(to.precision.name().into()),
+    );
+    flag(p.dp != q.dp, "--dp", Some(q.dp.to_string()));
+    flag(p.zero != q.zero, "--zero", Some(q.zero.to_string()));
+    flag(p.tp != q.tp, "--tp", Some(q.tp.to_string()));
+    flag(!p.sp && q.sp, "--sp", None);
+    flag(
+        !from.offload.optimizer && to.offload.optimizer,
+        "--offload-optimizer",
+        None,
+    );
+    flag(
+        from.lora_rank != to.lora_rank,
+        "--lora-rank",
+        to.lora_rank.map(|r| r.to_string()),
+    );
+    flag(
+        from.lora_targets != to.lora_targets && to.lora_rank.is_some(),
+        "--lora-targets",
+        Some(to.lora_targets.names()),
+    );
+    flag(
+        from.base_quant != to.base_quant,
+        "--quant-base",
+        Some(to.base_quant.name().into()),
+    );
+    flag(
+        from.profile != to.profile,
+        "--impl",
+        Some(to.profile.name().into()),
+    );
+    out
+}
+
+/// The budget term that falls most from `a` to `b`, or `peak` when none
+/// falls by more than a megabyte (the step's transients did).
+fn term_cut(a: &DetailedBreakdown, b: &DetailedBreakdown) -> &'static str {
+    [
+        ("params", a.params - b.params),
+        ("grads", a.grads - b.grads),
+        ("master_weights", a.master_weights - b.master_weights),
+        ("optimizer_state", a.optimizer_state - b.optimizer_state),
+        ("activations", a.activations - b.activations),
+    ]
+    .into_iter()
+    .filter(|(_, d)| *d > 1e6)
+    .max_by(|x, y| x.1.total_cmp(&y.1))
+    .map_or("peak", |(t, _)| t)
+}
+
+/// Hardware FLOPs per token of `cfg`: what recomputation adds.
+fn flops_per_token(cfg: &DetailedConfig) -> f64 {
+    let f = flops::step_flops(cfg);
+    f.hardware / f.tokens
+}
+
+/// Tries every lever on `cfg`, then every pair of levers that do not fit
+/// alone, for a card of `capacity` bytes; see the module's documentation.
+pub fn make_it_fit(cfg: &DetailedConfig, capacity: f64, overhead: Option<&Overhead>) -> Plan {
+    let now = need(cfg, overhead).unwrap_or(f64::INFINITY);
+    let before = estimate(cfg).ok();
+    let base_flops = flops_per_token(cfg);
+    let levers = levers();
+    let change = |names: Vec<&Lever>, to: DetailedConfig| -> Option<Change> {
+        let need = need(&to, overhead)?;
+        let after = estimate(&to).ok()?;
+        Some(Change {
+            name: names
+                .iter()
+                .map(|l| l.name.as_str())
+                .collect::<Vec<_>>()
+                .join(" + "),
+            flags: flags(cfg, &to),
+            cfg: to,
+            need,
+            saved: now - need,
+            term: before.as_ref().map_or("peak", |b| term_cut(b, &after)),
+            fits: need <= capacity,
+            gpus: to.gpus(),
+            compute: flops_per_token(&to) / base_flops,
+            cost: names.iter().map(|l| l.cost).collect::<Vec<_>>().join("; "),
+        })
+    };
+    let mut changes: Vec<Change> = levers
+        .iter()
+        .filter_map(|l| change(vec![l], (l.apply)(cfg)?))
+        .filter(|c| c.saved > 0.0)
+        .collect();
+    // Pairs that fit where neither change fits alone.
+    let fits_alone = |l: &Lever| changes.iter().any(|c| c.fits && c.name == l.name);
+    let mut pairs = Vec::new();
+    for (i, a) in levers.iter().enumerate() {
+        for b in &levers[i + 1..] {
+            if fits_alone(a) || fits_alone(b) {
+                continue;
+            }
+            let Some(to) = (a.apply)(cfg).and_then(|c| (b.apply)(&c)) else {
+                continue;
+            };
+            if let Some(c) = change(vec![a, b], to).filter(|c| c.fits) {
+                pairs.push(c);
+            }
+        }
+    }
+    changes.extend(pairs);
+    // Those that fit first; then fewer GPUs, less compute, more room.
+    changes.sort_by(|x, y| {
+        y.fits
+            .cmp(&x.fits)
+            .then(x.gpus.cmp(&y.gpus))
+            .then(x.compute.total_cmp(&y.compute))
+            .then(x.need.total_cmp(&y.need))
+    });
+    let card = GPUS
+        .iter()
+        .filter(|g| g.memory_bytes() >= now)
+        .min_by(|a, b| a.memory_gib.total_cmp(&b.memory_gib))
+        .map(|g| g.name);
+    Plan {
+        need: now,
+        fits_now: now <= capacity,
+        changes,
+        card,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detailed::preset;
+
+    const H100: f64 = 80.0 * (1u64 << 30) as f64;
+
+    fn dead_end() -> DetailedConfig {
+        DetailedConfig {
+            attention: AttentionKernel::Flash,
+            dropout: false,
+            ..DetailedConfig::new(preset("llama-3.1-8b").unwrap().arch, 8192, 1)
+        }
+    }
+
+    /// Every change's figures are the model's own for the configuration it
+    /// names: the need is that configuration's peak, the saving against
+    /// the reader's.
+    #[test]
+    fn each_change_is_priced_by_the_model() {
+        let cfg = dead_end();
+        let plan = make_it_fit(&cfg, H100, None);
+        assert!(!plan.fits_now);
+        assert!(!plan.changes.is_empty());
+        for c in &plan.changes {
+            let peak = timeline(&c.cfg, &StepOptions::default())
+                .unwrap()
+                .peak_bytes();
+            assert_eq!(c.need, peak, "{}", c.name);
+            assert_eq!(c.saved, plan.need - peak, "{}", c.name);
+            assert_eq!(c.fits, peak <= H100, "{}", c.name);
+        }
+        // Fitting ones first.
+        let first_miss = plan
+            .changes
+            .iter()
+            .position(|c| !c.fits)
+            .unwrap_or(plan.changes.len());
+        assert!(plan.changes[first_miss..].iter().all(|c| !c.fits));
+    }
+
+    /// Brute force over the same levers: a single change fits exactly when
+    /// the planner says so, and a pair is listed exactly when it fits and
+    /// neither of its changes does alone.
+    #[test]
+    fn matches_brute_force_on_small_spaces() {
+        for (seq, cap) in [
+            (2048, H100),
+            (8192, H100),
+            (8192, 4.0 * H100),
+            (1024, 0.25 * H100),
+        ] {
+            let cfg = DetailedConfig { seq, ..dead_end() };
+            let plan = make_it_fit(&cfg, cap, None);
+            let brute: Vec<String> = levers()
+                .iter()
+                .filter_map(|l| (l.apply)(&cfg).map(|to| (l, to)))
+                .filter(|(_, to)| need(to, None).is_some_and(|n| n <= cap))
+                .map(|(l, _)| l.name.clone())
+                .collect();
+            let singles: Vec<String> = plan
+                .changes
+                .iter()
+                .filter(|c| c.fits && !c.name.contains(" + "))
+                .map(|c| c.name.clone())
+                .collect();
+            let (mut a, mut b) = (brute.clone(), singles);
+            a.sort();
+            b.sort();
+            assert_eq!(a, b, "seq {seq}, {cap}");
+            let all = levers();
+            let alone = |l: &Lever| brute.contains(&l.name);
+            let mut brute_pairs = Vec::new();
+            for (i, x) in all.iter().enumerate() {
+                for y in &all[i + 1..] {
+                    let to = (x.apply)(&cfg).and_then(|c| (y.apply)(&c));
+                    let fits = to.and_then(|t| need(&t, None)).is_some_and(|n| n <= cap);
+                    if !alone(x) && !alone(y) && fits {
+                        brute_pairs.push(format!("{} + {}", x.name, y.name));
+                    }
+                }
+            }
+            let mut pairs: Vec<String> = plan
+                .changes
+                .iter()
+                .filter(|c| c.name.contains(" + "))
+                .map(|c| c.name.clone())
+                .collect();
+            brute_pairs.sort();
+            pairs.sort();
+            assert_eq!(pairs, brute_pairs, "seq {seq}, {cap}");
+        }
+    }
+
+    /// The issue's dead end: Llama-3.1-8B, 8,192 tokens, one 80 GB H100.
+    /// Full recomputation alone does not fit (the states stay at 128 GB);
+    /// ZeRO-3 over 8 GPUs does, and so do LoRA and QLoRA.
+    #[test]
+    fn the_dead_end_gets_ways_out() {
+        let plan = make_it_fit(&dead_end(), H100, None);
+        let find = |name: &str| plan.changes.iter().find(|c| c.name == name);
+        let full = find("full recomputation").unwrap();
+        assert!(!full.fits && full.term == "activations");
+        assert!((full.compute - 4.0 / 3.0).abs() < 0.05, "{}", full.compute);
+        let zero3 = find("ZeRO-3 over 8 GPUs").unwrap();
+        assert_eq!(zero3.gpus, 8);
+        assert!(zero3.fits && zero3.term == "optimizer_state");
+        // LoRA alone keeps 8,192 tokens of stock-transformers activations:
+        // 106.6 GB, over the card.
+        let lora = find("LoRA (rank 16, every projection) instead of full fine-tuning").unwrap();
+        assert!(!lora.fits && lora.need > 100e9);
+        // With full recomputation it fits one card: a pair.
+        let pair = find(
+            "full recomputation + LoRA (rank 16, every projection) instead of full fine-tuning",
+        )
+        .unwrap();
+        assert!(pair.fits && pair.gpus == 1 && pair.need < 35e9);
+        // 179 GB: only a 180 GiB card of the table holds it as it is.
+        assert_eq!(plan.card, Some("B200 (HGX)"));
+        assert!(plan.changes[0].fits && plan.changes[0].gpus == 1);
+    }
+}
