@@ -2,7 +2,7 @@
 //! or, with any of the detailed flags, the detailed model's per-GPU budget.
 
 use crate::budget::{estimate, Breakdown, Field, TrainingConfig};
-use crate::detailed::planner::make_it_fit;
+use crate::detailed::planner::{make_it_fit, smallest_card};
 use crate::detailed::{
     self, preset, AdamImpl, Architecture, AttentionKernel, BaseQuant, DetailedBreakdown,
     DetailedConfig, Device, ExpertsImpl, Family, LoraTargets, Objective, Optimizer, Overhead,
@@ -853,9 +853,12 @@ pub fn run(args: &Args) -> Result<String, CliError> {
                 max_micro_batch: max_micro_batch(&cfg, capacity, settings.as_ref()),
                 max_seq: max_detailed_seq(&cfg, capacity, settings.as_ref()),
                 changes: plan.as_ref().map_or(Vec::new(), |p| {
-                    p.changes.iter().map(ChangeReport::new).collect()
+                    p.changes
+                        .iter()
+                        .map(|c| ChangeReport::new(&cfg, c))
+                        .collect()
                 }),
-                card: plan.and_then(|p| p.card.map(String::from)),
+                card: plan.and_then(|p| smallest_card(p.need).map(String::from)),
             }
         });
         return Ok(if args.output.json {

@@ -357,11 +357,11 @@ pub struct ChangeReport {
 }
 
 impl ChangeReport {
-    /// The report of a planner's change.
-    pub fn new(c: &crate::detailed::planner::Change) -> Self {
+    /// The report of a planner's change to `from`.
+    pub fn new(from: &DetailedConfig, c: &crate::detailed::planner::Change) -> Self {
         Self {
             change: c.name.clone(),
-            flags: c.flags.clone(),
+            flags: crate::detailed::planner::flags(from, &c.cfg),
             need: whole(c.need),
             saved: c.saved.round() as i64,
             term: c.term.into(),

@@ -407,6 +407,31 @@ impl PageState {
         cfg
     }
 
+    /// Applies a planner's change: the settings in which `to` differs from
+    /// `from` (the configuration the change was found for) are set from
+    /// `to`; the kernels become chosen when the change sets them.
+    pub fn apply_change(&mut self, from: &DetailedConfig, to: &DetailedConfig) {
+        let d = &mut self.detailed;
+        if to.batch != from.batch {
+            self.config.batch = Field::Batch.clamp(to.batch as f64) as u32;
+        }
+        if to.micro() != from.micro() {
+            d.micro_batch = Some(to.micro());
+        }
+        d.attention = to.attention;
+        d.recompute = to.recompute;
+        d.optimizer = to.optimizer;
+        d.precision = to.precision;
+        d.parallel = to.parallel;
+        d.offload = to.offload;
+        d.lora_rank = to.lora_rank;
+        d.lora_targets = to.lora_targets;
+        d.base_quant = to.base_quant;
+        if to.profile != from.profile {
+            d.profile = Some(to.profile);
+        }
+    }
+
     /// A state that names an exercise but has no baseline (a hand-written
     /// `?ex=1`) gets the exercise's comparison set up; others are unchanged.
     pub fn with_exercise_set_up(self) -> Self {

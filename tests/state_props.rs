@@ -263,3 +263,33 @@ fn recipes_decode_compute_and_fit() {
         );
     }
 }
+
+/// Applying a planner's change to the page gives the configuration the
+/// planner priced, so the page then shows that row's figures.
+#[test]
+fn applying_a_planned_change_gives_its_configuration() {
+    use membudget::detailed::planner::make_it_fit;
+    for query in [
+        "mode=detailed&model=llama-3.1-8b&seq=8192&batch=1&gpu=80",
+        "mode=detailed&model=llama-2-13b&seq=4096&batch=8&micro=4&dp=2&attn=eager&gpu=40",
+        "mode=detailed&model=mistral-7b&seq=2048&batch=4&lora=16&gpu=24",
+    ] {
+        let s = membudget::url::decode(query).state;
+        let from = s.detailed_config();
+        let plan = make_it_fit(&from, s.gpu.unwrap().bytes(), None);
+        assert!(!plan.changes.is_empty(), "{query}");
+        for c in &plan.changes {
+            let mut t = s;
+            t.apply_change(&from, &c.cfg);
+            assert_eq!(t.detailed_config(), c.cfg, "{query}: {}", c.name);
+            // And the address keeps it.
+            let back = membudget::url::decode(&membudget::url::encode(&t)).state;
+            assert_eq!(
+                back.detailed_config(),
+                c.cfg,
+                "{query}: {} via the address",
+                c.name
+            );
+        }
+    }
+}

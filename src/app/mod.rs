@@ -13,6 +13,7 @@ mod detailed;
 mod exercises;
 mod fit;
 pub(crate) mod panic;
+mod plan;
 mod reactive;
 mod share;
 mod sweep;
@@ -32,6 +33,7 @@ pub use controls::{FieldControl, MixedPrecisionToggle, UnitSwitch};
 pub use detailed::{DetailedControls, DetailedTable, ModeSwitch, ModelDifference};
 pub use exercises::{EmbeddedExercise, Exercises};
 pub use fit::GpuFit;
+pub use plan::MakeItFit;
 pub use share::{ExportPanel, UrlNotices};
 pub use sweep::SweepPanel;
 pub use table::BudgetTable;
@@ -248,6 +250,7 @@ pub fn Calculator(
                     <div class="full-only">
                         <UnitSwitch />
                         <GpuFit />
+                        <MakeItFit />
                         <div hidden=in_detailed>
                             <PinBaseline />
                         </div>

@@ -49,8 +49,6 @@ struct Lever {
 pub struct Change {
     /// What it is, in words ("full recomputation").
     pub name: String,
-    /// The command-line flags that apply it.
-    pub flags: Vec<String>,
     /// The configuration it gives.
     pub cfg: DetailedConfig,
     /// What must fit afterwards, bytes.
@@ -82,8 +80,6 @@ pub struct Plan {
     /// Single changes that save memory, and the pairs that fit where
     /// neither change fits alone.
     pub changes: Vec<Change>,
-    /// The smallest card of the table it fits on as it is, if any.
-    pub card: Option<&'static str>,
 }
 
 fn levers() -> Vec<Lever> {
@@ -345,7 +341,6 @@ pub fn make_it_fit(cfg: &DetailedConfig, capacity: f64, overhead: Option<&Overhe
                 .map(|l| l.name.as_str())
                 .collect::<Vec<_>>()
                 .join(" + "),
-            flags: flags(cfg, &to),
             cfg: to,
             need,
             saved: now - need,
@@ -386,17 +381,21 @@ pub fn make_it_fit(cfg: &DetailedConfig, capacity: f64, overhead: Option<&Overhe
             .then(x.compute.total_cmp(&y.compute))
             .then(x.need.total_cmp(&y.need))
     });
-    let card = GPUS
-        .iter()
-        .filter(|g| g.memory_bytes() >= now)
-        .min_by(|a, b| a.memory_gib.total_cmp(&b.memory_gib))
-        .map(|g| g.name);
     Plan {
         need: now,
         fits_now: now <= capacity,
         changes,
-        card,
     }
+}
+
+/// The smallest card of the table (`hardware::GPUS`) that holds `need`
+/// bytes, if any. Apart from [`make_it_fit`] so that the page, which names
+/// cards by their memory, does not ship the table's citations.
+pub fn smallest_card(need: f64) -> Option<&'static str> {
+    GPUS.iter()
+        .filter(|g| g.memory_bytes() >= need)
+        .min_by(|a, b| a.memory_gib.total_cmp(&b.memory_gib))
+        .map(|g| g.name)
 }
 
 #[cfg(test)]
@@ -517,7 +516,7 @@ mod tests {
         .unwrap();
         assert!(pair.fits && pair.gpus == 1 && pair.need < 35e9);
         // 179 GB: only a 180 GiB card of the table holds it as it is.
-        assert_eq!(plan.card, Some("B200 (HGX)"));
+        assert_eq!(smallest_card(plan.need), Some("B200 (HGX)"));
         assert!(plan.changes[0].fits && plan.changes[0].gpus == 1);
     }
 }

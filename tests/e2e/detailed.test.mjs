@@ -297,3 +297,21 @@ test('fine-tuning recipes: QLoRA on a 24 GB card and DPO with ZeRO-3, and the ho
   assert.match(await page.textContent('#detailed-sentence'), /cannot be computed: .*bitsandbytes/);
   await context.close();
 });
+
+test('the issue\'s dead end: "Make it fit" lists what would, and one click applies it', async () => {
+  // Llama-3.1-8B at 8,192 tokens on one 80 GB card: 179.0 GB.
+  const { page, problems, context } = await open('?mode=detailed&model=llama-3.1-8b&seq=8192&batch=1&gpu=80');
+  assert.match(await page.textContent('#fit-verdict'), /^Does not fit by the step's peak by 93\.1 GB/);
+  await page.waitForSelector('#plan-apply-0');
+  assert.match(await page.textContent('#plan-status'), /the ones that fit first/);
+  const first = await page.textContent('#make-it-fit li:first-child .plan-summary');
+  assert.match(first, /^optimizer offloaded to the CPU \(ZeRO-Offload\): needs 66\.6 GB, saves 112\.4 GB of optimizer state; 1 GPU; compute ×1\.00\./);
+  assert.equal(await page.textContent('#make-it-fit li:first-child .plan-verdict'), 'Fits');
+  await page.click('#plan-apply-0');
+  assert.match(await page.textContent('#fit-verdict'), /^Fits by the step's peak: 66\.6 of 85\.9 GB used/);
+  await urlMatches(page, /offopt=1/);
+  // Fitting now, the panel has nothing to say.
+  await page.waitForFunction(() => document.querySelector('#make-it-fit').hidden);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
