@@ -6,7 +6,7 @@ use super::canvas::Charts;
 use super::reactive::{on_click, text};
 use super::State;
 use crate::detailed::planner::{make_it_fit, Change, Plan};
-use crate::state::{Mode, PageState};
+use crate::state::{Mode, PageState, GPU_PRESETS};
 use leptos::prelude::*;
 
 /// How long the state must rest before the planner searches (ms): the
@@ -98,14 +98,25 @@ pub fn MakeItFit() -> impl IntoView {
         })
     };
     let shown = move || current().is_some_and(|p| p.is_none_or(|p| !p.fits_now));
+    // A bigger card, named as the picker names them (memory as sold).
+    let card = |need: f64| {
+        GPU_PRESETS
+            .iter()
+            .find(|(gib, _)| gib * (1u64 << 30) as f64 >= need)
+            .map_or(String::new(), |(gib, cards)| {
+                format!(" As it is, it fits a {gib} GB card as sold ({cards}).")
+            })
+    };
     let status = move || match current() {
         Some(None) => "Searching for what would make it fit…".to_string(),
-        Some(Some(p)) if !p.changes.iter().any(|c| c.fits) => {
-            "Nothing the planner tries makes it fit this GPU; the closest changes are below.".into()
-        }
-        Some(Some(_)) => {
-            "Each change priced by the model (the step's peak), the ones that fit first.".into()
-        }
+        Some(Some(p)) if !p.changes.iter().any(|c| c.fits) => format!(
+            "Nothing the planner tries makes it fit this GPU; the closest changes are below.{}",
+            card(p.need)
+        ),
+        Some(Some(p)) => format!(
+            "Each change priced by the model (the step's peak), the ones that fit first.{}",
+            card(p.need)
+        ),
         None => String::new(),
     };
     let rows = move || {

@@ -82,6 +82,63 @@ pub struct Plan {
     pub changes: Vec<Change>,
 }
 
+/// What sharding over more GPUs costs.
+const ZERO3_COST: &str = "more GPUs; weights gathered for every micro-batch";
+/// What tensor parallelism costs.
+const TP_COST: &str = "more GPUs on fast links (within a node); collectives in every layer";
+
+/// ZeRO-3 over `N` data-parallel GPUs, each with the reader's micro-batch
+/// (so the batch grows N-fold), from one GPU.
+fn zero3<const N: u64>(c: &DetailedConfig) -> Option<DetailedConfig> {
+    (c.parallel.dp == 1 && c.parallel.tp == 1 && c.parallel.pp == 1).then(|| {
+        let mut n = *c;
+        n.parallel.dp = N;
+        n.parallel.zero = 3;
+        n.batch = c.batch * N;
+        n
+    })
+}
+
+/// Tensor parallelism over `N` GPUs with sequence parallelism, where the
+/// heads divide.
+fn tp<const N: u64>(c: &DetailedConfig) -> Option<DetailedConfig> {
+    (c.parallel.tp == 1 && c.arch.heads.is_multiple_of(N) && c.arch.kv_heads.is_multiple_of(N))
+        .then(|| {
+            let mut n = *c;
+            n.parallel.tp = N;
+            n.parallel.sp = true;
+            n
+        })
+}
+
+/// Of a family of levers that differ by their GPUs ("ZeRO-3 over 2, 4, 8…
+/// GPUs"), only the fewest GPUs that fit are worth showing; when none
+/// fits, the one that comes closest.
+fn fewest_gpus(changes: Vec<Change>) -> Vec<Change> {
+    let family = |c: &Change| {
+        ["ZeRO-3 over ", "tensor parallelism over "]
+            .into_iter()
+            .find(|f| c.name.starts_with(f) && !c.name.contains(" + "))
+    };
+    let best = |f: &str| {
+        let members = changes.iter().filter(|c| family(c) == Some(f));
+        members
+            .clone()
+            .filter(|c| c.fits)
+            .min_by_key(|c| c.gpus)
+            .or_else(|| members.min_by(|a, b| a.need.total_cmp(&b.need)))
+            .map(|c| c.name.clone())
+    };
+    let keep: Vec<Option<String>> = ["ZeRO-3 over ", "tensor parallelism over "]
+        .into_iter()
+        .map(best)
+        .collect();
+    changes
+        .into_iter()
+        .filter(|c| family(c).is_none() || keep.contains(&Some(c.name.clone())))
+        .collect()
+}
+
 fn levers() -> Vec<Lever> {
     let lever = |name: &str,
                  cost: &'static str,
@@ -168,33 +225,25 @@ fn levers() -> Vec<Lever> {
                 })
             },
         ),
+        lever("ZeRO-3 over 2 GPUs", ZERO3_COST, zero3::<2>),
+        lever("ZeRO-3 over 4 GPUs", ZERO3_COST, zero3::<4>),
+        lever("ZeRO-3 over 8 GPUs", ZERO3_COST, zero3::<8>),
+        lever("ZeRO-3 over 16 GPUs", ZERO3_COST, zero3::<16>),
+        lever("ZeRO-3 over 64 GPUs", ZERO3_COST, zero3::<64>),
         lever(
-            "ZeRO-3 over 8 GPUs",
-            "8 GPUs; weights gathered for every micro-batch",
-            |c| {
-                (c.parallel.dp == 1 && c.parallel.tp == 1 && c.parallel.pp == 1).then(|| {
-                    let mut n = *c;
-                    n.parallel.dp = 8;
-                    n.parallel.zero = 3;
-                    n.batch = c.batch * 8;
-                    n
-                })
-            },
+            "tensor parallelism over 2 GPUs, with sequence parallelism",
+            TP_COST,
+            tp::<2>,
+        ),
+        lever(
+            "tensor parallelism over 4 GPUs, with sequence parallelism",
+            TP_COST,
+            tp::<4>,
         ),
         lever(
             "tensor parallelism over 8 GPUs, with sequence parallelism",
-            "8 GPUs on fast links; collectives in every layer",
-            |c| {
-                (c.parallel.tp == 1
-                    && c.arch.heads.is_multiple_of(8)
-                    && c.arch.kv_heads.is_multiple_of(8))
-                .then(|| {
-                    let mut n = *c;
-                    n.parallel.tp = 8;
-                    n.parallel.sp = true;
-                    n
-                })
-            },
+            TP_COST,
+            tp::<8>,
         ),
         lever(
             "LoRA (rank 16, every projection) instead of full fine-tuning",
@@ -373,6 +422,7 @@ pub fn make_it_fit(cfg: &DetailedConfig, capacity: f64, overhead: Option<&Overhe
         }
     }
     changes.extend(pairs);
+    let mut changes = fewest_gpus(changes);
     // Those that fit first; then fewer GPUs, less compute, more room.
     changes.sort_by(|x, y| {
         y.fits
@@ -464,7 +514,22 @@ mod tests {
                 .filter(|c| c.fits && !c.name.contains(" + "))
                 .map(|c| c.name.clone())
                 .collect();
-            let (mut a, mut b) = (brute.clone(), singles);
+            // Of the GPU families, only the fewest GPUs that fit are kept.
+            fn gpus_of(name: &str) -> Option<(&str, u64)> {
+                let (family, rest) = name.split_once(" over ")?;
+                Some((family, rest.split(' ').next()?.parse().ok()?))
+            }
+            let kept: Vec<String> = brute
+                .iter()
+                .filter(|n| match gpus_of(n) {
+                    None => true,
+                    Some((f, g)) => !brute
+                        .iter()
+                        .any(|m| gpus_of(m).is_some_and(|(f2, g2)| f2 == f && g2 < g)),
+                })
+                .cloned()
+                .collect();
+            let (mut a, mut b) = (kept, singles);
             a.sort();
             b.sort();
             assert_eq!(a, b, "seq {seq}, {cap}");
@@ -502,9 +567,19 @@ mod tests {
         let full = find("full recomputation").unwrap();
         assert!(!full.fits && full.term == "activations");
         assert!((full.compute - 4.0 / 3.0).abs() < 0.05, "{}", full.compute);
-        let zero3 = find("ZeRO-3 over 8 GPUs").unwrap();
-        assert_eq!(zero3.gpus, 8);
+        // ZeRO-3 over the fewest GPUs that fit, and half as many would not.
+        let zero3 = plan
+            .changes
+            .iter()
+            .find(|c| c.name.starts_with("ZeRO-3 over "))
+            .unwrap();
         assert!(zero3.fits && zero3.term == "optimizer_state");
+        let half = zero3.gpus / 2;
+        let mut fewer = dead_end();
+        fewer.parallel.dp = half;
+        fewer.parallel.zero = 3;
+        fewer.batch = half;
+        assert!(need(&fewer, None).unwrap() > H100, "{} GPUs", half);
         // LoRA alone keeps 8,192 tokens of stock-transformers activations:
         // 106.6 GB, over the card.
         let lora = find("LoRA (rank 16, every projection) instead of full fine-tuning").unwrap();
