@@ -39,7 +39,7 @@ impl GpuCapacity {
 /// GPUs by the memory printed on the box. Vendors' "80 GB" is 80 GiB of
 /// memory (A100 80GB: 81 920 MiB in `nvidia-smi`), so each preset is that
 /// many GiB; a few hundred MiB of it are reserved by the driver in practice.
-pub const GPU_PRESETS: [(f64, &str); 8] = [
+pub const GPU_PRESETS: [(f64, &str); 10] = [
     (16.0, "V100 16GB, T4"),
     (24.0, "RTX 4090, A10, L4"),
     (40.0, "A100 40GB"),
@@ -47,7 +47,9 @@ pub const GPU_PRESETS: [(f64, &str); 8] = [
     (80.0, "A100 / H100 80GB"),
     (94.0, "H100 NVL"),
     (141.0, "H200"),
-    (192.0, "MI300X, B200"),
+    (180.0, "B200"),
+    (192.0, "MI300X"),
+    (256.0, "MI325X"),
 ];
 
 /// Which input the sweep chart varies.

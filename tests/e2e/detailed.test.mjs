@@ -304,7 +304,7 @@ test('the issue\'s dead end: "Make it fit" lists what would, and one click appli
   assert.match(await page.textContent('#fit-verdict'), /^Does not fit by the step's peak by 93\.1 GB/);
   await page.waitForSelector('#plan-apply-0');
   assert.equal(await page.textContent('#plan-status'),
-    'Each change priced by the model (the step\'s peak), the ones that fit first. As it is, it fits a 192 GB card as sold (MI300X, B200).');
+    'Each change priced by the model (the step\'s peak), the ones that fit first. As it is, it fits a 180 GB card as sold (B200).');
   const first = await page.textContent('#make-it-fit li:first-child .plan-summary');
   assert.match(first, /^optimizer offloaded to the CPU \(ZeRO-Offload\): needs 66\.6 GB, saves 112\.4 GB of optimizer state; 1 GPU; compute ×1\.00\./);
   assert.equal(await page.textContent('#make-it-fit li:first-child .plan-verdict'), 'Fits');
