@@ -39,7 +39,7 @@ fn preset_names() -> Vec<&'static str> {
 /// (lesson)" and "Output" — --model, --arch, --precision, --dp, … —
 /// switches to the detailed model, per GPU.
 #[derive(Parser, Debug, Default)]
-#[command(name = "membudget", version, about, long_about = None, allow_negative_numbers = true)]
+#[command(name = "membudget", version, about, long_about = None, allow_negative_numbers = true, args_override_self = true)]
 pub struct Args {
     /// The lesson's model.
     #[command(flatten)]

@@ -658,3 +658,17 @@ fn every_change_reruns_to_its_figures() {
         );
     }
 }
+
+/// A flag given twice takes its last value, so a planner row's flags can
+/// be added to a command that already sets them.
+#[test]
+fn the_last_of_a_repeated_flag_wins() {
+    let once = membudget(&[
+        "--model", "gpt2", "--batch", "4", "--dp", "2", "--zero", "1", "--json",
+    ]);
+    let twice = membudget(&[
+        "--model", "gpt2", "--batch", "4", "--dp", "2", "--zero", "0", "--zero", "1", "--json",
+    ]);
+    assert_eq!(once.0, 0, "{}", once.2);
+    assert_eq!(once, twice);
+}

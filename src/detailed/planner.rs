@@ -416,7 +416,7 @@ pub fn make_it_fit(cfg: &DetailedConfig, capacity: f64, overhead: Option<&Overhe
             let Some(to) = (a.apply)(cfg).and_then(|c| (b.apply)(&c)) else {
                 continue;
             };
-            if let Some(c) = change(vec![a, b], to).filter(|c| c.fits) {
+            if let Some(c) = change(vec![a, b], to).filter(|c| c.fits && c.saved > 0.0) {
                 pairs.push(c);
             }
         }
@@ -539,7 +539,10 @@ mod tests {
             for (i, x) in all.iter().enumerate() {
                 for y in &all[i + 1..] {
                     let to = (x.apply)(&cfg).and_then(|c| (y.apply)(&c));
-                    let fits = to.and_then(|t| need(&t, None)).is_some_and(|n| n <= cap);
+                    let now = need(&cfg, None).unwrap();
+                    let fits = to
+                        .and_then(|t| need(&t, None))
+                        .is_some_and(|n| n <= cap && n < now);
                     if !alone(x) && !alone(y) && fits {
                         brute_pairs.push(format!("{} + {}", x.name, y.name));
                     }
