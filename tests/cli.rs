@@ -629,10 +629,10 @@ fn every_change_reruns_to_its_figures() {
     ];
     let (code, out, err) = membudget(&base);
     assert_eq!(code, 0, "{err}");
-    let fit = serde_json::from_str::<DetailedReport>(&out)
-        .unwrap()
-        .fit
-        .unwrap();
+    let report = serde_json::from_str::<DetailedReport>(&out).unwrap();
+    // The document with the planner's rows reads back to the same text.
+    assert_eq!(serde_json::to_string_pretty(&report).unwrap() + "\n", out);
+    let fit = report.fit.unwrap();
     assert!(!fit.fits);
     assert!(
         fit.changes.iter().filter(|c| c.fits).count() >= 3,
