@@ -230,13 +230,16 @@ fn overhead_input(
 
 const PRECISIONS: [Precision; 3] = [Precision::Mixed, Precision::Bf16, Precision::Fp32];
 const PRECISION_NAMES: &[&str] = &["Mixed: bf16 + fp32 master", "Pure bf16", "fp32"];
-const OPTIMIZERS: [Optimizer; 6] = [
+const OPTIMIZERS: [Optimizer; 9] = [
     Optimizer::AdamW,
     Optimizer::Sgd,
     Optimizer::SgdMomentum,
     Optimizer::Adam8bit,
     Optimizer::PagedAdamW,
     Optimizer::PagedAdam8bit,
+    Optimizer::Lion,
+    Optimizer::Muon,
+    Optimizer::Adafactor,
 ];
 const OPTIMIZER_NAMES: &[&str] = &[
     "AdamW",
@@ -245,6 +248,9 @@ const OPTIMIZER_NAMES: &[&str] = &[
     "8-bit Adam",
     "Paged AdamW (bitsandbytes)",
     "Paged 8-bit AdamW (bitsandbytes)",
+    "Lion",
+    "Muon (AdamW on embeddings, head, norms)",
+    "Adafactor",
 ];
 const QUANTS: [BaseQuant; 4] = [
     BaseQuant::None,

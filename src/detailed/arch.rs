@@ -394,6 +394,35 @@ impl Architecture {
         }
     }
 
+    /// The weight matrices of one layer of a dense model without latent
+    /// attention, as (rows, columns): what Muon orthogonalizes and Adafactor
+    /// factors. `None` for experts (3-D tensors) and latent attention.
+    pub fn layer_matrices(&self) -> Option<Vec<(u64, u64)>> {
+        if self.moe.is_some() || self.mla.is_some() {
+            return None;
+        }
+        let (h, f, q, kv) = (self.hidden, self.ffn, self.q_dim(), self.kv_dim());
+        Some(match self.family {
+            // Conv1D weights are (in, out): c_attn, c_proj, c_fc, c_proj.
+            Family::Gpt2 => vec![(h, 3 * h), (h, h), (h, f), (f, h)],
+            // q, k, v, o; gate, up, down (`nn.Linear` weights are (out, in)).
+            Family::Llama => vec![(q, h), (kv, h), (kv, h), (h, q), (f, h), (f, h), (h, f)],
+        })
+    }
+
+    /// The model's matrices outside the layers, as (rows, columns): the
+    /// embedding, the output layer unless tied, GPT-2's learned positions.
+    pub fn outer_matrices(&self) -> Vec<(u64, u64)> {
+        let mut m = vec![(self.vocab, self.hidden)];
+        if !self.tied_embeddings {
+            m.push((self.vocab, self.hidden));
+        }
+        if self.family == Family::Gpt2 {
+            m.push((self.positions, self.hidden));
+        }
+        m
+    }
+
     /// Input and output widths of one adaptable projection.
     pub(super) fn projection(&self, target: u8) -> (u64, u64) {
         let (h, f) = (self.hidden, self.ffn);

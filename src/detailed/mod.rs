@@ -86,6 +86,19 @@ pub enum Optimizer {
     PagedAdamW,
     /// Paged 8-bit AdamW (`PagedAdamW8bit`): 8-bit Adam's state, paged.
     PagedAdam8bit,
+    /// Lion (Chen et al. 2023, "Symbolic Discovery of Optimization
+    /// Algorithms", Algorithm 2): one moment per parameter, as
+    /// `lion-pytorch` and bitsandbytes keep it.
+    Lion,
+    /// Muon (Jordan et al. 2024; `torch.optim.Muon`) on the layers' weight
+    /// matrices, one momentum buffer each, and AdamW on the rest
+    /// (embeddings, output layer, norms and biases): the usual split, since
+    /// Muon orthogonalizes 2-D updates only.
+    Muon,
+    /// Adafactor (Shazeer & Stern 2018; `torch.optim.Adafactor`): the
+    /// second moment of each matrix factored into a row and a column
+    /// vector, of each vector kept whole; no first moment.
+    Adafactor,
 }
 
 impl Optimizer {
@@ -248,7 +261,8 @@ choices!(Family, "architecture", "gpt2" => Family::Gpt2, "llama" => Family::Llam
 choices!(Precision, "precision", "mixed" => Precision::Mixed, "bf16" => Precision::Bf16, "fp32" => Precision::Fp32);
 choices!(Optimizer, "optimizer", "adamw" => Optimizer::AdamW, "sgd" => Optimizer::Sgd,
     "sgd-momentum" => Optimizer::SgdMomentum, "adam8bit" => Optimizer::Adam8bit,
-    "paged-adamw" => Optimizer::PagedAdamW, "paged-adam8bit" => Optimizer::PagedAdam8bit);
+    "paged-adamw" => Optimizer::PagedAdamW, "paged-adam8bit" => Optimizer::PagedAdam8bit,
+    "lion" => Optimizer::Lion, "muon" => Optimizer::Muon, "adafactor" => Optimizer::Adafactor);
 choices!(BaseQuant, "quantized base", "none" => BaseQuant::None,
     "nf4" => BaseQuant::Nf4 { double_quant: true }, "nf4-nodq" => BaseQuant::Nf4 { double_quant: false },
     "int8" => BaseQuant::Int8);
@@ -446,6 +460,14 @@ fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
         }
         if a.family == Family::Gpt2 && cfg.lora_targets.0 & LoraTargets::GATE != 0 {
             return err("GPT-2 has no gate projection");
+        }
+    }
+    if matches!(cfg.optimizer, Optimizer::Muon | Optimizer::Adafactor) {
+        if a.layer_matrices().is_none() {
+            return err("Muon and Adafactor are modelled for dense models without latent attention (the experts' 3-D tensors and MLA's matrices are not enumerated yet)");
+        }
+        if cfg.lora_rank.is_some() {
+            return err("Muon and Adafactor with LoRA are not modelled: choose AdamW, Lion or 8-bit Adam for adapters");
         }
     }
     if a.kv_heads == 0 || !a.heads.is_multiple_of(a.kv_heads) {

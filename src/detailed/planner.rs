@@ -192,6 +192,19 @@ fn levers() -> Vec<Lever> {
             },
         ),
         lever(
+            "Adafactor instead of AdamW",
+            "no first moment and a factored second one (Shazeer & Stern 2018): a different optimizer",
+            |c| {
+                (c.optimizer == Optimizer::AdamW
+                    && c.lora_rank.is_none()
+                    && c.arch.layer_matrices().is_some())
+                .then_some(DetailedConfig {
+                    optimizer: Optimizer::Adafactor,
+                    ..*c
+                })
+            },
+        ),
+        lever(
             "half the micro-batch, twice the accumulation",
             "smaller matrix multiplies, twice the passes per step",
             |c| {

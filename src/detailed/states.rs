@@ -66,6 +66,34 @@ pub(super) fn update_bytes(cfg: &DetailedConfig) -> f64 {
     }
 }
 
+/// Values (not bytes) of optimizer state for the whole model, for the
+/// optimizers whose state is not a whole number of values per parameter:
+/// Muon keeps one momentum per value of the layers' matrices and AdamW's two
+/// moments for the rest (`torch.optim.Muon`, `_single_tensor_muon`:
+/// `momentum_buffer`); Adafactor a row and a column vector per matrix and
+/// the whole variance of a vector (`torch.optim.Adafactor`: `row_var`,
+/// `col_var`, `variance`). Measured to the byte
+/// (`tests/fixtures/measure_optimizers.py`). `None` where the matrices are
+/// not enumerated (experts, latent attention).
+pub(super) fn state_values(cfg: &DetailedConfig) -> Option<f64> {
+    let a = &cfg.arch;
+    let per_layer = a.layer_matrices()?;
+    let layers = a.layers as f64;
+    let hidden: f64 = per_layer.iter().map(|(r, c)| (r * c) as f64).sum::<f64>() * layers;
+    let params = a.params() as f64;
+    match cfg.optimizer {
+        Optimizer::Muon => Some(hidden + 2.0 * (params - hidden)),
+        Optimizer::Adafactor => {
+            let outer = a.outer_matrices();
+            let matrices = hidden + outer.iter().map(|(r, c)| (r * c) as f64).sum::<f64>();
+            let factored = per_layer.iter().map(|(r, c)| (r + c) as f64).sum::<f64>() * layers
+                + outer.iter().map(|(r, c)| (r + c) as f64).sum::<f64>();
+            Some(factored + (params - matrices))
+        }
+        _ => None,
+    }
+}
+
 /// Optimizer-state bytes per trained parameter.
 ///
 /// AdamW keeps two moments (Loshchilov & Hutter 2019), in the parameters'
@@ -89,6 +117,14 @@ fn state_bytes(cfg: &DetailedConfig) -> f64 {
         // bitsandbytes' 32-bit optimizers keep fp32 state whatever the
         // parameters' dtype (`Optimizer2State`, `state1`/`state2` float32).
         (Optimizer::PagedAdamW, _) => 8.0,
+        // One moment in the parameters' (or the master's) dtype:
+        // `lion-pytorch`'s `exp_avg = torch.zeros_like(p)`.
+        (Optimizer::Lion, Precision::Bf16) => 2.0,
+        (Optimizer::Lion, _) => 4.0,
+        (Optimizer::Muon | Optimizer::Adafactor, p) => {
+            let dtype = if p == Precision::Bf16 { 2.0 } else { 4.0 };
+            dtype * state_values(cfg).unwrap_or(0.0) / cfg.arch.params() as f64
+        }
     }
 }
 
@@ -109,9 +145,22 @@ pub(super) fn trained_tensors(cfg: &DetailedConfig) -> u64 {
     }
 }
 
-/// Whether the optimizer keeps PyTorch's per-tensor `step` counters.
-pub(super) fn keeps_step_tensors(cfg: &DetailedConfig) -> bool {
-    cfg.profile == Profile::Hf && cfg.optimizer == Optimizer::AdamW
+/// PyTorch's per-tensor fp32 `step` counters the optimizer keeps: AdamW's
+/// and Adafactor's for every trained tensor, Muon's AdamW part's for the
+/// tensors outside the layers' matrices (Muon keeps none), under the
+/// stock-`transformers` profile.
+pub(super) fn step_tensor_count(cfg: &DetailedConfig) -> u64 {
+    if cfg.profile != Profile::Hf {
+        return 0;
+    }
+    match cfg.optimizer {
+        Optimizer::AdamW | Optimizer::Adafactor => trained_tensors(cfg),
+        Optimizer::Muon => {
+            let matrices = cfg.arch.layer_matrices().map_or(0, |m| m.len() as u64);
+            trained_tensors(cfg) - matrices * cfg.arch.layers
+        }
+        _ => 0,
+    }
 }
 
 /// Parameters on one GPU before ZeRO: (outside the routed experts, routed
@@ -151,11 +200,7 @@ pub(super) fn model_states_on_gpu(cfg: &DetailedConfig, offload: bool) -> ModelS
         0.0
     };
     let split = (par.tp * par.pp) as f64;
-    let step_tensors = if keeps_step_tensors(cfg) {
-        4.0 * trained_tensors(cfg) as f64 / split
-    } else {
-        0.0
-    };
+    let step_tensors = 4.0 * step_tensor_count(cfg) as f64 / split;
     // A state `bytes` per value, partitioned by ZeRO from `stage` on.
     let state = |bytes: f64, stage: u8| match cfg.lora_rank {
         Some(_) => trained_params(cfg) / split * bytes / par.zero_divisor(stage),

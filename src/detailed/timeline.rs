@@ -686,6 +686,42 @@ pub fn timeline(cfg: &DetailedConfig, opts: &StepOptions) -> Result<StepTimeline
             (Optimizer::AdamW, AdamImpl::Foreach) => {
                 trained_params(cfg) * update_bytes(cfg) / shard
             }
+            // `lion-pytorch`: `exp_avg.clone().mul_(β1).add(grad, 1 − β1)`,
+            // two tensors of the parameter's size (measured exact).
+            (Optimizer::Lion, _) => {
+                2.0 * largest_trained(cfg) * update_bytes(cfg) / par.zero_divisor(1)
+            }
+            // Adafactor's `var_estimate = row_var @ col_var`, one tensor of
+            // the parameter's size (modelled; on the CPU its reductions add
+            // a buffer the measurement shows, not modelled).
+            (Optimizer::Adafactor, _) => {
+                largest_trained(cfg) * update_bytes(cfg) / par.zero_divisor(1)
+            }
+            // The larger of AdamW's per-parameter loop over the tensors
+            // outside the layers (two of the embedding's size) and Muon's
+            // Newton–Schulz iteration on the largest layer matrix m × n
+            // (m ≤ n): `grad.lerp(buf)` in the parameter's dtype, the bf16
+            // iterate twice while it is replaced, and the bf16 m × m Gram
+            // matrix and its update (`_zeropower_via_newtonschulz`).
+            (Optimizer::Muon, _) => {
+                let tp = par.tp as f64;
+                let outer = (cfg.arch.vocab * cfg.arch.hidden) as f64 / tp;
+                let (m, n) = cfg
+                    .arch
+                    .layer_matrices()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(r, c)| (r.min(c) as f64, r.max(c) as f64))
+                    .fold((0.0, 0.0), |best: (f64, f64), mn| {
+                        if mn.0 * mn.1 > best.0 * best.1 {
+                            mn
+                        } else {
+                            best
+                        }
+                    });
+                let ns = m * n * (update_bytes(cfg) + 4.0) + 4.0 * m * m;
+                (2.0 * outer * update_bytes(cfg)).max(ns / tp) / par.zero_divisor(1)
+            }
             _ => 0.0,
         };
         // CPU Adam runs on the host.

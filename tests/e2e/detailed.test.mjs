@@ -316,3 +316,22 @@ test('the issue\'s dead end: "Make it fit" lists what would, and one click appli
   assert.deepEqual(problems, []);
   await context.close();
 });
+
+test('Lion, Muon and Adafactor from the optimizer select and the address', async () => {
+  // Llama-2-7B, mixed precision: the optimizer runs on the fp32 master.
+  const { page, problems, context } = await open('?mode=detailed&model=llama-2-7b&opt=lion');
+  const params = 6738415616;
+  assert.equal((await bytes(page)).optimizer_state, params * 4);
+  await page.evaluate(() => { document.getElementById('optimizer-select').closest('details').open = true; });
+  await page.selectOption('#optimizer-select', '8');
+  await urlMatches(page, /opt=adafactor/);
+  // A row and a column per matrix: a few megabytes for 6.7 B parameters.
+  const adafactor = (await bytes(page)).optimizer_state;
+  assert.ok(adafactor > 1e6 && adafactor < 20e6, String(adafactor));
+  await page.selectOption('#optimizer-select', '7');
+  await urlMatches(page, /opt=muon/);
+  const muon = (await bytes(page)).optimizer_state;
+  assert.ok(muon > params * 4 && muon < params * 8, String(muon));
+  assert.deepEqual(problems, []);
+  await context.close();
+});
