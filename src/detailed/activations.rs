@@ -105,10 +105,17 @@ fn moe_mlp(cfg: &DetailedConfig, n: f64, m: Moe) -> (f64, f64, f64) {
                 // and expert mask are saved too, but by nodes whose outputs
                 // only pick indices: they are freed before forward ends.
                 Router::DeepSeek => {
+                    // The weight is already fp32 where `transformers` keeps
+                    // it so (a pure 16-bit model, stock profile): no copy.
+                    let weight_copy = if super::states::router_values_fp32(cfg) > 0.0 {
+                        0.0
+                    } else {
+                        4.0 * e * h
+                    };
                     let upcast = if p == 4.0 {
                         0.0
                     } else {
-                        4.0 * n * h + 4.0 * e * h
+                        4.0 * n * h + weight_copy
                     };
                     upcast + 4.0 * n * e + 8.0 * nk + renorm
                 }

@@ -94,6 +94,26 @@ pub(super) fn state_values(cfg: &DetailedConfig) -> Option<f64> {
     }
 }
 
+/// Router weights the stock-`transformers` profile keeps in fp32 in a
+/// pure 16-bit model (values, whole model): DeepSeek-V3's `gate.weight`,
+/// E × h per MoE layer (`DeepseekV3PreTrainedModel._keep_in_fp32_modules_strict`;
+/// measured in `tests/fixtures/moe_measured.tsv`'s bf16 rows). None
+/// otherwise (other routers follow the model's dtype; with LoRA the router
+/// is frozen and stored as loaded, not modelled here).
+pub(super) fn router_values_fp32(cfg: &DetailedConfig) -> f64 {
+    match cfg.arch.moe {
+        Some(m)
+            if m.router == super::Router::DeepSeek
+                && cfg.profile == Profile::Hf
+                && cfg.precision == Precision::Bf16
+                && cfg.lora_rank.is_none() =>
+        {
+            (m.experts * cfg.arch.hidden * cfg.arch.moe_layers()) as f64
+        }
+        _ => 0.0,
+    }
+}
+
 /// Optimizer-state bytes per trained parameter.
 ///
 /// AdamW keeps two moments (Loshchilov & Hutter 2019), in the parameters'
@@ -229,11 +249,23 @@ pub(super) fn model_states_on_gpu(cfg: &DetailedConfig, offload: bool) -> ModelS
         Some(_) => frozen / par.zero_divisor(3) + state(adapter_bytes, 3),
         None => state(wb, 3),
     } + reference / par.zero_divisor(3);
+    // DeepSeek-V3's router weight stays fp32 in a 16-bit model as
+    // `transformers` loads it (`_keep_in_fp32_modules_strict`: `gate.weight`),
+    // so its gradient and AdamW's moments of it are fp32 too.
+    let router = router_values_fp32(cfg) / (par.pp as f64);
+    // AdamW's moments of an fp32 weight are fp32 (`zeros_like`).
+    let router_moments = if cfg.optimizer == Optimizer::AdamW {
+        router * (8.0 - state_bytes(cfg))
+    } else {
+        0.0
+    };
     let mut s = ModelStates {
-        params,
-        grads: state(grad_bytes(cfg), 2),
+        params: params + router * (4.0 - wb) / par.zero_divisor(3),
+        grads: state(grad_bytes(cfg), 2) + router * (4.0 - grad_bytes(cfg)) / par.zero_divisor(2),
         master_weights: state(master_bytes, 1),
-        optimizer_state: state(state_bytes(cfg), 1) + step_tensors / par.zero_divisor(1),
+        optimizer_state: state(state_bytes(cfg), 1)
+            + step_tensors / par.zero_divisor(1)
+            + router_moments / par.zero_divisor(1),
     };
     if offload && cfg.offload.optimizer {
         // CPU Adam updates on the host: the fp32 master, the moments and the
