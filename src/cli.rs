@@ -221,6 +221,10 @@ pub struct ParallelArgs {
     /// Pipeline stages (1F1B), 1–256 [default: 1].
     #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=256))]
     pub pp: Option<u64>,
+    /// Virtual stages per pipeline GPU for the interleaved 1F1B schedule,
+    /// 1–64 (layers divisible by pp × vp) [default: 1, plain 1F1B].
+    #[arg(long, value_name = "V", value_parser = value_parser!(u64).range(1..=64))]
+    pub vp: Option<u64>,
     /// Mixture of experts: expert-parallel GPUs (ep × etp must divide dp ×
     /// tp), 1–4096 [default: 1].
     #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=4096))]
@@ -371,6 +375,7 @@ impl Args {
             || par.tp.is_some()
             || par.sp
             || par.pp.is_some()
+            || par.vp.is_some()
             || par.ep.is_some()
             || par.etp.is_some()
             || f.lora_rank.is_some()
@@ -593,6 +598,7 @@ impl Args {
         cfg.parallel.tp = par.tp.unwrap_or(1);
         cfg.parallel.sp = par.sp;
         cfg.parallel.pp = par.pp.unwrap_or(1);
+        cfg.parallel.vp = par.vp.unwrap_or(1);
         cfg.parallel.ep = par.ep.unwrap_or(1);
         cfg.parallel.etp = par.etp.unwrap_or(1);
         if let Some(i) = k.experts_impl {

@@ -175,6 +175,8 @@ pub struct ParallelInputs {
     pub sp: bool,
     /// Pipeline stages.
     pub pp: u64,
+    /// Virtual stages per pipeline GPU (1: plain 1F1B).
+    pub vp: u64,
     /// Expert parallel.
     pub ep: u64,
     /// Expert tensor parallel.
@@ -484,6 +486,7 @@ impl DetailedReport {
                     tp: p.tp,
                     sp: p.sp,
                     pp: p.pp,
+                    vp: p.vp,
                     ep: p.ep,
                     etp: p.etp,
                 },

@@ -106,7 +106,7 @@ pub fn decode_with(query: &str, to_f64: ToF64) -> Decoded {
 /// The detailed settings that are a whole number in a range: key, least,
 /// most, and where it goes.
 type Count = (&'static str, u64, u64, fn(&mut DetailedOptions) -> &mut u64);
-const COUNTS: [Count; 11] = [
+const COUNTS: [Count; 12] = [
     ("heads", 1, 1024, |d| &mut d.arch.heads),
     ("kv", 1, 1024, |d| &mut d.arch.kv_heads),
     ("ffn", 1, 1 << 20, |d| &mut d.arch.ffn),
@@ -116,6 +116,7 @@ const COUNTS: [Count; 11] = [
     ("dp", 1, 4096, |d| &mut d.parallel.dp),
     ("tp", 1, 512, |d| &mut d.parallel.tp),
     ("pp", 1, 256, |d| &mut d.parallel.pp),
+    ("vp", 1, 64, |d| &mut d.parallel.vp),
     ("ep", 1, 4096, |d| &mut d.parallel.ep),
     ("etp", 1, 512, |d| &mut d.parallel.etp),
 ];
@@ -483,6 +484,7 @@ fn encode_detailed(state: &PageState, out: &mut form_urlencoded::Serializer<'_, 
     pair("tp", &p.tp.to_string(), "1");
     pair("sp", flag(p.sp), "0");
     pair("pp", &p.pp.to_string(), "1");
+    pair("vp", &p.vp.to_string(), "1");
     pair("ep", &p.ep.to_string(), "1");
     pair("etp", &p.etp.to_string(), "1");
     pair("lorat", &d.lora_targets.names(), &def.lora_targets.names());

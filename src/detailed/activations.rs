@@ -598,8 +598,9 @@ pub(super) struct Saved {
 /// GPU keeps the layer in flight, copied back for its backward.
 pub(super) fn offloaded(cfg: &DetailedConfig) -> f64 {
     let s = saved(cfg);
-    // The first pipeline stage holds p micro-batches' layers.
-    cfg.parallel.stage_layers(&cfg.arch) * cfg.parallel.pp as f64 * s.per_layer
+    // The first pipeline stage holds the micro-batches in flight.
+    let in_flight = cfg.parallel.first_stage_in_flight(cfg.accumulation_steps());
+    cfg.parallel.stage_layers(&cfg.arch) * in_flight * s.per_layer
 }
 
 /// What one micro-batch's forward pass keeps on one GPU.

@@ -470,6 +470,12 @@ fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
             return err("Muon and Adafactor with LoRA are not modelled: choose AdamW, Lion or 8-bit Adam for adapters");
         }
     }
+    if p.vp == 0 || p.vp > 64 {
+        return err("virtual pipeline stages must be 1 to 64");
+    }
+    if p.vp > 1 && (p.pp < 2 || !a.layers.is_multiple_of(p.pp * p.vp)) {
+        return err("the interleaved schedule (virtual stages above 1) needs pipeline stages and layers divisible by stages × virtual stages");
+    }
     if a.kv_heads == 0 || !a.heads.is_multiple_of(a.kv_heads) {
         return err("kv heads must divide the attention heads");
     }
@@ -601,7 +607,8 @@ pub fn estimate(cfg: &DetailedConfig) -> Result<DetailedBreakdown, DetailedError
         )
     } else {
         let layers = par.stage_layers(&cfg.arch);
-        let first = layers * par.pp as f64 * saved.per_layer + saved.embedding;
+        let in_flight = par.first_stage_in_flight(cfg.accumulation_steps());
+        let first = layers * in_flight * saved.per_layer + saved.embedding;
         let last = layers * saved.per_layer + saved.head + saved.logits;
         if first >= last {
             (first, 0.0)

@@ -16,6 +16,9 @@ pub struct Parallelism {
     pub sp: bool,
     /// Pipeline stages, p (1F1B schedule).
     pub pp: u64,
+    /// Virtual stages (model chunks) per pipeline GPU, v: 1 for 1F1B, more
+    /// for the interleaved 1F1B schedule (Narayanan et al. 2021, §2.2.2).
+    pub vp: u64,
     /// Expert parallelism: routed experts spread over this many GPUs.
     pub ep: u64,
     /// Expert tensor parallelism: each expert split over this many GPUs.
@@ -30,6 +33,7 @@ impl Default for Parallelism {
             tp: 1,
             sp: false,
             pp: 1,
+            vp: 1,
             ep: 1,
             etp: 1,
         }
@@ -73,6 +77,23 @@ impl Parallelism {
         (arch.layers as f64 / self.pp as f64).ceil()
     }
 
+    /// Micro-batches whose activations the first pipeline stage holds at
+    /// its peak, for `micro_batches` per step: under 1F1B min(m, p) (the
+    /// warm-up's forwards before the first backward); under the
+    /// interleaved schedule p · (1 + (p − 1)/(p · v)), the extra chunks'
+    /// forwards of its longer warm-up — Megatron-LM's
+    /// `interleaved_schedule_memory_penalty` and 1F1B discount
+    /// (`megatron/training/theoretical_memory_usage.py`,
+    /// `compute_activation_memory`).
+    pub fn first_stage_in_flight(&self, micro_batches: u64) -> f64 {
+        let p = self.pp as f64;
+        if self.vp > 1 {
+            p * (1.0 + (p - 1.0) / (p * self.vp as f64))
+        } else {
+            p.min(micro_batches.max(1) as f64)
+        }
+    }
+
     /// Divisor of the activations that only sequence parallelism splits
     /// (Korthikanti et al. 2022, §4.2.2): t with it, 1 without.
     pub fn sp_divisor(&self) -> f64 {
@@ -81,5 +102,44 @@ impl Parallelism {
         } else {
             1.0
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::detailed::{estimate, preset, DetailedConfig, Recompute};
+
+    /// The first stage's layer activations under the interleaved schedule
+    /// are 1F1B's times Megatron-LM's penalty 1 + (p − 1)/(p · v), for
+    /// GPT-3 175B's shape in Megatron's own set-up (selective recomputation,
+    /// sequence parallelism); and 1F1B holds min(m, p) micro-batches.
+    #[test]
+    fn interleaving_costs_megatrons_penalty() {
+        let arch = crate::detailed::Architecture::gpt2(96, 12288, 96, 51200);
+        for (p, v) in [(2u64, 2u64), (4, 2), (4, 4), (8, 3), (8, 12)] {
+            let mut cfg = DetailedConfig::new(arch, 2048, 64);
+            cfg.recompute = Recompute::Selective;
+            cfg.parallel.tp = 8;
+            cfg.parallel.sp = true;
+            cfg.parallel.pp = p;
+            cfg.micro_batch = Some(1);
+            // m = 64 micro-batches ≥ p: 1F1B holds p of them.
+            let plain = estimate(&cfg).unwrap().activations;
+            cfg.parallel.vp = v;
+            let interleaved = estimate(&cfg).unwrap().activations;
+            let penalty = 1.0 + (p as f64 - 1.0) / (p as f64 * v as f64);
+            // The embedding's saved input (one micro-batch's in the
+            // breakdown) is not multiplied: within 1 %.
+            let ratio = interleaved / plain;
+            assert!((ratio - penalty).abs() < 0.01, "p{p} v{v}: {ratio} vs {penalty}");
+        }
+        // 1F1B with fewer micro-batches than stages holds only those.
+        let mut cfg = DetailedConfig::new(preset("llama-2-7b").unwrap().arch, 2048, 2);
+        cfg.parallel.pp = 4;
+        cfg.micro_batch = Some(1);
+        let two = estimate(&cfg).unwrap().activations;
+        cfg.batch = 8;
+        let four = estimate(&cfg).unwrap().activations;
+        assert!((four / two - 2.0).abs() < 0.05, "{}", four / two);
     }
 }

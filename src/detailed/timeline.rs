@@ -641,7 +641,8 @@ pub fn timeline(cfg: &DetailedConfig, opts: &StepOptions) -> Result<StepTimeline
     let stages: Vec<(u64, bool, bool, f64)> = if par.pp == 1 {
         vec![(1, true, true, 1.0)]
     } else {
-        vec![(1, true, false, par.pp as f64), (par.pp, false, true, 1.0)]
+        let in_flight = par.first_stage_in_flight(cfg.accumulation_steps());
+        vec![(1, true, false, in_flight), (par.pp, false, true, 1.0)]
     };
     let mut walks = stages.into_iter().map(|(stage, first, last, in_flight)| {
         let mut walk = Walk {
