@@ -790,7 +790,7 @@ fn fit_lines(f: &FitReport) -> String {
     };
     let or_none = |v: Option<u64>| v.map_or("none".to_string(), |v| v.to_string());
     let mut out = format!(
-        "gpu: {}, {verdict}\nlargest micro-batch that fits: {} (no accumulation); largest sequence: {}\n",
+        "gpu: {}, {verdict}\nlargest micro-batch that fits: {} (same accumulation steps); largest sequence: {}\n",
         f.gpu,
         or_none(f.max_micro_batch),
         or_none(f.max_seq)

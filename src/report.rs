@@ -325,7 +325,8 @@ pub struct FitReport {
     pub need: u64,
     /// `need` ≤ `capacity`.
     pub fits: bool,
-    /// The largest micro-batch per GPU that fits (no accumulation), if any.
+    /// The largest micro-batch per GPU that fits (with the same
+    /// accumulation steps), if any.
     pub max_micro_batch: Option<u64>,
     /// The largest sequence length that fits, if any.
     pub max_seq: Option<u64>,

@@ -476,8 +476,9 @@ fn largest_fitting(max: u64, fits: impl Fn(u64) -> bool) -> Option<u64> {
 
 /// The largest micro-batch per GPU for which the peak of a training step of
 /// `cfg` (plus `overhead`, if given) fits in `capacity_bytes` (searched up
-/// to 4096; the peak grows with the micro-batch), or `None` when even one
-/// sequence does not fit.
+/// to 4096; the peak grows with the micro-batch), with `cfg`'s accumulation
+/// steps (so a pipeline keeps its micro-batches in flight), or `None` when
+/// even one sequence does not fit.
 pub fn max_micro_batch(
     cfg: &DetailedConfig,
     capacity_bytes: f64,
@@ -486,7 +487,7 @@ pub fn max_micro_batch(
     largest_fitting(4096, |m| {
         let c = DetailedConfig {
             micro_batch: Some(m),
-            batch: m * cfg.parallel.dp,
+            batch: m * cfg.parallel.dp * cfg.accumulation_steps(),
             ..*cfg
         };
         detailed_need(&c, overhead).is_some_and(|need| need <= capacity_bytes)

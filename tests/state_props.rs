@@ -293,3 +293,34 @@ fn applying_a_planned_change_gives_its_configuration() {
         }
     }
 }
+
+/// With a pipeline, the largest micro-batch that fits is solved with the
+/// reader's accumulation steps, so the first stage keeps its micro-batches
+/// in flight: that micro-batch fits, one more does not.
+#[test]
+fn largest_micro_batch_keeps_the_pipelines_micro_batches_in_flight() {
+    use membudget::detailed::{preset, DetailedConfig};
+    use membudget::state::{detailed_need, max_micro_batch};
+    let mut cfg = DetailedConfig::new(preset("llama-3.1-70b").unwrap().arch, 4096, 32);
+    cfg.attention = membudget::detailed::AttentionKernel::Flash;
+    cfg.dropout = false;
+    cfg.parallel.tp = 8;
+    cfg.parallel.sp = true;
+    cfg.parallel.pp = 4;
+    cfg.micro_batch = Some(1);
+    let capacity = 80.0 * (1u64 << 30) as f64;
+    let acc = cfg.accumulation_steps();
+    assert_eq!(acc, 32);
+    let m = max_micro_batch(&cfg, capacity, None).unwrap();
+    let at = |micro: u64| DetailedConfig {
+        micro_batch: Some(micro),
+        batch: micro * acc,
+        ..cfg
+    };
+    assert!(detailed_need(&at(m), None).unwrap() <= capacity);
+    assert!(detailed_need(&at(m + 1), None).unwrap() > capacity);
+    // With one micro-batch per step the pipeline would hold one, not four:
+    // the answer would be larger.
+    let alone = DetailedConfig { batch: 1, ..cfg };
+    assert!(max_micro_batch(&alone, capacity, None).unwrap() >= m);
+}

@@ -131,7 +131,10 @@ mod tests {
             // The embedding's saved input (one micro-batch's in the
             // breakdown) is not multiplied: within 1 %.
             let ratio = interleaved / plain;
-            assert!((ratio - penalty).abs() < 0.01, "p{p} v{v}: {ratio} vs {penalty}");
+            assert!(
+                (ratio - penalty).abs() < 0.01,
+                "p{p} v{v}: {ratio} vs {penalty}"
+            );
         }
         // 1F1B with fewer micro-batches than stages holds only those.
         let mut cfg = DetailedConfig::new(preset("llama-2-7b").unwrap().arch, 2048, 2);
