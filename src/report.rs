@@ -19,7 +19,8 @@
 
 use crate::budget::{Breakdown, TrainingConfig};
 use crate::detailed::{
-    self, AdamImpl, DetailedBreakdown, DetailedConfig, HostRam, OverheadBytes, StepTimeline,
+    self, AdamImpl, DetailedBreakdown, DetailedConfig, HostRam, Offload, OverheadBytes,
+    Parallelism, StepTimeline,
 };
 use serde::{Deserialize, Serialize};
 
@@ -162,40 +163,6 @@ pub struct ShapeInputs {
     pub top_k: Option<u64>,
 }
 
-/// Parallel degrees.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ParallelInputs {
-    /// Data parallel.
-    pub dp: u64,
-    /// ZeRO stage 0–3.
-    pub zero: u8,
-    /// Tensor parallel.
-    pub tp: u64,
-    /// Sequence parallel.
-    pub sp: bool,
-    /// Pipeline stages.
-    pub pp: u64,
-    /// Virtual stages per pipeline GPU (1: plain 1F1B).
-    pub vp: u64,
-    /// Expert parallel.
-    pub ep: u64,
-    /// Expert tensor parallel.
-    pub etp: u64,
-}
-
-/// What lives on the host.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct OffloadInputs {
-    /// Optimizer state, master and gradients (ZeRO-Offload).
-    pub optimizer: bool,
-    /// 16-bit parameters (ZeRO-3).
-    pub params: bool,
-    /// Saved activations.
-    pub activations: bool,
-    /// GPUs per node.
-    pub gpus_per_node: u64,
-}
-
 /// Every setting the detailed model priced, defaults resolved: the names
 /// are the command line's values.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -227,7 +194,7 @@ pub struct DetailedInputs {
     /// `cuda` or `cpu`.
     pub device: String,
     /// Parallel degrees.
-    pub parallel: ParallelInputs,
+    pub parallel: Parallelism,
     /// Experts' implementation (`grouped` or `loop`).
     pub experts_impl: String,
     /// Megatron's capacity factor, if any.
@@ -239,7 +206,7 @@ pub struct DetailedInputs {
     /// The frozen base's storage (`none`, `nf4`, `nf4-nodq`, `int8`).
     pub quant_base: String,
     /// Offload.
-    pub offload: OffloadInputs,
+    pub offload: Offload,
     /// `sft`, `dpo` or `dpo-precomputed`.
     pub objective: String,
     /// `first` or `later` optimizer step.
@@ -481,27 +448,13 @@ impl DetailedReport {
                 profile: cfg.profile.name().into(),
                 profile_reason: parts.profile_reason.into(),
                 device: cfg.device.name().into(),
-                parallel: ParallelInputs {
-                    dp: p.dp,
-                    zero: p.zero,
-                    tp: p.tp,
-                    sp: p.sp,
-                    pp: p.pp,
-                    vp: p.vp,
-                    ep: p.ep,
-                    etp: p.etp,
-                },
+                parallel: *p,
                 experts_impl: cfg.experts_impl.name().into(),
                 capacity_factor: cfg.capacity_factor,
                 lora_rank: cfg.lora_rank,
                 lora_targets: cfg.lora_targets.names(),
                 quant_base: cfg.base_quant.name().into(),
-                offload: OffloadInputs {
-                    optimizer: cfg.offload.optimizer,
-                    params: cfg.offload.params,
-                    activations: cfg.offload.activations,
-                    gpus_per_node: cfg.offload.gpus_per_node,
-                },
+                offload: cfg.offload,
                 objective: cfg.objective.name().into(),
                 step: step.into(),
                 adam: parts.adam.name().into(),

@@ -127,7 +127,7 @@ pub enum BaseQuant {
 /// What ZeRO-Offload / ZeRO-Infinity (or FSDP's CPU offload) keeps in host
 /// memory instead of on the GPU (Ren et al. 2021, "ZeRO-Offload";
 /// Rajbhandari et al. 2021, "ZeRO-Infinity").
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Offload {
     /// Optimizer state, fp32 master weights and fp32 gradients on the CPU,
     /// updated there (DeepSpeed's `offload_optimizer`, CPU Adam).

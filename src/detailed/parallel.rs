@@ -3,8 +3,8 @@
 
 use super::Architecture;
 
-/// Parallelism, per GPU.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Parallelism, per GPU (in `--json` as `inputs.parallel`, these names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Parallelism {
     /// Data-parallel replicas, N_d.
     pub dp: u64,
