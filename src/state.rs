@@ -5,9 +5,8 @@
 pub use crate::budget::Unit;
 use crate::budget::{estimate, Breakdown, Field, TrainingConfig};
 use crate::detailed::{
-    self, preset, Architecture, AttentionKernel, BaseQuant, DetailedConfig, LoraTargets, Objective,
-    Offload, Optimizer, Overhead, Parallelism, Precision, Preset, Profile, Recompute, StepOptions,
-    PRESETS,
+    preset, Architecture, AttentionKernel, BaseQuant, DetailedConfig, LoraTargets, Objective,
+    Offload, Optimizer, Overhead, Parallelism, Precision, Preset, Profile, Recompute, PRESETS,
 };
 
 /// A GPU's memory: an amount in a unit.
@@ -446,11 +445,7 @@ impl PageState {
 
 /// The peak of one (later) training step of `cfg` per GPU, plus the
 /// runtime overhead when one is given: what must fit on the GPU.
-pub fn detailed_need(cfg: &DetailedConfig, overhead: Option<&Overhead>) -> Option<f64> {
-    let t = detailed::timeline(cfg, &StepOptions::default()).ok()?;
-    let peak = t.peak_bytes();
-    Some(peak + overhead.map_or(0.0, |o| o.bytes(cfg, peak).total()))
-}
+pub use crate::detailed::planner::need as detailed_need;
 
 /// The largest `v` in `1..=max` with `fits(v)`, for a `fits` that holds up
 /// to some value and fails above it; `None` when even 1 does not fit.
