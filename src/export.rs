@@ -10,7 +10,7 @@
 //! ```
 
 use crate::budget::{Breakdown, Term};
-use crate::detailed::{DetailedBreakdown, OverheadBytes, StepTimeline};
+use crate::detailed::DetailedBreakdown;
 use crate::state::Unit;
 
 /// One row of an exported table.
@@ -130,11 +130,6 @@ pub fn to_json(b: &Breakdown) -> String {
 /// `{"model": MODEL, "bytes": {KEY: bytes, …}, "gb": {KEY: bytes / 10⁹, …}}`
 /// for finite figures (Rust's shortest round-trip form is valid JSON).
 pub fn json_document(model: &str, rows: &[(&str, f64)]) -> String {
-    json_document_with(model, rows, "")
-}
-
-/// [`json_document`] with more members after `gb` (`extra` starts with `,`).
-fn json_document_with(model: &str, rows: &[(&str, f64)], extra: &str) -> String {
     let bytes: Vec<String> = rows
         .iter()
         .map(|(key, bytes)| format!("    \"{key}\": {}", json_bytes(*bytes)))
@@ -144,7 +139,7 @@ fn json_document_with(model: &str, rows: &[(&str, f64)], extra: &str) -> String 
         .map(|(key, bytes)| format!("    \"{key}\": {}", json_number(bytes / Unit::Gb.bytes())))
         .collect();
     format!(
-        "{{\n  \"model\": \"{model}\",\n  \"bytes\": {{\n{}\n  }},\n  \"gb\": {{\n{}\n  }}{extra}\n}}\n",
+        "{{\n  \"model\": \"{model}\",\n  \"bytes\": {{\n{}\n  }},\n  \"gb\": {{\n{}\n  }}\n}}\n",
         bytes.join(",\n"),
         gb.join(",\n"),
     )
@@ -154,71 +149,6 @@ fn json_document_with(model: &str, rows: &[(&str, f64)], extra: &str) -> String 
 /// a model split across GPUs can be fractional).
 pub fn json_bytes(bytes: f64) -> String {
     format!("{:.0}", bytes.round())
-}
-
-/// The detailed model's JSON with the step's peak: `peak` (bytes),
-/// `peak_phase`, `peak_event`, and the `timeline`, one object per event
-/// with its phase, micro-batch, event and live bytes by category; with an
-/// overhead, `overhead` by source and `peak_with_overhead`.
-/// The detailed document with the step timeline.
-/// With offload, `"host_ram"`: bytes per node, with its parts.
-pub fn detailed_json_with_timeline(
-    b: &DetailedBreakdown,
-    t: &StepTimeline,
-    overhead: Option<&OverheadBytes>,
-    host: Option<&crate::detailed::HostRam>,
-) -> String {
-    let peak = t.peak_event();
-    let events: Vec<String> = t
-        .events
-        .iter()
-        .map(|e| {
-            let l = &e.live;
-            format!(
-                "    {{\"phase\": \"{}\", \"micro_batch\": {}, \"event\": \"{}\", \"params\": {}, \"grads\": {}, \"master_weights\": {}, \"optimizer_state\": {}, \"activations\": {}, \"transient\": {}, \"total\": {}}}",
-                e.phase.name(),
-                e.micro_batch,
-                e.moment.label(),
-                json_bytes(l.params),
-                json_bytes(l.grads),
-                json_bytes(l.master_weights),
-                json_bytes(l.optimizer_state),
-                json_bytes(l.activations),
-                json_bytes(l.transient),
-                json_bytes(l.total()),
-            )
-        })
-        .collect();
-    let overhead = overhead.map_or(String::new(), |o| {
-        format!(
-            ",\n  \"overhead\": {{\"cuda_context\": {}, \"workspaces\": {}, \"communication\": {}, \"fragmentation\": {}, \"total\": {}}},\n  \"peak_with_overhead\": {}",
-            json_bytes(o.cuda_context),
-            json_bytes(o.workspaces),
-            json_bytes(o.communication),
-            json_bytes(o.fragmentation),
-            json_bytes(o.total()),
-            json_bytes(t.peak_bytes() + o.total()),
-        )
-    });
-    let extra = format!(
-        ",\n  \"peak\": {},\n  \"peak_phase\": \"{}\",\n  \"peak_event\": \"{}\",\n  \"step\": \"{}\",\n  \"timeline\": [\n{}\n  ]",
-        json_bytes(t.peak_bytes()),
-        peak.phase.name(),
-        peak.moment.label(),
-        if t.first_step { "first" } else { "later" },
-        events.join(",\n"),
-    ) + &overhead;
-    let extra = match host {
-        Some(h) => format!(
-            "{extra},\n  \"host_ram\": {{\"states\": {}, \"activations\": {}, \"load\": {}, \"total\": {}}}",
-            json_bytes(h.states),
-            json_bytes(h.activations),
-            json_bytes(h.load),
-            json_bytes(h.total()),
-        ),
-        None => extra,
-    };
-    json_document_with("detailed", &detailed_figures(b), &extra)
 }
 
 /// `v` as Rust's `{:?}` writes it (`185.0`, `7.3014444032e10` is written
