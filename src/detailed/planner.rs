@@ -41,6 +41,8 @@ pub fn need(cfg: &DetailedConfig, overhead: Option<&Overhead>) -> Option<f64> {
 struct Lever {
     name: String,
     cost: &'static str,
+    /// Levers that differ only by their GPUs share a family ("ZeRO-3").
+    family: Option<&'static str>,
     apply: fn(&DetailedConfig) -> Option<DetailedConfig>,
 }
 
@@ -67,6 +69,9 @@ pub struct Change {
     pub compute: f64,
     /// What it costs besides the bytes, in words.
     pub cost: String,
+    /// The family of a single lever that differs from its siblings only by
+    /// its GPUs; `None` for pairs and for the other levers.
+    pub family: Option<&'static str>,
 }
 
 /// The answer: whether it fits as it is, and the changes that were tried
@@ -81,6 +86,10 @@ pub struct Plan {
     /// neither change fits alone.
     pub changes: Vec<Change>,
 }
+
+/// The lever families that differ only by their GPUs.
+const ZERO3: &str = "ZeRO-3";
+const TP: &str = "tensor parallelism";
 
 /// What sharding over more GPUs costs.
 const ZERO3_COST: &str = "more GPUs; weights gathered for every micro-batch";
@@ -115,13 +124,8 @@ fn tp<const N: u64>(c: &DetailedConfig) -> Option<DetailedConfig> {
 /// GPUs"), only the fewest GPUs that fit are worth showing; when none
 /// fits, the one that comes closest.
 fn fewest_gpus(changes: Vec<Change>) -> Vec<Change> {
-    let family = |c: &Change| {
-        ["ZeRO-3 over ", "tensor parallelism over "]
-            .into_iter()
-            .find(|f| c.name.starts_with(f) && !c.name.contains(" + "))
-    };
-    let best = |f: &str| {
-        let members = changes.iter().filter(|c| family(c) == Some(f));
+    let best = |family: &str| {
+        let members = changes.iter().filter(|c| c.family == Some(family));
         members
             .clone()
             .filter(|c| c.fits)
@@ -129,13 +133,10 @@ fn fewest_gpus(changes: Vec<Change>) -> Vec<Change> {
             .or_else(|| members.min_by(|a, b| a.need.total_cmp(&b.need)))
             .map(|c| c.name.clone())
     };
-    let keep: Vec<Option<String>> = ["ZeRO-3 over ", "tensor parallelism over "]
-        .into_iter()
-        .map(best)
-        .collect();
+    let keep: Vec<String> = [ZERO3, TP].into_iter().filter_map(best).collect();
     changes
         .into_iter()
-        .filter(|c| family(c).is_none() || keep.contains(&Some(c.name.clone())))
+        .filter(|c| c.family.is_none() || keep.contains(&c.name))
         .collect()
 }
 
@@ -145,7 +146,12 @@ fn levers() -> Vec<Lever> {
                  apply: fn(&DetailedConfig) -> Option<DetailedConfig>| Lever {
         name: name.into(),
         cost,
+        family: None,
         apply,
+    };
+    let in_family = |family: &'static str, name: &str, cost, apply| Lever {
+        family: Some(family),
+        ..lever(name, cost, apply)
     };
     vec![
         lever(
@@ -238,26 +244,14 @@ fn levers() -> Vec<Lever> {
                 })
             },
         ),
-        lever("ZeRO-3 over 2 GPUs", ZERO3_COST, zero3::<2>),
-        lever("ZeRO-3 over 4 GPUs", ZERO3_COST, zero3::<4>),
-        lever("ZeRO-3 over 8 GPUs", ZERO3_COST, zero3::<8>),
-        lever("ZeRO-3 over 16 GPUs", ZERO3_COST, zero3::<16>),
-        lever("ZeRO-3 over 64 GPUs", ZERO3_COST, zero3::<64>),
-        lever(
-            "tensor parallelism over 2 GPUs, with sequence parallelism",
-            TP_COST,
-            tp::<2>,
-        ),
-        lever(
-            "tensor parallelism over 4 GPUs, with sequence parallelism",
-            TP_COST,
-            tp::<4>,
-        ),
-        lever(
-            "tensor parallelism over 8 GPUs, with sequence parallelism",
-            TP_COST,
-            tp::<8>,
-        ),
+        in_family(ZERO3, "ZeRO-3 over 2 GPUs", ZERO3_COST, zero3::<2>),
+        in_family(ZERO3, "ZeRO-3 over 4 GPUs", ZERO3_COST, zero3::<4>),
+        in_family(ZERO3, "ZeRO-3 over 8 GPUs", ZERO3_COST, zero3::<8>),
+        in_family(ZERO3, "ZeRO-3 over 16 GPUs", ZERO3_COST, zero3::<16>),
+        in_family(ZERO3, "ZeRO-3 over 64 GPUs", ZERO3_COST, zero3::<64>),
+        in_family(TP, "tensor parallelism over 2 GPUs, with sequence parallelism", TP_COST, tp::<2>),
+        in_family(TP, "tensor parallelism over 4 GPUs, with sequence parallelism", TP_COST, tp::<4>),
+        in_family(TP, "tensor parallelism over 8 GPUs, with sequence parallelism", TP_COST, tp::<8>),
         lever(
             "LoRA (rank 16, every projection) instead of full fine-tuning",
             "a different task: adapters are trained, the base is frozen",
@@ -411,6 +405,10 @@ pub fn make_it_fit(cfg: &DetailedConfig, capacity: f64, overhead: Option<&Overhe
             gpus: to.gpus(),
             compute: flops_per_token(&to) / base_flops,
             cost: names.iter().map(|l| l.cost).collect::<Vec<_>>().join("; "),
+            family: match names[..] {
+                [one] => one.family,
+                _ => None,
+            },
         })
     };
     let mut changes: Vec<Change> = levers
