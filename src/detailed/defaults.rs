@@ -32,8 +32,9 @@ pub const DROPOUT: bool = false;
 pub const RECOMPUTE: Recompute = Recompute::None;
 /// Sequence length unless given, tokens.
 pub const SEQ: u64 = 2048;
-/// Micro-batch unless given, sequences; the command line's batch is then
-/// micro-batch × dp (no accumulation), the page's its slider.
+/// Micro-batch unless given, sequences. Without `--batch` the command
+/// line's batch is then micro-batch × dp (no accumulation); the page's
+/// batch is its slider.
 pub const MICRO_BATCH: u64 = 1;
 
 /// The kernel profile for `cfg` when the reader did not choose one, and the
