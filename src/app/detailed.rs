@@ -5,7 +5,7 @@
 use super::canvas::Charts;
 use super::controls::radio;
 use super::reactive::{cond, not, on_event, text};
-use super::{DetailedBudget, Options, State};
+use super::{DetailedBudget, DetailedTimeline, Options, State};
 use crate::budget::Term;
 use crate::chart::{term_colour_hex, LOGITS_COLOUR};
 use crate::detailed::offload::BUFFER_FACTOR;
@@ -567,7 +567,9 @@ fn note(key: &str) -> &'static str {
         "params" => "weights in their storage dtype, split by tp (routed experts by ep × etp), pp and ZeRO-3",
         "grads" => "one per trainable weight; ZeRO-2 splits them",
         "master_weights" => "fp32 copy under mixed precision; ZeRO-1 splits it",
-        "optimizer_state" => "AdamW 2 moments, SGD-momentum 1, 8-bit Adam 2 bytes",
+        "optimizer_state" => {
+            "AdamW 2 moments; Lion, Muon's and SGD-momentum's 1; Adafactor a row and column per matrix; 8-bit Adam 2 bytes"
+        }
         "activations_without_logits" => "Korthikanti et al. 2022 per layer, for the micro-batch",
         "logits" => "fp32 log-probabilities kept by the loss, 4·s·b·V",
         _ => "sum",
@@ -614,6 +616,32 @@ pub fn DetailedTable() -> impl IntoView {
             u.of(h.load),
             BUFFER_FACTOR,
         ))
+    };
+    // Where the verdict is, when the step does not fit the GPU: the fit
+    // and its "Make it fit" rows sit under the GPU picker, far down the
+    // controls.
+    let DetailedTimeline(step) = super::context::<DetailedTimeline>();
+    let overflow = move || {
+        if !shown() {
+            return None;
+        }
+        let s = state.read();
+        let (gpu, u) = (s.gpu?, s.unit);
+        // The peak plus the runtime overhead when it is on, as the panel
+        // searches it.
+        let peak = step.get()?.peak_bytes();
+        let need = peak
+            + s.detailed
+                .overhead
+                .map_or(0.0, |o| o.bytes(&s.detailed_config(), peak).total());
+        (need > gpu.bytes()).then(|| {
+            format!(
+                "The step needs {:.1} {l}, more than the {:.1} {l} GPU: what would make it fit ↓",
+                u.of(need),
+                u.of(gpu.bytes()),
+                l = u.label()
+            )
+        })
     };
     // What was computed beyond the inputs: micro-batch, accumulation, GPUs,
     // and which kernels priced it (the same words as the command line).
@@ -666,6 +694,9 @@ pub fn DetailedTable() -> impl IntoView {
             })}
         </p>
         <p class="derived" id="detailed-computed" hidden=move || !shown()>{text(computed)}</p>
+        <p class="verdict" hidden=move || overflow().is_none()>
+            <a href="#make-it-fit" id="fit-pointer">{text(move || overflow().unwrap_or_default())}</a>
+        </p>
         <p class="host-ram" id="host-ram" hidden=move || host().is_none()>{move || host().unwrap_or_default()}</p>
         <table class="budget detailed-table">
             <caption>{text(move || format!("Detailed model, per GPU ({})", unit().definition()))}</caption>

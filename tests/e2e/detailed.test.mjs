@@ -302,6 +302,10 @@ test('the issue\'s dead end: "Make it fit" lists what would, and one click appli
   // Llama-3.1-8B at 8,192 tokens on one 80 GB card: 179.0 GB.
   const { page, problems, context } = await open('?mode=detailed&model=llama-3.1-8b&seq=8192&batch=1&gpu=80');
   assert.match(await page.textContent('#fit-verdict'), /^Does not fit by the step's peak by 93\.1 GB/);
+  // Beside the figures, a pointer down to the verdict's ways out.
+  assert.equal(await page.textContent('#fit-pointer'),
+    'The step needs 179.0 GB, more than the 85.9 GB GPU: what would make it fit ↓');
+  assert.equal(await page.getAttribute('#fit-pointer', 'href'), '#make-it-fit');
   await page.waitForSelector('#plan-apply-0');
   assert.equal(await page.textContent('#plan-status'),
     'Each change priced by the model (the step\'s peak), the ones that fit first. As it is, it fits a 180 GB card as sold (B200).');
@@ -311,8 +315,9 @@ test('the issue\'s dead end: "Make it fit" lists what would, and one click appli
   await page.click('#plan-apply-0');
   assert.match(await page.textContent('#fit-verdict'), /^Fits by the step's peak: 66\.6 of 85\.9 GB used/);
   await urlMatches(page, /offopt=1/);
-  // Fitting now, the panel has nothing to say.
+  // Fitting now, the panel and the pointer have nothing to say.
   await page.waitForFunction(() => document.querySelector('#make-it-fit').hidden);
+  assert.equal(await page.isVisible('#fit-pointer'), false);
   assert.deepEqual(problems, []);
   await context.close();
 });
