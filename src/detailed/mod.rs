@@ -40,6 +40,7 @@ pub mod planner;
 pub mod presets;
 pub mod quant;
 pub mod states;
+pub mod steptime;
 pub mod timeline;
 
 use std::fmt;

@@ -1,0 +1,651 @@
+//! The time of one optimizer step on one GPU, from the work the memory
+//! model already counts ([`flops`](super::flops)) and the card's data sheet
+//! ([`hardware`](super::hardware)).
+//!
+//! Every operation is priced from first principles, with a handful of
+//! efficiencies ([`Efficiency`]) that are the same for every model and
+//! configuration:
+//!
+//! - **matrix multiplies** (Williams et al. 2009, "Roofline"): an
+//!   m × k by k × n product does 2·m·k·n operations and moves
+//!   2·(m·k + k·n + m·n) bytes. Its time is the operations at the tensor
+//!   cores' sustained rate **plus** the bytes at the memory's, the roofline
+//!   without overlap: the loads before a tile's first multiply and the
+//!   stores after its last do not hide behind it. This is the kernel
+//!   efficiency by matrix size: narrow layers (k or n of a few hundred, or
+//!   split by tensor parallelism) pay for their bytes, wide ones do not.
+//!   Backward is two such products per weight (the input's gradient and the
+//!   weight's), the same operations and bytes each.
+//! - **attention**: FlashAttention's causal kernels skip the masked half of
+//!   the scores, so they run half of the 4·s·q operations per token that the
+//!   FLOP conventions count, at their own sustained rate; backward is 2.5×
+//!   the forward's operations (five products for two, Dao 2023, §3.1.2).
+//!   Eager attention runs the full products at the matrix rate and moves
+//!   the a·s² scores through memory (softmax, dropout) forward and back.
+//! - **memory-bound kernels** (norms, residual adds, the MLP's activation,
+//!   rotary embeddings, dropout, cross-entropy): the bytes each reads and
+//!   writes at the memory's sustained rate, backward twice the forward.
+//! - **communication**: ring collectives (Patarasuk & Yuan 2009: an
+//!   all-reduce moves 2·(n−1)/n of the buffer per GPU, an all-gather or
+//!   reduce-scatter (n−1)/n) over NVLink when the group sits in one node,
+//!   else over each GPU's share of the network. Tensor-parallel
+//!   all-reduces (or the all-gather + reduce-scatter pairs of sequence
+//!   parallelism, the same bytes) are exposed, as Megatron-LM runs them
+//!   (Korthikanti et al. 2022, §4.2.2); data-parallel gradient reduction
+//!   overlaps the last micro-batch's backward (PyTorch DDP's buckets,
+//!   Li et al. 2020, §3.2.3); ZeRO-3 / FSDP gathers each micro-batch's
+//!   parameters and reduces its gradients behind that micro-batch's compute
+//!   (Zhao et al. 2023, §3.3, prefetching); expert all-to-alls are exposed.
+//! - **pipeline**: the 1F1B schedule's (p−1)/v bubble of the slowest
+//!   stage's forward and backward (Narayanan et al. 2021, §2.2, Eq. 1 and
+//!   §2.2.2), and the stage-to-stage sends of each micro-batch.
+//! - **optimizer and offload**: the update reads and writes the GPU's
+//!   optimizer state, master weights and gradients once; offloaded to the
+//!   host it moves gradients down and weights up over PCIe and runs at the
+//!   host memory's rate.
+//!
+//! ```
+//! use membudget::detailed::{hardware::gpu, preset, steptime, DetailedConfig};
+//!
+//! let cfg = DetailedConfig::new(preset("llama-3.1-8b").unwrap().arch, 4096, 8);
+//! let t = steptime::step_time(&cfg, &steptime::Cluster::new(gpu("h100-sxm").unwrap(), 8),
+//!     &steptime::Efficiency::default());
+//! assert!(t.mfu > 0.2 && t.mfu < 0.8, "{}", t.mfu);
+//! ```
+
+use super::flops::step_flops;
+use super::hardware::{Dtype, Gpu};
+use super::{
+    AttentionKernel, DetailedConfig, Family, Objective, Optimizer, Precision, Recompute, Reference,
+};
+
+/// The sustained fractions of the data sheet's rates: one set for every
+/// model, card and layout (none is fitted to a row of the validation).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Efficiency {
+    /// Tensor-core matrix multiplies, of dense peak: 0.80, the low end of
+    /// "optimized GEMM can reach up to 80–90 % of the theoretical maximum
+    /// device throughput" (Dao 2023, "FlashAttention-2", §1).
+    pub matmul: f64,
+    /// FlashAttention's forward, of dense peak, over the operations it
+    /// runs: 0.50, the low end of FlashAttention-2's "50–73 % of the
+    /// theoretical maximum FLOPs/s on A100" (Dao 2023, abstract).
+    pub attention_forward: f64,
+    /// FlashAttention's backward: 0.50, the same range.
+    pub attention_backward: f64,
+    /// Memory bandwidth a streaming kernel sustains, of the data sheet's:
+    /// 0.80 (an assumption: no single source; editable).
+    pub memory: f64,
+    /// Bus bandwidth a ring collective sustains, of the link's: 0.80 (an
+    /// assumption; `nccl-tests`' "bus bandwidth" is the measured
+    /// counterpart, `doc/PERFORMANCE.md`).
+    pub link: f64,
+}
+
+impl Default for Efficiency {
+    fn default() -> Self {
+        Self {
+            matmul: 0.80,
+            attention_forward: 0.50,
+            attention_backward: 0.50,
+            memory: 0.80,
+            link: 0.80,
+        }
+    }
+}
+
+impl Efficiency {
+    /// With FlashAttention 1 instead of 2 (software before July 2023):
+    /// "the forward pass only reaches 30–50 % of the theoretical maximum
+    /// FLOPs/s of the device, while the backward pass ... 25–35 %" (Dao
+    /// 2023, §1), the low end of each.
+    pub fn flash_attention_1() -> Self {
+        Self {
+            attention_forward: 0.30,
+            attention_backward: 0.25,
+            ..Self::default()
+        }
+    }
+}
+
+/// The GPUs a step runs on.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Cluster {
+    /// The card.
+    pub gpu: Gpu,
+    /// GPUs per node: groups that fit in one talk over NVLink.
+    pub gpus_per_node: u64,
+}
+
+impl Cluster {
+    /// `gpu` in nodes of `gpus_per_node`.
+    pub fn new(gpu: Gpu, gpus_per_node: u64) -> Self {
+        Self {
+            gpu,
+            gpus_per_node: gpus_per_node.max(1),
+        }
+    }
+}
+
+/// Host memory bandwidth per GPU for an offloaded optimizer step: a DGX
+/// A100's two AMD EPYC 7742, eight DDR4-3200 channels each (25.6 GB/s per
+/// channel, JEDEC JESD79-4), 409.6 GB/s shared by eight GPUs.
+pub const HOST_GBPS_PER_GPU: f64 = 51.2;
+
+/// Where a step's time goes, seconds per optimizer step on one GPU (the
+/// slowest pipeline stage).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Parts {
+    /// Matrix multiplies (weights and logits), recomputation included.
+    pub matmul: f64,
+    /// The attention's score and value products.
+    pub attention: f64,
+    /// Memory-bound kernels: norms, activations, residuals, softmax, loss.
+    pub memory_bound: f64,
+    /// Tensor-parallel collectives (exposed).
+    pub tensor_parallel: f64,
+    /// Data-parallel / ZeRO / FSDP collectives, the part not hidden.
+    pub data_parallel: f64,
+    /// Expert-parallel all-to-alls (exposed).
+    pub expert_parallel: f64,
+    /// Pipeline stage-to-stage sends.
+    pub pipeline_sends: f64,
+    /// The pipeline's fill and drain.
+    pub bubble: f64,
+    /// The optimizer update on the GPU.
+    pub optimizer: f64,
+    /// Offload: PCIe transfers and the host's optimizer step, not hidden.
+    pub offload: f64,
+}
+
+impl Parts {
+    /// Their sum: the step.
+    pub fn total(&self) -> f64 {
+        self.matmul
+            + self.attention
+            + self.memory_bound
+            + self.tensor_parallel
+            + self.data_parallel
+            + self.expert_parallel
+            + self.pipeline_sends
+            + self.bubble
+            + self.optimizer
+            + self.offload
+    }
+
+    /// Each part with its name, in the order above.
+    pub fn named(&self) -> [(&'static str, f64); 10] {
+        [
+            ("matmul", self.matmul),
+            ("attention", self.attention),
+            ("memory-bound", self.memory_bound),
+            ("tensor parallel", self.tensor_parallel),
+            ("data parallel", self.data_parallel),
+            ("expert parallel", self.expert_parallel),
+            ("pipeline sends", self.pipeline_sends),
+            ("bubble", self.bubble),
+            ("optimizer", self.optimizer),
+            ("offload", self.offload),
+        ]
+    }
+
+    /// The largest part's name.
+    pub fn dominant(&self) -> &'static str {
+        self.named()
+            .into_iter()
+            .fold(("matmul", f64::MIN), |a, b| if b.1 > a.1 { b } else { a })
+            .0
+    }
+
+    fn scaled(self, k: f64) -> Self {
+        Self {
+            matmul: self.matmul * k,
+            attention: self.attention * k,
+            memory_bound: self.memory_bound * k,
+            tensor_parallel: self.tensor_parallel * k,
+            data_parallel: self.data_parallel * k,
+            expert_parallel: self.expert_parallel * k,
+            pipeline_sends: self.pipeline_sends * k,
+            bubble: self.bubble * k,
+            optimizer: self.optimizer * k,
+            offload: self.offload * k,
+        }
+    }
+}
+
+/// One optimizer step's time and what it achieves per GPU.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct StepTime {
+    /// Seconds per optimizer step.
+    pub step_s: f64,
+    /// Tokens trained per second per GPU.
+    pub tokens_per_s_per_gpu: f64,
+    /// Model FLOPs per second per GPU, in TFLOPS (PaLM's convention).
+    pub model_tflops_per_gpu: f64,
+    /// Hardware FLOPs per second per GPU (recomputation counted).
+    pub hardware_tflops_per_gpu: f64,
+    /// Model FLOPs utilisation: model TFLOPS over the card's dense peak.
+    pub mfu: f64,
+    /// Hardware FLOPs utilisation.
+    pub hfu: f64,
+    /// Where the time goes.
+    pub parts: Parts,
+}
+
+/// Seconds for an m × k by k × n product at the roofline without overlap.
+fn gemm(m: f64, k: f64, n: f64, peak: f64, bw: f64) -> f64 {
+    2.0 * m * k * n / peak + 2.0 * (m * k + k * n + m * n) / bw
+}
+
+/// Rates for a step: sustained FLOP/s and bytes/s.
+struct Rates {
+    flops: f64,
+    attention: f64,
+    attention_backward: f64,
+    bytes: f64,
+}
+
+/// Forward seconds of one layer for `m` tokens on one GPU, split into
+/// matrix multiplies, attention and memory-bound kernels.
+fn layer_forward(cfg: &DetailedConfig, moe: bool, m: f64, r: &Rates) -> (f64, f64, f64) {
+    let a = &cfg.arch;
+    let p = &cfg.parallel;
+    let t = p.tp.max(1) as f64;
+    let (h, s) = (a.hidden as f64, cfg.seq as f64);
+    let (q, kv, o) = (a.q_dim() as f64, a.kv_dim() as f64, a.o_dim() as f64);
+    // Attention projections: column-parallel in, row-parallel out
+    // (Shoeybi et al. 2019, §3).
+    let mut mm = match a.mla {
+        Some(_) => {
+            let w = super::flops::layer_matmul_weights(a, false) - 3.0 * h * a.ffn as f64;
+            gemm(m, h, w / h / t, r.flops, r.bytes)
+        }
+        None => {
+            gemm(m, h, (q + 2.0 * kv) / t, r.flops, r.bytes) + gemm(m, o / t, h, r.flops, r.bytes)
+        }
+    };
+    // The MLP: up (and gate) column-parallel, down row-parallel.
+    let gated = a.family == Family::Llama;
+    let up = if gated { 2.0 } else { 1.0 };
+    let mut act_width = 0.0;
+    match a.moe.filter(|_| moe) {
+        Some(e) => {
+            let et = p.etp.max(1) as f64;
+            let local = (e.experts as f64 / p.ep.max(1) as f64).max(1.0);
+            // Token-expert pairs this GPU computes: each token meets top-k
+            // experts, spread evenly (the load-balancing loss's aim), and
+            // the ranks that split an expert (etp) share their tokens.
+            let routed = m * e.top_k as f64 * et / t;
+            let per_expert = routed / local;
+            let f = e.expert_ffn as f64 / et;
+            mm += gemm(m, h, e.experts as f64, r.flops, r.bytes)
+                + local
+                    * (gemm(per_expert, h, up * f, r.flops, r.bytes)
+                        + gemm(per_expert, f, h, r.flops, r.bytes));
+            act_width += routed / m * f;
+            if e.shared_ffn > 0 {
+                let fs = e.shared_ffn as f64 / t;
+                mm += gemm(m, h, up * fs, r.flops, r.bytes) + gemm(m, fs, h, r.flops, r.bytes);
+                act_width += fs;
+            }
+        }
+        None => {
+            let f = a.ffn as f64 / t;
+            mm += gemm(m, h, up * f, r.flops, r.bytes) + gemm(m, f, h, r.flops, r.bytes);
+            act_width += f;
+        }
+    }
+    // Attention core over a sequence: the heads split by t.
+    let core = 2.0 * s * (q + o) / t * m;
+    let (attn, scores_bytes) = match cfg.attention {
+        // Causal FlashAttention skips the masked half.
+        AttentionKernel::Flash => (0.5 * core / r.attention, 0.0),
+        AttentionKernel::Eager => {
+            // Softmax reads and writes the a·s scores per token; dropout
+            // reads, writes and keeps a 1-byte mask.
+            let per_elem = if cfg.dropout { 9.0 } else { 4.0 };
+            let elems = a.heads as f64 / t * s * m;
+            (core / r.flops, per_elem * elems)
+        }
+    };
+    // Memory-bound kernels, bytes per token, 16-bit elements: two norms
+    // (read h, write h), two residual adds (read 2h, write h), the MLP's
+    // activation (read the up (and gate) output, write f), rotary
+    // embeddings on q and k, dropout after attention and MLP (read,
+    // write, 1-byte mask). Norms, residuals and dropout run on every
+    // tensor-parallel rank unless sequence parallelism splits them.
+    let sp = if p.sp { t } else { 1.0 };
+    let mut per_token = (2.0 * 4.0 * h + 2.0 * 6.0 * h) / sp + 2.0 * (up + 1.0) * act_width;
+    if gated {
+        per_token += 4.0 * (q + kv) / t;
+    }
+    if cfg.dropout {
+        per_token += 2.0 * 5.0 * h / sp;
+    }
+    let mem = (per_token * m + scores_bytes) / r.bytes;
+    (mm, attn, mem)
+}
+
+/// Seconds for a ring all-reduce of `bytes` over `n` GPUs at `bw` bytes/s.
+fn all_reduce(bytes: f64, n: u64, bw: f64) -> f64 {
+    if n <= 1 {
+        return 0.0;
+    }
+    2.0 * (n - 1) as f64 / n as f64 * bytes / bw
+}
+
+/// The time of one optimizer step of `cfg` on `cluster`'s GPUs.
+pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> StepTime {
+    let gpu = &cluster.gpu;
+    let a = &cfg.arch;
+    let p = &cfg.parallel;
+    let (dp, t, pp, vp, ep) = (
+        p.dp.max(1),
+        p.tp.max(1),
+        p.pp.max(1),
+        p.vp.max(1),
+        p.ep.max(1),
+    );
+    let dtype = match cfg.precision {
+        Precision::Fp32 => Dtype::Tf32,
+        _ => Dtype::Bf16,
+    };
+    let peak = gpu
+        .peak_tflops(dtype)
+        .or(gpu.peak_tflops(Dtype::Fp32))
+        .unwrap_or(1.0)
+        * 1e12;
+    let r = Rates {
+        flops: peak * eff.matmul,
+        attention: peak * eff.attention_forward,
+        attention_backward: peak * eff.attention_backward,
+        bytes: gpu.memory_gbps * 1e9 * eff.memory,
+    };
+    let gpn = cluster.gpus_per_node;
+    // Megatron's rank order puts tensor parallelism innermost, then data,
+    // then pipeline: a group of n with stride k stays in a node when
+    // n·k ≤ GPUs per node. A group that spans nodes runs its rings through
+    // every member's NIC at once (NCCL builds one ring per NIC), so the
+    // members a node holds share the step across nodes: their NICs
+    // together, up to NVLink's rate.
+    let link = |n: u64, stride: u64| -> f64 {
+        let gbps = if n * stride <= gpn {
+            gpu.intra_node_gbps
+        } else {
+            let members = (gpn / stride.max(1)).clamp(1, n) as f64;
+            (gpu.inter_node_gbps * members).min(gpu.intra_node_gbps)
+        };
+        gbps * 1e9 * eff.link
+    };
+
+    // Tokens one GPU runs per micro-batch.
+    let m = (cfg.sequences() * cfg.seq) as f64;
+    let h = a.hidden as f64;
+    let moe_layers = a.moe_layers();
+    let dense_layers = a.layers - moe_layers;
+    let (dm, da, dmem) = layer_forward(cfg, false, m, &r);
+    let (em, ea, emem) = if moe_layers > 0 {
+        layer_forward(cfg, true, m, &r)
+    } else {
+        (0.0, 0.0, 0.0)
+    };
+    // One stage's share of the layers (the last stage also runs the
+    // logits and the loss, and is the slowest).
+    let share = 1.0 / pp as f64;
+    let fwd_mm = (dense_layers as f64 * dm + moe_layers as f64 * em) * share;
+    let fwd_attn = (dense_layers as f64 * da + moe_layers as f64 * ea) * share;
+    let fwd_mem = (dense_layers as f64 * dmem + moe_layers as f64 * emem) * share;
+    let vocab = a.vocab as f64 / t as f64;
+    let logits_mm = gemm(m, h, vocab, r.flops, r.bytes);
+    // Cross-entropy as PyTorch's autocast runs it (`log_softmax` and
+    // `nll_loss` are on its fp32 list, `aten/src/ATen/autocast_mode.cpp`):
+    // cast the 16-bit logits up (read 2, write 4 bytes each), log-softmax
+    // (read 4, write 4); backward writes the fp32 gradient (4), runs the
+    // log-softmax backward (read 8, write 4) and casts down (read 4,
+    // write 2): 36 bytes per logit.
+    let loss_mem = 36.0 * m * vocab / r.bytes;
+
+    // Backward: the frozen weights of LoRA need only the input's gradient.
+    let lora = cfg.lora_rank.is_some();
+    let bwd_mm_factor = if lora { 1.0 } else { 2.0 };
+    // FlashAttention's backward runs 2.5× the forward's products (five
+    // matrix multiplies for two, Dao 2023, §3.1.2) at its own rate; eager
+    // attention's backward is twice its forward, like any product.
+    let backward_attn = match cfg.attention {
+        AttentionKernel::Flash => 2.5 * fwd_attn * r.attention / r.attention_backward,
+        AttentionKernel::Eager => 2.0 * fwd_attn,
+    };
+    let recompute = match cfg.recompute {
+        Recompute::None => (0.0, 0.0, 0.0),
+        Recompute::Selective => (0.0, fwd_attn, 0.0),
+        Recompute::Full => (fwd_mm, fwd_attn, fwd_mem),
+    };
+    // DPO with a reference model runs one more forward, without grad.
+    let reference = match cfg.objective {
+        Objective::Dpo {
+            reference: Reference::Model,
+        } => 1.0,
+        _ => 0.0,
+    };
+    let mut micro = Parts {
+        matmul: (1.0 + bwd_mm_factor + reference) * (fwd_mm + logits_mm) + recompute.0,
+        attention: (1.0 + reference) * fwd_attn + backward_attn + recompute.1,
+        memory_bound: (1.0 + 2.0 + reference) * fwd_mem + recompute.2 + loss_mem,
+        ..Parts::default()
+    };
+    // Tensor parallelism: two all-reduces forward and two backward per
+    // layer (or their all-gather + reduce-scatter halves under sequence
+    // parallelism), two more when full recomputation reruns the forward.
+    if t > 1 {
+        let per_layer = match cfg.recompute {
+            Recompute::Full => 6.0,
+            _ => 4.0,
+        };
+        let layers = a.layers as f64 * share;
+        micro.tensor_parallel = per_layer * layers * all_reduce(2.0 * m * h, t, link(t, 1));
+    }
+    // Expert parallelism: dispatch and combine all-to-alls forward and
+    // backward; each token's top-k copies leave for other GPUs, (ep−1)/ep.
+    if ep > 1 && moe_layers > 0 {
+        let k = a.moe.map_or(1, |e| e.top_k) as f64;
+        let bytes = 2.0 * m * k * h * (ep - 1) as f64 / ep as f64;
+        micro.expert_parallel = 4.0 * moe_layers as f64 * share * bytes / link(ep, t).max(1.0);
+    }
+    // Pipeline: each micro-batch's activations leave every model chunk
+    // forward and their gradients come back backward, v chunks per GPU
+    // (scattered over the tensor-parallel ranks under SP).
+    if pp > 1 {
+        let bytes = 2.0 * m * h / if p.sp { t as f64 } else { 1.0 };
+        micro.pipeline_sends = 2.0 * vp as f64 * bytes / link(pp, t * dp);
+    }
+    let compute = micro.matmul + micro.attention + micro.memory_bound;
+
+    // Parameters this GPU holds (its stage and tensor shard), 16-bit.
+    let n_params = a.params() as f64 / (t * pp) as f64;
+    let param_bytes = match cfg.precision {
+        Precision::Fp32 => 4.0,
+        _ => 2.0,
+    } * n_params;
+    let trainable_bytes = if lora {
+        2.0 * a.lora_params(cfg.lora_rank.unwrap_or(0), cfg.lora_targets) as f64 / (t * pp) as f64
+    } else {
+        param_bytes
+    };
+    let dp_bw = link(dp, t);
+    let acc = cfg.accumulation_steps() as f64;
+    // ZeRO-3 / FSDP: gather the parameters for forward and again for
+    // backward, reduce-scatter the gradients, per micro-batch, hidden
+    // behind that micro-batch's compute.
+    if p.zero >= 3 && dp > 1 {
+        let frac = (dp - 1) as f64 / dp as f64;
+        let comm = frac * (2.0 * param_bytes + trainable_bytes) / dp_bw;
+        micro.data_parallel = (comm - compute).max(0.0);
+    }
+    let mut step = micro.scaled(acc);
+    let bubble = (pp - 1) as f64 / vp as f64;
+    step.bubble = bubble * (compute + micro.tensor_parallel + micro.expert_parallel);
+    // ZeRO 0–2 and DDP: reduce the gradients once per step, overlapped with
+    // the last micro-batch's backward; ZeRO-1/2 then gather the updated
+    // parameters before the next forward.
+    if p.zero < 3 && dp > 1 {
+        let reduce = all_reduce(trainable_bytes, dp, dp_bw);
+        let backward = compute * (2.0 / 3.0);
+        let mut exposed = (reduce - backward).max(0.0);
+        if p.zero >= 1 {
+            exposed += 0.5 * all_reduce(trainable_bytes, dp, dp_bw);
+        }
+        step.data_parallel += exposed;
+    }
+    // The optimizer update: read and write the state and master weights,
+    // read the gradients, write the weights, on whatever stays on the GPU.
+    let breakdown = super::estimate(cfg).ok();
+    if let Some(b) = breakdown {
+        let bytes = 2.0 * (b.master_weights + b.optimizer_state) + b.grads + b.params;
+        step.optimizer = bytes / r.bytes;
+    }
+    if cfg.offload.optimizer {
+        // Gradients down, weights up over PCIe; Adam on the host reads and
+        // writes fp32 weights and two moments and reads the gradient.
+        let local = n_params / if p.zero >= 1 { dp as f64 } else { 1.0 };
+        let pcie = gpu.pcie_gbps * 1e9 * eff.link;
+        let host = HOST_GBPS_PER_GPU * 1e9 * eff.memory;
+        let state = match cfg.optimizer {
+            Optimizer::Sgd => 4.0,
+            _ => 12.0,
+        };
+        step.offload += 4.0 * local / pcie + (2.0 * state + 4.0) * local / host;
+    }
+    if cfg.offload.params {
+        // ZeRO-Infinity fetches each micro-batch's weights twice.
+        let pcie = gpu.pcie_gbps * 1e9 * eff.link;
+        step.offload += acc * ((2.0 * param_bytes / pcie) - compute).max(0.0);
+    }
+    if cfg.offload.activations {
+        if let Some(b) = breakdown {
+            let pcie = gpu.pcie_gbps * 1e9 * eff.link;
+            step.offload += acc * (2.0 * b.activations / pcie - compute).max(0.0);
+        }
+    }
+    let step_s = step.total();
+    let flops = step_flops(cfg);
+    let gpus = cfg.gpus() as f64;
+    let model = flops.model / step_s / gpus;
+    let hardware = flops.hardware / step_s / gpus;
+    StepTime {
+        step_s,
+        tokens_per_s_per_gpu: flops.tokens / step_s / gpus,
+        model_tflops_per_gpu: model / 1e12,
+        hardware_tflops_per_gpu: hardware / 1e12,
+        mfu: model / peak,
+        hfu: hardware / peak,
+        parts: step,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detailed::hardware::gpu;
+    use crate::detailed::preset;
+
+    fn at(cfg: &DetailedConfig) -> StepTime {
+        step_time(
+            cfg,
+            &Cluster::new(gpu("a100-80gb").unwrap(), 8),
+            &Efficiency::default(),
+        )
+    }
+
+    fn llama(seq: u64, batch: u64) -> DetailedConfig {
+        let mut c = DetailedConfig::new(preset("llama-3.1-8b").unwrap().arch, seq, batch);
+        c.attention = AttentionKernel::Flash;
+        c.dropout = false;
+        c
+    }
+
+    /// Recomputation costs time in the order of the work it repeats, and
+    /// HFU counts it while MFU does not.
+    #[test]
+    fn recomputation_costs_in_order() {
+        let mut c = llama(4096, 4);
+        let none = at(&c);
+        c.recompute = Recompute::Selective;
+        let selective = at(&c);
+        c.recompute = Recompute::Full;
+        let full = at(&c);
+        assert!(none.step_s < selective.step_s && selective.step_s < full.step_s);
+        assert!(full.hfu > full.mfu && (none.hfu - none.mfu).abs() < 1e-12);
+        // A full recompute is about one more forward: a third of the step.
+        let extra = full.step_s / none.step_s - 1.0;
+        assert!(extra > 0.25 && extra < 0.36, "{extra}");
+    }
+
+    /// The pipeline's bubble is (p−1)/v micro-batches of the stage's work
+    /// (Narayanan et al. 2021, §2.2.1–2.2.2).
+    #[test]
+    fn bubble_is_p_minus_one_over_v() {
+        let mut c = llama(2048, 16);
+        c.micro_batch = Some(1);
+        c.parallel.pp = 4;
+        let one = at(&c);
+        c.parallel.vp = 2;
+        let two = at(&c);
+        let per_micro =
+            (one.parts.total() - one.parts.bubble - one.parts.optimizer - one.parts.pipeline_sends)
+                / 16.0;
+        assert!((one.parts.bubble / per_micro - 3.0).abs() < 1e-9);
+        assert!((two.parts.bubble / one.parts.bubble - 0.5).abs() < 1e-9);
+    }
+
+    /// Tensor parallelism inside a node splits the compute and adds its
+    /// all-reduces; across nodes it is slower than inside.
+    #[test]
+    fn tensor_parallel_inside_and_across_nodes() {
+        let mut c = llama(4096, 8);
+        c.micro_batch = Some(1);
+        let one = at(&c);
+        c.parallel.tp = 8;
+        let inside = at(&c);
+        assert!(inside.parts.tensor_parallel > 0.0);
+        assert!(inside.parts.matmul < one.parts.matmul / 6.0);
+        let across = step_time(
+            &c,
+            &Cluster::new(gpu("a100-80gb").unwrap(), 4),
+            &Efficiency::default(),
+        );
+        // Four members a node: four 25 GB/s NICs against 300 GB/s NVLink.
+        assert!((across.parts.tensor_parallel / inside.parts.tensor_parallel - 3.0).abs() < 1e-9);
+    }
+
+    /// The roofline without overlap: a narrow product is slower per
+    /// operation than a wide one.
+    #[test]
+    fn narrow_products_pay_for_their_bytes() {
+        let (peak, bw) = (312e12 * 0.8, 2039e9 * 0.8);
+        let wide = gemm(8192.0, 8192.0, 8192.0, peak, bw) / (8192.0f64.powi(3));
+        let narrow = gemm(8192.0, 512.0, 512.0, peak, bw) / (8192.0 * 512.0 * 512.0);
+        assert!(narrow > 1.2 * wide);
+    }
+
+    /// Whatever the configuration, the figures are finite and positive.
+    #[test]
+    fn figures_are_finite() {
+        for name in ["gpt2", "llama-3.1-70b", "mixtral-8x7b", "deepseek-v3"] {
+            let Some(p) = preset(name) else { continue };
+            let mut c = DetailedConfig::new(p.arch, 1, 1);
+            for card in super::super::hardware::GPUS.iter() {
+                for gpn in [1, 8] {
+                    c.parallel.dp = 2;
+                    c.parallel.zero = 3;
+                    let t = step_time(&c, &Cluster::new(*card, gpn), &Efficiency::default());
+                    assert!(
+                        t.step_s.is_finite() && t.step_s > 0.0,
+                        "{name} {}",
+                        card.key
+                    );
+                    assert!(t.mfu.is_finite() && t.mfu > 0.0 && t.mfu < 1.0);
+                }
+            }
+        }
+    }
+}
