@@ -2,7 +2,10 @@
 //! asserts nothing about time (`cargo bench --bench planner`; `.ci/bench`
 //! runs it beside the page's benchmark).
 
+use membudget::detailed::hardware::gpu;
 use membudget::detailed::planner::make_it_fit;
+use membudget::detailed::search::search;
+use membudget::detailed::steptime::{step_time, Cluster, Efficiency};
 use membudget::detailed::{preset, timeline, AttentionKernel, DetailedConfig, StepOptions};
 use std::time::Instant;
 
@@ -38,7 +41,7 @@ fn main() {
         });
         let mut rows = 0;
         let plan = median(|| {
-            rows = make_it_fit(&cfg, card * gib, None).changes.len();
+            rows = make_it_fit(&cfg, card * gib, None, None).changes.len();
         });
         // The planner prices each lever and every pair of levers that do not
         // fit alone: up to 11 + 55 step peaks.
@@ -47,6 +50,33 @@ fn main() {
             one * 1e6,
             1.0 / one,
             plan * 1e3,
+        );
+    }
+    // The step-time model, and --plan's search over every layout.
+    let h100 = Cluster::new(gpu("h100-sxm").unwrap(), 8);
+    let eff = Efficiency::for_gpu(&h100.gpu);
+    for (name, seq, batch, gpus) in [
+        ("llama-3.1-8b", 8192, 64, 8),
+        ("llama-3.1-70b", 4096, 256, 64),
+    ] {
+        let cfg = DetailedConfig {
+            attention: AttentionKernel::Flash,
+            dropout: false,
+            ..DetailedConfig::new(preset(name).unwrap().arch, seq, batch)
+        };
+        let one = median(|| {
+            std::hint::black_box(step_time(&cfg, &h100, &eff));
+        });
+        let (mut tried, mut fit) = (0, 0);
+        let plan = median(|| {
+            let s = search(&cfg, &h100, gpus, None, &eff);
+            (tried, fit) = (s.tried, s.rows.len());
+        });
+        println!(
+            "  {name:>15}, {seq} tokens, batch {batch}, {gpus} × H100: one step time {:.2} µs; --plan {:.1} ms ({tried} layouts, {:.0} per second; {fit} fit)",
+            one * 1e6,
+            plan * 1e3,
+            tried as f64 / plan,
         );
     }
 }

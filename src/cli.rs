@@ -3,13 +3,17 @@
 
 use crate::budget::{estimate, Breakdown, Field, TrainingConfig};
 use crate::detailed::planner::{make_it_fit, smallest_card};
+use crate::detailed::steptime::{step_time, Cluster, Efficiency, Parts};
 use crate::detailed::{
     self, preset, AdamImpl, Architecture, AttentionKernel, BaseQuant, DetailedBreakdown,
     DetailedConfig, Device, ExpertsImpl, Family, LoraTargets, Objective, Optimizer, Overhead,
     OverheadBytes, Precision, Profile, Recompute, Step, StepOptions, StepTimeline,
 };
-use crate::detailed::{defaults, hardware};
-use crate::report::{whole, ChangeReport, DetailedParts, DetailedReport, FitReport, LessonReport};
+use crate::detailed::{defaults, hardware, search};
+use crate::report::{
+    whole, ChangeReport, DetailedParts, DetailedReport, FitReport, LessonReport, PlanReport,
+    PlanRowReport, TimeReport, TrainingCost,
+};
 use crate::state::{max_detailed_seq, max_micro_batch};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{value_parser, Parser};
@@ -71,6 +75,9 @@ pub struct Args {
     /// The card to fit on.
     #[command(flatten)]
     pub hardware: HardwareArgs,
+    /// Step time, training cost and the planner.
+    #[command(flatten)]
+    pub time: TimeArgs,
     /// Output format.
     #[command(flatten)]
     pub output: OutputArgs,
@@ -265,7 +272,8 @@ pub struct OffloadArgs {
     /// Saved activations on the CPU (save_on_cpu, CPU checkpointing).
     #[arg(long)]
     pub offload_activations: bool,
-    /// GPUs per node, for the host RAM per node, 1–64 [default: 8].
+    /// GPUs per node: for the host RAM per node and, with --gpu, which
+    /// groups talk over NVLink, 1–64 [default: 8].
     #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=64))]
     pub gpus_per_node: Option<u64>,
 }
@@ -306,6 +314,78 @@ pub struct HardwareArgs {
     /// --gpu).
     #[arg(long, value_name = "GIB")]
     pub gpu_memory: Option<f64>,
+}
+
+/// Step time, what training costs, and the planner's search (with --gpu).
+#[derive(clap::Args, Debug, Default)]
+#[command(next_help_heading = "Step time and planning (with --gpu)")]
+pub struct TimeArgs {
+    /// Search the layouts (dp × tp × pp, ZeRO, recomputation, micro-batch,
+    /// 8-bit optimizer, offload) that fit --gpu over --gpus GPUs for
+    /// --batch sequences per step, fastest first.
+    #[arg(long)]
+    pub plan: bool,
+    /// GPUs for --plan, 1–65536 [default: the layout's dp × tp × pp].
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=65536))]
+    pub gpus: Option<u64>,
+    /// Tokens to train on (1e12 or 1000000000000): prints the days,
+    /// GPU-hours and, with --price, the cost.
+    #[arg(long, value_name = "N")]
+    pub tokens: Option<f64>,
+    /// Price of one GPU-hour, in your currency, for --tokens [default: 2.00].
+    #[arg(long, value_name = "PRICE")]
+    pub price: Option<f64>,
+    /// Sustained fraction of the dense peak for matrix multiplies, 0.01–1
+    /// [default: 0.80].
+    #[arg(long, value_name = "F")]
+    pub eff_matmul: Option<f64>,
+    /// Sustained fraction of the dense peak for FlashAttention, 0.01–1
+    /// [default: 0.50 on Ampere, 0.35 on Hopper and Blackwell].
+    #[arg(long, value_name = "F")]
+    pub eff_attention: Option<f64>,
+    /// Sustained fraction of the memory bandwidth, 0.01–1 [default: 0.80].
+    #[arg(long, value_name = "F")]
+    pub eff_memory: Option<f64>,
+    /// Sustained fraction of the links' bandwidth, 0.01–1 [default: 0.80].
+    #[arg(long, value_name = "F")]
+    pub eff_link: Option<f64>,
+}
+
+/// Default price of a GPU-hour for `--tokens`.
+pub const DEFAULT_PRICE: f64 = 2.0;
+
+impl TimeArgs {
+    fn given(&self) -> bool {
+        self.plan
+            || self.gpus.is_some()
+            || self.tokens.is_some()
+            || self.price.is_some()
+            || self.eff_matmul.is_some()
+            || self.eff_attention.is_some()
+            || self.eff_memory.is_some()
+            || self.eff_link.is_some()
+    }
+
+    /// The efficiencies asked for on `gpu` (its defaults where not given),
+    /// checked.
+    pub fn efficiency(&self, gpu: Option<&hardware::Gpu>) -> Result<Efficiency, CliError> {
+        let d = gpu.map_or_else(Efficiency::default, Efficiency::for_gpu);
+        let pick = |v: Option<f64>, name: &str, default: f64| -> Result<f64, CliError> {
+            match v {
+                None => Ok(default),
+                Some(x) if x.is_finite() && (0.01..=1.0).contains(&x) => Ok(x),
+                Some(x) => Err(format!("--{name} must be 0.01 to 1 (got {x})")),
+            }
+        };
+        let attention = pick(self.eff_attention, "eff-attention", d.attention_forward)?;
+        Ok(Efficiency {
+            matmul: pick(self.eff_matmul, "eff-matmul", d.matmul)?,
+            attention_forward: attention,
+            attention_backward: attention,
+            memory: pick(self.eff_memory, "eff-memory", d.memory)?,
+            link: pick(self.eff_link, "eff-link", d.link)?,
+        })
+    }
 }
 
 /// Every card's key, for `--gpu`.
@@ -388,6 +468,14 @@ impl Args {
             || self.overhead.given()
             || self.hardware.gpu.is_some()
             || self.hardware.gpu_memory.is_some()
+            || self.time.given()
+    }
+
+    /// The card of the table named by `--gpu`, in nodes of
+    /// `--gpus-per-node`: what the step time needs.
+    pub fn cluster(&self) -> Option<Cluster> {
+        let g = hardware::gpu(self.hardware.gpu.as_deref()?)?;
+        Some(Cluster::new(g, self.offload.gpus_per_node.unwrap_or(8)))
     }
 
     /// The card to fit on, if one was named: (its name, memory in bytes).
@@ -799,8 +887,11 @@ fn fit_lines(f: &FitReport) -> String {
         out += "to make it fit (each change priced by the model; add its flags to rerun it):\n";
     }
     for c in f.changes.iter().take(CHANGES_SHOWN) {
+        let time = c.time.map_or(String::new(), |t| {
+            format!(", GPU-time per token {:+.1} %", 100.0 * (t - 1.0))
+        });
         out += &format!(
-            "  {} {:>6.1} GB, saves {:.1} GB of {}; {} GPU{}, compute ×{:.2}: {}\n      {}\n      cost: {}\n",
+            "  {} {:>6.1} GB, saves {:.1} GB of {}; {} GPU{}, compute ×{:.2}{time}: {}\n      {}\n      cost: {}\n",
             if c.fits { "fits" } else { "    " },
             gb(c.need),
             c.saved as f64 / 1e9,
@@ -848,9 +939,19 @@ pub fn run(args: &Args) -> Result<String, CliError> {
         let t = detailed::timeline(&cfg, &opts).map_err(|e| e.to_string())?;
         let settings = args.overhead_settings()?;
         let overhead = settings.map(|o| o.bytes(&cfg, t.peak_bytes()));
+        let cluster = args.cluster();
+        let eff = args.time.efficiency(cluster.as_ref().map(|c| &c.gpu))?;
+        if args.time.given() && cluster.is_none() {
+            return Err(
+                "step time, --tokens and --plan need --gpu CARD: a card of the table, whose speeds are known"
+                    .into(),
+            );
+        }
+        let timed = cluster.as_ref().map(|c| (c, &eff));
         let fit = args.card()?.map(|(gpu, capacity)| {
             let need = t.peak_bytes() + overhead.as_ref().map_or(0.0, |o| o.total());
-            let plan = (need > capacity).then(|| make_it_fit(&cfg, capacity, settings.as_ref()));
+            let plan =
+                (need > capacity).then(|| make_it_fit(&cfg, capacity, settings.as_ref(), timed));
             FitReport {
                 gpu,
                 capacity: whole(capacity),
@@ -867,6 +968,29 @@ pub fn run(args: &Args) -> Result<String, CliError> {
                 card: plan.and_then(|p| smallest_card(p.need).map(String::from)),
             }
         });
+        let price = match args.time.price {
+            Some(p) if p.is_finite() && (0.0..=1e6).contains(&p) => p,
+            Some(p) => return Err(format!("--price must be 0 to 1000000 (got {p})")),
+            None => DEFAULT_PRICE,
+        };
+        let tokens = match args.time.tokens {
+            Some(n) if n.is_finite() && (1.0..=1e18).contains(&n) => Some(n),
+            Some(n) => return Err(format!("--tokens must be 1 to 1e18 (got {n})")),
+            None => None,
+        };
+        let time = cluster.as_ref().map(|c| {
+            let st = step_time(&cfg, c, &eff);
+            let training = tokens.map(|n| TrainingCost::new(n, cfg.gpus(), &st, price));
+            TimeReport::new(c, &eff, &st, training)
+        });
+        let plan = match (&cluster, args.time.plan) {
+            (Some(c), true) => {
+                let gpus = args.time.gpus.unwrap_or(cfg.gpus());
+                let found = search::search(&cfg, c, gpus, settings.as_ref(), &eff);
+                Some(PlanReport::new(gpus, &found))
+            }
+            _ => None,
+        };
         return Ok(if args.output.json {
             let host = detailed::host_ram(&cfg);
             let parts = DetailedParts {
@@ -879,10 +1003,22 @@ pub fn run(args: &Args) -> Result<String, CliError> {
                     .adam
                     .unwrap_or_else(|| detailed::timeline::default_adam(&cfg)),
                 fit,
+                time,
+                plan,
             };
             json(&DetailedReport::new(&cfg, &parts))
         } else {
-            render_detailed(&cfg, reason, &b, &t, overhead.as_ref(), fit.as_ref())
+            let mut out = render_detailed(&cfg, reason, &b, &t, overhead.as_ref(), fit.as_ref());
+            if let Some(time) = &time {
+                if fit.as_ref().is_some_and(|f| !f.fits) {
+                    out += "(the step does not fit the card: its time below is what it would take if it did)\n";
+                }
+                out += &time_lines(time, cfg.gpus());
+            }
+            if let Some(plan) = &plan {
+                out += &plan_lines(&cfg, plan);
+            }
+            out
         });
     }
     let cfg = args.config()?;
@@ -892,6 +1028,109 @@ pub fn run(args: &Args) -> Result<String, CliError> {
     } else {
         render_text(&b)
     })
+}
+
+/// A count with thousands separators.
+fn grouped(x: f64) -> String {
+    let digits = format!("{:.0}", x.max(0.0));
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Where a step's time goes, largest first, as "matmul 71 %, …".
+fn parts_line(p: &Parts) -> String {
+    let total = p.total();
+    let mut named: Vec<(&str, f64)> = p
+        .named()
+        .into_iter()
+        .filter(|(_, v)| *v >= 0.005 * total)
+        .collect();
+    named.sort_by(|a, b| b.1.total_cmp(&a.1));
+    named
+        .iter()
+        .map(|(n, v)| format!("{n} {:.0} %", 100.0 * v / total))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The step's time and, with --tokens, what training takes.
+fn time_lines(t: &TimeReport, gpus: u64) -> String {
+    let mut out = format!(
+        "time on {} ({} per node): step {:.3} s; {} tokens/s per GPU; {:.0} model TFLOPS per GPU (MFU {:.1} %), {:.0} hardware (HFU {:.1} %)\n",
+        t.gpu,
+        t.gpus_per_node,
+        t.step_s,
+        grouped(t.tokens_per_s_per_gpu),
+        t.model_tflops_per_gpu,
+        100.0 * t.mfu,
+        t.hardware_tflops_per_gpu,
+        100.0 * t.hfu
+    );
+    out += &format!("  where it goes: {}\n", parts_line(&t.parts));
+    if let Some(c) = &t.training {
+        out += &format!(
+            "  {:.3e} tokens: {:.1} days on {} GPU{}, {} GPU-hours, {} at {:.2} per GPU-hour\n",
+            c.tokens,
+            c.days,
+            gpus,
+            if gpus == 1 { "" } else { "s" },
+            grouped(c.gpu_hours),
+            grouped(c.cost),
+            c.price_per_gpu_hour
+        );
+    }
+    out
+}
+
+/// Layouts `--plan` lists in text (JSON has them all).
+const PLAN_SHOWN: usize = 10;
+
+/// `--plan`'s fastest layouts and its memory-versus-time front.
+fn plan_lines(cfg: &DetailedConfig, p: &PlanReport) -> String {
+    let mut out = format!(
+        "plan: {} GPU{}, {} sequences of {} tokens per step: {} layouts tried, {} fit",
+        p.gpus,
+        if p.gpus == 1 { "" } else { "s" },
+        cfg.batch,
+        cfg.seq,
+        p.tried,
+        p.rows.len()
+    );
+    if p.rows.is_empty() {
+        out += "; none fits: more GPUs, a bigger card, or LoRA/QLoRA (see the changes above)\n";
+        return out;
+    }
+    out += "; fastest first:\n";
+    let row = |r: &PlanRowReport| {
+        format!(
+            "  {:>9.3} s {:>12} {:>5.1} % {:>7.1} GB{}  {}\n",
+            r.step_s,
+            grouped(r.tokens_per_s_per_gpu),
+            100.0 * r.mfu,
+            r.peak as f64 / 1e9,
+            if r.pareto { " *" } else { "  " },
+            r.flags.join(" ")
+        )
+    };
+    out += "       step   tokens/s/GPU    MFU    peak     flags\n";
+    for r in p.rows.iter().take(PLAN_SHOWN) {
+        out += &row(r);
+    }
+    let front: Vec<&PlanRowReport> = p.rows.iter().filter(|r| r.pareto).collect();
+    out += &format!(
+        "memory-versus-time front (*: faster than every layout that needs less), {} layouts:\n",
+        front.len()
+    );
+    for r in front.iter().take(PLAN_SHOWN) {
+        out += &row(r);
+    }
+    out
 }
 
 /// A document as pretty JSON with a final newline.

@@ -18,6 +18,8 @@
 //! ```
 
 use crate::budget::{Breakdown, TrainingConfig};
+use crate::detailed::search::Search;
+use crate::detailed::steptime::{Cluster, Efficiency, Parts, StepTime};
 use crate::detailed::{
     self, AdamImpl, DetailedBreakdown, DetailedConfig, HostRam, Offload, OverheadBytes,
     Parallelism, StepTimeline,
@@ -322,8 +324,151 @@ pub struct ChangeReport {
     pub gpus: u64,
     /// Hardware FLOPs per token against now.
     pub compute: f64,
+    /// GPU-seconds per token against now, with `--gpu` a card of the table.
+    pub time: Option<f64>,
     /// What else it costs, in words.
     pub cost: String,
+}
+
+/// One optimizer step's time on a card of the table (`--gpu`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TimeReport {
+    /// The card's key.
+    pub gpu: String,
+    /// GPUs per node.
+    pub gpus_per_node: u64,
+    /// Seconds per optimizer step.
+    pub step_s: f64,
+    /// Tokens trained per second per GPU.
+    pub tokens_per_s_per_gpu: f64,
+    /// Model TFLOPS per GPU.
+    pub model_tflops_per_gpu: f64,
+    /// Hardware TFLOPS per GPU (recomputation counted).
+    pub hardware_tflops_per_gpu: f64,
+    /// Model FLOPs utilisation.
+    pub mfu: f64,
+    /// Hardware FLOPs utilisation.
+    pub hfu: f64,
+    /// Seconds per step by part.
+    pub parts: Parts,
+    /// The efficiencies used.
+    pub efficiency: Efficiency,
+    /// With `--tokens`: what training on them takes.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub training: Option<TrainingCost>,
+}
+
+impl TimeReport {
+    /// The report of `t` for `cfg` on `cluster`.
+    pub fn new(
+        cluster: &Cluster,
+        eff: &Efficiency,
+        t: &StepTime,
+        training: Option<TrainingCost>,
+    ) -> Self {
+        Self {
+            gpu: cluster.gpu.key.into(),
+            gpus_per_node: cluster.gpus_per_node,
+            step_s: t.step_s,
+            tokens_per_s_per_gpu: t.tokens_per_s_per_gpu,
+            model_tflops_per_gpu: t.model_tflops_per_gpu,
+            hardware_tflops_per_gpu: t.hardware_tflops_per_gpu,
+            mfu: t.mfu,
+            hfu: t.hfu,
+            parts: t.parts,
+            efficiency: *eff,
+            training,
+        }
+    }
+}
+
+/// What training on a token budget takes.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrainingCost {
+    /// Tokens to train on.
+    pub tokens: f64,
+    /// GPUs.
+    pub gpus: u64,
+    /// Wall-clock days.
+    pub days: f64,
+    /// GPU-hours.
+    pub gpu_hours: f64,
+    /// Price of a GPU-hour.
+    pub price_per_gpu_hour: f64,
+    /// GPU-hours × price.
+    pub cost: f64,
+}
+
+impl TrainingCost {
+    /// Training on `tokens` at `t`'s rate on `gpus` GPUs.
+    pub fn new(tokens: f64, gpus: u64, t: &StepTime, price: f64) -> Self {
+        let gpu_hours = tokens / t.tokens_per_s_per_gpu / 3600.0;
+        Self {
+            tokens,
+            gpus,
+            days: gpu_hours / gpus as f64 / 24.0,
+            gpu_hours,
+            price_per_gpu_hour: price,
+            cost: gpu_hours * price,
+        }
+    }
+}
+
+/// One layout of `--plan`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlanRowReport {
+    /// The flags that give it (with the model, --gpu, --seq and --batch).
+    pub flags: Vec<String>,
+    /// What must fit per GPU: the step's peak (plus overhead when asked).
+    pub peak: u64,
+    /// Seconds per optimizer step.
+    pub step_s: f64,
+    /// Tokens per second per GPU.
+    pub tokens_per_s_per_gpu: f64,
+    /// Model FLOPs utilisation.
+    pub mfu: f64,
+    /// Hardware FLOPs utilisation.
+    pub hfu: f64,
+    /// On the memory-versus-time Pareto front.
+    pub pareto: bool,
+    /// Seconds per step by part.
+    pub parts: Parts,
+}
+
+/// `--plan`: what was searched and the layouts that fit, fastest first.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlanReport {
+    /// GPUs searched over.
+    pub gpus: u64,
+    /// Layouts tried.
+    pub tried: u64,
+    /// Those that fit, fastest first.
+    pub rows: Vec<PlanRowReport>,
+}
+
+impl PlanReport {
+    /// The report of a search over `gpus`.
+    pub fn new(gpus: u64, s: &Search) -> Self {
+        Self {
+            gpus,
+            tried: s.tried as u64,
+            rows: s
+                .rows
+                .iter()
+                .enumerate()
+                .map(|(i, r)| PlanRowReport {
+                    flags: r.flags(),
+                    peak: whole(r.need),
+                    step_s: r.time.step_s,
+                    tokens_per_s_per_gpu: r.time.tokens_per_s_per_gpu,
+                    mfu: r.time.mfu,
+                    hfu: r.time.hfu,
+                    pareto: s.pareto.contains(&i),
+                    parts: r.time.parts,
+                })
+                .collect(),
+        }
+    }
 }
 
 impl ChangeReport {
@@ -338,6 +483,7 @@ impl ChangeReport {
             fits: c.fits,
             gpus: c.gpus,
             compute: c.compute,
+            time: c.time,
             cost: c.cost.clone(),
         }
     }
@@ -386,6 +532,12 @@ pub struct DetailedReport {
     /// The verdict on a card, with `--gpu` or `--gpu-memory`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub fit: Option<FitReport>,
+    /// The step's time, with `--gpu` a card of the table.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub time: Option<TimeReport>,
+    /// With `--plan`: the layouts that fit, fastest first.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub plan: Option<PlanReport>,
 }
 
 /// What the detailed document needs beyond the configuration.
@@ -404,6 +556,10 @@ pub struct DetailedParts<'a> {
     pub adam: AdamImpl,
     /// The verdict on a card, if one was named.
     pub fit: Option<FitReport>,
+    /// The step's time, with a card of the table.
+    pub time: Option<TimeReport>,
+    /// With `--plan`.
+    pub plan: Option<PlanReport>,
 }
 
 impl DetailedReport {
@@ -511,6 +667,8 @@ impl DetailedReport {
                 total: whole(h.total()),
             }),
             fit: parts.fit.clone(),
+            time: parts.time.clone(),
+            plan: parts.plan.clone(),
         }
     }
 }

@@ -68,7 +68,7 @@ proptest! {
     fn rows_are_the_models_and_their_flags_rerun((base, gib) in any_setup()) {
         let Some(cfg) = config(&base) else { return Ok(()); };
         let capacity = gib * (1u64 << 30) as f64;
-        let plan = make_it_fit(&cfg, capacity, None);
+        let plan = make_it_fit(&cfg, capacity, None, None);
         if need(&cfg, None).is_none() {
             return Ok(());
         }

@@ -276,7 +276,7 @@ fn applying_a_planned_change_gives_its_configuration() {
     ] {
         let s = membudget::url::decode(query).state;
         let from = s.detailed_config();
-        let plan = make_it_fit(&from, s.gpu.unwrap().bytes(), None);
+        let plan = make_it_fit(&from, s.gpu.unwrap().bytes(), None, None);
         assert!(!plan.changes.is_empty(), "{query}");
         for c in &plan.changes {
             let mut t = s;

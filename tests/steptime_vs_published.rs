@@ -53,7 +53,6 @@ pub fn rows() -> Vec<Row> {
         "/tests/fixtures/published_throughput.tsv"
     ))
     .unwrap();
-    let eff = Efficiency::default();
     text.lines()
         .skip(1)
         .map(|line| {
@@ -84,6 +83,7 @@ pub fn rows() -> Vec<Row> {
             };
             cfg.dropout = c[13] == "1";
             let card = gpu(c[2]).unwrap();
+            let eff = Efficiency::for_gpu(&card);
             let eff = if c[12] == "flash1" {
                 Efficiency::flash_attention_1()
             } else {

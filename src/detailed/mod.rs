@@ -39,6 +39,7 @@ pub mod parallel;
 pub mod planner;
 pub mod presets;
 pub mod quant;
+pub mod search;
 pub mod states;
 pub mod steptime;
 pub mod timeline;

@@ -7,22 +7,23 @@
 //!
 //! The memory is the detailed model's step peak (checked against PyTorch's
 //! allocations); the compute is [`super::flops`]'s hardware FLOPs per GPU
-//! per step, which is what recomputation, the one lever here that adds
-//! arithmetic, costs. What the other levers cost in time (communication,
-//! PCIe transfers, the CPU's optimizer step) is named, not yet priced: the
-//! step-time model that will price it is the next part of this planner.
+//! per step. Given a card with its speeds, each change is also priced in
+//! time by [`super::steptime`]: GPU-seconds per token against the reader's
+//! configuration, which counts what recomputation, communication, PCIe
+//! transfers and the CPU's optimizer step cost, and what more GPUs give.
 //!
 //! ```
 //! use membudget::detailed::{planner::make_it_fit, preset, DetailedConfig};
 //!
 //! // Llama-3.1-8B at 8,192 tokens on one 80 GB card: 179 GB, a dead end.
 //! let cfg = DetailedConfig::new(preset("llama-3.1-8b").unwrap().arch, 8192, 1);
-//! let plan = make_it_fit(&cfg, 80.0 * (1u64 << 30) as f64, None);
+//! let plan = make_it_fit(&cfg, 80.0 * (1u64 << 30) as f64, None, None);
 //! assert!(!plan.fits_now);
 //! assert!(plan.changes.iter().any(|c| c.fits));
 //! ```
 
 use super::hardware::GPUS;
+use super::steptime::{step_time, Cluster, Efficiency};
 use super::{
     estimate, flops, timeline, AttentionKernel, BaseQuant, DetailedBreakdown, DetailedConfig,
     LoraTargets, Optimizer, Overhead, Precision, Profile, Recompute, StepOptions,
@@ -46,6 +47,14 @@ struct Lever {
     apply: fn(&DetailedConfig) -> Option<DetailedConfig>,
 }
 
+impl Lever {
+    /// Whether it changes what is trained (adapters instead of the model,
+    /// another optimizer), not only how: its cost says "a different".
+    fn changes_training(&self) -> bool {
+        self.cost.starts_with("a different") || self.cost.contains("a different optimizer")
+    }
+}
+
 /// A change tried on the reader's configuration.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Change {
@@ -67,8 +76,14 @@ pub struct Change {
     /// Hardware FLOPs per token against the reader's (1.0: the same;
     /// full recomputation about 4/3).
     pub compute: f64,
+    /// GPU-seconds per token against the reader's (1.0: the same; 1.33:
+    /// a third more), when the card's speeds are known.
+    pub time: Option<f64>,
     /// What it costs besides the bytes, in words.
     pub cost: String,
+    /// It changes what is trained (LoRA, QLoRA, another optimizer), not
+    /// only how.
+    pub changes_training: bool,
     /// The family of a single lever that differs from its siblings only by
     /// its GPUs; `None` for pairs and for the other levers.
     pub family: Option<&'static str>,
@@ -381,12 +396,24 @@ fn flops_per_token(cfg: &DetailedConfig) -> f64 {
     f.hardware / f.tokens
 }
 
+/// GPU-seconds per token of `cfg` on `cluster`.
+fn gpu_seconds_per_token(cfg: &DetailedConfig, (cluster, eff): (&Cluster, &Efficiency)) -> f64 {
+    1.0 / step_time(cfg, cluster, eff).tokens_per_s_per_gpu
+}
+
 /// Tries every lever on `cfg`, then every pair of levers that do not fit
-/// alone, for a card of `capacity` bytes; see the module's documentation.
-pub fn make_it_fit(cfg: &DetailedConfig, capacity: f64, overhead: Option<&Overhead>) -> Plan {
+/// alone, for a card of `capacity` bytes, priced in time on a cluster
+/// with its efficiencies when given; see the module's documentation.
+pub fn make_it_fit(
+    cfg: &DetailedConfig,
+    capacity: f64,
+    overhead: Option<&Overhead>,
+    cluster: Option<(&Cluster, &Efficiency)>,
+) -> Plan {
     let now = need(cfg, overhead).unwrap_or(f64::INFINITY);
     let before = estimate(cfg).ok();
     let base_flops = flops_per_token(cfg);
+    let base_time = cluster.map(|c| gpu_seconds_per_token(cfg, c));
     let levers = levers();
     let change = |names: Vec<&Lever>, to: DetailedConfig| -> Option<Change> {
         let need = need(&to, overhead)?;
@@ -404,7 +431,11 @@ pub fn make_it_fit(cfg: &DetailedConfig, capacity: f64, overhead: Option<&Overhe
             fits: need <= capacity,
             gpus: to.gpus(),
             compute: flops_per_token(&to) / base_flops,
+            time: cluster
+                .zip(base_time)
+                .map(|(c, t)| gpu_seconds_per_token(&to, c) / t),
             cost: names.iter().map(|l| l.cost).collect::<Vec<_>>().join("; "),
+            changes_training: names.iter().any(|l| l.changes_training()),
             family: match names[..] {
                 [one] => one.family,
                 _ => None,
@@ -434,12 +465,18 @@ pub fn make_it_fit(cfg: &DetailedConfig, capacity: f64, overhead: Option<&Overhe
     }
     changes.extend(pairs);
     let mut changes = fewest_gpus(changes);
-    // Those that fit first; then fewer GPUs, less compute, more room.
+    // Those that fit first; then fewer GPUs, the same training before a
+    // different one, less time (or compute), more room.
     changes.sort_by(|x, y| {
         y.fits
             .cmp(&x.fits)
             .then(x.gpus.cmp(&y.gpus))
-            .then(x.compute.total_cmp(&y.compute))
+            .then(x.changes_training.cmp(&y.changes_training))
+            .then(
+                x.time
+                    .unwrap_or(x.compute)
+                    .total_cmp(&y.time.unwrap_or(y.compute)),
+            )
             .then(x.need.total_cmp(&y.need))
     });
     Plan {
@@ -480,7 +517,7 @@ mod tests {
     #[test]
     fn each_change_is_priced_by_the_model() {
         let cfg = dead_end();
-        let plan = make_it_fit(&cfg, H100, None);
+        let plan = make_it_fit(&cfg, H100, None, None);
         assert!(!plan.fits_now);
         assert!(!plan.changes.is_empty());
         for c in &plan.changes {
@@ -512,7 +549,7 @@ mod tests {
             (1024, 0.25 * H100),
         ] {
             let cfg = DetailedConfig { seq, ..dead_end() };
-            let plan = make_it_fit(&cfg, cap, None);
+            let plan = make_it_fit(&cfg, cap, None, None);
             let brute: Vec<String> = levers()
                 .iter()
                 .filter_map(|l| (l.apply)(&cfg).map(|to| (l, to)))
@@ -576,7 +613,7 @@ mod tests {
     /// ZeRO-3 over 8 GPUs does, and so do LoRA and QLoRA.
     #[test]
     fn the_dead_end_gets_ways_out() {
-        let plan = make_it_fit(&dead_end(), H100, None);
+        let plan = make_it_fit(&dead_end(), H100, None, None);
         let find = |name: &str| plan.changes.iter().find(|c| c.name == name);
         let full = find("full recomputation").unwrap();
         assert!(!full.fits && full.term == "activations");

@@ -68,8 +68,9 @@ pub struct Efficiency {
     /// device throughput" (Dao 2023, "FlashAttention-2", §1).
     pub matmul: f64,
     /// FlashAttention's forward, of dense peak, over the operations it
-    /// runs: 0.50, the low end of FlashAttention-2's "50–73 % of the
-    /// theoretical maximum FLOPs/s on A100" (Dao 2023, abstract).
+    /// runs: 0.50 on A100, the low end of FlashAttention-2's "50–73 % of
+    /// the theoretical maximum FLOPs/s on A100" (Dao 2023, abstract); by
+    /// architecture in [`Efficiency::for_gpu`].
     pub attention_forward: f64,
     /// FlashAttention's backward: 0.50, the same range.
     pub attention_backward: f64,
@@ -94,7 +95,39 @@ impl Default for Efficiency {
     }
 }
 
+/// FlashAttention-2's sustained fraction of the dense peak by the card's
+/// architecture, with its source: the kernel uses Ampere's instructions
+/// wherever it runs.
+pub const FLASH_ATTENTION_2: [(&[&str], f64, &str); 2] = [
+    (
+        &["h100-sxm", "h100-pcie", "h200", "b200"],
+        0.35,
+        "Hopper: \"FlashAttention-2 achieving only 35 % utilization on the H100 GPU\" (Shah et al. 2024, FlashAttention-3, abstract); Blackwell: no published figure, Hopper's",
+    ),
+    (
+        &["a100-40gb", "a100-80gb", "rtx-3090", "l40s", "rtx-4090", "mi300x", "mi325x"],
+        0.50,
+        "Ampere: the low end of \"50–73 % of the theoretical maximum FLOPs/s on A100\" (Dao 2023, abstract); Ada and CDNA 3: no published figure, the A100's",
+    ),
+];
+
 impl Efficiency {
+    /// The defaults on `gpu`: FlashAttention-2's rate on its architecture
+    /// ([`FLASH_ATTENTION_2`]), the rest as [`Efficiency::default`] (the
+    /// matrix multiplies' 80 % holds on Hopper too: "35 % vs. 80-90 % on
+    /// the Hopper H100 GPU", Shah et al. 2024, §1).
+    pub fn for_gpu(gpu: &Gpu) -> Self {
+        let attention = FLASH_ATTENTION_2
+            .iter()
+            .find(|(keys, _, _)| keys.contains(&gpu.key))
+            .map_or(0.50, |(_, e, _)| *e);
+        Self {
+            attention_forward: attention,
+            attention_backward: attention,
+            ..Self::default()
+        }
+    }
+
     /// With FlashAttention 1 instead of 2 (software before July 2023):
     /// "the forward pass only reaches 30–50 % of the theoretical maximum
     /// FLOPs/s of the device, while the backward pass ... 25–35 %" (Dao

@@ -1,0 +1,293 @@
+//! The planner's search: every layout of a model on N GPUs that fits the
+//! card, ranked by step time.
+//!
+//! Given the reader's model, sequence length, global batch (sequences per
+//! optimizer step) and GPUs, it enumerates data × tensor × pipeline
+//! parallelism (tensor parallelism within a node, with sequence
+//! parallelism; pipeline stages that divide the layers, 1F1B or interleaved
+//! with two virtual stages), ZeRO stage 0–3, recomputation, the
+//! micro-batch, the 8-bit optimizer and optimizer offload; it keeps the
+//! layouts whose step peak (plus the runtime overhead, when given) fits the
+//! card, and ranks them by the step time of [`super::steptime`]. Every
+//! layout's memory is the detailed model's step peak, its time the
+//! step-time model's: the search adds no figure of its own.
+//!
+//! ```
+//! use membudget::detailed::{hardware::gpu, preset, search, steptime, DetailedConfig};
+//!
+//! let mut cfg = DetailedConfig::new(preset("llama-3.1-8b").unwrap().arch, 8192, 8);
+//! cfg.attention = membudget::detailed::AttentionKernel::Flash;
+//! let cluster = steptime::Cluster::new(gpu("h100-sxm").unwrap(), 8);
+//! let plan = search::search(&cfg, &cluster, 8, None, &steptime::Efficiency::default());
+//! assert!(!plan.rows.is_empty());
+//! // Fastest first.
+//! assert!(plan.rows.windows(2).all(|w| w[0].time.step_s <= w[1].time.step_s));
+//! ```
+
+use super::steptime::{step_time, Cluster, Efficiency, StepTime};
+use super::{planner, DetailedConfig, Optimizer, Overhead, Parallelism, Profile, Recompute};
+
+/// One layout that fits.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    /// The configuration.
+    pub cfg: DetailedConfig,
+    /// What must fit on each GPU, bytes.
+    pub need: f64,
+    /// Its step time.
+    pub time: StepTime,
+}
+
+impl Row {
+    /// The flags that give this layout (add them to the model, `--gpu`,
+    /// `--seq` and `--batch`).
+    pub fn flags(&self) -> Vec<String> {
+        layout_flags(&self.cfg)
+    }
+}
+
+/// What the search found.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Search {
+    /// Layouts that fit, fastest first.
+    pub rows: Vec<Row>,
+    /// Indexes into `rows` of the memory-versus-time Pareto front: each is
+    /// faster than every layout that needs less memory.
+    pub pareto: Vec<usize>,
+    /// Layouts tried (each priced in memory and time).
+    pub tried: usize,
+}
+
+/// Every flag that sets a layout, so that rerunning the CLI with them
+/// gives the same configuration whatever it was given before.
+pub fn layout_flags(cfg: &DetailedConfig) -> Vec<String> {
+    let p = &cfg.parallel;
+    let mut f = vec![
+        "--dp".to_string(),
+        p.dp.to_string(),
+        "--tp".into(),
+        p.tp.to_string(),
+        "--pp".into(),
+        p.pp.to_string(),
+        "--zero".into(),
+        p.zero.to_string(),
+        "--micro-batch".into(),
+        cfg.micro().to_string(),
+        "--recompute".into(),
+        cfg.recompute.name().into(),
+        "--optimizer".into(),
+        cfg.optimizer.name().into(),
+    ];
+    if p.vp > 1 {
+        f.extend(["--vp".into(), p.vp.to_string()]);
+    }
+    if p.sp {
+        f.push("--sp".into());
+    }
+    if cfg.offload.optimizer {
+        f.push("--offload-optimizer".into());
+    }
+    f
+}
+
+/// Powers of two up to `n`, and `n`.
+fn powers_up_to(n: u64) -> Vec<u64> {
+    let mut v: Vec<u64> = std::iter::successors(Some(1u64), |x| x.checked_mul(2))
+        .take_while(|&x| x <= n)
+        .collect();
+    if v.last() != Some(&n) && n > 0 {
+        v.push(n);
+    }
+    v
+}
+
+/// The layouts of `cfg`'s model over `gpus` GPUs (see the module's
+/// documentation); `cfg.batch` is the global batch in sequences.
+pub fn layouts(cfg: &DetailedConfig, gpus: u64, gpus_per_node: u64) -> Vec<DetailedConfig> {
+    let a = &cfg.arch;
+    let mut out = Vec::new();
+    let recomputes: Vec<Recompute> = [Recompute::None, Recompute::Selective, Recompute::Full]
+        .into_iter()
+        .filter(|r| {
+            *r != Recompute::Selective
+                || (cfg.attention == super::AttentionKernel::Eager && cfg.profile == Profile::Fused)
+        })
+        .collect();
+    let optimizers: Vec<Optimizer> = if cfg.optimizer == Optimizer::AdamW {
+        vec![Optimizer::AdamW, Optimizer::Adam8bit]
+    } else {
+        vec![cfg.optimizer]
+    };
+    for tp in powers_up_to(gpus.min(gpus_per_node).min(64)) {
+        if !gpus.is_multiple_of(tp) || !a.heads.is_multiple_of(tp) || !a.kv_heads.is_multiple_of(tp)
+        {
+            continue;
+        }
+        for pp in powers_up_to(gpus / tp) {
+            if !(gpus / tp).is_multiple_of(pp) || !a.layers.is_multiple_of(pp) {
+                continue;
+            }
+            let dp = gpus / tp / pp;
+            if dp == 0 || !cfg.batch.is_multiple_of(dp) {
+                continue;
+            }
+            let per_replica = cfg.batch / dp;
+            let vps: &[u64] = if pp > 1 && a.layers.is_multiple_of(pp * 2) {
+                &[1, 2]
+            } else {
+                &[1]
+            };
+            for &vp in vps {
+                for micro in powers_up_to(per_replica) {
+                    if !per_replica.is_multiple_of(micro) {
+                        continue;
+                    }
+                    // On one replica a ZeRO stage only matters as the
+                    // way to offload the optimizer (ZeRO-Offload).
+                    let zeros: &[u8] = if dp > 1 { &[0, 1, 2, 3] } else { &[0, 1] };
+                    for &zero in zeros {
+                        for &recompute in &recomputes {
+                            for &optimizer in &optimizers {
+                                for offload in [false, true] {
+                                    // 8-bit moments are a GPU kernel's (bitsandbytes):
+                                    // not offloaded.
+                                    if (offload
+                                        && (zero == 0
+                                            || cfg.lora_rank.is_some()
+                                            || optimizer == Optimizer::Adam8bit))
+                                        || (dp == 1 && zero > 0 && !offload)
+                                    {
+                                        continue;
+                                    }
+                                    let mut c = *cfg;
+                                    c.parallel = Parallelism {
+                                        dp,
+                                        tp,
+                                        pp,
+                                        vp,
+                                        sp: tp > 1,
+                                        zero,
+                                        ..cfg.parallel
+                                    };
+                                    c.micro_batch = Some(micro);
+                                    c.recompute = recompute;
+                                    c.optimizer = optimizer;
+                                    c.offload.optimizer = offload;
+                                    c.offload.gpus_per_node = gpus_per_node;
+                                    out.push(c);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Searches the layouts of `cfg` over `gpus` GPUs of `cluster` for those
+/// that fit the card, fastest first.
+pub fn search(
+    cfg: &DetailedConfig,
+    cluster: &Cluster,
+    gpus: u64,
+    overhead: Option<&Overhead>,
+    eff: &Efficiency,
+) -> Search {
+    let capacity = cluster.gpu.memory_bytes();
+    let candidates = layouts(cfg, gpus, cluster.gpus_per_node);
+    let tried = candidates.len();
+    let mut rows: Vec<Row> = candidates
+        .into_iter()
+        .filter_map(|c| {
+            let need = planner::need(&c, overhead)?;
+            (need <= capacity).then(|| Row {
+                time: step_time(&c, cluster, eff),
+                cfg: c,
+                need,
+            })
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        a.time
+            .step_s
+            .total_cmp(&b.time.step_s)
+            .then(a.need.total_cmp(&b.need))
+    });
+    let mut pareto = Vec::new();
+    let mut least = f64::INFINITY;
+    for (i, r) in rows.iter().enumerate() {
+        if r.need < least {
+            pareto.push(i);
+            least = r.need;
+        }
+    }
+    Search {
+        rows,
+        pareto,
+        tried,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detailed::hardware::gpu;
+    use crate::detailed::{preset, AttentionKernel};
+
+    fn cluster() -> Cluster {
+        Cluster::new(gpu("h100-sxm").unwrap(), 8)
+    }
+
+    fn llama8b(seq: u64, batch: u64) -> DetailedConfig {
+        DetailedConfig {
+            attention: AttentionKernel::Flash,
+            dropout: false,
+            ..DetailedConfig::new(preset("llama-3.1-8b").unwrap().arch, seq, batch)
+        }
+    }
+
+    /// Brute force on a small space: every layout that fits is a row, and
+    /// no row is slower than one after it.
+    #[test]
+    fn rows_are_every_layout_that_fits() {
+        let cfg = llama8b(4096, 16);
+        let plan = search(&cfg, &cluster(), 8, None, &Efficiency::default());
+        let cap = cluster().gpu.memory_bytes();
+        let fitting = layouts(&cfg, 8, 8)
+            .into_iter()
+            .filter(|c| planner::need(c, None).is_some_and(|n| n <= cap))
+            .count();
+        assert_eq!(plan.rows.len(), fitting);
+        assert!(plan.tried > plan.rows.len() && fitting > 10);
+        for r in &plan.rows {
+            assert_eq!(r.cfg.gpus(), 8);
+            assert_eq!(r.cfg.effective_batch(), 16);
+        }
+        // The Pareto front: each member needs less than every faster row.
+        for &i in &plan.pareto {
+            assert!(plan.rows[..i].iter().all(|r| r.need > plan.rows[i].need));
+        }
+        assert_eq!(plan.pareto[0], 0);
+    }
+
+    /// The issue's dead end, Llama-3.1-8B at 8,192 tokens, has layouts on
+    /// one 80 GB card, and each row's flags give its configuration back.
+    #[test]
+    fn one_card_dead_end_has_layouts() {
+        let cfg = llama8b(8192, 1);
+        let plan = search(&cfg, &cluster(), 1, None, &Efficiency::default());
+        assert!(!plan.rows.is_empty());
+        // 16 bytes a parameter of states do not fit 80 GB with 8 B
+        // parameters: every row offloads the optimizer.
+        assert!(plan.rows.iter().all(|r| r.cfg.offload.optimizer));
+        // Fastest keeps the activations (flash attention, 67 GB); the
+        // Pareto front adds full recomputation, slower and smaller.
+        assert_eq!(plan.rows[0].cfg.recompute, Recompute::None);
+        let front: Vec<&Row> = plan.pareto.iter().map(|&i| &plan.rows[i]).collect();
+        assert_eq!(front.len(), 2);
+        assert_eq!(front[1].cfg.recompute, Recompute::Full);
+        assert!(front[1].need < 0.5 * front[0].need);
+    }
+}
