@@ -28,6 +28,15 @@ impl GpuCapacity {
         self.amount * self.unit.bytes()
     }
 
+    /// The memory of the card of the table with key `key`, as sold (GiB);
+    /// nothing for a key the table lacks.
+    pub fn of_card(key: &str) -> Self {
+        Self {
+            amount: crate::detailed::hardware::memory_of(key).map_or(0.0, |(_, gib)| gib),
+            unit: Unit::Gib,
+        }
+    }
+
     /// Whether the amount is a positive finite number within
     /// [`MAX_GPU_AMOUNT`].
     pub fn is_valid(&self) -> bool {
@@ -209,6 +218,9 @@ pub struct PageState {
     pub baseline: Option<TrainingConfig>,
     /// A GPU to fit the budget on.
     pub gpu: Option<GpuCapacity>,
+    /// The card of the table it is, when picked by name (its key): its
+    /// speeds price the step in time. Its memory is `gpu`.
+    pub card: Option<&'static str>,
     /// The unit figures are shown in.
     pub unit: Unit,
     /// What the sweep chart varies.
@@ -333,7 +345,31 @@ impl PageState {
     /// from the shared inputs (they are the ones in force).
     pub fn normalized(mut self) -> Self {
         self.detailed.arch = self.architecture();
+        // A card names its memory: a capacity that is not the card's drops
+        // the name.
+        if self
+            .card
+            .is_some_and(|c| self.gpu != Some(GpuCapacity::of_card(c)))
+        {
+            self.card = None;
+        }
         self
+    }
+
+    /// The card of the table picked by name, if any.
+    pub fn card(&self) -> Option<crate::detailed::hardware::Gpu> {
+        crate::detailed::hardware::gpu(self.card?)
+    }
+
+    /// Picks the card of the table with key `key`: its name and memory.
+    pub fn choose_card(&mut self, key: &str) {
+        if let Some((key, gib)) = crate::detailed::hardware::memory_of(key) {
+            self.card = Some(key);
+            self.gpu = Some(GpuCapacity {
+                amount: gib,
+                unit: Unit::Gib,
+            });
+        }
     }
 
     /// The preset the architecture in force equals, if any.

@@ -18,6 +18,7 @@
 //! Keys: `params batch seq hidden layers` (numbers), `mixed` (`1`/`0`),
 //! `base` (a pinned baseline: `params,batch,seq,hidden,layers,mixed`),
 //! `gpu` (`80` or `80gib` for a card sold as 80 GB, `85.9gb` in decimal GB),
+//! `card` (a card of the table by key, `h100-sxm`: its memory and speeds),
 //! `unit` (`gb`/`gib`), `sweep` (`batch`/`seq`), `embed` (`1`), `ex` (`1`/`2`).
 //! The detailed model: `mode=detailed`, `model` (a preset) or `arch heads kv
 //! ffn vocab tied qkvbias hd qknorm sandwich softcap mla moe` (`mla` =
@@ -176,6 +177,15 @@ fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result
         "mixed" => state.config.mixed_precision = parse_flag(value)?,
         "base" => state.baseline = Some(parse_config(value, to_f64)?),
         "gpu" => state.gpu = Some(parse_gpu(value, to_f64)?),
+        "card" => {
+            let (key, _) = crate::detailed::hardware::memory_of(value).ok_or_else(|| {
+                format!(
+                    "card must be one of {}",
+                    crate::detailed::hardware::MEMORY.map(|(k, _)| k).join(", ")
+                )
+            })?;
+            state.choose_card(key);
+        }
         "unit" => {
             state.unit = match value {
                 "gb" => Unit::Gb,
@@ -391,7 +401,9 @@ pub fn encode(state: &PageState) -> String {
         parts.push(flag(base.mixed_precision).into());
         out.append_pair("base", &parts.join(","));
     }
-    if let Some(gpu) = state.gpu {
+    if let Some(card) = state.card {
+        out.append_pair("card", card);
+    } else if let Some(gpu) = state.gpu {
         out.append_pair(
             "gpu",
             &format!("{}{}", format_value(gpu.amount), gpu.unit.key()),
@@ -636,5 +648,35 @@ mod tests {
                 unit: Unit::Gib
             })
         );
+    }
+
+    /// A card of the table by its key: its memory and its name, which the
+    /// address keeps instead of the memory; an unknown key is named with the
+    /// keys it could be, and a memory that is not the card's drops the name.
+    #[test]
+    fn a_card_by_name() {
+        let d = decode("mode=detailed&card=H100-SXM");
+        assert!(d.ignored.is_empty(), "{:?}", d.ignored);
+        assert_eq!(d.state.card, Some("h100-sxm"));
+        assert_eq!(
+            d.state.gpu,
+            Some(GpuCapacity {
+                amount: 80.0,
+                unit: Unit::Gib
+            })
+        );
+        let q = encode(&d.state);
+        assert!(q.contains("card=h100-sxm") && !q.contains("gpu="), "{q}");
+        assert_eq!(decode(&q).state, d.state);
+        let bad = decode("card=v100");
+        assert!(bad.state.card.is_none() && bad.state.gpu.is_none());
+        assert!(bad.ignored[0]
+            .reason
+            .starts_with("card must be one of a100-40gb, a100-80gb, h100-sxm"));
+        // A memory given after the card that is not the card's: the memory.
+        let both = decode("card=h200&gpu=80").state;
+        assert_eq!((both.card, both.gpu.map(|g| g.amount)), (None, Some(80.0)));
+        let same = decode("card=h200&gpu=141").state;
+        assert_eq!(same.card, Some("h200"));
     }
 }

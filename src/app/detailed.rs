@@ -18,7 +18,7 @@ use crate::state::{DetailedOptions, Mode};
 use leptos::prelude::*;
 
 /// `6,738,415,616`.
-fn grouped(n: u64) -> String {
+pub(super) fn grouped(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {

@@ -5,6 +5,7 @@ use super::canvas::Charts;
 use super::reactive::{cond, not, on_event, text};
 use super::{browser_to_f64, Budget, DetailedTimeline, State};
 use crate::budget::Field;
+use crate::detailed::hardware::GPUS;
 use crate::number::read;
 use crate::state::{
     detailed_need, max_detailed_seq, max_fitting, max_micro_batch, GpuCapacity, Mode, Unit,
@@ -12,10 +13,12 @@ use crate::state::{
 };
 use leptos::prelude::*;
 
-/// The `<select>` value for a capacity: `none`, `p80` (a preset) or `custom`.
-fn choice_of(gpu: Option<GpuCapacity>) -> String {
+/// The `<select>` value for a capacity: `none`, `c:h100-sxm` (a card of the
+/// table, detailed mode), `p80` (a preset) or `custom`.
+fn choice_of(gpu: Option<GpuCapacity>, card: Option<&str>, detailed: bool) -> String {
     match gpu {
         None => "none".into(),
+        Some(_) if detailed && card.is_some() => format!("c:{}", card.unwrap_or_default()),
         Some(g) if g.unit == Unit::Gib && GPU_PRESETS.iter().any(|p| p.0 == g.amount) => {
             format!("p{}", g.amount)
         }
@@ -32,7 +35,10 @@ pub fn GpuFit() -> impl IntoView {
     let gpu = move || state.read().gpu;
     let unit = move || state.read().unit;
     // Whether the reader chose "Custom" (a custom amount may equal a preset).
-    let custom = RwSignal::new(choice_of(state.read_untracked().gpu) == "custom");
+    let custom = RwSignal::new({
+        let s = state.read_untracked();
+        choice_of(s.gpu, s.card, s.mode == Mode::Detailed) == "custom"
+    });
     let message = RwSignal::new(None::<String>);
 
     let on_select = move |ev: leptos::ev::Event| {
@@ -40,6 +46,11 @@ pub fn GpuFit() -> impl IntoView {
         message.set(None);
         custom.set(value == "custom");
         charts.change(state, |s| {
+            if let Some(key) = value.strip_prefix("c:") {
+                s.choose_card(key);
+                return;
+            }
+            s.card = None;
             s.gpu = match value.as_str() {
                 "none" => None,
                 "custom" => Some(s.gpu.unwrap_or(GpuCapacity {
@@ -62,7 +73,10 @@ pub fn GpuFit() -> impl IntoView {
         match read(&text, browser_to_f64) {
             Some(amount) if (GpuCapacity { amount, unit: u }).is_valid() => {
                 message.set(None);
-                charts.change(state, |s| s.gpu = Some(GpuCapacity { amount, unit: u }));
+                charts.change(state, |s| {
+                    s.card = None;
+                    s.gpu = Some(GpuCapacity { amount, unit: u });
+                });
             }
             _ => message.set(Some(format!(
                 "GPU memory must be a number above 0 and at most {MAX_GPU_AMOUNT} {}; kept the previous value.",
@@ -181,10 +195,31 @@ pub fn GpuFit() -> impl IntoView {
             <label for="gpu-select">"GPU memory"</label>
             <select
                 id="gpu-select"
-                prop:value=text(move || if custom.get() { "custom".to_string() } else { choice_of(gpu()) })
+                prop:value=text(move || {
+                    if custom.get() {
+                        "custom".to_string()
+                    } else {
+                        let s = state.read();
+                        choice_of(s.gpu, s.card, s.mode == Mode::Detailed)
+                    }
+                })
                 on:change=on_event(on_select)
             >
                 <option value="none">"No GPU"</option>
+                // Detailed mode names the cards of the table: their memory,
+                // and their speeds for the step's time.
+                <optgroup label="Cards (memory and speed)" hidden=not(cond(detailed_mode))>
+                    {GPUS
+                        .iter()
+                        .map(|g| {
+                            view! {
+                                <option value=format!("c:{}", g.key) disabled=not(cond(detailed_mode))>
+                                    {format!("{} — {} GB as sold", g.name, g.memory_gib)}
+                                </option>
+                            }
+                        })
+                        .collect_view()}
+                </optgroup>
                 {GPU_PRESETS
                     .iter()
                     .map(|(amount, cards)| {

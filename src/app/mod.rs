@@ -16,6 +16,7 @@ pub(crate) mod panic;
 mod plan;
 mod reactive;
 mod share;
+mod steptime;
 mod sweep;
 mod table;
 mod timeline;
@@ -35,6 +36,7 @@ pub use exercises::{EmbeddedExercise, Exercises};
 pub use fit::GpuFit;
 pub use plan::MakeItFit;
 pub use share::{ExportPanel, UrlNotices};
+pub use steptime::StepTimeBar;
 pub use sweep::SweepPanel;
 pub use table::BudgetTable;
 pub use timeline::StepChart;
@@ -263,6 +265,7 @@ pub fn Calculator(
                     </div>
                     <div hidden=in_lesson>
                         <DetailedTable />
+                        <StepTimeBar />
                         <ModelDifference />
                         <StepChart />
                     </div>

@@ -54,8 +54,6 @@ pub struct Gpu {
     pub inter_node_gbps: f64,
     /// To the host over PCIe, GB/s per direction.
     pub pcie_gbps: f64,
-    /// Where the figures come from.
-    pub source: &'static str,
 }
 
 impl Gpu {
@@ -85,7 +83,7 @@ const ETH100: f64 = 12.5;
 
 /// The table. Columns: key, name, memory as sold (GiB), dense TFLOPS
 /// [fp32, tf32, bf16, fp8], memory GB/s, intra-node, network, PCIe (GB/s
-/// per direction), source.
+/// per direction); each row's source is in [`SOURCES`].
 pub const GPUS: [Gpu; 11] = [
     Gpu {
         key: "a100-40gb",
@@ -96,7 +94,6 @@ pub const GPUS: [Gpu; 11] = [
         intra_node_gbps: 300.0,
         inter_node_gbps: HDR,
         pcie_gbps: PCIE4,
-        source: "NVIDIA A100 Tensor Core GPU data sheet (2021): FP32 19.5, TF32 312 sparse, BF16 624 sparse; HBM2 1,555 GB/s; NVLink 600 GB/s; PCIe Gen4 64 GB/s",
     },
     Gpu {
         key: "a100-80gb",
@@ -107,7 +104,6 @@ pub const GPUS: [Gpu; 11] = [
         intra_node_gbps: 300.0,
         inter_node_gbps: HDR,
         pcie_gbps: PCIE4,
-        source: "NVIDIA A100 Tensor Core GPU data sheet (2021): HBM2e 2,039 GB/s; otherwise as the 40GB",
     },
     Gpu {
         key: "h100-sxm",
@@ -118,7 +114,6 @@ pub const GPUS: [Gpu; 11] = [
         intra_node_gbps: 450.0,
         inter_node_gbps: NDR,
         pcie_gbps: PCIE5,
-        source: "NVIDIA H100 Tensor Core GPU data sheet: FP32 67, TF32 989, BF16 1,979, FP8 3,958 sparse (Hopper whitepaper: 989.4 dense BF16); HBM3 3.35 TB/s; NVLink 900 GB/s; PCIe Gen5 128 GB/s",
     },
     Gpu {
         key: "h100-pcie",
@@ -129,7 +124,6 @@ pub const GPUS: [Gpu; 11] = [
         intra_node_gbps: 300.0,
         inter_node_gbps: NDR,
         pcie_gbps: PCIE5,
-        source: "NVIDIA H100 PCIe product brief PB-11133-001: FP32 51, TF32 756, BF16 1,513, FP8 3,026 sparse; HBM2e 2 TB/s; NVLink bridge 600 GB/s; PCIe Gen5 128 GB/s",
     },
     Gpu {
         key: "h200",
@@ -140,7 +134,6 @@ pub const GPUS: [Gpu; 11] = [
         intra_node_gbps: 450.0,
         inter_node_gbps: NDR,
         pcie_gbps: PCIE5,
-        source: "NVIDIA H200 Tensor Core GPU data sheet: compute as H100 SXM; HBM3e 141 GB, 4.8 TB/s; NVLink 900 GB/s; PCIe Gen5 128 GB/s",
     },
     Gpu {
         key: "b200",
@@ -151,7 +144,6 @@ pub const GPUS: [Gpu; 11] = [
         intra_node_gbps: 900.0,
         inter_node_gbps: NDR,
         pcie_gbps: PCIE5,
-        source: "NVIDIA HGX B200 data sheet, per GPU (÷ 8): FP32 75, TF32 2.2 PF, BF16 4.5 PF, FP8 9 PF sparse; 180 GB HBM3e, 7.7 TB/s; NVLink 5 1.8 TB/s",
     },
     Gpu {
         key: "l40s",
@@ -162,7 +154,6 @@ pub const GPUS: [Gpu; 11] = [
         intra_node_gbps: PCIE4,
         inter_node_gbps: ETH100,
         pcie_gbps: PCIE4,
-        source: "NVIDIA L40S data sheet: FP32 91.6, TF32 366, BF16 733, FP8 1,466 sparse; GDDR6 864 GB/s; no NVLink, PCIe Gen4 x16",
     },
     Gpu {
         key: "rtx-4090",
@@ -173,7 +164,6 @@ pub const GPUS: [Gpu; 11] = [
         intra_node_gbps: PCIE4,
         inter_node_gbps: ETH100,
         pcie_gbps: PCIE4,
-        source: "NVIDIA Ada Lovelace GPU architecture whitepaper, appendix A (RTX 4090): FP32 82.6; TF32 82.6, BF16 and FP8 with FP32 accumulate 165.2 and 330.3 dense; GDDR6X 1,008 GB/s; no NVLink",
     },
     Gpu {
         key: "rtx-3090",
@@ -184,7 +174,6 @@ pub const GPUS: [Gpu; 11] = [
         intra_node_gbps: 56.25,
         inter_node_gbps: ETH100,
         pcie_gbps: PCIE4,
-        source: "NVIDIA Ampere GA102 GPU architecture whitepaper, appendix A (RTX 3090): FP32 35.6; TF32 35.6, BF16 with FP32 accumulate 71 dense; GDDR6X 936 GB/s; NVLink bridge 112.5 GB/s",
     },
     Gpu {
         key: "mi300x",
@@ -195,7 +184,6 @@ pub const GPUS: [Gpu; 11] = [
         intra_node_gbps: 448.0,
         inter_node_gbps: NDR,
         pcie_gbps: PCIE5,
-        source: "AMD Instinct MI300X data sheet: FP32 163.4, TF32 653.7, BF16 1,307.4, FP8 2,614.9 dense; HBM3 192 GB, 5.3 TB/s; Infinity Fabric 7 links, 896 GB/s; PCIe Gen5 x16",
     },
     Gpu {
         key: "mi325x",
@@ -206,9 +194,51 @@ pub const GPUS: [Gpu; 11] = [
         intra_node_gbps: 448.0,
         inter_node_gbps: NDR,
         pcie_gbps: PCIE5,
-        source: "AMD Instinct MI325X data sheet: compute as MI300X; HBM3E 256 GB, 6 TB/s; Infinity Fabric 896 GB/s",
     },
 ];
+
+/// Each card's key and memory as sold (GiB), derived from [`GPUS`] at
+/// compile time: what the address codec needs to read `card=`, without the
+/// rest of the table (the light lesson page decodes addresses too).
+pub const MEMORY: [(&str, f64); GPUS.len()] = {
+    let mut out = [("", 0.0); GPUS.len()];
+    let mut i = 0;
+    while i < GPUS.len() {
+        out[i] = (GPUS[i].key, GPUS[i].memory_gib);
+        i += 1;
+    }
+    out
+};
+
+/// The key and memory (GiB) of the card with key `key`, case-insensitive.
+pub fn memory_of(key: &str) -> Option<(&'static str, f64)> {
+    MEMORY
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(key))
+        .copied()
+}
+
+/// Where each card's figures come from, by key: apart from [`GPUS`] so
+/// that the page, which prices with the figures, does not ship the
+/// citations (the command line and docs/hardware.md show them).
+pub const SOURCES: [(&str, &str); 11] = [
+    ("a100-40gb", "NVIDIA A100 Tensor Core GPU data sheet (2021): FP32 19.5, TF32 312 sparse, BF16 624 sparse; HBM2 1,555 GB/s; NVLink 600 GB/s; PCIe Gen4 64 GB/s"),
+    ("a100-80gb", "NVIDIA A100 Tensor Core GPU data sheet (2021): HBM2e 2,039 GB/s; otherwise as the 40GB"),
+    ("h100-sxm", "NVIDIA H100 Tensor Core GPU data sheet: FP32 67, TF32 989, BF16 1,979, FP8 3,958 sparse (Hopper whitepaper: 989.4 dense BF16); HBM3 3.35 TB/s; NVLink 900 GB/s; PCIe Gen5 128 GB/s"),
+    ("h100-pcie", "NVIDIA H100 PCIe product brief PB-11133-001: FP32 51, TF32 756, BF16 1,513, FP8 3,026 sparse; HBM2e 2 TB/s; NVLink bridge 600 GB/s; PCIe Gen5 128 GB/s"),
+    ("h200", "NVIDIA H200 Tensor Core GPU data sheet: compute as H100 SXM; HBM3e 141 GB, 4.8 TB/s; NVLink 900 GB/s; PCIe Gen5 128 GB/s"),
+    ("b200", "NVIDIA HGX B200 data sheet, per GPU (÷ 8): FP32 75, TF32 2.2 PF, BF16 4.5 PF, FP8 9 PF sparse; 180 GB HBM3e, 7.7 TB/s; NVLink 5 1.8 TB/s"),
+    ("l40s", "NVIDIA L40S data sheet: FP32 91.6, TF32 366, BF16 733, FP8 1,466 sparse; GDDR6 864 GB/s; no NVLink, PCIe Gen4 x16"),
+    ("rtx-4090", "NVIDIA Ada Lovelace GPU architecture whitepaper, appendix A (RTX 4090): FP32 82.6; TF32 82.6, BF16 and FP8 with FP32 accumulate 165.2 and 330.3 dense; GDDR6X 1,008 GB/s; no NVLink"),
+    ("rtx-3090", "NVIDIA Ampere GA102 GPU architecture whitepaper, appendix A (RTX 3090): FP32 35.6; TF32 35.6, BF16 with FP32 accumulate 71 dense; GDDR6X 936 GB/s; NVLink bridge 112.5 GB/s"),
+    ("mi300x", "AMD Instinct MI300X data sheet: FP32 163.4, TF32 653.7, BF16 1,307.4, FP8 2,614.9 dense; HBM3 192 GB, 5.3 TB/s; Infinity Fabric 7 links, 896 GB/s; PCIe Gen5 x16"),
+    ("mi325x", "AMD Instinct MI325X data sheet: compute as MI300X; HBM3E 256 GB, 6 TB/s; Infinity Fabric 896 GB/s"),
+];
+
+/// The source of the card with key `key`.
+pub fn source(key: &str) -> Option<&'static str> {
+    SOURCES.iter().find(|(k, _)| *k == key).map(|(_, s)| *s)
+}
 
 /// The card named `key` (`h100-sxm`, `a100-80gb`, …), case-insensitive.
 pub fn gpu(key: &str) -> Option<Gpu> {
@@ -256,7 +286,7 @@ mod tests {
             assert!(t[3].is_none_or(|f| Some(f) >= t[2]), "{}", g.key);
             assert!(g.inter_node_gbps <= g.intra_node_gbps, "{}", g.key);
             assert!(g.intra_node_gbps < g.memory_gbps, "{}", g.key);
-            assert!(!g.source.is_empty());
+            assert!(source(g.key).is_some_and(|s| !s.is_empty()));
             assert_eq!(gpu(&g.key.to_uppercase()), Some(g));
         }
         assert_eq!(gpu("v100"), None);
@@ -283,7 +313,7 @@ mod tests {
                 g.pcie_gbps
             );
             assert!(doc.contains(&row), "docs/hardware.md lacks {row}");
-            assert!(doc.contains(g.source), "{}'s source", g.key);
+            assert!(doc.contains(source(g.key).unwrap()), "{}'s source", g.key);
         }
     }
 }

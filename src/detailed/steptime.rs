@@ -96,18 +96,27 @@ impl Default for Efficiency {
 }
 
 /// FlashAttention-2's sustained fraction of the dense peak by the card's
-/// architecture, with its source: the kernel uses Ampere's instructions
-/// wherever it runs.
-pub const FLASH_ATTENTION_2: [(&[&str], f64, &str); 2] = [
+/// architecture (the kernel uses Ampere's instructions wherever it runs):
+///
+/// - Hopper: 0.35, "FlashAttention-2 achieving only 35 % utilization on the
+///   H100 GPU" (Shah et al. 2024, FlashAttention-3, abstract); Blackwell has
+///   no published figure and takes Hopper's;
+/// - Ampere: 0.50, the low end of "50–73 % of the theoretical maximum
+///   FLOPs/s on A100" (Dao 2023, abstract); Ada and CDNA 3 have no
+///   published figure and take the A100's.
+pub const FLASH_ATTENTION_2: [(&[&str], f64); 2] = [
+    (&["h100-sxm", "h100-pcie", "h200", "b200"], 0.35),
     (
-        &["h100-sxm", "h100-pcie", "h200", "b200"],
-        0.35,
-        "Hopper: \"FlashAttention-2 achieving only 35 % utilization on the H100 GPU\" (Shah et al. 2024, FlashAttention-3, abstract); Blackwell: no published figure, Hopper's",
-    ),
-    (
-        &["a100-40gb", "a100-80gb", "rtx-3090", "l40s", "rtx-4090", "mi300x", "mi325x"],
+        &[
+            "a100-40gb",
+            "a100-80gb",
+            "rtx-3090",
+            "l40s",
+            "rtx-4090",
+            "mi300x",
+            "mi325x",
+        ],
         0.50,
-        "Ampere: the low end of \"50–73 % of the theoretical maximum FLOPs/s on A100\" (Dao 2023, abstract); Ada and CDNA 3: no published figure, the A100's",
     ),
 ];
 
@@ -119,8 +128,8 @@ impl Efficiency {
     pub fn for_gpu(gpu: &Gpu) -> Self {
         let attention = FLASH_ATTENTION_2
             .iter()
-            .find(|(keys, _, _)| keys.contains(&gpu.key))
-            .map_or(0.50, |(_, e, _)| *e);
+            .find(|(keys, _)| keys.contains(&gpu.key))
+            .map_or(0.50, |(_, e)| *e);
         Self {
             attention_forward: attention,
             attention_backward: attention,

@@ -308,7 +308,7 @@ test('the issue\'s dead end: "Make it fit" lists what would, and one click appli
   assert.equal(await page.getAttribute('#fit-pointer', 'href'), '#make-it-fit');
   await page.waitForSelector('#plan-apply-0');
   assert.equal(await page.textContent('#plan-status'),
-    'Each change priced by the model (the step\'s peak), the ones that fit first. As it is, it fits a 180 GB card as sold (B200).');
+    'Each change priced by the model (the step\'s peak, and the step time on a card of the table), the ones that fit first. As it is, it fits a 180 GB card as sold (B200).');
   const first = await page.textContent('#make-it-fit li:first-child .plan-summary');
   assert.match(first, /^optimizer offloaded to the CPU \(ZeRO-Offload\): needs 66\.6 GB, saves 112\.4 GB of optimizer state; 1 GPU; compute ×1\.00\./);
   assert.equal(await page.textContent('#make-it-fit li:first-child .plan-verdict'), 'Fits');
@@ -339,4 +339,60 @@ test('Lion, Muon and Adafactor from the optimizer select and the address', async
   assert.ok(muon > params * 4 && muon < params * 8, String(muon));
   assert.deepEqual(problems, []);
   await context.close();
+});
+
+test('a card of the table prices the step in time: the bar, the token budget, and the faster layouts', async () => {
+  // The dead end on an H100 picked by name: the time it would take, and the
+  // make-it-fit rows priced in GPU-time.
+  const { page, problems, context } = await open('?mode=detailed&model=llama-3.1-8b&seq=8192&batch=1&card=h100-sxm');
+  assert.match(await page.textContent('#fit-verdict'), /^Does not fit by the step's peak by 93\.1 GB/);
+  assert.match(await page.textContent('#step-time-summary'),
+    /^On 1 × H100 SXM: [\d.]+ (ms|s) per optimizer step, [\d,]+ tokens\/s per GPU, \d+ model TFLOPS per GPU \(MFU [\d.]+ %, HFU [\d.]+ %\)\.$/);
+  assert.equal(await page.isVisible('#step-time-fit'), true);
+  // The bar's parts fill it, in a fixed order, each named in the legend.
+  const widths = await page.$$eval('#step-time-bar .time-part', (els) => els.map((e) => parseFloat(e.style.width)));
+  assert.ok(widths.length >= 3, `${widths}`);
+  assert.ok(Math.abs(widths.reduce((a, b) => a + b, 0) - 100) < 1, `${widths}`);
+  assert.match(await page.textContent('#step-time-legend li:first-child'), /^matmul \d+ %/);
+  await page.waitForSelector('#plan-apply-0');
+  assert.match(await page.textContent('#make-it-fit li:first-child .plan-summary'),
+    /^optimizer offloaded to the CPU \(ZeRO-Offload\): .*GPU-time per token \+\d+ %\./);
+  // A token budget: days and GPU-hours at this rate.
+  await page.fill('#tokens-input', '1e9');
+  await page.press('#tokens-input', 'Tab');
+  assert.match(await page.textContent('#step-time-budget'), /^1e9 tokens: [\d.]+ days on 1 GPU, [\d,]+ GPU-hours\.$/);
+  await page.fill('#tokens-input', 'lots');
+  await page.press('#tokens-input', 'Tab');
+  assert.match(await page.textContent('.step-time .field-message'), /Tokens must be a number/);
+  await context.close();
+  assert.deepEqual(problems, []);
+});
+
+test('"Faster and still fits": a fitting layout on 8 H100s, one click to a faster one', async () => {
+  const { page, problems, context } = await open(
+    '?mode=detailed&model=llama-3.1-8b&seq=4096&batch=64&dp=8&zero=3&micro=1&recompute=full&card=h100-sxm');
+  assert.match(await page.textContent('#fit-verdict'), /^Fits by the step's peak/);
+  const before = await page.textContent('#step-time-summary');
+  const seconds = (t) => {
+    const m = t.match(/: ([\d.]+) (ms|s) per optimizer step/);
+    return parseFloat(m[1]) * (m[2] === 'ms' ? 1e-3 : 1);
+  };
+  await page.waitForSelector('#plan-apply-0');
+  assert.equal(await page.textContent('#plan-title'), 'Faster and still fits');
+  const row = await page.textContent('#make-it-fit li:first-child .plan-summary');
+  assert.match(row, /^--micro-batch 2 --recompute none: [\d.]+ s per step \(-\d+ %\)/);
+  await page.click('#plan-apply-0');
+  await urlMatches(page, /micro=2/);
+  await urlLacks(page, /recompute=/);
+  assert.match(await page.textContent('#fit-verdict'), /^Fits by the step's peak/);
+  assert.ok(seconds(await page.textContent('#step-time-summary')) < seconds(before));
+  // Picking another card by name keeps the address in step.
+  await page.selectOption('#gpu-select', 'c:a100-80gb');
+  await urlMatches(page, /card=a100-80gb/);
+  assert.match(await page.textContent('#step-time-summary'), /^On 8 × A100 SXM 80GB:/);
+  // Memory alone has no speeds: no step time.
+  await page.selectOption('#gpu-select', 'p80');
+  assert.equal(await page.isVisible('#step-time'), false);
+  await context.close();
+  assert.deepEqual(problems, []);
 });
