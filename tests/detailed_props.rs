@@ -60,7 +60,9 @@ fn any_config() -> impl Strategy<Value = DetailedConfig> {
                 } else {
                     1
                 };
-                cfg.parallel.sp = sp;
+                // Experts under tensor parallelism need sequence
+                // parallelism (Megatron-LM's rule, checked elsewhere).
+                cfg.parallel.sp = sp || (cfg.arch.moe.is_some() && cfg.parallel.tp > 1);
                 cfg.lora_rank = lora;
                 cfg
             },

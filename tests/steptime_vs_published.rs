@@ -59,40 +59,43 @@ pub fn rows() -> Vec<Row> {
             let c: Vec<&str> = line.split('\t').collect();
             let num = |i: usize| c[i].parse::<u64>().unwrap();
             let a = arch(c[1]);
-            let (gpus, seq, micro, batch, tp, pp) =
-                (num(3), num(4), num(5), num(6), num(7), num(8));
+            let (gpus, seq, micro, batch, tp, pp, vp) =
+                (num(3), num(4), num(5), num(6), num(7), num(8), num(9));
             let mut cfg = DetailedConfig::new(a, seq, batch);
             cfg.micro_batch = Some(micro);
             cfg.parallel = Parallelism {
                 dp: gpus / (tp * pp),
                 tp,
                 pp,
-                sp: c[9] == "1",
-                zero: num(10) as u8,
+                vp,
+                sp: c[10] == "1",
+                zero: num(11) as u8,
                 ..Parallelism::default()
             };
-            cfg.recompute = match c[11] {
+            cfg.recompute = match c[12] {
                 "full" => Recompute::Full,
                 "selective" => Recompute::Selective,
                 _ => Recompute::None,
             };
-            cfg.attention = if c[12].starts_with("flash") {
+            cfg.attention = if c[13].starts_with("flash") {
                 AttentionKernel::Flash
             } else {
                 AttentionKernel::Eager
             };
-            cfg.dropout = c[13] == "1";
+            cfg.dropout = c[14] == "1";
             let card = gpu(c[2]).unwrap();
             let eff = Efficiency::for_gpu(&card);
-            let eff = if c[12] == "flash1" {
+            let eff = if c[13] == "flash1" {
                 Efficiency::flash_attention_1()
             } else {
                 eff
             };
             let predicted = step_time(&cfg, &Cluster::new(card, 8), &eff);
-            let published: f64 = c[14].parse().unwrap();
-            let measured = match c[15] {
+            let published: f64 = c[15].parse().unwrap();
+            let measured = match c[16] {
                 "tokens/s/gpu" => published,
+                // Seconds per iteration of the global batch, all GPUs.
+                "s/iteration" => (batch * seq) as f64 / gpus as f64 / published,
                 // Korthikanti et al. 2022, §6: model FLOPs per token
                 // 72·l·h²·(1 + s/6h + V/12lh) / s... per sequence of s.
                 _ => {
@@ -110,8 +113,22 @@ pub fn rows() -> Vec<Row> {
             Row {
                 source: c[0].to_string(),
                 label: format!(
-                    "{} s{} {}×{} mb{} tp{} pp{} z{} {}",
-                    c[1], seq, gpus, c[2], micro, tp, pp, c[10], c[11]
+                    "{} s{} {}×{} mb{} tp{} pp{}{} z{} {}{}",
+                    c[1],
+                    seq,
+                    gpus,
+                    c[2],
+                    micro,
+                    tp,
+                    pp,
+                    if vp > 1 {
+                        format!(" vp{vp}")
+                    } else {
+                        String::new()
+                    },
+                    c[11],
+                    c[12],
+                    if c[10] == "1" { " sp" } else { "" }
                 ),
                 cfg,
                 measured,

@@ -27,10 +27,14 @@ pub(super) struct LayerActivations {
     /// The a·s² terms (scores, their mask and dropout output), sharded;
     /// selective recomputation drops them.
     pub(super) scores: f64,
-    /// Routed experts' tensors: split by expert tensor parallelism (each
-    /// GPU computes its tokens' k assignments whatever the expert
-    /// parallelism, routing assumed balanced).
+    /// Routed experts' tensors for the layer's n·k token–expert pairs
+    /// (routing assumed balanced, so the expert parallelism does not change
+    /// how many pairs a GPU computes): see [`expert_bytes_on_gpu`].
     pub(super) experts: f64,
+    /// The part of `experts` that is the experts' FFN width (4·F per pair:
+    /// SwiGLU's gate/up output, activation and product), which expert
+    /// tensor parallelism splits; the rest is per pair at full width.
+    pub(super) experts_ffn: f64,
 }
 
 impl LayerActivations {
@@ -40,6 +44,7 @@ impl LayerActivations {
             sharded: self.sharded * w,
             scores: self.scores * w,
             experts: self.experts * w,
+            experts_ffn: self.experts_ffn * w,
         }
     }
 
@@ -49,8 +54,36 @@ impl LayerActivations {
             sharded: self.sharded + o.sharded,
             scores: self.scores + o.scores,
             experts: self.experts + o.experts,
+            experts_ffn: self.experts_ffn + o.experts_ffn,
         }
     }
+}
+
+/// The FFN-wide part of the routed experts' bytes for n tokens: 4·F at the
+/// activations' width per token–expert pair (per slot under a capacity
+/// factor), in every profile below.
+fn moe_ffn_bytes(cfg: &DetailedConfig, n: f64, m: Moe) -> f64 {
+    let slots = n
+        * m.top_k as f64
+        * match cfg.profile {
+            Profile::Fused => cfg.capacity_factor.unwrap_or(1.0),
+            Profile::Hf => 1.0,
+        };
+    slots * 4.0 * m.expert_ffn as f64 * act_bytes(cfg)
+}
+
+/// The routed experts' saved bytes on one GPU, of a layer's `experts` for
+/// the micro-batch's n tokens (`ffn` of them FFN-wide), as Megatron-Core
+/// runs them (`moe/token_dispatcher.py`, `MoEAlltoAllTokenDispatcher`):
+/// under sequence parallelism each tensor-parallel rank routes its n/t
+/// tokens; the all-to-all over the expert-parallel group leaves each GPU
+/// as many token–expert pairs as it sent (balanced routing); with expert
+/// tensor parallelism e the pairs are gathered over the e ranks that split
+/// each expert, whose FFN width they divide. So the per-pair tensors at full
+/// width scale by e/t and the FFN-wide ones by 1/t, whatever e.
+pub(super) fn expert_bytes_on_gpu(par: &super::Parallelism, experts: f64, ffn: f64) -> f64 {
+    let tokens = if par.sp { par.tp.max(1) as f64 } else { 1.0 };
+    ((experts - ffn) * par.etp.max(1) as f64 + ffn) / tokens
 }
 
 /// What a mixture-of-experts MLP keeps, in place of the dense MLP's
@@ -265,6 +298,7 @@ fn peft_layer(cfg: &DetailedConfig, n: f64, first: bool) -> LayerActivations {
         sharded: attn + qk_norm + mlp + adapters,
         scores,
         experts: 0.0,
+        experts_ffn: 0.0,
     }
 }
 
@@ -358,6 +392,7 @@ fn layer_activations_of(cfg: &DetailedConfig, b: f64, moe_layer: bool) -> LayerA
                 sharded: qkv + mlp + attn_extra,
                 scores,
                 experts,
+                experts_ffn: moe.map_or(0.0, |m| moe_ffn_bytes(cfg, n, m)),
             }
         }
         Profile::Hf => {
@@ -384,6 +419,7 @@ fn layer_activations_of(cfg: &DetailedConfig, b: f64, moe_layer: bool) -> LayerA
                     sharded: 3.0 * nh * 4.0 + nh * p + mlp,
                     scores: 3.0 * scores_n * 4.0,
                     experts: 0.0,
+                    experts_ffn: 0.0,
                 };
             }
             let eager = cfg.attention == AttentionKernel::Eager;
@@ -412,6 +448,7 @@ fn layer_activations_of(cfg: &DetailedConfig, b: f64, moe_layer: bool) -> LayerA
                         sharded: attn + mlp,
                         scores,
                         experts: 0.0,
+                        experts_ffn: 0.0,
                     }
                 }
                 Family::Llama => {
@@ -495,6 +532,7 @@ fn layer_activations_of(cfg: &DetailedConfig, b: f64, moe_layer: bool) -> LayerA
                         sharded: attn + mlp + qk_norm + latent,
                         scores,
                         experts,
+                        experts_ffn: moe.map_or(0.0, |m| moe_ffn_bytes(cfg, n, m)),
                     }
                 }
             }
@@ -618,7 +656,9 @@ pub(super) fn saved(cfg: &DetailedConfig) -> Saved {
     let p = act_bytes(cfg);
     let kept = |scores: bool| {
         let scores = if scores { layer.scores } else { 0.0 };
-        (layer.sharded + scores) / tp + layer.replicated / sp_div + layer.experts / par.etp as f64
+        (layer.sharded + scores) / tp
+            + layer.replicated / sp_div
+            + expert_bytes_on_gpu(par, layer.experts, layer.experts_ffn)
     };
     let layer_bytes = match cfg.recompute {
         Recompute::Full => cfg.seq as f64 * micro * cfg.arch.hidden as f64 * p / sp_div,
@@ -687,6 +727,58 @@ mod tests {
         assert_eq!(layer(&cfg), sbh * (10.0 + 24.0 / 8.0 + 5.0 * a_s_h / 8.0));
         cfg.parallel.sp = true;
         assert_eq!(layer(&cfg), sbh / 8.0 * (34.0 + 5.0 * a_s_h));
+    }
+
+    /// Issue 24, item 6: Qwen3-30B-A3B at 8,192 tokens. Under sequence
+    /// parallelism each rank routes n/t tokens, so the experts' tensors
+    /// shrink by t whatever the expert parallelism; expert tensor
+    /// parallelism gathers the pairs back at full width and splits only the
+    /// FFN-wide ones; tensor parallelism without SP is refused.
+    #[test]
+    fn experts_under_tensor_and_sequence_parallelism() {
+        let arch = preset("qwen3-30b-a3b").unwrap().arch;
+        let mut cfg = DetailedConfig::new(arch, 8192, 1);
+        cfg.attention = AttentionKernel::Flash;
+        cfg.dropout = false;
+        let act = |f: &dyn Fn(&mut DetailedConfig)| {
+            let mut c = cfg;
+            f(&mut c);
+            estimate(&c).map(|b| (b.activations / 1e8).round() / 10.0)
+        };
+        assert_eq!(act(&|_| {}), Ok(48.0));
+        let tp8 = act(&|c| {
+            c.parallel.tp = 8;
+            c.parallel.sp = true;
+        });
+        assert_eq!(tp8, Ok(6.0));
+        assert_eq!(
+            act(&|c| {
+                c.parallel.tp = 8;
+                c.parallel.sp = true;
+                c.parallel.ep = 8;
+            }),
+            tp8
+        );
+        assert_eq!(
+            act(&|c| {
+                c.parallel.tp = 8;
+                c.parallel.sp = true;
+                c.parallel.etp = 8;
+            }),
+            Ok(17.3)
+        );
+        assert!(act(&|c| c.parallel.tp = 8).is_err());
+        // Term by term: the full-width part scales by e/t, the FFN part by 1/t.
+        let par = crate::detailed::Parallelism {
+            tp: 4,
+            sp: true,
+            etp: 2,
+            ..Default::default()
+        };
+        assert_eq!(
+            expert_bytes_on_gpu(&par, 10.0, 6.0),
+            (4.0 * 2.0 + 6.0) / 4.0
+        );
     }
 
     #[test]

@@ -558,6 +558,11 @@ fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     if !(p.dp * p.tp).is_multiple_of(p.ep * p.etp) {
         return err("ep × etp must divide dp × tp (experts are laid out over the data- and tensor-parallel GPUs)");
     }
+    // Megatron-LM's arguments.py: "When using MoE and tensor parallelism,
+    // sequence parallelism must be used."
+    if a.moe.is_some() && p.tp > 1 && !p.sp {
+        return err("a mixture of experts with tensor parallelism needs sequence parallelism on (--sp), as Megatron-LM requires");
+    }
     if cfg.seq == 0 || cfg.batch == 0 || cfg.micro_batch == Some(0) {
         return err("sequence length, batch and micro-batch must be at least 1");
     }

@@ -311,6 +311,7 @@ mod tests {
         let mut cfg = DetailedConfig::new(arch, 4096, 8);
         cfg.parallel.dp = 8;
         cfg.parallel.tp = 2;
+        cfg.parallel.sp = true;
         cfg.parallel.ep = 8;
         let split = arch.layers_param_split();
         assert_eq!(split.experts, 32 * 8 * 3 * 4096 * 14336);
