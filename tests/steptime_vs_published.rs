@@ -7,7 +7,7 @@
 use membudget::detailed::hardware::gpu;
 use membudget::detailed::steptime::{step_time, Cluster, Efficiency, StepTime};
 use membudget::detailed::{
-    preset, Architecture, AttentionKernel, DetailedConfig, Parallelism, Recompute,
+    preset, Architecture, AttentionKernel, DetailedConfig, Parallelism, Profile, Recompute,
 };
 
 /// One published measurement and what the model says.
@@ -83,6 +83,11 @@ pub fn rows() -> Vec<Row> {
                 AttentionKernel::Eager
             };
             cfg.dropout = c[14] == "1";
+            cfg.profile = if c[17] == "hf" {
+                Profile::Hf
+            } else {
+                Profile::Fused
+            };
             let card = gpu(c[2]).unwrap();
             let eff = Efficiency::for_gpu(&card);
             let eff = if c[13] == "flash1" {

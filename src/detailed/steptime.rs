@@ -56,7 +56,8 @@
 use super::flops::step_flops;
 use super::hardware::{Dtype, Gpu};
 use super::{
-    AttentionKernel, DetailedConfig, Family, Objective, Optimizer, Precision, Recompute, Reference,
+    AttentionKernel, DetailedConfig, Family, Objective, Optimizer, Precision, Profile, Recompute,
+    Reference,
 };
 
 /// The sustained fractions of the data sheet's rates: one set for every
@@ -350,16 +351,29 @@ fn layer_forward(cfg: &DetailedConfig, moe: bool, m: f64, r: &Rates) -> (f64, f6
             (core / r.flops, per_elem * elems)
         }
     };
-    // Memory-bound kernels, bytes per token, 16-bit elements: two norms
-    // (read h, write h), two residual adds (read 2h, write h), the MLP's
-    // activation (read the up (and gate) output, write f), rotary
-    // embeddings on q and k, dropout after attention and MLP (read,
-    // write, 1-byte mask). Norms, residuals and dropout run on every
-    // tensor-parallel rank unless sequence parallelism splits them.
+    // Memory-bound kernels, bytes per token at 16 bits. Fused kernels
+    // (Megatron, MPT): two norms (read h, write h), two residual adds
+    // (read 2h, write h), the MLP's activation (read the up and gate
+    // outputs, write f), rotary embeddings on q and k (read, write),
+    // dropout after attention and MLP (read, write, 1-byte mask). The "hf"
+    // profile runs them as PyTorch's eager ops, one kernel each
+    // (`transformers`' `LlamaRMSNorm`: cast to fp32, square, mean, scale,
+    // cast back, weight: 36 bytes an element; `apply_rotary_pos_emb`: two
+    // products, the rotated half's negation and concatenation, the sum: 20;
+    // SwiGLU's SiLU then product: 10 bytes per FFN element instead of 6).
+    // Norms, residuals and dropout run on every tensor-parallel rank unless
+    // sequence parallelism splits them.
     let sp = if p.sp { t } else { 1.0 };
-    let mut per_token = (2.0 * 4.0 * h + 2.0 * 6.0 * h) / sp + 2.0 * (up + 1.0) * act_width;
+    let eager = cfg.profile == Profile::Hf;
+    // GPT-2's LayerNorm is one kernel in either profile.
+    let (norm, rope, act) = if eager && gated {
+        (36.0, 20.0, 10.0)
+    } else {
+        (4.0, 4.0, 2.0 * (up + 1.0))
+    };
+    let mut per_token = (2.0 * norm * h + 2.0 * 6.0 * h) / sp + act * act_width;
     if gated {
-        per_token += 4.0 * (q + kv) / t;
+        per_token += rope * (q + kv) / t;
     }
     if cfg.dropout {
         per_token += 2.0 * 5.0 * h / sp;
@@ -489,8 +503,11 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
     // Expert parallelism: dispatch and combine all-to-alls forward and
     // backward; each token's top-k copies leave for other GPUs, (ep−1)/ep.
     if ep > 1 && moe_layers > 0 {
+        // Under sequence parallelism each tensor-parallel rank routes its
+        // m/t tokens (Megatron-Core's `MoEAlltoAllTokenDispatcher`).
         let k = a.moe.map_or(1, |e| e.top_k) as f64;
-        let bytes = 2.0 * m * k * h * (ep - 1) as f64 / ep as f64;
+        let tokens = if p.sp { m / t as f64 } else { m };
+        let bytes = 2.0 * tokens * k * h * (ep - 1) as f64 / ep as f64;
         micro.expert_parallel = 4.0 * moe_layers as f64 * share * bytes / link(ep, t).max(1.0);
     }
     // Pipeline: each micro-batch's activations leave every model chunk
