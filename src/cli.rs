@@ -239,6 +239,11 @@ pub struct ParallelArgs {
     /// Mixture of experts: expert tensor-parallel degree, 1–512 [default: 1].
     #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=512))]
     pub etp: Option<u64>,
+    /// Context parallelism: each sequence split over N GPUs, keys and
+    /// values passed around a ring (flash attention; seq divisible by 2 ×
+    /// cp), 1–64 [default: 1].
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=64))]
+    pub cp: Option<u64>,
 }
 
 /// LoRA and QLoRA.
@@ -458,6 +463,7 @@ impl Args {
             || par.vp.is_some()
             || par.ep.is_some()
             || par.etp.is_some()
+            || par.cp.is_some()
             || f.lora_rank.is_some()
             || f.lora_targets.is_some()
             || f.quant_base.is_some()
@@ -689,6 +695,7 @@ impl Args {
         cfg.parallel.vp = par.vp.unwrap_or(1);
         cfg.parallel.ep = par.ep.unwrap_or(1);
         cfg.parallel.etp = par.etp.unwrap_or(1);
+        cfg.parallel.cp = par.cp.unwrap_or(1);
         if let Some(i) = k.experts_impl {
             cfg.experts_impl = i;
         }

@@ -23,7 +23,7 @@
 //! The detailed model: `mode=detailed`, `model` (a preset) or `arch heads kv
 //! ffn vocab tied qkvbias hd qknorm sandwich softcap mla moe` (`mla` =
 //! `q_rank,kv_rank,rope,nope,v`; `moe` = `experts,top_k,expert_ffn,shared_ffn,dense_layers,router`),
-//! `prec opt attn dropout recompute impl`, `dp zero tp sp pp ep etp
+//! `prec opt attn dropout recompute impl`, `dp zero tp sp pp ep etp cp
 //! micro`, `lora`, `lorat` (LoRA targets), `quant` (none, nf4, nf4-nodq,
 //! int8), `offopt offparams offacts gpn` (offload, GPUs per node),
 //! `objective` (sft, dpo, dpo-precomputed), `both` (the lesson's bar beside), `oh` (runtime overhead
@@ -107,7 +107,7 @@ pub fn decode_with(query: &str, to_f64: ToF64) -> Decoded {
 /// The detailed settings that are a whole number in a range: key, least,
 /// most, and where it goes.
 type Count = (&'static str, u64, u64, fn(&mut DetailedOptions) -> &mut u64);
-const COUNTS: [Count; 12] = [
+const COUNTS: [Count; 13] = [
     ("heads", 1, 1024, |d| &mut d.arch.heads),
     ("kv", 1, 1024, |d| &mut d.arch.kv_heads),
     ("ffn", 1, 1 << 20, |d| &mut d.arch.ffn),
@@ -120,6 +120,7 @@ const COUNTS: [Count; 12] = [
     ("vp", 1, 64, |d| &mut d.parallel.vp),
     ("ep", 1, 4096, |d| &mut d.parallel.ep),
     ("etp", 1, 512, |d| &mut d.parallel.etp),
+    ("cp", 1, 64, |d| &mut d.parallel.cp),
 ];
 
 /// The detailed settings that are on or off (`1`/`0`): key, where it goes.
@@ -499,6 +500,7 @@ fn encode_detailed(state: &PageState, out: &mut form_urlencoded::Serializer<'_, 
     pair("vp", &p.vp.to_string(), "1");
     pair("ep", &p.ep.to_string(), "1");
     pair("etp", &p.etp.to_string(), "1");
+    pair("cp", &p.cp.to_string(), "1");
     pair("lorat", &d.lora_targets.names(), &def.lora_targets.names());
     pair("quant", d.base_quant.name(), def.base_quant.name());
     pair("offopt", flag(d.offload.optimizer), "0");

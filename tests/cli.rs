@@ -376,7 +376,7 @@ fn config_json_in_with_expert_parallelism() {
     // Experts divided by ep × etp need dp × tp to hold them.
     let (code, _, err) = membudget(&["--config", &hub, "--dp", "4", "--batch", "4", "--ep", "8"]);
     assert_ne!(code, 0);
-    assert!(err.contains("ep × etp must divide dp × tp"), "{err}");
+    assert!(err.contains("ep × etp must divide dp × cp × tp"), "{err}");
 }
 
 #[test]

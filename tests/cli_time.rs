@@ -46,6 +46,13 @@ fn plan_rows_rerun_to_their_figures() {
         let steps: Vec<f64> = rows.iter().map(|r| r["step_s"].as_f64().unwrap()).collect();
         assert!(steps.windows(2).all(|w| w[0] <= w[1]), "fastest first");
         let cap = doc["fit"]["capacity"].as_u64().unwrap();
+        if base.contains(&"131072") {
+            assert!(rows.iter().all(|r| r["flags"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f == "--cp")));
+        }
         for r in rows
             .iter()
             .take(5)

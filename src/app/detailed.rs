@@ -502,6 +502,7 @@ pub fn DetailedControls() -> impl IntoView {
                 {count("vp-input", "Virtual stages per GPU (interleaved)", (1, 64), |d| Some(d.parallel.vp), |d, v| d.parallel.vp = v.unwrap_or(1), false)}
                 {count("ep-input", "Expert parallel (MoE)", (1, 4096), |d| Some(d.parallel.ep), |d, v| d.parallel.ep = v.unwrap_or(1), false)}
                 {count("etp-input", "Expert tensor parallel (MoE)", (1, 512), |d| Some(d.parallel.etp), |d, v| d.parallel.etp = v.unwrap_or(1), false)}
+                {count("cp-input", "Context parallel (long sequences)", (1, 64), |d| Some(d.parallel.cp), |d, v| d.parallel.cp = v.unwrap_or(1), false)}
                 {count("micro-input", "Micro-batch per GPU", (1, 4096), |d| d.micro_batch, |d, v| d.micro_batch = v, true)}
             </details>
             <details>

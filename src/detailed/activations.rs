@@ -647,7 +647,12 @@ pub(super) fn offloaded(cfg: &DetailedConfig) -> f64 {
 /// terms by t, sequence parallelism the rest too; §5: full recomputation
 /// keeps only each layer's input (2·s·b·h at 16 bits), selective drops the
 /// a·s² terms.
+///
+/// Context parallelism: each GPU keeps its seq / cp tokens' tensors
+/// ([`DetailedConfig::context_local`]).
 pub(super) fn saved(cfg: &DetailedConfig) -> Saved {
+    let local = cfg.context_local();
+    let cfg = &local;
     let par = &cfg.parallel;
     let tp = par.tp as f64;
     let sp_div = par.sp_divisor();

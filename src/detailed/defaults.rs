@@ -100,9 +100,14 @@ pub fn layout(cfg: &DetailedConfig) -> String {
     } else {
         format!(" (a batch of {} asked)", cfg.batch)
     };
+    let cp = if p.cp > 1 {
+        format!(" × cp {}", p.cp)
+    } else {
+        String::new()
+    };
     format!(
         "micro-batch {} × {acc} accumulation step{} × dp {} = {seqs} sequence{} per step{asked}; \
-         {gpus} GPU{} (dp {} × tp {} × pp {})",
+         {gpus} GPU{} (dp {} × tp {} × pp {}{cp})",
         cfg.micro(),
         plural(acc),
         p.dp,

@@ -367,11 +367,20 @@ impl DetailedConfig {
         self.micro() * self.accumulation_steps() * self.parallel.dp.max(1)
     }
 
-    /// GPUs the layout needs: dp × tp × pp (experts share them: ep × etp
-    /// divides dp × tp).
+    /// GPUs the layout needs: dp × tp × pp × cp (experts share them: ep ×
+    /// etp divides dp × cp × tp).
     pub fn gpus(&self) -> u64 {
         let p = &self.parallel;
-        p.dp.max(1) * p.tp.max(1) * p.pp.max(1)
+        p.dp.max(1) * p.tp.max(1) * p.pp.max(1) * p.cp.max(1)
+    }
+
+    /// What one GPU's activations see: under context parallelism each GPU
+    /// holds seq / cp tokens of every sequence, and with flash attention
+    /// (which context parallelism needs) every saved tensor is per token.
+    pub fn context_local(&self) -> Self {
+        let mut c = *self;
+        c.seq = (self.seq / self.parallel.cp.max(1)).max(1);
+        c
     }
 
     /// Sequences in one forward pass on one GPU.
@@ -555,8 +564,22 @@ fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     if (p.ep > 1 || p.etp > 1) && a.moe.is_none() {
         return err("expert parallelism needs a mixture-of-experts model");
     }
-    if !(p.dp * p.tp).is_multiple_of(p.ep * p.etp) {
-        return err("ep × etp must divide dp × tp (experts are laid out over the data- and tensor-parallel GPUs)");
+    if !(p.data_group() * p.tp).is_multiple_of(p.ep * p.etp) {
+        return err("ep × etp must divide dp × cp × tp (experts are laid out over the data-, context- and tensor-parallel GPUs)");
+    }
+    if p.cp == 0 || p.cp > 64 {
+        return err("context parallelism must be 1 to 64");
+    }
+    // Megatron-Core splits each sequence into 2·cp chunks (two per GPU, to
+    // balance the causal mask) and runs context parallelism through
+    // Transformer Engine's fused (flash) attention only.
+    if p.cp > 1 && !cfg.seq.is_multiple_of(2 * p.cp) {
+        return err("context parallelism needs a sequence length divisible by 2 × cp");
+    }
+    if p.cp > 1 && cfg.attention != AttentionKernel::Flash {
+        return err(
+            "context parallelism needs flash attention (ring attention runs in the fused kernel)",
+        );
     }
     // Megatron-LM's arguments.py: "When using MoE and tensor parallelism,
     // sequence parallelism must be used."

@@ -23,6 +23,16 @@ pub struct Parallelism {
     pub ep: u64,
     /// Expert tensor parallelism: each expert split over this many GPUs.
     pub etp: u64,
+    /// Context parallelism: each sequence split over this many GPUs, which
+    /// pass the keys and values around a ring (Megatron-Core's
+    /// `--context-parallel-size`; Liu et al. 2023, "Ring Attention").
+    #[serde(default = "one")]
+    pub cp: u64,
+}
+
+/// Serde's default for fields added later (documents without them).
+fn one() -> u64 {
+    1
 }
 
 impl Default for Parallelism {
@@ -36,6 +46,7 @@ impl Default for Parallelism {
             vp: 1,
             ep: 1,
             etp: 1,
+            cp: 1,
         }
     }
 }
@@ -46,19 +57,28 @@ impl Parallelism {
     /// state from stage 1, gradients from 2, parameters from 3).
     pub fn zero_divisor(&self, stage: u8) -> f64 {
         if self.zero >= stage {
-            self.dp as f64
+            self.data_group() as f64
         } else {
             1.0
         }
     }
 
+    /// The GPUs that hold the same weights and reduce their gradients
+    /// together: dp, times cp (Megatron-Core reduces gradients and shards
+    /// the distributed optimizer over the data-parallel group with context
+    /// parallelism, `parallel_state.get_data_parallel_group(with_context_parallel=True)`).
+    pub fn data_group(&self) -> u64 {
+        self.dp.max(1) * self.cp.max(1)
+    }
+
     /// The expert-data-parallel group: GPUs holding the same experts,
-    /// dp·tp / (ep·etp). Megatron-LM lays experts out as
-    /// world = pp · ep · etp · edp beside world = pp · tp · dp
+    /// dp·cp·tp / (ep·etp). Megatron-LM lays experts out as
+    /// world = pp · ep · etp · edp beside world = pp · tp · cp · dp
     /// (`megatron/core/parallel_state.py`, `initialize_model_parallel`),
-    /// so the expert group is carved from data × tensor parallelism.
+    /// so the expert group is carved from data × context × tensor
+    /// parallelism.
     pub fn expert_dp(&self) -> f64 {
-        (self.dp * self.tp) as f64 / (self.ep * self.etp).max(1) as f64
+        (self.data_group() * self.tp) as f64 / (self.ep * self.etp).max(1) as f64
     }
 
     /// ZeRO's divisor for the routed experts' states: the expert-data-parallel
@@ -144,5 +164,34 @@ mod tests {
         cfg.batch = 8;
         let four = estimate(&cfg).unwrap().activations;
         assert!((four / two - 2.0).abs() < 0.05, "{}", four / two);
+    }
+
+    /// Context parallelism (flash attention): each GPU keeps the
+    /// activations of seq / cp tokens, exactly those of the sequence cut to
+    /// seq / cp; ZeRO shards the states over dp × cp; a sequence that 2·cp
+    /// does not divide, or eager attention, is refused.
+    #[test]
+    fn context_parallelism_divides_the_tokens() {
+        let arch = preset("llama-3.1-8b").unwrap().arch;
+        let mut cfg = DetailedConfig::new(arch, 131072, 1);
+        cfg.attention = crate::detailed::AttentionKernel::Flash;
+        cfg.dropout = false;
+        cfg.recompute = Recompute::Full;
+        let mut short = cfg;
+        short.seq = 131072 / 8;
+        cfg.parallel.cp = 8;
+        let (b, s) = (estimate(&cfg).unwrap(), estimate(&short).unwrap());
+        assert_eq!(b.activations, s.activations);
+        assert_eq!(b.params, s.params);
+        assert_eq!(cfg.gpus(), 8);
+        cfg.parallel.zero = 3;
+        let z = estimate(&cfg).unwrap();
+        assert_eq!(z.optimizer_state, s.optimizer_state / 8.0);
+        assert_eq!(z.params, s.params / 8.0);
+        cfg.seq = 131072 + 8;
+        assert!(estimate(&cfg).is_err(), "2·cp must divide the sequence");
+        cfg.seq = 131072;
+        cfg.attention = crate::detailed::AttentionKernel::Eager;
+        assert!(estimate(&cfg).is_err(), "eager attention");
     }
 }

@@ -105,9 +105,30 @@ pub struct Plan {
 /// The lever families that differ only by their GPUs.
 const ZERO3: &str = "ZeRO-3";
 const TP: &str = "tensor parallelism";
+const CP: &str = "context parallelism";
 
 /// What sharding over more GPUs costs.
 const ZERO3_COST: &str = "more GPUs; weights gathered for every micro-batch";
+/// What context parallelism costs.
+const CP_COST: &str =
+    "more GPUs; keys and values passed around a ring in every layer, behind the attention";
+
+/// Context parallelism over `N` GPUs, from one, with ZeRO-3 over the N
+/// (Megatron-Core shards the optimizer over dp × cp), where flash
+/// attention and a sequence divisible by 2N allow it.
+fn cp<const N: u64>(c: &DetailedConfig) -> Option<DetailedConfig> {
+    (c.parallel.cp == 1
+        && c.gpus() == 1
+        && c.attention == AttentionKernel::Flash
+        && c.seq.is_multiple_of(2 * N))
+    .then(|| {
+        let mut n = *c;
+        n.parallel.cp = N;
+        n.parallel.zero = 3;
+        n
+    })
+}
+
 /// What tensor parallelism costs.
 const TP_COST: &str = "more GPUs on fast links (within a node); collectives in every layer";
 
@@ -148,7 +169,7 @@ fn fewest_gpus(changes: Vec<Change>) -> Vec<Change> {
             .or_else(|| members.min_by(|a, b| a.need.total_cmp(&b.need)))
             .map(|c| c.name.clone())
     };
-    let keep: Vec<String> = [ZERO3, TP].into_iter().filter_map(best).collect();
+    let keep: Vec<String> = [ZERO3, TP, CP].into_iter().filter_map(best).collect();
     changes
         .into_iter()
         .filter(|c| c.family.is_none() || keep.contains(&c.name))
@@ -267,6 +288,9 @@ fn levers() -> Vec<Lever> {
         in_family(TP, "tensor parallelism over 2 GPUs, with sequence parallelism", TP_COST, tp::<2>),
         in_family(TP, "tensor parallelism over 4 GPUs, with sequence parallelism", TP_COST, tp::<4>),
         in_family(TP, "tensor parallelism over 8 GPUs, with sequence parallelism", TP_COST, tp::<8>),
+        in_family(CP, "context parallelism over 2 GPUs, ZeRO-3 over them", CP_COST, cp::<2>),
+        in_family(CP, "context parallelism over 4 GPUs, ZeRO-3 over them", CP_COST, cp::<4>),
+        in_family(CP, "context parallelism over 8 GPUs, ZeRO-3 over them", CP_COST, cp::<8>),
         lever(
             "LoRA (rank 16, every projection) instead of full fine-tuning",
             "a different task: adapters are trained, the base is frozen",
@@ -345,6 +369,7 @@ pub fn flags(from: &DetailedConfig, to: &DetailedConfig) -> Vec<String> {
     flag(p.dp != q.dp, "--dp", Some(q.dp.to_string()));
     flag(p.zero != q.zero, "--zero", Some(q.zero.to_string()));
     flag(p.tp != q.tp, "--tp", Some(q.tp.to_string()));
+    flag(p.cp != q.cp, "--cp", Some(q.cp.to_string()));
     flag(!p.sp && q.sp, "--sp", None);
     flag(
         !from.offload.optimizer && to.offload.optimizer,

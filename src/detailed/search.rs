@@ -5,7 +5,8 @@
 //! optimizer step) and GPUs, it enumerates data × tensor × pipeline
 //! parallelism (tensor parallelism within a node, with sequence
 //! parallelism; pipeline stages that divide the layers, 1F1B or interleaved
-//! with two virtual stages), ZeRO stage 0–3, recomputation, the
+//! with two virtual stages; context parallelism from 32,768 tokens), ZeRO
+//! stage 0–3, recomputation, the
 //! micro-batch, the 8-bit optimizer and optimizer offload; it keeps the
 //! layouts whose step peak (plus the runtime overhead, when given) fits the
 //! card, and ranks them by the step time of [`super::steptime`]. Every
@@ -81,6 +82,9 @@ pub fn layout_flags(cfg: &DetailedConfig) -> Vec<String> {
     if p.vp > 1 {
         f.extend(["--vp".into(), p.vp.to_string()]);
     }
+    if p.cp > 1 {
+        f.extend(["--cp".into(), p.cp.to_string()]);
+    }
     if p.sp {
         f.push("--sp".into());
     }
@@ -118,16 +122,33 @@ pub fn layouts(cfg: &DetailedConfig, gpus: u64, gpus_per_node: u64) -> Vec<Detai
     } else {
         vec![cfg.optimizer]
     };
-    for tp in powers_up_to(gpus.min(gpus_per_node).min(64)) {
-        if !gpus.is_multiple_of(tp) || !a.heads.is_multiple_of(tp) || !a.kv_heads.is_multiple_of(tp)
+    // Context parallelism for long sequences (32,768 tokens and more), with
+    // flash attention and 2·cp dividing the sequence, as Megatron-Core
+    // needs.
+    let cps: Vec<u64> = powers_up_to(gpus.min(64))
+        .into_iter()
+        .filter(|&cp| {
+            cp == 1
+                || (cfg.seq >= 32768
+                    && cfg.attention == super::AttentionKernel::Flash
+                    && cfg.seq.is_multiple_of(2 * cp))
+        })
+        .collect();
+    for (tp, cp) in powers_up_to(gpus.min(gpus_per_node).min(64))
+        .into_iter()
+        .flat_map(|tp| cps.iter().map(move |&cp| (tp, cp)))
+    {
+        if !gpus.is_multiple_of(tp * cp)
+            || !a.heads.is_multiple_of(tp)
+            || !a.kv_heads.is_multiple_of(tp)
         {
             continue;
         }
-        for pp in powers_up_to(gpus / tp) {
-            if !(gpus / tp).is_multiple_of(pp) || !a.layers.is_multiple_of(pp) {
+        for pp in powers_up_to(gpus / tp / cp) {
+            if !(gpus / tp / cp).is_multiple_of(pp) || !a.layers.is_multiple_of(pp) {
                 continue;
             }
-            let dp = gpus / tp / pp;
+            let dp = gpus / tp / cp / pp;
             if dp == 0 || !cfg.batch.is_multiple_of(dp) {
                 continue;
             }
@@ -144,7 +165,8 @@ pub fn layouts(cfg: &DetailedConfig, gpus: u64, gpus_per_node: u64) -> Vec<Detai
                     }
                     // On one replica a ZeRO stage only matters as the
                     // way to offload the optimizer (ZeRO-Offload).
-                    let zeros: &[u8] = if dp > 1 { &[0, 1, 2, 3] } else { &[0, 1] };
+                    // With context parallelism ZeRO shards over dp × cp.
+                    let zeros: &[u8] = if dp * cp > 1 { &[0, 1, 2, 3] } else { &[0, 1] };
                     for &zero in zeros {
                         for &recompute in &recomputes {
                             for &optimizer in &optimizers {
@@ -155,7 +177,7 @@ pub fn layouts(cfg: &DetailedConfig, gpus: u64, gpus_per_node: u64) -> Vec<Detai
                                         && (zero == 0
                                             || cfg.lora_rank.is_some()
                                             || optimizer == Optimizer::Adam8bit))
-                                        || (dp == 1 && zero > 0 && !offload)
+                                        || (dp * cp == 1 && zero > 0 && !offload)
                                     {
                                         continue;
                                     }
@@ -165,6 +187,7 @@ pub fn layouts(cfg: &DetailedConfig, gpus: u64, gpus_per_node: u64) -> Vec<Detai
                                         tp,
                                         pp,
                                         vp,
+                                        cp,
                                         sp: tp > 1,
                                         zero,
                                         ..cfg.parallel

@@ -191,6 +191,10 @@ pub struct Parts {
     pub data_parallel: f64,
     /// Expert-parallel all-to-alls (exposed).
     pub expert_parallel: f64,
+    /// Context parallelism's key/value ring, the part the attention does
+    /// not hide.
+    #[serde(default)]
+    pub context_parallel: f64,
     /// Pipeline stage-to-stage sends.
     pub pipeline_sends: f64,
     /// The pipeline's fill and drain.
@@ -210,6 +214,7 @@ impl Parts {
             + self.tensor_parallel
             + self.data_parallel
             + self.expert_parallel
+            + self.context_parallel
             + self.pipeline_sends
             + self.bubble
             + self.optimizer
@@ -217,7 +222,7 @@ impl Parts {
     }
 
     /// Each part with its name, in the order above.
-    pub fn named(&self) -> [(&'static str, f64); 10] {
+    pub fn named(&self) -> [(&'static str, f64); 11] {
         [
             ("matmul", self.matmul),
             ("attention", self.attention),
@@ -225,6 +230,7 @@ impl Parts {
             ("tensor parallel", self.tensor_parallel),
             ("data parallel", self.data_parallel),
             ("expert parallel", self.expert_parallel),
+            ("context parallel", self.context_parallel),
             ("pipeline sends", self.pipeline_sends),
             ("bubble", self.bubble),
             ("optimizer", self.optimizer),
@@ -248,6 +254,7 @@ impl Parts {
             tensor_parallel: self.tensor_parallel * k,
             data_parallel: self.data_parallel * k,
             expert_parallel: self.expert_parallel * k,
+            context_parallel: self.context_parallel * k,
             pipeline_sends: self.pipeline_sends * k,
             bubble: self.bubble * k,
             optimizer: self.optimizer * k,
@@ -378,6 +385,13 @@ fn layer_forward(cfg: &DetailedConfig, moe: bool, m: f64, r: &Rates) -> (f64, f6
     if cfg.dropout {
         per_token += 2.0 * 5.0 * h / sp;
     }
+    // Context parallelism: each of the cp ring steps yields a partial
+    // attention output that is merged into an fp32 accumulator (read and
+    // written, 8 bytes a value: Transformer Engine's
+    // `AttnFuncWithCPAndKVP2P`, `flash_attn_fwd_out_correction`).
+    if p.cp > 1 {
+        per_token += p.cp as f64 * 8.0 * o / t;
+    }
     let mem = (per_token * m + scores_bytes) / r.bytes;
     (mm, attn, mem)
 }
@@ -434,8 +448,11 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
         gbps * 1e9 * eff.link
     };
 
-    // Tokens one GPU runs per micro-batch.
-    let m = (cfg.sequences() * cfg.seq) as f64;
+    // Tokens one GPU runs per micro-batch: its share of each sequence under
+    // context parallelism, whose queries meet every key (the attention's
+    // length stays the sequence's).
+    let cp = p.cp.max(1);
+    let m = (cfg.sequences() * cfg.seq) as f64 / cp as f64;
     let h = a.hidden as f64;
     let moe_layers = a.moe_layers();
     let dense_layers = a.layers - moe_layers;
@@ -510,12 +527,28 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
         let bytes = 2.0 * tokens * k * h * (ep - 1) as f64 / ep as f64;
         micro.expert_parallel = 4.0 * moe_layers as f64 * share * bytes / link(ep, t).max(1.0);
     }
+    // Context parallelism: each layer passes the keys and values of the
+    // other cp − 1 chunks around the ring (the heads split by t) forward,
+    // and again with their gradients backward, overlapped with the
+    // attention on the chunk in hand (Liu et al. 2023, "Ring Attention",
+    // §3; Megatron-Core's `AttnFuncWithCPAndKVP2P`).
+    if cp > 1 {
+        let kv = 2.0 * (cfg.sequences() * cfg.seq) as f64 * a.kv_dim() as f64 * 2.0 / t as f64
+            * (cp - 1) as f64
+            / cp as f64;
+        let bw = link(cp, t);
+        let layers = a.layers as f64 * share;
+        let attn_fwd = fwd_attn / layers.max(1.0);
+        let attn_bwd = backward_attn / layers.max(1.0);
+        micro.context_parallel =
+            layers * ((kv / bw - attn_fwd).max(0.0) + (2.0 * kv / bw - attn_bwd).max(0.0));
+    }
     // Pipeline: each micro-batch's activations leave every model chunk
     // forward and their gradients come back backward, v chunks per GPU
     // (scattered over the tensor-parallel ranks under SP).
     if pp > 1 {
         let bytes = 2.0 * m * h / if p.sp { t as f64 } else { 1.0 };
-        micro.pipeline_sends = 2.0 * vp as f64 * bytes / link(pp, t * dp);
+        micro.pipeline_sends = 2.0 * vp as f64 * bytes / link(pp, t * dp * cp);
     }
     let compute = micro.matmul + micro.attention + micro.memory_bound;
 
@@ -530,6 +563,8 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
     } else {
         param_bytes
     };
+    // Gradients are reduced, and ZeRO shards, over dp × cp GPUs.
+    let dp = p.data_group();
     let dp_bw = link(dp, t);
     let acc = cfg.accumulation_steps() as f64;
     // ZeRO-3 / FSDP: gather the parameters for forward and again for
@@ -542,7 +577,8 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
     }
     let mut step = micro.scaled(acc);
     let bubble = (pp - 1) as f64 / vp as f64;
-    step.bubble = bubble * (compute + micro.tensor_parallel + micro.expert_parallel);
+    step.bubble =
+        bubble * (compute + micro.tensor_parallel + micro.expert_parallel + micro.context_parallel);
     // ZeRO 0–2 and DDP: reduce the gradients once per step, overlapped with
     // the last micro-batch's backward; ZeRO-1/2 then gather the updated
     // parameters before the next forward.

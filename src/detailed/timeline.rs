@@ -356,12 +356,14 @@ fn pieces(cfg: &DetailedConfig) -> Pieces {
     let tp = par.tp as f64;
     let sp_div = par.sp_divisor();
     let saved = activations::saved(cfg);
+    // The tokens of each sequence this GPU holds (context parallelism).
+    let local = cfg.context_local();
     let micro = cfg.sequences() as f64;
-    let n = cfg.seq as f64 * micro;
+    let n = local.seq as f64 * micro;
     let (h, f, v) = (a.hidden as f64, a.ffn as f64, a.vocab as f64);
     let kvd = a.kv_dim() as f64;
     let p = act_bytes(cfg);
-    let scores_n = a.heads as f64 * cfg.seq as f64 * cfg.seq as f64 * micro;
+    let scores_n = a.heads as f64 * local.seq as f64 * cfg.seq as f64 * micro;
     let eager = cfg.attention == AttentionKernel::Eager;
 
     // Forward, inside a layer: eager attention's pre-softmax scores, alive
@@ -399,6 +401,15 @@ fn pieces(cfg: &DetailedConfig) -> Pieces {
         2.0 * (n * h + 2.0 * n * kvd) * p
     } / tp;
     let layer_backward = stream + mlp.max(attention);
+    // Context parallelism: ring attention receives the next GPU's keys and
+    // values while it works on the current ones, two chunks of this GPU's
+    // tokens (Megatron-Core / Transformer Engine, `AttnFuncWithCPAndKVP2P`:
+    // send and receive buffers); backward passes their gradients too.
+    let ring = if par.cp > 1 {
+        2.0 * 2.0 * n * kvd * p / tp
+    } else {
+        0.0
+    };
 
     // The loss (vocabulary-parallel under tensor parallelism).
     let nv = n * v / tp;
@@ -455,7 +466,7 @@ fn pieces(cfg: &DetailedConfig) -> Pieces {
     let reference_forward = match cfg.objective {
         Objective::Dpo {
             reference: Reference::Model,
-        } => nv * p + cfg.seq as f64 * v / tp * 4.0,
+        } => nv * p + local.seq as f64 * v / tp * 4.0,
         _ => 0.0,
     };
     Pieces {
@@ -465,8 +476,8 @@ fn pieces(cfg: &DetailedConfig) -> Pieces {
         head: saved.head,
         logits: saved.logits,
         ids: 8.0 * n,
-        layer_forward: layer_forward + dequant,
-        layer_backward: layer_backward + dequant,
+        layer_forward: layer_forward + dequant + ring,
+        layer_backward: layer_backward + dequant + 2.0 * ring,
         loss_forward,
         loss_backward,
         head_backward,
