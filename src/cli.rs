@@ -6,8 +6,8 @@ use crate::detailed::planner::{make_it_fit, smallest_card};
 use crate::detailed::steptime::{step_time, Cluster, Efficiency, Parts};
 use crate::detailed::{
     self, preset, AdamImpl, Architecture, AttentionKernel, BaseQuant, DetailedBreakdown,
-    DetailedConfig, Device, ExpertsImpl, Family, LoraTargets, Objective, Optimizer, Overhead,
-    OverheadBytes, Precision, Profile, Recompute, Step, StepOptions, StepTimeline,
+    DetailedConfig, Device, ExpertsImpl, Family, Framework, LoraTargets, Objective, Optimizer,
+    Overhead, OverheadBytes, Precision, Profile, Recompute, Step, StepOptions, StepTimeline,
 };
 use crate::detailed::{defaults, hardware, search};
 use crate::report::{
@@ -233,12 +233,18 @@ pub struct ParallelArgs {
     #[arg(long, value_name = "V", value_parser = value_parser!(u64).range(1..=64))]
     pub vp: Option<u64>,
     /// Mixture of experts: expert-parallel GPUs (ep × etp must divide dp ×
-    /// tp), 1–4096 [default: 1].
+    /// cp × tp), 1–4096 [default: 1].
     #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=4096))]
     pub ep: Option<u64>,
     /// Mixture of experts: expert tensor-parallel degree, 1–512 [default: 1].
     #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=512))]
     pub etp: Option<u64>,
+    /// Who runs data parallelism: megatron (gradient buffers, ZeRO as its
+    /// distributed optimizer), ddp (PyTorch DistributedDataParallel: its
+    /// buckets are a second copy of the gradients) or ddp-bucket-view
+    /// (gradient_as_bucket_view=True) [default: megatron].
+    #[arg(long, value_name = "NAME", value_parser = one_of::<Framework>(&["megatron", "ddp", "ddp-bucket-view"]), ignore_case = true)]
+    pub framework: Option<Framework>,
     /// Context parallelism: each sequence split over N GPUs, keys and
     /// values passed around a ring (flash attention; seq divisible by 2 ×
     /// cp), 1–64 [default: 1].
@@ -464,6 +470,7 @@ impl Args {
             || par.ep.is_some()
             || par.etp.is_some()
             || par.cp.is_some()
+            || par.framework.is_some()
             || f.lora_rank.is_some()
             || f.lora_targets.is_some()
             || f.quant_base.is_some()
@@ -696,6 +703,7 @@ impl Args {
         cfg.parallel.ep = par.ep.unwrap_or(1);
         cfg.parallel.etp = par.etp.unwrap_or(1);
         cfg.parallel.cp = par.cp.unwrap_or(1);
+        cfg.framework = par.framework.unwrap_or_default();
         if let Some(i) = k.experts_impl {
             cfg.experts_impl = i;
         }

@@ -197,6 +197,9 @@ pub struct DetailedInputs {
     pub device: String,
     /// Parallel degrees.
     pub parallel: Parallelism,
+    /// Who runs data parallelism: `megatron`, `ddp`, `ddp-bucket-view`.
+    #[serde(default)]
+    pub framework: String,
     /// Experts' implementation (`grouped` or `loop`).
     pub experts_impl: String,
     /// Megatron's capacity factor, if any.
@@ -605,6 +608,7 @@ impl DetailedReport {
                 profile_reason: parts.profile_reason.into(),
                 device: cfg.device.name().into(),
                 parallel: *p,
+                framework: cfg.framework.name().into(),
                 experts_impl: cfg.experts_impl.name().into(),
                 capacity_factor: cfg.capacity_factor,
                 lora_rank: cfg.lora_rank,

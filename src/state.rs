@@ -283,6 +283,8 @@ pub struct DetailedOptions {
     pub offload: Offload,
     /// Supervised or DPO.
     pub objective: Objective,
+    /// Who runs data parallelism.
+    pub framework: crate::detailed::Framework,
 }
 
 impl Default for DetailedOptions {
@@ -311,6 +313,7 @@ impl Default for DetailedOptions {
             base_quant: BaseQuant::None,
             offload: Offload::default(),
             objective: Objective::Sft,
+            framework: crate::detailed::Framework::Megatron,
         }
     }
 }
@@ -437,6 +440,7 @@ impl PageState {
         cfg.base_quant = d.base_quant;
         cfg.offload = d.offload;
         cfg.objective = d.objective;
+        cfg.framework = d.framework;
         // Last: the default kernels follow LoRA, QLoRA and DPO.
         cfg.profile = d
             .profile

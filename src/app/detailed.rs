@@ -11,7 +11,7 @@ use crate::chart::{term_colour_hex, LOGITS_COLOUR};
 use crate::detailed::offload::BUFFER_FACTOR;
 use crate::detailed::{
     host_ram, import_config, Architecture, AttentionKernel, BaseQuant, DetailedBreakdown, Family,
-    LoraTargets, Objective, Optimizer, Overhead, Precision, Profile, Recompute, PRESETS,
+    Framework, LoraTargets, Objective, Optimizer, Overhead, Precision, Profile, Recompute, PRESETS,
 };
 use crate::export::{detailed_rows, DETAILED_ROWS};
 use crate::state::{DetailedOptions, Mode};
@@ -282,6 +282,16 @@ const OBJECTIVE_NAMES: &[&str] = &[
     "DPO, reference log-probs precomputed",
 ];
 const ATTENTION: [AttentionKernel; 2] = [AttentionKernel::Flash, AttentionKernel::Eager];
+const FRAMEWORKS: [Framework; 3] = [
+    Framework::Megatron,
+    Framework::Ddp { bucket_view: false },
+    Framework::Ddp { bucket_view: true },
+];
+const FRAMEWORK_NAMES: &[&str] = &[
+    "Megatron-LM (gradient buffers, ZeRO)",
+    "PyTorch DDP (buckets: a second copy of the gradients)",
+    "PyTorch DDP, gradient_as_bucket_view",
+];
 const ATTENTION_NAMES: &[&str] = &["Flash / SDPA (the default)", "Eager (keeps a·s² scores)"];
 
 /// Bytes per GPU that eager attention keeps beyond flash attention's for
@@ -495,6 +505,7 @@ pub fn DetailedControls() -> impl IntoView {
             <details>
                 <summary>"Parallelism"</summary>
                 {count("dp-input", "Data-parallel GPUs", (1, 4096), |d| Some(d.parallel.dp), |d, v| d.parallel.dp = v.unwrap_or(1), false)}
+                {choice("framework-select", "Data parallelism run by", FRAMEWORK_NAMES, |d| index_of(&FRAMEWORKS, d.framework), |d, i| d.framework = FRAMEWORKS[i])}
                 {count("zero-input", "ZeRO stage", (0, 3), |d| Some(u64::from(d.parallel.zero)), |d, v| d.parallel.zero = v.unwrap_or(0) as u8, false)}
                 {count("tp-input", "Tensor parallel", (1, 512), |d| Some(d.parallel.tp), |d, v| d.parallel.tp = v.unwrap_or(1), false)}
                 {flag("sp-input", "Sequence parallel", |d| d.parallel.sp, |d, on| d.parallel.sp = on)}

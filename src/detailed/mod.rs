@@ -210,6 +210,55 @@ pub enum Profile {
     Hf,
 }
 
+/// Who runs data parallelism, and so which buffers it keeps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Framework {
+    /// Megatron-LM / Megatron-Core: gradients in buffers allocated once
+    /// (with the "fused" profile), ZeRO as its distributed optimizer.
+    #[default]
+    Megatron,
+    /// PyTorch's `DistributedDataParallel`: the reducer's buckets, one flat
+    /// buffer per bucket, hold a copy of every gradient for the whole run
+    /// (`torch/csrc/distributed/c10d/reducer.cpp`, `initialize_buckets`);
+    /// with `gradient_as_bucket_view=True` the gradients are views into
+    /// them instead of a second copy (and so are never freed by
+    /// `zero_grad`). The bucket size changes how many buffers, not their
+    /// sum (measured, `tests/fixtures/ddp_measured.tsv`). No ZeRO.
+    Ddp {
+        /// `gradient_as_bucket_view=True`.
+        bucket_view: bool,
+    },
+}
+
+impl Framework {
+    /// Every framework by its name, as the command line and the address
+    /// spell it.
+    pub const ALL: [(&'static str, Framework); 3] = [
+        ("megatron", Framework::Megatron),
+        ("ddp", Framework::Ddp { bucket_view: false }),
+        ("ddp-bucket-view", Framework::Ddp { bucket_view: true }),
+    ];
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, f)| *f == self)
+            .map_or("megatron", |(n, _)| n)
+    }
+}
+
+impl std::str::FromStr for Framework {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(s))
+            .map(|(_, f)| *f)
+            .ok_or_else(|| "framework must be megatron, ddp or ddp-bucket-view".to_string())
+    }
+}
+
 /// Where it runs; it changes two details of the "hf" profile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Device {
@@ -320,6 +369,8 @@ pub struct DetailedConfig {
     pub offload: Offload,
     /// Supervised or DPO.
     pub objective: Objective,
+    /// Who runs data parallelism.
+    pub framework: Framework,
     /// Megatron's expert capacity factor with padding to capacity
     /// (`--moe-expert-capacity-factor` with `--moe-pad-expert-input-to-capacity`),
     /// "fused" profile: every expert holds c·n·k/E token slots. `None`:
@@ -352,6 +403,7 @@ impl DetailedConfig {
             base_quant: BaseQuant::None,
             offload: Offload::default(),
             objective: Objective::Sft,
+            framework: Framework::Megatron,
         }
     }
 
@@ -566,6 +618,9 @@ fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     }
     if !(p.data_group() * p.tp).is_multiple_of(p.ep * p.etp) {
         return err("ep × etp must divide dp × cp × tp (experts are laid out over the data-, context- and tensor-parallel GPUs)");
+    }
+    if matches!(cfg.framework, Framework::Ddp { .. }) && p.zero > 0 {
+        return err("DistributedDataParallel shards nothing: ZeRO needs the Megatron framework (its distributed optimizer) here");
     }
     if p.cp == 0 || p.cp > 64 {
         return err("context parallelism must be 1 to 64");

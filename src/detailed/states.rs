@@ -47,6 +47,16 @@ pub(super) fn weight_bytes(cfg: &DetailedConfig) -> f64 {
     }
 }
 
+/// Copies of the gradients on a GPU: two under DDP without
+/// `gradient_as_bucket_view` (the reducer's buckets and `param.grad`), else
+/// one.
+pub(super) fn ddp_copies(cfg: &DetailedConfig) -> f64 {
+    match cfg.framework {
+        super::Framework::Ddp { bucket_view: false } => 2.0,
+        _ => 1.0,
+    }
+}
+
 /// Bytes per gradient value: 4 in fp32 or with fp32 gradients, 2 otherwise.
 pub(super) fn grad_bytes(cfg: &DetailedConfig) -> f64 {
     if cfg.precision == Precision::Fp32 || cfg.fp32_grads || peft(cfg) {
@@ -261,7 +271,8 @@ pub(super) fn model_states_on_gpu(cfg: &DetailedConfig, offload: bool) -> ModelS
     };
     let mut s = ModelStates {
         params: params + router * (4.0 - wb) / par.zero_divisor(3),
-        grads: state(grad_bytes(cfg), 2) + router * (4.0 - grad_bytes(cfg)) / par.zero_divisor(2),
+        grads: (state(grad_bytes(cfg), 2) + router * (4.0 - grad_bytes(cfg)) / par.zero_divisor(2))
+            * ddp_copies(cfg),
         master_weights: state(master_bytes, 1),
         optimizer_state: state(state_bytes(cfg), 1)
             + step_tensors / par.zero_divisor(1)

@@ -76,8 +76,8 @@
 use super::activations::{self, act_bytes};
 use super::states::{self, grad_bytes, params_per_gpu, trained_params, update_bytes, weight_bytes};
 use super::{
-    check, quant, AttentionKernel, BaseQuant, DetailedConfig, DetailedError, Family, Objective,
-    Optimizer, Profile, Reference,
+    check, quant, AttentionKernel, BaseQuant, DetailedConfig, DetailedError, Family, Framework,
+    Objective, Optimizer, Profile, Reference,
 };
 
 /// Which optimizer step is modelled.
@@ -645,7 +645,19 @@ pub fn timeline(cfg: &DetailedConfig, opts: &StepOptions) -> Result<StepTimeline
     // step (`distributed/param_and_grad_buffer.py`; weights' gradients are
     // added into them as backward produces them); PyTorch's `zero_grad()`
     // frees them.
-    let persistent_grads = cfg.profile == Profile::Fused;
+    // DDP with `gradient_as_bucket_view` keeps them too: they are views
+    // into its buckets. Without it the buckets are a second copy that
+    // lives through the step, and `param.grad` comes and goes.
+    let ddp = match cfg.framework {
+        Framework::Ddp { bucket_view } => Some(bucket_view),
+        Framework::Megatron => None,
+    };
+    let persistent_grads = cfg.profile == Profile::Fused || ddp == Some(true);
+    let buckets = if ddp == Some(false) {
+        states.grads / 2.0
+    } else {
+        0.0
+    };
 
     // Pipelines: the first stage (embedding, p micro-batches in flight) and
     // the last (loss, one); one stage is both without a pipeline.
@@ -663,7 +675,11 @@ pub fn timeline(cfg: &DetailedConfig, opts: &StepOptions) -> Result<StepTimeline
             held: 0.0,
             persistent_grads,
             live: Live {
-                grads: if persistent_grads { states.grads } else { 0.0 },
+                grads: if persistent_grads {
+                    states.grads
+                } else {
+                    buckets
+                },
                 params: states.params,
                 master_weights: states.master_weights,
                 optimizer_state: if opts.step == Step::Later {
@@ -744,7 +760,7 @@ pub fn timeline(cfg: &DetailedConfig, opts: &StepOptions) -> Result<StepTimeline
         };
         walk.record(Moment::OptimizerUpdate, temporaries);
         if !persistent_grads {
-            walk.live.grads = 0.0;
+            walk.live.grads = buckets;
         }
         walk.record(Moment::End, 0.0);
 
