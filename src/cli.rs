@@ -241,9 +241,11 @@ pub struct ParallelArgs {
     pub etp: Option<u64>,
     /// Who runs data parallelism: megatron (gradient buffers, ZeRO as its
     /// distributed optimizer), ddp (PyTorch DistributedDataParallel: its
-    /// buckets are a second copy of the gradients) or ddp-bucket-view
-    /// (gradient_as_bucket_view=True) [default: megatron].
-    #[arg(long, value_name = "NAME", value_parser = one_of::<Framework>(&["megatron", "ddp", "ddp-bucket-view"]), ignore_case = true)]
+    /// buckets are a second copy of the gradients), ddp-bucket-view
+    /// (gradient_as_bucket_view=True), fsdp2 (fully_shard, with --zero 3)
+    /// or fsdp2-no-reshard (reshard_after_forward=False) [default:
+    /// megatron].
+    #[arg(long, value_name = "NAME", value_parser = one_of::<Framework>(&["megatron", "ddp", "ddp-bucket-view", "fsdp2", "fsdp2-no-reshard"]), ignore_case = true)]
     pub framework: Option<Framework>,
     /// Context parallelism: each sequence split over N GPUs, keys and
     /// values passed around a ring (flash attention; seq divisible by 2 ×

@@ -282,15 +282,23 @@ const OBJECTIVE_NAMES: &[&str] = &[
     "DPO, reference log-probs precomputed",
 ];
 const ATTENTION: [AttentionKernel; 2] = [AttentionKernel::Flash, AttentionKernel::Eager];
-const FRAMEWORKS: [Framework; 3] = [
+const FRAMEWORKS: [Framework; 5] = [
     Framework::Megatron,
     Framework::Ddp { bucket_view: false },
     Framework::Ddp { bucket_view: true },
+    Framework::Fsdp2 {
+        reshard_after_forward: true,
+    },
+    Framework::Fsdp2 {
+        reshard_after_forward: false,
+    },
 ];
 const FRAMEWORK_NAMES: &[&str] = &[
     "Megatron-LM (gradient buffers, ZeRO)",
     "PyTorch DDP (buckets: a second copy of the gradients)",
     "PyTorch DDP, gradient_as_bucket_view",
+    "PyTorch FSDP2 (ZeRO-3)",
+    "PyTorch FSDP2, reshard_after_forward=False",
 ];
 const ATTENTION_NAMES: &[&str] = &["Flash / SDPA (the default)", "Eager (keeps a·s² scores)"];
 

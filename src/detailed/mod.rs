@@ -228,15 +228,38 @@ pub enum Framework {
         /// `gradient_as_bucket_view=True`.
         bucket_view: bool,
     },
+    /// PyTorch's FSDP2 (`fully_shard` on each layer, then the model), ZeRO-3
+    /// over dp: the root module (embedding, final norm, output layer) keeps
+    /// its parameters unsharded from its forward to the end of backward
+    /// (`torch/distributed/fsdp/_fully_shard`, the root does not reshard
+    /// after forward); each layer gathers its parameters for forward and
+    /// again for backward, or, with `reshard_after_forward=False`, keeps them
+    /// from its forward to its backward.
+    Fsdp2 {
+        /// `reshard_after_forward=True` (the default).
+        reshard_after_forward: bool,
+    },
 }
 
 impl Framework {
     /// Every framework by its name, as the command line and the address
     /// spell it.
-    pub const ALL: [(&'static str, Framework); 3] = [
+    pub const ALL: [(&'static str, Framework); 5] = [
         ("megatron", Framework::Megatron),
         ("ddp", Framework::Ddp { bucket_view: false }),
         ("ddp-bucket-view", Framework::Ddp { bucket_view: true }),
+        (
+            "fsdp2",
+            Framework::Fsdp2 {
+                reshard_after_forward: true,
+            },
+        ),
+        (
+            "fsdp2-no-reshard",
+            Framework::Fsdp2 {
+                reshard_after_forward: false,
+            },
+        ),
     ];
 
     /// Its name.
@@ -255,7 +278,10 @@ impl std::str::FromStr for Framework {
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(s))
             .map(|(_, f)| *f)
-            .ok_or_else(|| "framework must be megatron, ddp or ddp-bucket-view".to_string())
+            .ok_or_else(|| {
+                "framework must be megatron, ddp, ddp-bucket-view, fsdp2 or fsdp2-no-reshard"
+                    .to_string()
+            })
     }
 }
 
@@ -618,6 +644,11 @@ fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     }
     if !(p.data_group() * p.tp).is_multiple_of(p.ep * p.etp) {
         return err("ep × etp must divide dp × cp × tp (experts are laid out over the data-, context- and tensor-parallel GPUs)");
+    }
+    if matches!(cfg.framework, Framework::Fsdp2 { .. }) && p.zero != 3 {
+        return err(
+            "FSDP2 shards parameters, gradients and optimizer state: it is ZeRO-3 (--zero 3)",
+        );
     }
     if matches!(cfg.framework, Framework::Ddp { .. }) && p.zero > 0 {
         return err("DistributedDataParallel shards nothing: ZeRO needs the Megatron framework (its distributed optimizer) here");

@@ -445,8 +445,10 @@ fn pieces(cfg: &DetailedConfig) -> Pieces {
         None => (layer_params * gb, head_params * gb, emb_params * gb, 0.0),
     };
     let wb = weight_bytes(cfg);
-    // With the parameters offloaded, none of a gathered layer is resident.
-    let unsharded = if cfg.offload.params {
+    // With the parameters offloaded, none of a gathered layer is resident;
+    // FSDP2 all-gathers into new full-size tensors beside the shards
+    // (`_fsdp_collectives.py`, `foreach_all_gather`), measured.
+    let unsharded = if cfg.offload.params || matches!(cfg.framework, Framework::Fsdp2 { .. }) {
         1.0
     } else if par.zero >= 3 {
         1.0 - 1.0 / par.dp as f64
@@ -502,6 +504,16 @@ struct Walk<'a> {
     held: f64,
     /// Gradients live in buffers kept for the whole run.
     persistent_grads: bool,
+    /// FSDP2: the root's unsharded parameters, held through forward and
+    /// backward; and, without resharding after forward, each layer's from
+    /// its forward to its backward.
+    root: f64,
+    unsharded_layer: f64,
+    layers_held: f64,
+    /// FSDP2 resharding after forward: the last layer, all-gathered again
+    /// when the root's backward starts (its backward prefetch), held
+    /// through the loss's backward.
+    prefetched: f64,
     phase: Phase,
     micro_batch: u64,
 }
@@ -513,7 +525,7 @@ impl Walk<'_> {
             micro_batch: self.micro_batch,
             moment,
             live: Live {
-                transient: transient + self.held,
+                transient: transient + self.held + self.root + self.layers_held,
                 ..self.live
             },
         });
@@ -570,6 +582,7 @@ impl Walk<'_> {
                 Moment::LayerForward(i),
                 pc.layer_forward + pc.gathered_layer,
             );
+            self.layers_held += self.unsharded_layer;
         }
         if last {
             self.live.activations += pc.head + pc.logits;
@@ -577,6 +590,7 @@ impl Walk<'_> {
         }
 
         self.phase = Phase::Backward;
+        self.layers_held += self.prefetched;
         if last {
             self.record(Moment::LossBackward, pc.loss_backward);
             self.live.activations -= pc.logits;
@@ -591,12 +605,15 @@ impl Walk<'_> {
             }
             self.live.activations -= pc.head;
         }
+        // The prefetched layer is the first backward's own gathered one.
+        self.layers_held -= self.prefetched;
         for i in (0..layers).rev() {
             let extra = self.accumulate(pc.layer_grads);
             self.record(
                 Moment::LayerBackward(i),
                 pc.layer_backward + pc.recomputed + extra + pc.gathered_layer,
             );
+            self.layers_held -= self.unsharded_layer;
             if !offload || i == 0 {
                 self.live.activations -= pc.per_layer;
             }
@@ -611,6 +628,7 @@ impl Walk<'_> {
             self.held = 0.0;
         }
         self.live.activations = others;
+        self.layers_held = 0.0;
     }
 }
 
@@ -637,7 +655,14 @@ pub fn timeline(cfg: &DetailedConfig, opts: &StepOptions) -> Result<StepTimeline
     check(cfg)?;
     let par = &cfg.parallel;
     let states = states::model_states(cfg);
-    let pc = pieces(cfg);
+    let mut pc = pieces(cfg);
+    // FSDP2's root holds the outer weights unsharded throughout (below),
+    // instead of gathering them around their use.
+    let root = if matches!(cfg.framework, Framework::Fsdp2 { .. }) {
+        std::mem::take(&mut pc.gathered_outer)
+    } else {
+        0.0
+    };
     let stage_layers = par.stage_layers(&cfg.arch) as u64;
     let micro_batches = cfg.batch / (cfg.micro() * par.dp);
     let adam = opts.adam.unwrap_or_else(|| default_adam(cfg));
@@ -650,7 +675,7 @@ pub fn timeline(cfg: &DetailedConfig, opts: &StepOptions) -> Result<StepTimeline
     // lives through the step, and `param.grad` comes and goes.
     let ddp = match cfg.framework {
         Framework::Ddp { bucket_view } => Some(bucket_view),
-        Framework::Megatron => None,
+        _ => None,
     };
     let persistent_grads = cfg.profile == Profile::Fused || ddp == Some(true);
     let buckets = if ddp == Some(false) {
@@ -674,6 +699,10 @@ pub fn timeline(cfg: &DetailedConfig, opts: &StepOptions) -> Result<StepTimeline
             events: Vec::new(),
             held: 0.0,
             persistent_grads,
+            root: 0.0,
+            unsharded_layer: 0.0,
+            layers_held: 0.0,
+            prefetched: 0.0,
             live: Live {
                 grads: if persistent_grads {
                     states.grads
@@ -692,11 +721,24 @@ pub fn timeline(cfg: &DetailedConfig, opts: &StepOptions) -> Result<StepTimeline
             phase: Phase::Forward,
             micro_batch: 1,
         };
+        if let Framework::Fsdp2 {
+            reshard_after_forward,
+        } = cfg.framework
+        {
+            walk.root = root;
+            if reshard_after_forward {
+                walk.prefetched = pc.gathered_layer / 2.0;
+            } else {
+                walk.unsharded_layer = pc.gathered_layer / 2.0;
+            }
+        }
         walk.micro_batch(stage_layers, first, last, in_flight);
         if micro_batches > 1 {
             walk.micro_batch = 2;
             walk.micro_batch(stage_layers, first, last, in_flight);
         }
+        // The root reshards when backward ends.
+        walk.root = 0.0;
         // Gradients on this GPU are exactly the states' figure now.
         walk.live.grads = states.grads;
         walk.live.activations = 0.0;
