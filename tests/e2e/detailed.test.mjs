@@ -410,3 +410,18 @@ test('context parallelism from the address: 128k tokens on 8 H100s, the sequence
   await context.close();
   assert.deepEqual(problems, []);
 });
+
+test('the framework picker: DDP buckets double the gradients, bucket views undo it, the address keeps it', async () => {
+  const { page, problems, context } = await open('?mode=detailed&model=llama-2-7b&dp=2&framework=ddp');
+  const ddp = await bytes(page);
+  await page.evaluate(() => { document.getElementById('framework-select').closest('details').open = true; });
+  await page.selectOption('#framework-select', { label: 'PyTorch DDP, gradient_as_bucket_view' });
+  await urlMatches(page, /framework=ddp-bucket-view/);
+  const view = await bytes(page);
+  assert.equal(ddp.grads, 2 * view.grads);
+  // FSDP2 needs ZeRO-3: refused with the reason until it is set.
+  await page.selectOption('#framework-select', { label: 'PyTorch FSDP2 (ZeRO-3)' });
+  assert.match(await page.textContent('#detailed-sentence'), /cannot be computed: FSDP2 shards/);
+  await context.close();
+  assert.deepEqual(problems, []);
+});
