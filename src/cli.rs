@@ -7,7 +7,8 @@ use crate::detailed::steptime::{step_time, Cluster, Efficiency, Parts};
 use crate::detailed::{
     self, preset, AdamImpl, Architecture, AttentionKernel, BaseQuant, DetailedBreakdown,
     DetailedConfig, Device, ExpertsImpl, Family, Framework, LoraTargets, Objective, Optimizer,
-    Overhead, OverheadBytes, Precision, Profile, Recompute, Step, StepOptions, StepTimeline,
+    Overhead, OverheadBytes, Precision, Profile, Recompute, Schedule, Step, StepOptions,
+    StepTimeline,
 };
 use crate::detailed::{defaults, hardware, search};
 use crate::report::{
@@ -239,6 +240,11 @@ pub struct ParallelArgs {
     /// Mixture of experts: expert tensor-parallel degree, 1–512 [default: 1].
     #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=512))]
     pub etp: Option<u64>,
+    /// Pipeline schedule: 1f1b (with --vp, interleaved) or zb-h1 (Zero
+    /// Bubble's ZB-H1: the weights' gradients fill the bubble, the same
+    /// activation memory as 1F1B) [default: 1f1b].
+    #[arg(long, value_name = "NAME", value_parser = one_of::<Schedule>(&["1f1b", "zb-h1"]), ignore_case = true)]
+    pub schedule: Option<Schedule>,
     /// Who runs data parallelism: megatron (gradient buffers, ZeRO as its
     /// distributed optimizer), ddp (PyTorch DistributedDataParallel: its
     /// buckets are a second copy of the gradients), ddp-bucket-view
@@ -473,6 +479,7 @@ impl Args {
             || par.etp.is_some()
             || par.cp.is_some()
             || par.framework.is_some()
+            || par.schedule.is_some()
             || f.lora_rank.is_some()
             || f.lora_targets.is_some()
             || f.quant_base.is_some()
@@ -706,6 +713,7 @@ impl Args {
         cfg.parallel.etp = par.etp.unwrap_or(1);
         cfg.parallel.cp = par.cp.unwrap_or(1);
         cfg.framework = par.framework.unwrap_or_default();
+        cfg.parallel.schedule = par.schedule.unwrap_or_default();
         if let Some(i) = k.experts_impl {
             cfg.experts_impl = i;
         }

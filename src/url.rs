@@ -24,7 +24,8 @@
 //! ffn vocab tied qkvbias hd qknorm sandwich softcap mla moe` (`mla` =
 //! `q_rank,kv_rank,rope,nope,v`; `moe` = `experts,top_k,expert_ffn,shared_ffn,dense_layers,router`),
 //! `prec opt attn dropout recompute impl`, `framework` (megatron, ddp,
-//! ddp-bucket-view), `dp zero tp sp pp ep etp cp
+//! ddp-bucket-view, fsdp2, fsdp2-no-reshard), `schedule` (1f1b, zb-h1),
+//! `dp zero tp sp pp ep etp cp
 //! micro`, `lora`, `lorat` (LoRA targets), `quant` (none, nf4, nf4-nodq,
 //! int8), `offopt offparams offacts gpn` (offload, GPUs per node),
 //! `objective` (sft, dpo, dpo-precomputed), `both` (the lesson's bar beside), `oh` (runtime overhead
@@ -146,7 +147,7 @@ type Choice = (
     &'static str,
     fn(&mut DetailedOptions, &str) -> Result<(), String>,
 );
-const CHOICES: [Choice; 8] = [
+const CHOICES: [Choice; 9] = [
     ("prec", |d, v| v.parse().map(|x| d.precision = x)),
     ("opt", |d, v| v.parse().map(|x| d.optimizer = x)),
     ("attn", |d, v| v.parse().map(|x| d.attention = x)),
@@ -155,6 +156,9 @@ const CHOICES: [Choice; 8] = [
     ("objective", |d, v| v.parse().map(|x| d.objective = x)),
     ("lorat", |d, v| v.parse().map(|x| d.lora_targets = x)),
     ("framework", |d, v| v.parse().map(|x| d.framework = x)),
+    ("schedule", |d, v| {
+        v.parse().map(|x| d.parallel.schedule = x)
+    }),
 ];
 
 /// Applies one pair to `state`; unknown keys are accepted and do nothing.
@@ -504,6 +508,7 @@ fn encode_detailed(state: &PageState, out: &mut form_urlencoded::Serializer<'_, 
     pair("etp", &p.etp.to_string(), "1");
     pair("cp", &p.cp.to_string(), "1");
     pair("framework", d.framework.name(), def.framework.name());
+    pair("schedule", p.schedule.name(), "1f1b");
     pair("lorat", &d.lora_targets.names(), &def.lora_targets.names());
     pair("quant", d.base_quant.name(), def.base_quant.name());
     pair("offopt", flag(d.offload.optimizer), "0");

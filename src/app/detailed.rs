@@ -11,7 +11,8 @@ use crate::chart::{term_colour_hex, LOGITS_COLOUR};
 use crate::detailed::offload::BUFFER_FACTOR;
 use crate::detailed::{
     host_ram, import_config, Architecture, AttentionKernel, BaseQuant, DetailedBreakdown, Family,
-    Framework, LoraTargets, Objective, Optimizer, Overhead, Precision, Profile, Recompute, PRESETS,
+    Framework, LoraTargets, Objective, Optimizer, Overhead, Precision, Profile, Recompute,
+    Schedule, PRESETS,
 };
 use crate::export::{detailed_rows, DETAILED_ROWS};
 use crate::state::{DetailedOptions, Mode};
@@ -282,6 +283,11 @@ const OBJECTIVE_NAMES: &[&str] = &[
     "DPO, reference log-probs precomputed",
 ];
 const ATTENTION: [AttentionKernel; 2] = [AttentionKernel::Flash, AttentionKernel::Eager];
+const SCHEDULES: [Schedule; 2] = [Schedule::OneFOneB, Schedule::ZbH1];
+const SCHEDULE_NAMES: &[&str] = &[
+    "1F1B (interleaved with virtual stages)",
+    "Zero Bubble ZB-H1 (weight gradients fill the bubble)",
+];
 const FRAMEWORKS: [Framework; 5] = [
     Framework::Megatron,
     Framework::Ddp { bucket_view: false },
@@ -521,6 +527,7 @@ pub fn DetailedControls() -> impl IntoView {
                 {count("vp-input", "Virtual stages per GPU (interleaved)", (1, 64), |d| Some(d.parallel.vp), |d, v| d.parallel.vp = v.unwrap_or(1), false)}
                 {count("ep-input", "Expert parallel (MoE)", (1, 4096), |d| Some(d.parallel.ep), |d, v| d.parallel.ep = v.unwrap_or(1), false)}
                 {count("etp-input", "Expert tensor parallel (MoE)", (1, 512), |d| Some(d.parallel.etp), |d, v| d.parallel.etp = v.unwrap_or(1), false)}
+                {choice("schedule-select", "Pipeline schedule", SCHEDULE_NAMES, |d| index_of(&SCHEDULES, d.parallel.schedule), |d, i| d.parallel.schedule = SCHEDULES[i])}
                 {count("cp-input", "Context parallel (long sequences)", (1, 64), |d| Some(d.parallel.cp), |d, v| d.parallel.cp = v.unwrap_or(1), false)}
                 {count("micro-input", "Micro-batch per GPU", (1, 4096), |d| d.micro_batch, |d, v| d.micro_batch = v, true)}
             </details>

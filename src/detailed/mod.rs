@@ -50,7 +50,7 @@ pub use arch::{Architecture, Family, LayerParams, LoraTargets, Mla, Moe, Router}
 pub use import::{import_config, ImportError, Imported, MODEL_TYPES};
 pub use offload::{host_ram, HostRam};
 pub use overhead::{Overhead, OverheadBytes};
-pub use parallel::Parallelism;
+pub use parallel::{Parallelism, Schedule};
 pub use presets::{preset, Preset, PRESETS};
 pub use states::ModelStates;
 pub use timeline::{
@@ -652,6 +652,9 @@ fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     }
     if matches!(cfg.framework, Framework::Ddp { .. }) && p.zero > 0 {
         return err("DistributedDataParallel shards nothing: ZeRO needs the Megatron framework (its distributed optimizer) here");
+    }
+    if p.schedule == parallel::Schedule::ZbH1 && p.vp > 1 {
+        return err("ZB-H1 is a schedule of its own: give it without virtual stages (--vp 1)");
     }
     if p.cp == 0 || p.cp > 64 {
         return err("context parallelism must be 1 to 64");

@@ -28,6 +28,47 @@ pub struct Parallelism {
     /// `--context-parallel-size`; Liu et al. 2023, "Ring Attention").
     #[serde(default = "one")]
     pub cp: u64,
+    /// The pipeline schedule (with pp > 1).
+    #[serde(default)]
+    pub schedule: Schedule,
+}
+
+/// A pipeline schedule.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Schedule {
+    /// One forward, one backward (Narayanan et al. 2021, §2.2; interleaved
+    /// with virtual stages, §2.2.2).
+    #[default]
+    #[serde(rename = "1f1b")]
+    OneFOneB,
+    /// Zero Bubble's ZB-H1 (Qi et al. 2024, "Zero Bubble Pipeline
+    /// Parallelism", §3.1): backward split into the input's gradient (B)
+    /// and the weights' (W), W deferred into the bubble; the bubble falls
+    /// to (p − 1)(T_F + T_B − T_W), a third of 1F1B's when the three are
+    /// equal, with the same peak activation memory as 1F1B.
+    ZbH1,
+}
+
+impl Schedule {
+    /// Its name, as the command line and the address spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Schedule::OneFOneB => "1f1b",
+            Schedule::ZbH1 => "zb-h1",
+        }
+    }
+}
+
+impl std::str::FromStr for Schedule {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "1f1b" => Ok(Schedule::OneFOneB),
+            "zb-h1" => Ok(Schedule::ZbH1),
+            _ => Err("schedule must be 1f1b or zb-h1".into()),
+        }
+    }
 }
 
 /// Serde's default for fields added later (documents without them).
@@ -47,6 +88,7 @@ impl Default for Parallelism {
             ep: 1,
             etp: 1,
             cp: 1,
+            schedule: Schedule::OneFOneB,
         }
     }
 }

@@ -26,7 +26,9 @@
 //! ```
 
 use super::steptime::{step_time, Cluster, Efficiency, StepTime};
-use super::{planner, DetailedConfig, Optimizer, Overhead, Parallelism, Profile, Recompute};
+use super::{
+    planner, DetailedConfig, Optimizer, Overhead, Parallelism, Profile, Recompute, Schedule,
+};
 
 /// One layout that fits.
 #[derive(Clone, Debug, PartialEq)]
@@ -84,6 +86,9 @@ pub fn layout_flags(cfg: &DetailedConfig) -> Vec<String> {
     }
     if p.cp > 1 {
         f.extend(["--cp".into(), p.cp.to_string()]);
+    }
+    if p.schedule != Schedule::OneFOneB {
+        f.extend(["--schedule".into(), p.schedule.name().into()]);
     }
     if p.sp {
         f.push("--sp".into());
@@ -153,12 +158,15 @@ pub fn layouts(cfg: &DetailedConfig, gpus: u64, gpus_per_node: u64) -> Vec<Detai
                 continue;
             }
             let per_replica = cfg.batch / dp;
-            let vps: &[u64] = if pp > 1 && a.layers.is_multiple_of(pp * 2) {
-                &[1, 2]
-            } else {
-                &[1]
-            };
-            for &vp in vps {
+            // 1F1B, interleaved with two virtual stages, and ZB-H1.
+            let mut schedules = vec![(1, Schedule::OneFOneB)];
+            if pp > 1 {
+                if a.layers.is_multiple_of(pp * 2) {
+                    schedules.push((2, Schedule::OneFOneB));
+                }
+                schedules.push((1, Schedule::ZbH1));
+            }
+            for &(vp, schedule) in &schedules {
                 for micro in powers_up_to(per_replica) {
                     if !per_replica.is_multiple_of(micro) {
                         continue;
@@ -188,6 +196,7 @@ pub fn layouts(cfg: &DetailedConfig, gpus: u64, gpus_per_node: u64) -> Vec<Detai
                                         pp,
                                         vp,
                                         cp,
+                                        schedule,
                                         sp: tp > 1,
                                         zero,
                                         ..cfg.parallel

@@ -577,8 +577,16 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
     }
     let mut step = micro.scaled(acc);
     let bubble = (pp - 1) as f64 / vp as f64;
-    step.bubble =
-        bubble * (compute + micro.tensor_parallel + micro.expert_parallel + micro.context_parallel);
+    let stage = compute + micro.tensor_parallel + micro.expert_parallel + micro.context_parallel;
+    step.bubble = match p.schedule {
+        // (p − 1)(T_F + T_B − T_W): W, the weights' gradients (one of the
+        // backward's two products per weight), fills the bubble.
+        super::parallel::Schedule::ZbH1 if !lora => {
+            let weights = fwd_mm + logits_mm;
+            (pp - 1) as f64 * (stage - 2.0 * weights).max(0.0)
+        }
+        _ => bubble * stage,
+    };
     // ZeRO 0–2 and DDP: reduce the gradients once per step, overlapped with
     // the last micro-batch's backward; ZeRO-1/2 then gather the updated
     // parameters before the next forward.
@@ -690,6 +698,36 @@ mod tests {
                 / 16.0;
         assert!((one.parts.bubble / per_micro - 3.0).abs() < 1e-9);
         assert!((two.parts.bubble / one.parts.bubble - 0.5).abs() < 1e-9);
+    }
+
+    /// ZB-H1 fills the bubble with the weights' gradients: about a third of
+    /// 1F1B's when forward, input-gradient and weight-gradient take alike
+    /// (Qi et al. 2024, §3.1), with the same peak memory.
+    #[test]
+    fn zero_bubble_cuts_the_bubble_not_the_memory() {
+        let mut c = llama(2048, 32);
+        c.arch = preset("llama-3.1-70b").unwrap().arch;
+        c.micro_batch = Some(1);
+        c.parallel.pp = 4;
+        c.parallel.tp = 8;
+        c.parallel.sp = true;
+        let one = at(&c);
+        c.parallel.schedule = crate::detailed::Schedule::ZbH1;
+        let zb = at(&c);
+        let ratio = zb.parts.bubble / one.parts.bubble;
+        assert!(ratio > 0.3 && ratio < 0.5, "{ratio}");
+        assert!(zb.step_s < one.step_s);
+        let peak = |c: &DetailedConfig| {
+            crate::detailed::timeline(c, &Default::default())
+                .unwrap()
+                .peak_bytes()
+        };
+        let mut d = c;
+        d.parallel.schedule = crate::detailed::Schedule::OneFOneB;
+        assert_eq!(peak(&c), peak(&d));
+        // Not with virtual stages.
+        c.parallel.vp = 2;
+        assert!(crate::detailed::estimate(&c).is_err());
     }
 
     /// Tensor parallelism inside a node splits the compute and adds its
