@@ -115,13 +115,35 @@ pub fn StepTimeBar() -> impl IntoView {
             ),
         }
     };
+    // A price per GPU-hour, in whatever currency the reader thinks in.
+    let price = RwSignal::new(None::<f64>);
+    let on_price = move |ev: leptos::ev::Event| {
+        let value = event_target_value(&ev);
+        match read(value.trim(), browser_to_f64) {
+            _ if value.trim().is_empty() => price.set(None),
+            Some(p) if p.is_finite() && (0.0..=1e6).contains(&p) => {
+                price.set(Some(p));
+                message.set(String::new());
+            }
+            _ => message.set(
+                "The price must be a number from 0 to 1,000,000 per GPU-hour; kept the previous value."
+                    .into(),
+            ),
+        }
+    };
     let budget = move || {
         let (typed, n) = tokens.get()?;
         now.with(|s| {
             let s = s.as_ref()?;
             let gpu_hours = n / s.rate / 3600.0;
+            let cost = price.get().map_or(String::new(), |p| {
+                format!(
+                    ", {} at {p:.2} per GPU-hour",
+                    grouped((gpu_hours * p).round() as u64)
+                )
+            });
             Some(format!(
-                "{typed} tokens: {:.1} days on {} GPU{}, {} GPU-hours.",
+                "{typed} tokens: {:.1} days on {} GPU{}, {} GPU-hours{cost}.",
                 gpu_hours / s.gpus as f64 / 24.0,
                 s.gpus,
                 if s.gpus == 1 { "" } else { "s" },
@@ -157,6 +179,8 @@ pub fn StepTimeBar() -> impl IntoView {
             <div class="field">
                 <label for="tokens-input">"Tokens to train on"</label>
                 <input type="text" id="tokens-input" inputmode="decimal" placeholder="1e12" on:change=on_event(on_tokens) />
+                <label for="price-input">"Price per GPU-hour"</label>
+                <input type="text" id="price-input" inputmode="decimal" placeholder="2.00" on:change=on_event(on_price) />
                 <p class="field-message" role="status">{text(move || message.get())}</p>
                 <p id="step-time-budget">{text(move || budget().unwrap_or_default())}</p>
             </div>

@@ -361,6 +361,11 @@ test('a card of the table prices the step in time: the bar, the token budget, an
   await page.fill('#tokens-input', '1e9');
   await page.press('#tokens-input', 'Tab');
   assert.match(await page.textContent('#step-time-budget'), /^1e9 tokens: [\d.]+ days on 1 GPU, [\d,]+ GPU-hours\.$/);
+  await page.fill('#price-input', '3');
+  await page.press('#price-input', 'Tab');
+  const [, hours, cost] = (await page.textContent('#step-time-budget')).match(/([\d,]+) GPU-hours, ([\d,]+) at 3\.00 per GPU-hour\.$/);
+  const n = (x) => Number(x.replaceAll(',', ''));
+  assert.ok(Math.abs(n(cost) - 3 * n(hours)) <= 3, `${hours} ${cost}`);
   await page.fill('#tokens-input', 'lots');
   await page.press('#tokens-input', 'Tab');
   assert.match(await page.textContent('.step-time .field-message'), /Tokens must be a number/);
