@@ -13,7 +13,12 @@ mod common;
 /// Each rank-step with the model's figure: (label, measured, model, phases
 /// agree).
 pub fn rows() -> Vec<(String, f64, f64, bool)> {
-    let text = include_str!("fixtures/fsdp2_measured.tsv");
+    rows_of(include_str!("fixtures/fsdp2_measured.tsv"), false)
+}
+
+/// The rows of a fixture; `mixed`: FSDP2's mixed-precision policy (bf16
+/// compute over fp32 shards).
+fn rows_of(text: &str, mixed: bool) -> Vec<(String, f64, f64, bool)> {
     let mut out = Vec::new();
     for (line, c) in common::tsv_rows(text) {
         let num = |i: usize| c[i].parse::<u64>().unwrap();
@@ -33,6 +38,9 @@ pub fn rows() -> Vec<(String, f64, f64, bool)> {
         let mut cfg = DetailedConfig::new(arch, seq, micro * world);
         cfg.micro_batch = Some(micro);
         common::hf_cpu(&mut cfg, "fp32", "sdpa");
+        if mixed {
+            cfg.precision = membudget::detailed::Precision::Mixed;
+        }
         cfg.dropout = false;
         cfg.parallel.dp = world;
         cfg.parallel.zero = 3;
@@ -89,5 +97,20 @@ fn fsdp2_peaks_per_rank() {
             0.05
         };
         assert!(err.abs() <= bound, "{label}: {:+.1} %", 100.0 * err);
+    }
+}
+
+#[test]
+#[ignore]
+fn print_mixed() {
+    for (label, measured, model, phase) in
+        rows_of(include_str!("fixtures/fsdp2_mp_measured.tsv"), true)
+    {
+        if label.contains("rank 0") {
+            println!(
+                "{label}: measured {measured} model {model} ({:+.1} %) phase {phase}",
+                100.0 * (model / measured - 1.0)
+            );
+        }
     }
 }
