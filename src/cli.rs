@@ -849,6 +849,14 @@ pub fn render_detailed(
         if t.first_step { "first" } else { "later" },
         (t.peak_bytes() / b.total - 1.0) * 100.0
     );
+    if cfg.parallel.pp > 1 {
+        out += &format!(
+            "# shown: pipeline stage {} of {} (the higher peak); its {} GPUs are alike\n",
+            t.stage,
+            cfg.parallel.pp,
+            cfg.gpus() / cfg.parallel.pp
+        );
+    }
     if let Some(h) = detailed::host_ram(cfg) {
         out += &format!(
             "{:20} {:8.1} GB per node of {} GPUs (offloaded states {:.1}, activations {:.1}, start-up load {:.1}; × {} for pinned buffers)\n",

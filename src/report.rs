@@ -521,6 +521,10 @@ pub struct DetailedReport {
     pub peak_event: String,
     /// `first` or `later`.
     pub step: String,
+    /// The pipeline stage shown, 1-based: the one with the higher peak (1
+    /// without a pipeline).
+    #[serde(default)]
+    pub stage: u64,
     /// Every event of the step.
     pub timeline: Vec<EventReport>,
     /// The runtime overhead, if asked for.
@@ -637,6 +641,7 @@ impl DetailedReport {
             peak_phase: peak.phase.name().into(),
             peak_event: peak.moment.label(),
             step: step.into(),
+            stage: t.stage,
             timeline: t
                 .events
                 .iter()

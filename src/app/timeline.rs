@@ -62,8 +62,24 @@ pub fn StepChart() -> impl IntoView {
         let mut out = why_peak(&t, b.total, |bytes| {
             format!("{:.1} {}", u.of(bytes), u.label())
         });
+        // Which GPU the chart shows: ranks of one pipeline stage are alike
+        // (data, tensor, context and expert parallel shards are even).
+        let cfg = s.detailed_config();
+        let p = cfg.parallel.pp;
+        if p > 1 {
+            out += &format!(
+                " Shown: pipeline stage {} of {p}, the one with the higher peak (the first holds the micro-batches in flight, the last the logits); its {} GPUs are alike.",
+                t.stage,
+                cfg.gpus() / p
+            );
+        } else if cfg.gpus() > 1 {
+            out += &format!(
+                " Shown: any one of the {} GPUs; they are alike.",
+                cfg.gpus()
+            );
+        }
         if let Some(o) = s.detailed.overhead {
-            let ob = o.bytes(&s.detailed_config(), t.peak_bytes());
+            let ob = o.bytes(&cfg, t.peak_bytes());
             out += &format!(
                 " With the runtime overhead (grey band: CUDA context, workspaces, communication buffers, fragmentation) it needs {:.1} {}.",
                 u.of(t.peak_bytes() + ob.total()),

@@ -430,3 +430,15 @@ test('the framework picker: DDP buckets double the gradients, bucket views undo 
   await context.close();
   assert.deepEqual(problems, []);
 });
+
+test('the step chart says which GPU it shows: a pipeline stage, or any of alike GPUs', async () => {
+  const { page, problems, context } = await open('?mode=detailed&model=llama-3.1-70b&seq=4096&batch=16&micro=1&tp=8&sp=1&pp=4');
+  assert.match(await page.textContent('#peak-explanation'),
+    /Shown: pipeline stage 1 of 4, the one with the higher peak \(the first holds the micro-batches in flight, the last the logits\); its 8 GPUs are alike\./);
+  await page.evaluate(() => { document.getElementById('pp-input').closest('details').open = true; });
+  await page.fill('#pp-input', '1');
+  await page.press('#pp-input', 'Tab');
+  assert.match(await page.textContent('#peak-explanation'), /Shown: any one of the 8 GPUs; they are alike\./);
+  await context.close();
+  assert.deepEqual(problems, []);
+});
