@@ -240,6 +240,12 @@ pub struct ParallelArgs {
     /// Mixture of experts: expert tensor-parallel degree, 1–512 [default: 1].
     #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=512))]
     pub etp: Option<u64>,
+    /// Tensor parallelism on the layers only (a DTensor plan over the
+    /// decoder layers): the embedding, output layer and logits whole on
+    /// every tensor-parallel GPU, not split over the vocabulary as Megatron
+    /// does.
+    #[arg(long)]
+    pub tp_layers_only: bool,
     /// Pipeline schedule: 1f1b (with --vp, interleaved) or zb-h1 (Zero
     /// Bubble's ZB-H1: the weights' gradients fill the bubble, the same
     /// activation memory as 1F1B) [default: 1f1b].
@@ -480,6 +486,7 @@ impl Args {
             || par.cp.is_some()
             || par.framework.is_some()
             || par.schedule.is_some()
+            || par.tp_layers_only
             || f.lora_rank.is_some()
             || f.lora_targets.is_some()
             || f.quant_base.is_some()
@@ -714,6 +721,7 @@ impl Args {
         cfg.parallel.cp = par.cp.unwrap_or(1);
         cfg.framework = par.framework.unwrap_or_default();
         cfg.parallel.schedule = par.schedule.unwrap_or_default();
+        cfg.parallel.tp_layers_only = par.tp_layers_only;
         if let Some(i) = k.experts_impl {
             cfg.experts_impl = i;
         }

@@ -686,7 +686,7 @@ pub(super) fn saved(cfg: &DetailedConfig) -> Saved {
         per_layer_full: kept(true) + lora,
         embedding: outer.embedding / sp_div,
         head: outer.head / sp_div,
-        logits: outer.logits / tp,
+        logits: outer.logits / par.outer_divisor(),
     }
 }
 

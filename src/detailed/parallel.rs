@@ -31,6 +31,13 @@ pub struct Parallelism {
     /// The pipeline schedule (with pp > 1).
     #[serde(default)]
     pub schedule: Schedule,
+    /// Tensor parallelism on the layers only: the embedding, the output
+    /// layer and the logits whole on every tensor-parallel rank, as a
+    /// DTensor plan over the decoder layers leaves them (measured,
+    /// `tests/fixtures/tp_measured.tsv`). False: Megatron's
+    /// vocabulary-parallel embedding, output layer and loss.
+    #[serde(default)]
+    pub tp_layers_only: bool,
 }
 
 /// A pipeline schedule.
@@ -89,6 +96,7 @@ impl Default for Parallelism {
             etp: 1,
             cp: 1,
             schedule: Schedule::OneFOneB,
+            tp_layers_only: false,
         }
     }
 }
@@ -102,6 +110,17 @@ impl Parallelism {
             self.data_group() as f64
         } else {
             1.0
+        }
+    }
+
+    /// Divisor of the embedding, the output layer and the logits: t with
+    /// Megatron's vocabulary parallelism, 1 with tensor parallelism on the
+    /// layers only.
+    pub fn outer_divisor(&self) -> f64 {
+        if self.tp_layers_only {
+            1.0
+        } else {
+            self.tp.max(1) as f64
         }
     }
 

@@ -200,7 +200,8 @@ pub(super) fn params_per_gpu(cfg: &DetailedConfig) -> (f64, f64) {
     let par = &cfg.parallel;
     let (tp, pp) = (par.tp as f64, par.pp as f64);
     let layers = a.layers_param_split();
-    let split = (a.embedding_params() + a.head_params() + layers.dense) as f64 / tp;
+    let split = (a.embedding_params() + a.head_params()) as f64 / par.outer_divisor()
+        + layers.dense as f64 / tp;
     let whole = (layers.replicated + a.final_norm_params()) as f64;
     let experts = layers.experts as f64 / (par.ep * par.etp) as f64;
     ((split + whole) / pp, experts / pp)

@@ -468,7 +468,7 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
     let fwd_mm = (dense_layers as f64 * dm + moe_layers as f64 * em) * share;
     let fwd_attn = (dense_layers as f64 * da + moe_layers as f64 * ea) * share;
     let fwd_mem = (dense_layers as f64 * dmem + moe_layers as f64 * emem) * share;
-    let vocab = a.vocab as f64 / t as f64;
+    let vocab = a.vocab as f64 / p.outer_divisor();
     let logits_mm = gemm(m, h, vocab, r.flops, r.bytes);
     // Cross-entropy as PyTorch's autocast runs it (`log_softmax` and
     // `nll_loss` are on its fp32 list, `aten/src/ATen/autocast_mode.cpp`):

@@ -309,9 +309,8 @@ struct Pieces {
 fn param_split(cfg: &DetailedConfig) -> (f64, f64, f64) {
     let a = &cfg.arch;
     let par = &cfg.parallel;
-    let tp = par.tp as f64;
-    let embedding = a.embedding_params() as f64 / tp;
-    let head = a.head_params() as f64 / tp;
+    let embedding = a.embedding_params() as f64 / par.outer_divisor();
+    let head = a.head_params() as f64 / par.outer_divisor();
     let (base, experts) = params_per_gpu(cfg);
     let per_gpu = (base + experts) * par.pp as f64;
     // The final norm rides with the layers, as it always has here.
@@ -347,7 +346,9 @@ fn largest_trained(cfg: &DetailedConfig) -> f64 {
     let experts = a.moe.map_or(0.0, |m| {
         (m.experts * 2 * m.expert_ffn * h) as f64 / (cfg.parallel.ep * cfg.parallel.etp) as f64
     });
-    (((a.vocab * a.hidden).max(layer_max)) as f64 / tp).max(experts)
+    ((a.vocab * a.hidden) as f64 / cfg.parallel.outer_divisor())
+        .max(layer_max as f64 / tp)
+        .max(experts)
 }
 
 fn pieces(cfg: &DetailedConfig) -> Pieces {
@@ -412,7 +413,7 @@ fn pieces(cfg: &DetailedConfig) -> Pieces {
     };
 
     // The loss (vocabulary-parallel under tensor parallelism).
-    let nv = n * v / tp;
+    let nv = n * v / par.outer_divisor();
     let (loss_forward, loss_backward) = match cfg.profile {
         // Logits in the dtype and their fp32 copy (the log-probabilities are
         // saved, counted in `logits`); backward: two fp32 gradients.
@@ -438,9 +439,9 @@ fn pieces(cfg: &DetailedConfig) -> Pieces {
         // The shared table's gradient first comes from the output layer.
         None if a.tied_embeddings => (
             layer_params * gb,
-            table * gb / tp,
-            emb_params * gb - table * gb / tp,
-            table * gb / tp,
+            table * gb / par.outer_divisor(),
+            emb_params * gb - table * gb / par.outer_divisor(),
+            table * gb / par.outer_divisor(),
         ),
         None => (layer_params * gb, head_params * gb, emb_params * gb, 0.0),
     };
@@ -468,7 +469,7 @@ fn pieces(cfg: &DetailedConfig) -> Pieces {
     let reference_forward = match cfg.objective {
         Objective::Dpo {
             reference: Reference::Model,
-        } => nv * p + local.seq as f64 * v / tp * 4.0,
+        } => nv * p + local.seq as f64 * v / par.outer_divisor() * 4.0,
         _ => 0.0,
     };
     Pieces {
@@ -775,7 +776,7 @@ pub fn timeline(cfg: &DetailedConfig, opts: &StepOptions) -> Result<StepTimeline
             // matrix and its update (`_zeropower_via_newtonschulz`).
             (Optimizer::Muon, _) => {
                 let tp = par.tp as f64;
-                let outer = (cfg.arch.vocab * cfg.arch.hidden) as f64 / tp;
+                let outer = (cfg.arch.vocab * cfg.arch.hidden) as f64 / par.outer_divisor();
                 let (m, n) = cfg
                     .arch
                     .layer_matrices()
