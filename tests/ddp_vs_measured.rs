@@ -8,94 +8,64 @@
 
 #![cfg(not(target_arch = "wasm32"))]
 
-use membudget::detailed::{
-    timeline, AdamImpl, DetailedConfig, Framework, Phase, Step, StepOptions,
-};
+use membudget::detailed::{timeline, DetailedConfig, Framework};
 
 mod common;
 
 #[test]
 fn ddp_peaks_per_rank_match_the_measured() {
-    let text = include_str!("fixtures/ddp_measured.tsv");
-    let mut rows = 0;
-    let mut agree = 0;
-    for (line, c) in common::tsv_rows(text) {
-        let num = |i: usize| c[i].parse::<u64>().unwrap();
-        let (world, view) = (num(0), c[1] == "1");
-        let (layers, hidden, heads, kv, ffn, vocab, seq, micro) = (
-            num(3),
-            num(4),
-            num(5),
-            num(6),
-            num(7),
-            num(8),
-            num(9),
-            num(10),
-        );
-        let arch = common::measured_arch("llama", (layers, hidden, heads, kv, ffn, vocab), seq);
-        assert_eq!(arch.params(), num(11), "{line}: parameter count");
-        let mut cfg = DetailedConfig::new(arch, seq, micro * world);
-        cfg.micro_batch = Some(micro);
-        common::hf_cpu(&mut cfg, "fp32", "sdpa");
-        cfg.dropout = false;
-        cfg.parallel.dp = world;
-        cfg.framework = Framework::Ddp { bucket_view: view };
-        let opts = StepOptions {
-            step: if num(13) == 1 {
-                Step::First
-            } else {
-                Step::Later
-            },
-            adam: Some(AdamImpl::ForLoop),
+    let rows = common::rank_rows(include_str!("fixtures/ddp_measured.tsv"));
+    for r in &rows {
+        let mut cfg = r.cfg;
+        cfg.parallel.dp = r.world;
+        cfg.framework = Framework::Ddp {
+            bucket_view: r.flag,
         };
-        let t = timeline(&cfg, &opts).unwrap();
-        let measured = num(15) as f64;
-        let err = t.peak_bytes() / measured - 1.0;
-        let phase = match c[16] {
-            "forward" => Phase::Forward,
-            "backward" => Phase::Backward,
-            _ => Phase::Optimizer,
-        };
-        if num(12) == 0 {
+        let t = timeline(&cfg, &r.opts).unwrap();
+        let err = t.peak_bytes() / r.peak - 1.0;
+        if r.rank == 0 {
             let plain = timeline(
                 &DetailedConfig {
                     framework: Framework::Megatron,
                     ..cfg
                 },
-                &opts,
+                &r.opts,
             )
             .unwrap()
             .peak_bytes();
+            let bucket_mb: Vec<&str> = r.line.split('\t').collect();
             println!(
-                "| {world} | {} | {} | {} | {} | {:.0} | {:.0} | {:+.1} % | {} | {:+.1} % |",
-                if view { "on" } else { "off" },
-                num(2),
-                num(13),
-                c[16],
-                measured,
+                "| {} | {} | {} | {} | {} | {:.0} | {:.0} | {:+.1} % | {} | {:+.1} % |",
+                r.world,
+                if r.flag { "on" } else { "off" },
+                bucket_mb[2],
+                r.step,
+                r.phase.name(),
+                r.peak,
                 t.peak_bytes(),
                 100.0 * err,
-                if t.peak_event().phase == phase {
+                if t.peak_event().phase == r.phase {
                     "yes"
                 } else {
                     "no"
                 },
-                100.0 * (plain / measured - 1.0)
+                100.0 * (plain / r.peak - 1.0)
             );
         }
         assert!(
             err.abs() <= 0.05,
-            "{line}: model {} vs {measured} ({:+.1} %)",
+            "{}: model {} vs {} ({:+.1} %)",
+            r.line,
             t.peak_bytes(),
+            r.peak,
             100.0 * err
         );
-        assert_eq!(t.peak_event().phase, phase, "{line}");
-        rows += 1;
-        agree += usize::from(c[17] == "1");
+        assert_eq!(t.peak_event().phase, r.phase, "{}", r.line);
     }
-    assert_eq!(rows, 96);
+    assert_eq!(rows.len(), 96);
     // The profiler's replay agrees with the counter to the byte on 61 of the
     // 96 rank-steps; the counter's figure is the same on every rank
     // (docs/validation.md).
-    assert!(agree >= 60, "{agree} of {rows}");
+    let agree = rows.iter().filter(|r| r.agree).count();
+    assert!(agree >= 60, "{agree} of {}", rows.len());
 }

@@ -6,73 +6,38 @@
 
 #![cfg(not(target_arch = "wasm32"))]
 
-use membudget::detailed::{timeline, AdamImpl, DetailedConfig, Phase, Step, StepOptions};
+use membudget::detailed::{timeline, Framework, Precision};
 
 mod common;
 
-/// Each rank-step with the model's figure: (label, measured, model, phases
-/// agree).
-pub fn rows() -> Vec<(String, f64, f64, bool)> {
-    rows_of(include_str!("fixtures/fsdp2_measured.tsv"), false)
-}
-
-/// The rows of a fixture; `mixed`: FSDP2's mixed-precision policy (bf16
-/// compute over fp32 shards).
+/// Each rank-step of a fixture with the model's figure: (label, measured,
+/// model, phases agree); `mixed`: FSDP2's mixed-precision policy, priced as
+/// the model's mixed precision.
 fn rows_of(text: &str, mixed: bool) -> Vec<(String, f64, f64, bool)> {
-    let mut out = Vec::new();
-    for (line, c) in common::tsv_rows(text) {
-        let num = |i: usize| c[i].parse::<u64>().unwrap();
-        let (world, reshard) = (num(0), c[1] == "1");
-        let (layers, hidden, heads, kv, ffn, vocab, seq, micro) = (
-            num(3),
-            num(4),
-            num(5),
-            num(6),
-            num(7),
-            num(8),
-            num(9),
-            num(10),
-        );
-        let arch = common::measured_arch("llama", (layers, hidden, heads, kv, ffn, vocab), seq);
-        assert_eq!(arch.params(), num(11), "{line}: parameter count");
-        let mut cfg = DetailedConfig::new(arch, seq, micro * world);
-        cfg.micro_batch = Some(micro);
-        common::hf_cpu(&mut cfg, "fp32", "sdpa");
-        if mixed {
-            cfg.precision = membudget::detailed::Precision::Mixed;
-        }
-        cfg.dropout = false;
-        cfg.parallel.dp = world;
-        cfg.parallel.zero = 3;
-        cfg.framework = membudget::detailed::Framework::Fsdp2 {
-            reshard_after_forward: reshard,
-        };
-        let opts = StepOptions {
-            step: if num(13) == 1 {
-                Step::First
-            } else {
-                Step::Later
-            },
-            adam: Some(AdamImpl::ForLoop),
-        };
-        let t = timeline(&cfg, &opts).unwrap();
-        let phase = match c[16] {
-            "forward" => Phase::Forward,
-            "backward" => Phase::Backward,
-            _ => Phase::Optimizer,
-        };
-        out.push((
-            format!(
-                "world {world}, reshard {reshard}, rank {}, step {}",
-                num(12),
-                num(13)
-            ),
-            num(15) as f64,
-            t.peak_bytes(),
-            t.peak_event().phase == phase,
-        ));
-    }
-    out
+    common::rank_rows(text)
+        .into_iter()
+        .map(|r| {
+            let mut cfg = r.cfg;
+            if mixed {
+                cfg.precision = Precision::Mixed;
+            }
+            cfg.parallel.dp = r.world;
+            cfg.parallel.zero = 3;
+            cfg.framework = Framework::Fsdp2 {
+                reshard_after_forward: r.flag,
+            };
+            let t = timeline(&cfg, &r.opts).unwrap();
+            (
+                format!(
+                    "world {}, reshard {}, rank {}, step {}",
+                    r.world, r.flag, r.rank, r.step
+                ),
+                r.peak,
+                t.peak_bytes(),
+                t.peak_event().phase == r.phase,
+            )
+        })
+        .collect()
 }
 
 /// Every rank-step in its phase; without resharding after forward within
@@ -82,7 +47,7 @@ fn rows_of(text: &str, mixed: bool) -> Vec<(String, f64, f64, bool)> {
 /// (docs/validation.md).
 #[test]
 fn fsdp2_peaks_per_rank() {
-    let rows = rows();
+    let rows = rows_of(include_str!("fixtures/fsdp2_measured.tsv"), false);
     assert_eq!(rows.len(), 48);
     for (label, measured, model, phase) in &rows {
         let err = model / measured - 1.0;

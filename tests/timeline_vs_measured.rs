@@ -23,15 +23,6 @@ struct Row {
     after_backward: f64,
 }
 
-fn phase(name: &str) -> Phase {
-    match name {
-        "forward" => Phase::Forward,
-        "backward" => Phase::Backward,
-        "optimizer" => Phase::Optimizer,
-        other => panic!("unknown phase {other}"),
-    }
-}
-
 fn rows() -> Vec<Row> {
     let text = include_str!("fixtures/peak_measured.tsv");
     let mut out = Vec::new();
@@ -99,7 +90,7 @@ fn rows() -> Vec<Row> {
             cfg,
             opts,
             peak: num(24) as f64,
-            phase: phase(c[25]),
+            phase: common::phase(c[25]),
             peaks: [num(21) as f64, num(22) as f64, num(23) as f64],
             after_backward: num(19) as f64,
         });

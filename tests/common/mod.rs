@@ -95,3 +95,85 @@ pub fn hf_cpu(cfg: &mut membudget::detailed::DetailedConfig, dtype: &str, attent
         AttentionKernel::Flash
     };
 }
+
+/// A phase as the measuring scripts name it.
+pub fn phase(name: &str) -> membudget::detailed::Phase {
+    use membudget::detailed::Phase;
+    match name {
+        "forward" => Phase::Forward,
+        "backward" => Phase::Backward,
+        "optimizer" => Phase::Optimizer,
+        other => panic!("unknown phase {other}"),
+    }
+}
+
+/// One rank-step of `measure_ddp.py`'s fixtures (DDP, FSDP2, DTensor TP).
+pub struct RankRow<'a> {
+    /// The fixture's line.
+    pub line: &'a str,
+    /// Processes.
+    pub world: u64,
+    /// Column 1: `gradient_as_bucket_view` (DDP) or `reshard_after_forward`
+    /// (FSDP2).
+    pub flag: bool,
+    /// The rank and the optimizer step (1 or 2).
+    pub rank: u64,
+    pub step: u64,
+    /// The counter's peak, its phase, and whether the profiler agreed.
+    pub peak: f64,
+    pub phase: membudget::detailed::Phase,
+    pub agree: bool,
+    /// The measured model on one process as the script runs it (fp32,
+    /// SDPA, no dropout, the "hf" profile on the CPU), a micro-batch per
+    /// process: the caller sets the parallel layout.
+    pub cfg: membudget::detailed::DetailedConfig,
+    /// Its step, with AdamW's per-parameter loop.
+    pub opts: membudget::detailed::StepOptions,
+}
+
+/// The rank-steps of a `measure_ddp.py` fixture, the parameter count
+/// checked against the script's.
+pub fn rank_rows(text: &str) -> Vec<RankRow<'_>> {
+    use membudget::detailed::{AdamImpl, DetailedConfig, Step, StepOptions};
+    tsv_rows(text)
+        .map(|(line, c)| {
+            let num = |i: usize| c[i].parse::<u64>().unwrap();
+            let (layers, hidden, heads, kv, ffn, vocab, seq, micro) = (
+                num(3),
+                num(4),
+                num(5),
+                num(6),
+                num(7),
+                num(8),
+                num(9),
+                num(10),
+            );
+            let arch = measured_arch("llama", (layers, hidden, heads, kv, ffn, vocab), seq);
+            assert_eq!(arch.params(), num(11), "{line}: parameter count");
+            let world = num(0);
+            let mut cfg = DetailedConfig::new(arch, seq, micro * world);
+            cfg.micro_batch = Some(micro);
+            hf_cpu(&mut cfg, "fp32", "sdpa");
+            cfg.dropout = false;
+            RankRow {
+                line,
+                world,
+                flag: c[1] == "1",
+                rank: num(12),
+                step: num(13),
+                peak: num(15) as f64,
+                phase: phase(c[16]),
+                agree: c[17] == "1",
+                cfg,
+                opts: StepOptions {
+                    step: if num(13) == 1 {
+                        Step::First
+                    } else {
+                        Step::Later
+                    },
+                    adam: Some(AdamImpl::ForLoop),
+                },
+            }
+        })
+        .collect()
+}
