@@ -198,6 +198,7 @@ pub fn timeline_bars(t: &StepTimeline, overhead_bytes: f64) -> (Vec<Bar>, usize)
         let mb = if e.micro_batch > 1 { "·2" } else { "" };
         let label = match e.moment {
             Moment::Start => format!("start{mb}"),
+            Moment::RootGather => format!("gather{mb}"),
             Moment::ReferenceForward => format!("ref{mb}"),
             Moment::LayerForward(i) => format!("L{}{mb}", i + 1),
             Moment::Loss => format!("loss{mb}"),
@@ -205,6 +206,7 @@ pub fn timeline_bars(t: &StepTimeline, overhead_bytes: f64) -> (Vec<Bar>, usize)
             Moment::HeadBackward => format!("head↓{mb}"),
             Moment::LayerBackward(i) => format!("L{}↓{mb}", i + 1),
             Moment::EmbeddingBackward => format!("emb↓{mb}"),
+            Moment::RootReduce => format!("reduce{mb}"),
             Moment::OptimizerState => "state".into(),
             Moment::OptimizerUpdate => "update".into(),
             Moment::End => "zero_grad".into(),

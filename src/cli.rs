@@ -162,7 +162,9 @@ pub struct TrainingArgs {
 #[derive(clap::Args, Debug, Default)]
 #[command(next_help_heading = "Precision and optimizer")]
 pub struct PrecisionArgs {
-    /// mixed: bf16 with an fp32 master copy; bf16: pure; fp32 [default: mixed].
+    /// mixed: bf16 with an fp32 master copy (under --framework fsdp2, a
+    /// bf16 MixedPrecisionPolicy over fp32 shards); bf16: pure; fp32
+    /// [default: mixed].
     #[arg(long, value_name = "PRECISION", value_parser = one_of::<Precision>(Precision::NAMES), ignore_case = true)]
     pub precision: Option<Precision>,
     /// Keep gradients in fp32 (some frameworks do under mixed precision).

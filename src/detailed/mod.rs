@@ -229,12 +229,15 @@ pub enum Framework {
         bucket_view: bool,
     },
     /// PyTorch's FSDP2 (`fully_shard` on each layer, then the model), ZeRO-3
-    /// over dp: the root module (embedding, final norm, output layer) keeps
-    /// its parameters unsharded from its forward to the end of backward
-    /// (`torch/distributed/fsdp/_fully_shard`, the root does not reshard
-    /// after forward); each layer gathers its parameters for forward and
-    /// again for backward, or, with `reshard_after_forward=False`, keeps them
-    /// from its forward to its backward.
+    /// over dp (`torch/distributed/fsdp/_fully_shard`): each all-gather
+    /// fills a flat output copied out into unsharded weights; the root
+    /// module (embedding, final norm, output layer) is gathered when forward
+    /// starts; each layer gathers its parameters for forward and again for
+    /// backward, or, with `reshard_after_forward=False`, keeps them from its
+    /// forward to its backward, and so does the root (the flag given to
+    /// every `fully_shard` call, the model's included). Under mixed
+    /// precision, a bf16 `MixedPrecisionPolicy` over fp32 shards
+    /// (`states::fsdp2_policy`).
     Fsdp2 {
         /// `reshard_after_forward=True` (the default).
         reshard_after_forward: bool,

@@ -57,9 +57,25 @@ pub(super) fn ddp_copies(cfg: &DetailedConfig) -> f64 {
     }
 }
 
-/// Bytes per gradient value: 4 in fp32 or with fp32 gradients, 2 otherwise.
+/// FSDP2 under mixed precision: a `MixedPrecisionPolicy(param_dtype=bf16,
+/// reduce_dtype=fp32)` over an fp32 model (`torch/distributed/fsdp/
+/// _fully_shard/_fsdp_api.py`). The sharded parameters stay fp32 and are
+/// what the optimizer updates (no separate master copy); each all-gather
+/// casts them to bf16, so forward and backward run in bf16; the unsharded
+/// bf16 gradients are cast to fp32 to be reduce-scattered into fp32 sharded
+/// gradients (`_fsdp_collectives.py`, `foreach_reduce`). Measured,
+/// `tests/fixtures/fsdp2_mp_measured.tsv`.
+pub(super) fn fsdp2_policy(cfg: &DetailedConfig) -> bool {
+    matches!(cfg.framework, super::Framework::Fsdp2 { .. })
+        && cfg.precision == Precision::Mixed
+        && !peft(cfg)
+}
+
+/// Bytes per value of the gradients kept between steps: 4 in fp32, with
+/// fp32 gradients or as FSDP2's mixed-precision policy reduces them, 2
+/// otherwise. (Under that policy backward computes them in bf16 first.)
 pub(super) fn grad_bytes(cfg: &DetailedConfig) -> f64 {
-    if cfg.precision == Precision::Fp32 || cfg.fp32_grads || peft(cfg) {
+    if cfg.precision == Precision::Fp32 || cfg.fp32_grads || peft(cfg) || fsdp2_policy(cfg) {
         4.0
     } else {
         2.0
@@ -225,7 +241,7 @@ pub(super) fn model_states(cfg: &DetailedConfig) -> ModelStates {
 pub(super) fn model_states_on_gpu(cfg: &DetailedConfig, offload: bool) -> ModelStates {
     let par = &cfg.parallel;
     let (base, experts) = params_per_gpu(cfg);
-    let master_bytes = if cfg.precision == Precision::Mixed && !peft(cfg) {
+    let master_bytes = if cfg.precision == Precision::Mixed && !peft(cfg) && !fsdp2_policy(cfg) {
         4.0
     } else {
         0.0
@@ -258,6 +274,8 @@ pub(super) fn model_states_on_gpu(cfg: &DetailedConfig, offload: bool) -> ModelS
     let params = match cfg.lora_rank {
         // The frozen base is partitioned by ZeRO-3 like any weight.
         Some(_) => frozen / par.zero_divisor(3) + state(adapter_bytes, 3),
+        // FSDP2's policy keeps the fp32 shards (its all-gathers are bf16).
+        None if fsdp2_policy(cfg) => state(4.0, 3),
         None => state(wb, 3),
     } + reference / par.zero_divisor(3);
     // DeepSeek-V3's router weight stays fp32 in a 16-bit model as

@@ -147,6 +147,12 @@ impl Phase {
 pub enum Moment {
     /// Before the micro-batch's forward pass.
     Start,
+    /// FSDP2: the root module (embedding, final norm, output layer)
+    /// all-gathered, its all-gather output beside the unsharded weights it is
+    /// copied into: at the start of forward (kept until the first layer's
+    /// all-gather completes) and, when the root reshards after forward, again
+    /// at the start of backward.
+    RootGather,
     /// DPO: the reference model's forward, its logits alive.
     ReferenceForward,
     /// Inside layer `i`'s forward (0-based), at its largest transient.
@@ -161,6 +167,9 @@ pub enum Moment {
     HeadBackward,
     /// Inside layer `i`'s backward, at its largest transient.
     LayerBackward(u64),
+    /// FSDP2: the root's gradients reduce-scattered when its backward ends,
+    /// cast to the reduce dtype beside the flat buffer they are copied into.
+    RootReduce,
     /// The embedding's backward, end of the micro-batch's backward.
     EmbeddingBackward,
     /// The first step creates the optimizer state.
@@ -176,6 +185,7 @@ impl Moment {
     pub fn label(self) -> String {
         match self {
             Moment::Start => "start".into(),
+            Moment::RootGather => "root all-gather".into(),
             Moment::ReferenceForward => "reference forward".into(),
             Moment::LayerForward(i) => format!("layer {} forward", i + 1),
             Moment::Loss => "loss".into(),
@@ -183,6 +193,7 @@ impl Moment {
             Moment::HeadBackward => "output layer backward".into(),
             Moment::LayerBackward(i) => format!("layer {} backward", i + 1),
             Moment::EmbeddingBackward => "embedding backward".into(),
+            Moment::RootReduce => "root reduce-scatter".into(),
             Moment::OptimizerState => "optimizer state created".into(),
             Moment::OptimizerUpdate => "optimizer update".into(),
             Moment::End => "zero_grad".into(),
@@ -297,6 +308,16 @@ struct Pieces {
     /// ZeRO-3: a gathered layer's weights beyond this GPU's shard.
     gathered_layer: f64,
     gathered_outer: f64,
+    /// Bytes of the gradient shard kept per byte of gradient backward
+    /// produces: 2 under FSDP2's mixed-precision policy (bf16 produced, fp32
+    /// kept), else 1.
+    shard_scale: f64,
+    /// FSDP2: the root's reduce-scatter when its backward ends, its
+    /// unsharded gradients cast to the reduce dtype beside the flat input
+    /// they are copied into (`foreach_reduce`: `_to_dtype_if_needed`,
+    /// `foreach_reduce_scatter_copy_in`), measured.
+    /// (the embedding's, the output layer's).
+    root_reduce: (f64, f64),
     /// DPO's reference forward (no grad) before the policy's: its logits
     /// and one sequence's log-softmax.
     reference_forward: f64,
@@ -427,7 +448,10 @@ fn pieces(cfg: &DetailedConfig) -> Pieces {
     let head_backward = nv * p + n * h * p / sp_div;
 
     let (emb_params, head_params, layer_params) = param_split(cfg);
-    let gb = grad_bytes(cfg);
+    // Gradients as backward produces them: in bf16 under FSDP2's
+    // mixed-precision policy, which keeps them in fp32 once reduced.
+    let kept = grad_bytes(cfg);
+    let gb = if states::fsdp2_policy(cfg) { 2.0 } else { kept };
     let table = (a.vocab * a.hidden) as f64;
     let (layer_grads, head_grads, embedding_grads, tied_gradient) = match cfg.lora_rank {
         Some(_) => (
@@ -490,6 +514,13 @@ fn pieces(cfg: &DetailedConfig) -> Pieces {
         tied_gradient,
         gathered_layer: 2.0 * layer_params * wb * unsharded,
         gathered_outer: (emb_params + head_params) * wb * unsharded,
+        shard_scale: kept / gb,
+        root_reduce: if matches!(cfg.framework, Framework::Fsdp2 { .. }) && cfg.lora_rank.is_none()
+        {
+            (2.0 * emb_params * kept, 2.0 * head_params * kept)
+        } else {
+            (0.0, 0.0)
+        },
         reference_forward,
     }
 }
@@ -505,16 +536,26 @@ struct Walk<'a> {
     held: f64,
     /// Gradients live in buffers kept for the whole run.
     persistent_grads: bool,
-    /// FSDP2: the root's unsharded parameters, held through forward and
-    /// backward; and, without resharding after forward, each layer's from
-    /// its forward to its backward.
+    /// FSDP2: the root's unsharded parameters while they are held (from
+    /// the start of forward to the end of backward, or, resharding after
+    /// forward, again from the start of backward); and, without resharding
+    /// after forward, each layer's from its forward to its backward.
     root: f64,
+    /// FSDP2: the root's unsharded parameters, 0 under other frameworks.
+    root_bytes: f64,
+    /// FSDP2 with `reshard_after_forward=True` on the root too (as
+    /// Accelerate's FSDP2 plugin and `fully_shard(model,
+    /// reshard_after_forward=True)` set it; left unset, FSDP2 keeps the
+    /// root's weights, `_fsdp_state.py`, `_lazy_init`).
+    reshard_root: bool,
     unsharded_layer: f64,
     layers_held: f64,
     /// FSDP2 resharding after forward: the last layer, all-gathered again
     /// when the root's backward starts (its backward prefetch), held
     /// through the loss's backward.
     prefetched: f64,
+    /// FSDP2: the root's unsharded gradients, held until its backward ends.
+    root_grads: f64,
     phase: Phase,
     micro_batch: u64,
 }
@@ -526,7 +567,7 @@ impl Walk<'_> {
             micro_batch: self.micro_batch,
             moment,
             live: Live {
-                transient: transient + self.held + self.root + self.layers_held,
+                transient: transient + self.held + self.root + self.layers_held + self.root_grads,
                 ..self.live
             },
         });
@@ -541,10 +582,10 @@ impl Walk<'_> {
         let shard = if self.cfg.offload.optimizer {
             0.0
         } else {
-            bytes / par.zero_divisor(2)
+            bytes * self.pieces.shard_scale / par.zero_divisor(2)
         };
         // Until reduce-scattered, the full gradient is held.
-        let unreduced = bytes - shard;
+        let unreduced = bytes - shard / self.pieces.shard_scale;
         if self.micro_batch == 1 && !self.persistent_grads {
             self.live.grads += shard;
             unreduced
@@ -567,6 +608,15 @@ impl Walk<'_> {
         let others = (in_flight - 1.0) * (resident + if first { pc.embedding } else { 0.0 });
         self.live.activations = others + pc.ids;
         self.record(Moment::Start, 0.0);
+        // FSDP2 gathers the root before its forward. In forward it keeps
+        // each all-gather's output until the next all-gather completes
+        // (`FSDPParamGroup.wait_for_unshard`: `all_gather_state`, freed by
+        // `release_all_gather_state_for_comm_reuse`), so the root's lives
+        // beside the first layer's gather (measured).
+        if self.root_bytes > 0.0 {
+            self.root = self.root_bytes;
+            self.record(Moment::RootGather, self.root_bytes + pc.gathered_layer);
+        }
         if first {
             self.live.activations += pc.embedding;
         }
@@ -585,12 +635,31 @@ impl Walk<'_> {
             );
             self.layers_held += self.unsharded_layer;
         }
+        // FSDP2: the last layer's all-gather output, kept until the root's
+        // forward ends.
+        let last_gather = if self.root_bytes > 0.0 {
+            pc.gathered_layer / 2.0
+        } else {
+            0.0
+        };
         if last {
             self.live.activations += pc.head + pc.logits;
-            self.record(Moment::Loss, pc.loss_forward + pc.gathered_outer);
+            self.record(
+                Moment::Loss,
+                pc.loss_forward + pc.gathered_outer + last_gather,
+            );
         }
 
         self.phase = Phase::Backward;
+        // Resharded after forward, the root is gathered again when backward
+        // starts, before the loss's backward; its all-gather output is freed
+        // once copied out, then the last layer is prefetched
+        // (`FSDPParamGroup.pre_backward`, `_backward_prefetch`).
+        if self.reshard_root {
+            self.root = 0.0;
+            self.record(Moment::RootGather, 2.0 * self.root_bytes);
+            self.root = self.root_bytes;
+        }
         self.layers_held += self.prefetched;
         if last {
             self.record(Moment::LossBackward, pc.loss_backward);
@@ -600,6 +669,9 @@ impl Walk<'_> {
                 Moment::HeadBackward,
                 pc.head_backward + extra + pc.gathered_outer,
             );
+            if self.root_bytes > 0.0 {
+                self.root_grads += extra;
+            }
             if self.micro_batch > 1 {
                 // The tied table's first gradient waits for the second.
                 self.held = pc.tied_gradient;
@@ -628,8 +700,19 @@ impl Walk<'_> {
             );
             self.held = 0.0;
         }
+        // FSDP2's root, its backward done: resharded, then its gradients
+        // reduce-scattered.
+        let (embedding, head) = pc.root_reduce;
+        let reduce = if first { embedding } else { 0.0 } + if last { head } else { 0.0 };
+        if self.root_bytes > 0.0 {
+            self.root = 0.0;
+            self.root_grads = 0.0;
+            self.record(Moment::RootReduce, reduce);
+        }
         self.live.activations = others;
         self.layers_held = 0.0;
+        // FSDP2's root reshards when its backward ends.
+        self.root = 0.0;
     }
 }
 
@@ -701,9 +784,12 @@ pub fn timeline(cfg: &DetailedConfig, opts: &StepOptions) -> Result<StepTimeline
             held: 0.0,
             persistent_grads,
             root: 0.0,
+            root_bytes: 0.0,
+            reshard_root: false,
             unsharded_layer: 0.0,
             layers_held: 0.0,
             prefetched: 0.0,
+            root_grads: 0.0,
             live: Live {
                 grads: if persistent_grads {
                     states.grads
@@ -726,7 +812,8 @@ pub fn timeline(cfg: &DetailedConfig, opts: &StepOptions) -> Result<StepTimeline
             reshard_after_forward,
         } = cfg.framework
         {
-            walk.root = root;
+            walk.root_bytes = root;
+            walk.reshard_root = reshard_after_forward;
             if reshard_after_forward {
                 walk.prefetched = pc.gathered_layer / 2.0;
             } else {
@@ -738,8 +825,6 @@ pub fn timeline(cfg: &DetailedConfig, opts: &StepOptions) -> Result<StepTimeline
             walk.micro_batch = 2;
             walk.micro_batch(stage_layers, first, last, in_flight);
         }
-        // The root reshards when backward ends.
-        walk.root = 0.0;
         // Gradients on this GPU are exactly the states' figure now.
         walk.live.grads = states.grads;
         walk.live.activations = 0.0;
@@ -882,6 +967,14 @@ pub fn why_peak(t: &StepTimeline, sum: f64, size: impl Fn(f64) -> String) -> Str
             } else {
                 ""
             },
+            size(l.transient)
+        ),
+        Moment::RootGather => format!(
+            " FSDP2 is all-gathering its root module (embedding, final norm, output layer): the all-gather's output and the unsharded weights it is copied into are both live ({}).",
+            size(l.transient)
+        ),
+        Moment::RootReduce => format!(
+            " FSDP2 is reduce-scattering the root module's gradients: cast to the reduce dtype and copied into one flat buffer, two full copies ({}).",
             size(l.transient)
         ),
         Moment::LayerForward(_) => format!(
