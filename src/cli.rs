@@ -261,6 +261,15 @@ pub struct ParallelArgs {
     /// megatron].
     #[arg(long, value_name = "NAME", value_parser = one_of::<Framework>(&["megatron", "ddp", "ddp-bucket-view", "fsdp2", "fsdp2-no-reshard"]), ignore_case = true)]
     pub framework: Option<Framework>,
+    /// With --framework ddp: `gradient_as_bucket_view=True` (as
+    /// ddp-bucket-view).
+    #[arg(long)]
+    pub grad_as_bucket_view: bool,
+    /// With --framework fsdp2: `reshard_after_forward`, given to every
+    /// `fully_shard` call, the model's included; false is
+    /// fsdp2-no-reshard [default: true].
+    #[arg(long, value_name = "BOOL", value_parser = one_of::<bool>(&["true", "false"]))]
+    pub reshard_after_forward: Option<bool>,
     /// Context parallelism: each sequence split over N GPUs, keys and
     /// values passed around a ring (flash attention; seq divisible by 2 ×
     /// cp), 1–64 [default: 1].
@@ -487,6 +496,8 @@ impl Args {
             || par.etp.is_some()
             || par.cp.is_some()
             || par.framework.is_some()
+            || par.grad_as_bucket_view
+            || par.reshard_after_forward.is_some()
             || par.schedule.is_some()
             || par.tp_layers_only
             || f.lora_rank.is_some()
@@ -721,7 +732,19 @@ impl Args {
         cfg.parallel.ep = par.ep.unwrap_or(1);
         cfg.parallel.etp = par.etp.unwrap_or(1);
         cfg.parallel.cp = par.cp.unwrap_or(1);
-        cfg.framework = par.framework.unwrap_or_default();
+        cfg.framework = match (
+            par.framework.unwrap_or_default(),
+            par.grad_as_bucket_view,
+            par.reshard_after_forward,
+        ) {
+            (f, false, None) => f,
+            (Framework::Ddp { .. }, true, None) => Framework::Ddp { bucket_view: true },
+            (Framework::Fsdp2 { .. }, false, Some(r)) => Framework::Fsdp2 {
+                reshard_after_forward: r,
+            },
+            (_, true, _) => return Err("--grad-as-bucket-view needs --framework ddp".into()),
+            _ => return Err("--reshard-after-forward needs --framework fsdp2".into()),
+        };
         cfg.parallel.schedule = par.schedule.unwrap_or_default();
         cfg.parallel.tp_layers_only = par.tp_layers_only;
         if let Some(i) = k.experts_impl {

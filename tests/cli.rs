@@ -221,6 +221,17 @@ fn detailed_flags_are_checked() {
             &["--model", "gpt2", "--batch", "3", "--dp", "2"],
             "--batch (3) must be a multiple of --dp (2), or give --micro-batch",
         ),
+        (
+            &["--model", "gpt2", "--dp", "2", "--grad-as-bucket-view"],
+            "--grad-as-bucket-view needs --framework ddp",
+        ),
+        (
+            &[
+                "--model", "gpt2", "--dp", "2", "--framework", "ddp", "--reshard-after-forward",
+                "false",
+            ],
+            "--reshard-after-forward needs --framework fsdp2",
+        ),
     ];
     for (args, msg) in cases {
         let (code, out, err) = membudget(args);
@@ -671,4 +682,64 @@ fn the_last_of_a_repeated_flag_wins() {
     ]);
     assert_eq!(once.0, 0, "{}", once.2);
     assert_eq!(once, twice);
+}
+
+/// The frameworks' options as PyTorch names them reach the same
+/// configurations as the framework names that spell them out.
+#[test]
+fn framework_options_are_the_named_frameworks() {
+    let base = [
+        "--model",
+        "llama-3.2-1b",
+        "--dp",
+        "4",
+        "--seq",
+        "1024",
+        "--json",
+    ];
+    for (options, named) in [
+        (
+            &["--framework", "ddp", "--grad-as-bucket-view"][..],
+            &["--framework", "ddp-bucket-view"][..],
+        ),
+        (
+            &[
+                "--framework",
+                "fsdp2",
+                "--zero",
+                "3",
+                "--reshard-after-forward",
+                "false",
+            ],
+            &["--framework", "fsdp2-no-reshard", "--zero", "3"],
+        ),
+        (
+            &[
+                "--framework",
+                "fsdp2-no-reshard",
+                "--zero",
+                "3",
+                "--reshard-after-forward",
+                "true",
+            ],
+            &["--framework", "fsdp2", "--zero", "3"],
+        ),
+    ] {
+        let run = |extra: &[&str]| {
+            let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+            let (code, out, err) = membudget(&args);
+            assert_eq!(code, 0, "{args:?}: {err}");
+            out
+        };
+        assert_eq!(run(options), run(named), "{options:?}");
+    }
+    // And they change the figures: the buckets' second copy of the gradients.
+    let run = |extra: &[&str]| {
+        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+        membudget(&args).1
+    };
+    assert_ne!(
+        run(&["--framework", "ddp"]),
+        run(&["--framework", "ddp", "--grad-as-bucket-view"])
+    );
 }
