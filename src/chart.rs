@@ -209,6 +209,7 @@ pub fn timeline_bars(t: &StepTimeline, overhead_bytes: f64) -> (Vec<Bar>, usize)
             Moment::RootReduce => format!("reduce{mb}"),
             Moment::OptimizerState => "state".into(),
             Moment::OptimizerUpdate => "update".into(),
+            Moment::WeightsGather => "all-gather".into(),
             Moment::End => "zero_grad".into(),
         };
         let l = &e.live;

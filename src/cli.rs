@@ -256,10 +256,11 @@ pub struct ParallelArgs {
     /// Who runs data parallelism: megatron (gradient buffers, ZeRO as its
     /// distributed optimizer), ddp (PyTorch DistributedDataParallel: its
     /// buckets are a second copy of the gradients), ddp-bucket-view
-    /// (gradient_as_bucket_view=True), fsdp2 (fully_shard, with --zero 3)
-    /// or fsdp2-no-reshard (reshard_after_forward=False) [default:
-    /// megatron].
-    #[arg(long, value_name = "NAME", value_parser = one_of::<Framework>(&["megatron", "ddp", "ddp-bucket-view", "fsdp2", "fsdp2-no-reshard"]), ignore_case = true)]
+    /// (gradient_as_bucket_view=True), fsdp2 (fully_shard, with --zero 3),
+    /// fsdp2-no-reshard (reshard_after_forward=False) or deepspeed (ZeRO
+    /// 1 or 2: an fp32 partition of the weights, its gradient bucket)
+    /// [default: megatron].
+    #[arg(long, value_name = "NAME", value_parser = one_of::<Framework>(&["megatron", "ddp", "ddp-bucket-view", "fsdp2", "fsdp2-no-reshard", "deepspeed"]), ignore_case = true)]
     pub framework: Option<Framework>,
     /// With --framework ddp: `gradient_as_bucket_view=True` (as
     /// ddp-bucket-view).
@@ -270,6 +271,10 @@ pub struct ParallelArgs {
     /// fsdp2-no-reshard [default: true].
     #[arg(long, value_name = "BOOL", value_parser = one_of::<bool>(&["true", "false"]))]
     pub reshard_after_forward: Option<bool>,
+    /// With --framework deepspeed: its zero_optimization.reduce_bucket_size,
+    /// in values, 1e3–1e10 [default: 5e8].
+    #[arg(long, value_name = "VALUES")]
+    pub reduce_bucket_size: Option<f64>,
     /// Context parallelism: each sequence split over N GPUs, keys and
     /// values passed around a ring (flash attention; seq divisible by 2 ×
     /// cp), 1–64 [default: 1].
@@ -498,6 +503,7 @@ impl Args {
             || par.framework.is_some()
             || par.grad_as_bucket_view
             || par.reshard_after_forward.is_some()
+            || par.reduce_bucket_size.is_some()
             || par.schedule.is_some()
             || par.tp_layers_only
             || f.lora_rank.is_some()
@@ -745,6 +751,19 @@ impl Args {
             (_, true, _) => return Err("--grad-as-bucket-view needs --framework ddp".into()),
             _ => return Err("--reshard-after-forward needs --framework fsdp2".into()),
         };
+        if let Some(values) = par.reduce_bucket_size {
+            if !matches!(cfg.framework, Framework::DeepSpeed { .. }) {
+                return Err("--reduce-bucket-size needs --framework deepspeed".into());
+            }
+            if !(1e3..=1e10).contains(&values) {
+                return Err(format!(
+                    "--reduce-bucket-size must be 1e3 to 1e10 values (got {values})"
+                ));
+            }
+            cfg.framework = Framework::DeepSpeed {
+                reduce_bucket_size: values.round() as u64,
+            };
+        }
         cfg.parallel.schedule = par.schedule.unwrap_or_default();
         cfg.parallel.tp_layers_only = par.tp_layers_only;
         if let Some(i) = k.experts_impl {

@@ -197,9 +197,13 @@ pub struct DetailedInputs {
     pub device: String,
     /// Parallel degrees.
     pub parallel: Parallelism,
-    /// Who runs data parallelism: `megatron`, `ddp`, `ddp-bucket-view`.
+    /// Who runs data parallelism: `megatron`, `ddp`, `ddp-bucket-view`,
+    /// `fsdp2`, `fsdp2-no-reshard` or `deepspeed`.
     #[serde(default)]
     pub framework: String,
+    /// DeepSpeed's `reduce_bucket_size` in values (only under `deepspeed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reduce_bucket_size: Option<u64>,
     /// Experts' implementation (`grouped` or `loop`).
     pub experts_impl: String,
     /// Megatron's capacity factor, if any.
@@ -613,6 +617,12 @@ impl DetailedReport {
                 device: cfg.device.name().into(),
                 parallel: *p,
                 framework: cfg.framework.name().into(),
+                reduce_bucket_size: match cfg.framework {
+                    crate::detailed::Framework::DeepSpeed { reduce_bucket_size } => {
+                        Some(reduce_bucket_size)
+                    }
+                    _ => None,
+                },
                 experts_impl: cfg.experts_impl.name().into(),
                 capacity_factor: cfg.capacity_factor,
                 lora_rank: cfg.lora_rank,

@@ -232,6 +232,21 @@ fn detailed_flags_are_checked() {
             ],
             "--reshard-after-forward needs --framework fsdp2",
         ),
+        (
+            &["--model", "gpt2", "--dp", "2", "--zero", "2", "--reduce-bucket-size", "1e6"],
+            "--reduce-bucket-size needs --framework deepspeed",
+        ),
+        (
+            &[
+                "--model", "gpt2", "--dp", "2", "--zero", "2", "--framework", "deepspeed",
+                "--reduce-bucket-size", "10",
+            ],
+            "--reduce-bucket-size must be 1e3 to 1e10 values (got 10)",
+        ),
+        (
+            &["--model", "gpt2", "--dp", "2", "--zero", "3", "--framework", "deepspeed"],
+            "DeepSpeed is modelled for ZeRO stages 1 and 2",
+        ),
     ];
     for (args, msg) in cases {
         let (code, out, err) = membudget(args);
@@ -742,4 +757,40 @@ fn framework_options_are_the_named_frameworks() {
         run(&["--framework", "ddp"]),
         run(&["--framework", "ddp", "--grad-as-bucket-view"])
     );
+}
+
+/// DeepSpeed's bucket is its own configuration's figure: the default 5e8
+/// values hold 1 GB in bf16 during backward, a smaller bucket less; JSON
+/// carries it.
+#[test]
+fn deepspeed_bucket_moves_the_peak() {
+    let peak = |extra: &[&str]| -> (u64, serde_json::Value) {
+        let mut args = vec![
+            "--model",
+            "llama-3.2-1b",
+            "--dp",
+            "4",
+            "--zero",
+            "2",
+            "--seq",
+            "1024",
+            "--framework",
+            "deepspeed",
+            "--json",
+        ];
+        args.extend(extra);
+        let (code, out, err) = membudget(&args);
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        (
+            v["peak"].as_u64().unwrap(),
+            v["inputs"]["reduce_bucket_size"].clone(),
+        )
+    };
+    let (default, bucket) = peak(&[]);
+    assert_eq!(bucket, 500_000_000);
+    let (small, bucket) = peak(&["--reduce-bucket-size", "2e8"]);
+    assert_eq!(bucket, 200_000_000);
+    // 3e8 fewer bf16 values in the bucket, at the backward peak.
+    assert_eq!(default - small, 600_000_000);
 }

@@ -288,7 +288,7 @@ const SCHEDULE_NAMES: &[&str] = &[
     "1F1B (interleaved with virtual stages)",
     "Zero Bubble ZB-H1 (weight gradients fill the bubble)",
 ];
-const FRAMEWORKS: [Framework; 5] = [
+const FRAMEWORKS: [Framework; 6] = [
     Framework::Megatron,
     Framework::Ddp { bucket_view: false },
     Framework::Ddp { bucket_view: true },
@@ -298,6 +298,7 @@ const FRAMEWORKS: [Framework; 5] = [
     Framework::Fsdp2 {
         reshard_after_forward: false,
     },
+    Framework::DEEPSPEED,
 ];
 const FRAMEWORK_NAMES: &[&str] = &[
     "Megatron-LM (gradient buffers, ZeRO)",
@@ -305,6 +306,7 @@ const FRAMEWORK_NAMES: &[&str] = &[
     "PyTorch DDP, gradient_as_bucket_view",
     "PyTorch FSDP2 (ZeRO-3)",
     "PyTorch FSDP2, reshard_after_forward=False",
+    "DeepSpeed ZeRO 1–2 (fp32 partition, 5e8-value bucket)",
 ];
 const ATTENTION_NAMES: &[&str] = &["Flash / SDPA (the default)", "Eager (keeps a·s² scores)"];
 

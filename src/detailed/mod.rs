@@ -242,12 +242,25 @@ pub enum Framework {
         /// `reshard_after_forward=True` (the default).
         reshard_after_forward: bool,
     },
+    /// DeepSpeed's ZeRO stages 1 and 2 (`deepspeed/runtime/zero/
+    /// stage_1_and_2.py`): the optimizer keeps an fp32 copy of its partition
+    /// of the weights whatever the precision
+    /// (`single_partition_of_fp32_groups`), stage 1 reduces the gradients
+    /// into partitions bucket by bucket as stage 2 does, and the first
+    /// gradient of backward allocates the flat bucket they are copied into
+    /// (`ipg_buffer`, `reduce_bucket_size` values in the weights' dtype),
+    /// freed when the step ends. Measured, `tests/fixtures/
+    /// deepspeed_measured.tsv`.
+    DeepSpeed {
+        /// `reduce_bucket_size`, in values (DeepSpeed's default 5e8).
+        reduce_bucket_size: u64,
+    },
 }
 
 impl Framework {
     /// Every framework by its name, as the command line and the address
     /// spell it.
-    pub const ALL: [(&'static str, Framework); 5] = [
+    pub const ALL: [(&'static str, Framework); 6] = [
         ("megatron", Framework::Megatron),
         ("ddp", Framework::Ddp { bucket_view: false }),
         ("ddp-bucket-view", Framework::Ddp { bucket_view: true }),
@@ -263,10 +276,20 @@ impl Framework {
                 reshard_after_forward: false,
             },
         ),
+        ("deepspeed", Framework::DEEPSPEED),
     ];
+
+    /// DeepSpeed with its default bucket, 5e8 values
+    /// (`deepspeed/runtime/zero/config.py`, `reduce_bucket_size`).
+    pub const DEEPSPEED: Framework = Framework::DeepSpeed {
+        reduce_bucket_size: 500_000_000,
+    };
 
     /// Its name.
     pub fn name(self) -> &'static str {
+        if let Framework::DeepSpeed { .. } = self {
+            return "deepspeed";
+        }
         Self::ALL
             .iter()
             .find(|(_, f)| *f == self)
@@ -282,7 +305,7 @@ impl std::str::FromStr for Framework {
             .find(|(n, _)| n.eq_ignore_ascii_case(s))
             .map(|(_, f)| *f)
             .ok_or_else(|| {
-                "framework must be megatron, ddp, ddp-bucket-view, fsdp2 or fsdp2-no-reshard"
+                "framework must be megatron, ddp, ddp-bucket-view, fsdp2, fsdp2-no-reshard or deepspeed"
                     .to_string()
             })
     }
@@ -652,6 +675,14 @@ fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
         return err(
             "FSDP2 shards parameters, gradients and optimizer state: it is ZeRO-3 (--zero 3)",
         );
+    }
+    if let Framework::DeepSpeed { reduce_bucket_size } = cfg.framework {
+        if !(1..=2).contains(&p.zero) {
+            return err("DeepSpeed is modelled for ZeRO stages 1 and 2 (--zero 1 or 2); its stage 3 is measured but not modelled yet");
+        }
+        if !(1_000..=10_000_000_000).contains(&reduce_bucket_size) {
+            return err("DeepSpeed's reduce bucket must be 1e3 to 1e10 values");
+        }
     }
     if matches!(cfg.framework, Framework::Ddp { .. }) && p.zero > 0 {
         return err("DistributedDataParallel shards nothing: ZeRO needs the Megatron framework (its distributed optimizer) here");

@@ -71,6 +71,28 @@ pub(super) fn fsdp2_policy(cfg: &DetailedConfig) -> bool {
         && !peft(cfg)
 }
 
+/// The ZeRO stage from which gradients are partitioned: 2, or 1 under
+/// DeepSpeed, whose stage 1 also reduces them into partitions as backward
+/// produces them (`stage_1_and_2.py`; measured: stages 1 and 2 peak alike).
+pub(super) fn grad_stage(cfg: &DetailedConfig) -> u8 {
+    if matches!(cfg.framework, super::Framework::DeepSpeed { .. }) {
+        1
+    } else {
+        2
+    }
+}
+
+/// DeepSpeed's flat gradient bucket (`ipg_buffer`): `reduce_bucket_size`
+/// values in the weights' dtype, 0 under other frameworks.
+pub(super) fn deepspeed_bucket(cfg: &DetailedConfig) -> f64 {
+    match cfg.framework {
+        super::Framework::DeepSpeed { reduce_bucket_size } => {
+            reduce_bucket_size as f64 * weight_bytes(cfg)
+        }
+        _ => 0.0,
+    }
+}
+
 /// Bytes per value of the gradients kept between steps: 4 in fp32, with
 /// fp32 gradients or as FSDP2's mixed-precision policy reduces them, 2
 /// otherwise. (Under that policy backward computes them in bf16 first.)
@@ -241,11 +263,13 @@ pub(super) fn model_states(cfg: &DetailedConfig) -> ModelStates {
 pub(super) fn model_states_on_gpu(cfg: &DetailedConfig, offload: bool) -> ModelStates {
     let par = &cfg.parallel;
     let (base, experts) = params_per_gpu(cfg);
-    let master_bytes = if cfg.precision == Precision::Mixed && !peft(cfg) && !fsdp2_policy(cfg) {
-        4.0
-    } else {
-        0.0
-    };
+    let deepspeed = matches!(cfg.framework, super::Framework::DeepSpeed { .. });
+    let master_bytes =
+        if (cfg.precision == Precision::Mixed || deepspeed) && !peft(cfg) && !fsdp2_policy(cfg) {
+            4.0
+        } else {
+            0.0
+        };
     let split = (par.tp * par.pp) as f64;
     let step_tensors = 4.0 * step_tensor_count(cfg) as f64 / split;
     // A state `bytes` per value, partitioned by ZeRO from `stage` on.
@@ -290,7 +314,8 @@ pub(super) fn model_states_on_gpu(cfg: &DetailedConfig, offload: bool) -> ModelS
     };
     let mut s = ModelStates {
         params: params + router * (4.0 - wb) / par.zero_divisor(3),
-        grads: (state(grad_bytes(cfg), 2) + router * (4.0 - grad_bytes(cfg)) / par.zero_divisor(2))
+        grads: (state(grad_bytes(cfg), grad_stage(cfg))
+            + router * (4.0 - grad_bytes(cfg)) / par.zero_divisor(grad_stage(cfg)))
             * ddp_copies(cfg),
         master_weights: state(master_bytes, 1),
         optimizer_state: state(state_bytes(cfg), 1)

@@ -176,6 +176,8 @@ pub enum Moment {
     OptimizerState,
     /// The update, with its temporaries.
     OptimizerUpdate,
+    /// DeepSpeed: the updated weights all-gathered from every partition.
+    WeightsGather,
     /// After `zero_grad()`: gradients freed.
     End,
 }
@@ -196,6 +198,7 @@ impl Moment {
             Moment::RootReduce => "root reduce-scatter".into(),
             Moment::OptimizerState => "optimizer state created".into(),
             Moment::OptimizerUpdate => "optimizer update".into(),
+            Moment::WeightsGather => "weights all-gather".into(),
             Moment::End => "zero_grad".into(),
         }
     }
@@ -556,6 +559,8 @@ struct Walk<'a> {
     prefetched: f64,
     /// FSDP2: the root's unsharded gradients, held until its backward ends.
     root_grads: f64,
+    /// DeepSpeed's gradient bucket, once allocated.
+    bucket: f64,
     phase: Phase,
     micro_batch: u64,
 }
@@ -567,7 +572,12 @@ impl Walk<'_> {
             micro_batch: self.micro_batch,
             moment,
             live: Live {
-                transient: transient + self.held + self.root + self.layers_held + self.root_grads,
+                transient: transient
+                    + self.held
+                    + self.root
+                    + self.layers_held
+                    + self.root_grads
+                    + self.bucket,
                 ..self.live
             },
         });
@@ -582,10 +592,12 @@ impl Walk<'_> {
         let shard = if self.cfg.offload.optimizer {
             0.0
         } else {
-            bytes * self.pieces.shard_scale / par.zero_divisor(2)
+            bytes * self.pieces.shard_scale / par.zero_divisor(states::grad_stage(self.cfg))
         };
         // Until reduce-scattered, the full gradient is held.
         let unreduced = bytes - shard / self.pieces.shard_scale;
+        // DeepSpeed's bucket, from the first gradient of backward on.
+        self.bucket = states::deepspeed_bucket(self.cfg);
         if self.micro_batch == 1 && !self.persistent_grads {
             self.live.grads += shard;
             unreduced
@@ -761,7 +773,10 @@ pub fn timeline(cfg: &DetailedConfig, opts: &StepOptions) -> Result<StepTimeline
         Framework::Ddp { bucket_view } => Some(bucket_view),
         _ => None,
     };
-    let persistent_grads = cfg.profile == Profile::Fused || ddp == Some(true);
+    // DeepSpeed's partitions of the gradients are freed when the step ends.
+    let persistent_grads = (cfg.profile == Profile::Fused
+        && !matches!(cfg.framework, Framework::DeepSpeed { .. }))
+        || ddp == Some(true);
     let buckets = if ddp == Some(false) {
         states.grads / 2.0
     } else {
@@ -790,6 +805,7 @@ pub fn timeline(cfg: &DetailedConfig, opts: &StepOptions) -> Result<StepTimeline
             layers_held: 0.0,
             prefetched: 0.0,
             root_grads: 0.0,
+            bucket: 0.0,
             live: Live {
                 grads: if persistent_grads {
                     states.grads
@@ -825,6 +841,8 @@ pub fn timeline(cfg: &DetailedConfig, opts: &StepOptions) -> Result<StepTimeline
             walk.micro_batch = 2;
             walk.micro_batch(stage_layers, first, last, in_flight);
         }
+        // DeepSpeed frees its bucket when backward ends.
+        walk.bucket = 0.0;
         // Gradients on this GPU are exactly the states' figure now.
         walk.live.grads = states.grads;
         walk.live.activations = 0.0;
@@ -836,6 +854,14 @@ pub fn timeline(cfg: &DetailedConfig, opts: &StepOptions) -> Result<StepTimeline
         }
         let shard = (par.tp * par.pp) as f64 * par.zero_divisor(1);
         let temporaries = match (cfg.optimizer, adam) {
+            // DeepSpeed hands the optimizer one flat fp32 partition
+            // (`single_partition_of_fp32_groups`): the loop's two
+            // temporaries are that size (measured).
+            (Optimizer::AdamW, AdamImpl::ForLoop)
+                if matches!(cfg.framework, Framework::DeepSpeed { .. }) =>
+            {
+                2.0 * trained_params(cfg) * update_bytes(cfg) / shard
+            }
             (Optimizer::AdamW, AdamImpl::ForLoop) => {
                 2.0 * largest_trained(cfg) * update_bytes(cfg) / par.zero_divisor(1)
             }
@@ -889,6 +915,13 @@ pub fn timeline(cfg: &DetailedConfig, opts: &StepOptions) -> Result<StepTimeline
         walk.record(Moment::OptimizerUpdate, temporaries);
         if !persistent_grads {
             walk.live.grads = buckets;
+        }
+        // DeepSpeed frees the gradient partition, then all-gathers the
+        // updated partitions of the weights through a buffer of all of them
+        // (`all_gather_dp_groups`; measured: the whole weights' size
+        // whatever allgather_bucket_size).
+        if matches!(cfg.framework, Framework::DeepSpeed { .. }) {
+            walk.record(Moment::WeightsGather, states.params);
         }
         walk.record(Moment::End, 0.0);
 
@@ -971,6 +1004,10 @@ pub fn why_peak(t: &StepTimeline, sum: f64, size: impl Fn(f64) -> String) -> Str
         ),
         Moment::RootGather => format!(
             " FSDP2 is all-gathering its root module (embedding, final norm, output layer): the all-gather's output and the unsharded weights it is copied into are both live ({}).",
+            size(l.transient)
+        ),
+        Moment::WeightsGather => format!(
+            " DeepSpeed is all-gathering the updated weights from every GPU's partition into a buffer the size of all of them ({}).",
             size(l.transient)
         ),
         Moment::RootReduce => format!(

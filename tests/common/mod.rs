@@ -107,19 +107,24 @@ pub fn phase(name: &str) -> membudget::detailed::Phase {
     }
 }
 
-/// One rank-step of `measure_ddp.py`'s fixtures (DDP, FSDP2, DTensor TP).
+/// One rank-step of `measure_ddp.py`'s fixtures (DDP, FSDP2, DTensor TP)
+/// and `measure_deepspeed.py`'s.
 pub struct RankRow<'a> {
     /// The fixture's line.
     pub line: &'a str,
     /// Processes.
     pub world: u64,
     /// Column 1: `gradient_as_bucket_view` (DDP) or `reshard_after_forward`
-    /// (FSDP2).
+    /// (FSDP2) as a flag; the ZeRO stage (DeepSpeed) as written.
     pub flag: bool,
+    pub col1: &'a str,
+    /// Column 2: the bucket (DDP's MB, DeepSpeed's values or `default`).
+    pub col2: &'a str,
     /// The rank and the optimizer step (1 or 2).
     pub rank: u64,
     pub step: u64,
-    /// The counter's peak, its phase, and whether the profiler agreed.
+    /// The counter's peak, its phase, and whether the profiler agreed
+    /// (false where the fixture has no profiler column).
     pub peak: f64,
     pub phase: membudget::detailed::Phase,
     pub agree: bool,
@@ -159,11 +164,13 @@ pub fn rank_rows(text: &str) -> Vec<RankRow<'_>> {
                 line,
                 world,
                 flag: c[1] == "1",
+                col1: c[1],
+                col2: c[2],
                 rank: num(12),
                 step: num(13),
                 peak: num(15) as f64,
                 phase: phase(c[16]),
-                agree: c[17] == "1",
+                agree: c.get(17) == Some(&"1"),
                 cfg,
                 opts: StepOptions {
                     step: if num(13) == 1 {
