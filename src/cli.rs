@@ -5,7 +5,7 @@ use crate::budget::{estimate, Breakdown, Field, TrainingConfig};
 use crate::detailed::planner::{make_it_fit, smallest_card};
 use crate::detailed::steptime::{step_time, Cluster, Efficiency, Parts};
 use crate::detailed::{
-    self, preset, AdamImpl, Architecture, AttentionKernel, BaseQuant, DetailedBreakdown,
+    self, preset, AdamImpl, Architecture, AttentionKernel, BaseQuant, CpComm, DetailedBreakdown,
     DetailedConfig, Device, ExpertsImpl, Family, Framework, LoraTargets, Objective, Optimizer,
     Overhead, OverheadBytes, Precision, Profile, Recompute, Schedule, Step, StepOptions,
     StepTimeline,
@@ -280,6 +280,12 @@ pub struct ParallelArgs {
     /// cp), 1–64 [default: 1].
     #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=64))]
     pub cp: Option<u64>,
+    /// How context parallelism exchanges the sequence, as Megatron-Core's
+    /// --cp-comm-type names it: p2p (ring attention, overlapped) or a2a
+    /// (all-to-all, DeepSpeed-Ulysses: heads divisible by cp) [default:
+    /// p2p].
+    #[arg(long, value_name = "TYPE", value_parser = one_of::<CpComm>(&["p2p", "a2a"]), ignore_case = true)]
+    pub cp_comm: Option<CpComm>,
 }
 
 /// LoRA and QLoRA.
@@ -500,6 +506,7 @@ impl Args {
             || par.ep.is_some()
             || par.etp.is_some()
             || par.cp.is_some()
+            || par.cp_comm.is_some()
             || par.framework.is_some()
             || par.grad_as_bucket_view
             || par.reshard_after_forward.is_some()
@@ -738,6 +745,7 @@ impl Args {
         cfg.parallel.ep = par.ep.unwrap_or(1);
         cfg.parallel.etp = par.etp.unwrap_or(1);
         cfg.parallel.cp = par.cp.unwrap_or(1);
+        cfg.parallel.cp_comm = par.cp_comm.unwrap_or_default();
         cfg.framework = match (
             par.framework.unwrap_or_default(),
             par.grad_as_bucket_view,

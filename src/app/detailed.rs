@@ -10,8 +10,8 @@ use crate::budget::Term;
 use crate::chart::{term_colour_hex, LOGITS_COLOUR};
 use crate::detailed::offload::BUFFER_FACTOR;
 use crate::detailed::{
-    host_ram, import_config, Architecture, AttentionKernel, BaseQuant, DetailedBreakdown, Family,
-    Framework, LoraTargets, Objective, Optimizer, Overhead, Precision, Profile, Recompute,
+    host_ram, import_config, Architecture, AttentionKernel, BaseQuant, CpComm, DetailedBreakdown,
+    Family, Framework, LoraTargets, Objective, Optimizer, Overhead, Precision, Profile, Recompute,
     Schedule, PRESETS,
 };
 use crate::export::{detailed_rows, DETAILED_ROWS};
@@ -284,6 +284,11 @@ const OBJECTIVE_NAMES: &[&str] = &[
 ];
 const ATTENTION: [AttentionKernel; 2] = [AttentionKernel::Flash, AttentionKernel::Eager];
 const SCHEDULES: [Schedule; 2] = [Schedule::OneFOneB, Schedule::ZbH1];
+const CP_COMMS: [CpComm; 2] = [CpComm::P2p, CpComm::A2a];
+const CP_COMM_NAMES: &[&str] = &[
+    "Ring attention (p2p, overlapped)",
+    "All-to-all (a2a, Ulysses; heads divisible by cp)",
+];
 const SCHEDULE_NAMES: &[&str] = &[
     "1F1B (interleaved with virtual stages)",
     "Zero Bubble ZB-H1 (weight gradients fill the bubble)",
@@ -531,6 +536,7 @@ pub fn DetailedControls() -> impl IntoView {
                 {count("etp-input", "Expert tensor parallel (MoE)", (1, 512), |d| Some(d.parallel.etp), |d, v| d.parallel.etp = v.unwrap_or(1), false)}
                 {choice("schedule-select", "Pipeline schedule", SCHEDULE_NAMES, |d| index_of(&SCHEDULES, d.parallel.schedule), |d, i| d.parallel.schedule = SCHEDULES[i])}
                 {count("cp-input", "Context parallel (long sequences)", (1, 64), |d| Some(d.parallel.cp), |d, v| d.parallel.cp = v.unwrap_or(1), false)}
+                {choice("cp-comm-select", "Context parallel exchange", CP_COMM_NAMES, |d| index_of(&CP_COMMS, d.parallel.cp_comm), |d, i| d.parallel.cp_comm = CP_COMMS[i])}
                 {count("micro-input", "Micro-batch per GPU", (1, 4096), |d| d.micro_batch, |d, v| d.micro_batch = v, true)}
             </details>
             <details>

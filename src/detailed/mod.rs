@@ -50,7 +50,7 @@ pub use arch::{Architecture, Family, LayerParams, LoraTargets, Mla, Moe, Router}
 pub use import::{import_config, ImportError, Imported, MODEL_TYPES};
 pub use offload::{host_ram, HostRam};
 pub use overhead::{Overhead, OverheadBytes};
-pub use parallel::{Parallelism, Schedule};
+pub use parallel::{CpComm, Parallelism, Schedule};
 pub use presets::{preset, Preset, PRESETS};
 pub use states::ModelStates;
 pub use timeline::{
@@ -698,6 +698,15 @@ fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     // Transformer Engine's fused (flash) attention only.
     if p.cp > 1 && !cfg.seq.is_multiple_of(2 * p.cp) {
         return err("context parallelism needs a sequence length divisible by 2 × cp");
+    }
+    // Transformer Engine's all-to-all gives each GPU heads / cp of the
+    // heads, the key/value heads included (`AttnFuncWithCPAndQKVOA2A`).
+    if p.cp > 1
+        && p.cp_comm == parallel::CpComm::A2a
+        && (!(a.heads / p.tp.max(1)).is_multiple_of(p.cp)
+            || !(a.kv_heads / p.tp.max(1)).is_multiple_of(p.cp))
+    {
+        return err("all-to-all context parallelism (a2a) needs the attention and key/value heads per tensor-parallel GPU divisible by cp");
     }
     if p.cp > 1 && cfg.attention != AttentionKernel::Flash {
         return err(

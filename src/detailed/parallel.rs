@@ -28,6 +28,9 @@ pub struct Parallelism {
     /// `--context-parallel-size`; Liu et al. 2023, "Ring Attention").
     #[serde(default = "one")]
     pub cp: u64,
+    /// How context parallelism exchanges the sequence.
+    #[serde(default)]
+    pub cp_comm: CpComm,
     /// The pipeline schedule (with pp > 1).
     #[serde(default)]
     pub schedule: Schedule,
@@ -78,6 +81,46 @@ impl std::str::FromStr for Schedule {
     }
 }
 
+/// How context parallelism exchanges the sequence, as Megatron-Core's
+/// `--cp-comm-type` names it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CpComm {
+    /// Ring attention: keys and values passed around the GPUs while each
+    /// works on the chunk in hand, overlapped with attention (Liu et al.
+    /// 2023; Transformer Engine's `AttnFuncWithCPAndKVP2P`).
+    #[default]
+    P2p,
+    /// All-to-all, DeepSpeed-Ulysses (Jacobs et al. 2023, §3.1): before
+    /// attention the queries, keys and values are exchanged so that each
+    /// GPU holds the whole sequence for heads / cp of the heads, and the
+    /// output is exchanged back; four all-to-alls forward and four
+    /// backward, not overlapped (Transformer Engine's
+    /// `AttnFuncWithCPAndQKVOA2A`). The heads must divide by cp.
+    A2a,
+}
+
+impl CpComm {
+    /// Its name, as the command line and the address spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            CpComm::P2p => "p2p",
+            CpComm::A2a => "a2a",
+        }
+    }
+}
+
+impl std::str::FromStr for CpComm {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "p2p" => Ok(CpComm::P2p),
+            "a2a" => Ok(CpComm::A2a),
+            _ => Err("context parallelism's communication must be p2p or a2a".into()),
+        }
+    }
+}
+
 /// Serde's default for fields added later (documents without them).
 fn one() -> u64 {
     1
@@ -95,6 +138,7 @@ impl Default for Parallelism {
             ep: 1,
             etp: 1,
             cp: 1,
+            cp_comm: CpComm::P2p,
             schedule: Schedule::OneFOneB,
             tp_layers_only: false,
         }
@@ -254,5 +298,43 @@ mod tests {
         cfg.seq = 131072;
         cfg.attention = crate::detailed::AttentionKernel::Eager;
         assert!(estimate(&cfg).is_err(), "eager attention");
+    }
+
+    /// All-to-all context parallelism saves what the ring saves (each GPU's
+    /// share of the tokens, every head, or the whole sequence for heads /
+    /// cp: the same bytes), holds a different transient, and needs the
+    /// heads to divide by cp: Llama-3.1-8B's 8 key/value heads allow cp 8,
+    /// not 16.
+    #[test]
+    fn all_to_all_saves_what_the_ring_saves() {
+        use crate::detailed::{timeline, StepOptions};
+        let arch = preset("llama-3.1-8b").unwrap().arch;
+        let mut ring = DetailedConfig::new(arch, 131072, 1);
+        ring.attention = crate::detailed::AttentionKernel::Flash;
+        ring.parallel.cp = 8;
+        let mut a2a = ring;
+        a2a.parallel.cp_comm = super::CpComm::A2a;
+        let (r, a) = (estimate(&ring).unwrap(), estimate(&a2a).unwrap());
+        assert_eq!(r.activations, a.activations);
+        let layer = |c: &DetailedConfig| {
+            let t = timeline(c, &StepOptions::default()).unwrap();
+            t.events
+                .iter()
+                .find(|e| e.moment == crate::detailed::Moment::LayerForward(0))
+                .unwrap()
+                .live
+                .transient
+        };
+        // Local tokens n = 16,384: the ring's two key/value chunks in flight
+        // (4·n·1024·2 bytes) against the exchanged q, k, v (n·(4096 + 2·1024)·2).
+        let n = 131072.0 / 8.0;
+        assert_eq!(
+            layer(&a2a) - layer(&ring),
+            n * 6144.0 * 2.0 - 4.0 * n * 1024.0 * 2.0
+        );
+        a2a.parallel.cp = 16;
+        assert!(estimate(&a2a).is_err());
+        ring.parallel.cp = 16;
+        assert!(estimate(&ring).is_ok());
     }
 }

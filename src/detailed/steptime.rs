@@ -389,7 +389,7 @@ fn layer_forward(cfg: &DetailedConfig, moe: bool, m: f64, r: &Rates) -> (f64, f6
     // attention output that is merged into an fp32 accumulator (read and
     // written, 8 bytes a value: Transformer Engine's
     // `AttnFuncWithCPAndKVP2P`, `flash_attn_fwd_out_correction`).
-    if p.cp > 1 {
+    if p.cp > 1 && p.cp_comm == super::CpComm::P2p {
         per_token += p.cp as f64 * 8.0 * o / t;
     }
     let mem = (per_token * m + scores_bytes) / r.bytes;
@@ -532,7 +532,17 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
     // and again with their gradients backward, overlapped with the
     // attention on the chunk in hand (Liu et al. 2023, "Ring Attention",
     // §3; Megatron-Core's `AttnFuncWithCPAndKVP2P`).
-    if cp > 1 {
+    // All-to-all (DeepSpeed-Ulysses, Jacobs et al. 2023, §3.2): the
+    // queries, keys, values and the output each cross once forward and
+    // their gradients once backward, (cp − 1)/cp of this GPU's share of
+    // each, exposed.
+    if cp > 1 && p.cp_comm == super::CpComm::A2a {
+        let local = (cfg.sequences() * cfg.seq) as f64 / cp as f64;
+        let bytes = local * 2.0 * (2.0 * a.q_dim() as f64 + 2.0 * a.kv_dim() as f64) / t as f64
+            * (cp - 1) as f64
+            / cp as f64;
+        micro.context_parallel = a.layers as f64 * share * 2.0 * bytes / link(cp, t);
+    } else if cp > 1 {
         let kv = 2.0 * (cfg.sequences() * cfg.seq) as f64 * a.kv_dim() as f64 * 2.0 / t as f64
             * (cp - 1) as f64
             / cp as f64;
@@ -748,6 +758,31 @@ mod tests {
         );
         // Four members a node: four 25 GB/s NICs against 300 GB/s NVLink.
         assert!((across.parts.tensor_parallel / inside.parts.tensor_parallel - 3.0).abs() < 1e-9);
+    }
+
+    /// All-to-all context parallelism is exposed, the ring hides behind
+    /// attention at long sequences; both grow with cp's exchanges, and
+    /// across nodes the all-to-all is slower than inside one.
+    #[test]
+    fn context_parallel_exchanges() {
+        use crate::detailed::CpComm;
+        let mut c = llama(131072, 8);
+        c.micro_batch = Some(1);
+        c.parallel.cp = 8;
+        let ring = at(&c);
+        c.parallel.cp_comm = CpComm::A2a;
+        let inside = at(&c);
+        assert!(inside.parts.context_parallel > ring.parts.context_parallel);
+        // Four GPUs a node: the eight-GPU exchange crosses nodes.
+        let across = step_time(
+            &c,
+            &Cluster::new(gpu("a100-80gb").unwrap(), 4),
+            &Efficiency::default(),
+        );
+        // Four 25 GB/s NICs against 300 GB/s NVLink.
+        assert!((across.parts.context_parallel / inside.parts.context_parallel - 3.0).abs() < 1e-9);
+        // The ring's fp32 merging of partial outputs is gone.
+        assert!(inside.parts.memory_bound < ring.parts.memory_bound);
     }
 
     /// The roofline without overlap: a narrow product is slower per

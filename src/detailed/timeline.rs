@@ -430,10 +430,14 @@ fn pieces(cfg: &DetailedConfig) -> Pieces {
     // values while it works on the current ones, two chunks of this GPU's
     // tokens (Megatron-Core / Transformer Engine, `AttnFuncWithCPAndKVP2P`:
     // send and receive buffers); backward passes their gradients too.
-    let ring = if par.cp > 1 {
-        2.0 * 2.0 * n * kvd * p / tp
-    } else {
-        0.0
+    // All-to-all (Ulysses): the queries, keys and values arrive in new
+    // buffers of their size (the whole sequence, heads / cp of the heads)
+    // while the sent ones are still held; backward passes their gradients
+    // the same way. Modelled from `AttnFuncWithCPAndQKVOA2A`, not measured.
+    let ring = match (par.cp > 1, par.cp_comm) {
+        (false, _) => 0.0,
+        (true, super::CpComm::P2p) => 2.0 * 2.0 * n * kvd * p / tp,
+        (true, super::CpComm::A2a) => n * (a.q_dim() as f64 + 2.0 * kvd) * p / tp,
     };
 
     // The loss (vocabulary-parallel under tensor parallelism).

@@ -431,6 +431,43 @@ test('the framework picker: DDP buckets double the gradients, bucket views undo 
   assert.deepEqual(problems, []);
 });
 
+test('DeepSpeed in the framework picker: its fp32 partition and bucket, refused at ZeRO-3; the all-to-all exchange of context parallelism', async () => {
+  const { page, problems, context } = await open('?mode=detailed&model=llama-3.2-1b&dp=4&zero=2');
+  const doc = async () => {
+    await page.click('#copy-json');
+    return JSON.parse(await page.inputValue('#export-text'));
+  };
+  const megatron = await doc();
+  assert.match(await page.textContent('#peak-explanation'), /during loss \(forward phase\)/);
+  await page.evaluate(() => { document.getElementById('framework-select').closest('details').open = true; });
+  await page.selectOption('#framework-select', { label: 'DeepSpeed ZeRO 1–2 (fp32 partition, 5e8-value bucket)' });
+  await urlMatches(page, /framework=deepspeed/);
+  const ds = await doc();
+  // Mixed precision: the fp32 master partition is Megatron's too. DeepSpeed
+  // allocates its gradient partitions each step, and its 1 GB bucket (5e8
+  // bf16 values) from the first gradient on moves the peak there.
+  assert.equal(ds.bytes.master_weights, megatron.bytes.master_weights);
+  assert.notEqual(ds.peak, megatron.peak);
+  assert.match(await page.textContent('#peak-explanation'), /during output layer backward/);
+  await setCount(page, 'zero-input', 3);
+  assert.match(await page.textContent('#detailed-sentence'), /cannot be computed: DeepSpeed is modelled for ZeRO stages 1 and 2/);
+  await context.close();
+  assert.deepEqual(problems, []);
+
+  // Context parallelism's exchange: the ring overlaps, the all-to-all shows in the time bar.
+  const second = await open('?mode=detailed&model=llama-3.1-8b&seq=131072&batch=1&cp=8&recompute=full&card=h100-sxm');
+  const legend = () => second.page.textContent('#step-time-legend');
+  assert.doesNotMatch(await legend(), /context parallel/);
+  await second.page.evaluate(() => { document.getElementById('cp-comm-select').closest('details').open = true; });
+  await second.page.selectOption('#cp-comm-select', { label: 'All-to-all (a2a, Ulysses; heads divisible by cp)' });
+  await urlMatches(second.page, /cpcomm=a2a/);
+  assert.match(await legend(), /context parallel \d+ %/);
+  await setCount(second.page, 'cp-input', 16);
+  assert.match(await second.page.textContent('#detailed-sentence'), /cannot be computed: all-to-all context parallelism/);
+  await second.context.close();
+  assert.deepEqual(second.problems, []);
+});
+
 test('the step chart says which GPU it shows: a pipeline stage, or any of alike GPUs', async () => {
   const { page, problems, context } = await open('?mode=detailed&model=llama-3.1-70b&seq=4096&batch=16&micro=1&tp=8&sp=1&pp=4');
   assert.match(await page.textContent('#peak-explanation'),
