@@ -257,6 +257,9 @@ pub struct StepTimeline {
     pub stage: u64,
     /// Whether the first optimizer step is modelled.
     pub first_step: bool,
+    /// DeepSpeed's gradient bucket: part of the transient buffers from the
+    /// first gradient of backward to its end (0 under other frameworks).
+    pub bucket: f64,
 }
 
 impl StepTimeline {
@@ -941,6 +944,7 @@ pub fn timeline(cfg: &DetailedConfig, opts: &StepOptions) -> Result<StepTimeline
             peak,
             stage,
             first_step: opts.step == Step::First,
+            bucket: states::deepspeed_bucket(cfg),
         }
     });
     // The first stage walked, or the last if its peak is higher.
@@ -949,6 +953,7 @@ pub fn timeline(cfg: &DetailedConfig, opts: &StepOptions) -> Result<StepTimeline
         peak: 0,
         stage: 1,
         first_step: opts.step == Step::First,
+        bucket: 0.0,
     });
     for t in walks {
         if t.peak_bytes() > best.peak_bytes() {
@@ -1025,7 +1030,18 @@ pub fn why_peak(t: &StepTimeline, sum: f64, size: impl Fn(f64) -> String) -> Str
         ),
         _ => String::new(),
     };
-    head + &why
+    let bucket = match e.moment {
+        Moment::HeadBackward | Moment::LayerBackward(_) | Moment::EmbeddingBackward
+            if t.bucket > 0.0 =>
+        {
+            format!(
+                " Of the transient buffers, {} is DeepSpeed's gradient bucket (reduce_bucket_size), held from the first gradient to the end of backward.",
+                size(t.bucket)
+            )
+        }
+        _ => String::new(),
+    };
+    head + &why + &bucket
 }
 
 #[cfg(test)]

@@ -447,8 +447,8 @@ test('DeepSpeed in the framework picker: its fp32 partition and bucket, refused 
   // allocates its gradient partitions each step, and its 1 GB bucket (5e8
   // bf16 values) from the first gradient on moves the peak there.
   assert.equal(ds.bytes.master_weights, megatron.bytes.master_weights);
-  assert.notEqual(ds.peak, megatron.peak);
-  assert.match(await page.textContent('#peak-explanation'), /during output layer backward/);
+  assert.match(await page.textContent('#peak-explanation'),
+    /during output layer backward.* Of the transient buffers, 1\.0 GB is DeepSpeed's gradient bucket/);
   await setCount(page, 'zero-input', 3);
   assert.match(await page.textContent('#detailed-sentence'), /cannot be computed: DeepSpeed is modelled for ZeRO stages 1 and 2/);
   await context.close();
