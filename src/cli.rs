@@ -245,7 +245,8 @@ pub struct ParallelArgs {
     /// Tensor parallelism on the layers only (a DTensor plan over the
     /// decoder layers): the embedding, output layer and logits whole on
     /// every tensor-parallel GPU, not split over the vocabulary as Megatron
-    /// does.
+    /// does; with --sp, torchtitan's sequence parallelism (the projections
+    /// keep their gathered inputs whole).
     #[arg(long)]
     pub tp_layers_only: bool,
     /// Pipeline schedule: 1f1b (with --vp, interleaved) or zb-h1 (Zero

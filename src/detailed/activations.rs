@@ -549,6 +549,9 @@ pub(super) struct OuterActivations {
     /// After the last layer (last stage): final norm, output-layer input,
     /// loss bookkeeping.
     pub(super) head: f64,
+    /// Of `head`, the final norm's tensors: what a DTensor plan's sequence
+    /// parallelism splits (the output layer's input it gathers whole).
+    pub(super) head_norm: f64,
     /// The loss's fp32 log-probabilities, 4·s·b·V (Korthikanti §4.3).
     pub(super) logits: f64,
 }
@@ -560,9 +563,13 @@ pub(super) fn outer_activations(cfg: &DetailedConfig, b: f64) -> OuterActivation
     let h = a.hidden as f64;
     let p = act_bytes(cfg);
     let logits = 4.0 * n * a.vocab as f64;
-    let (embedding, head) = match cfg.profile {
+    let (embedding, head, head_norm) = match cfg.profile {
         // Embedding dropout mask; final norm input, output-layer input.
-        Profile::Fused => (if cfg.dropout { n * h } else { 0.0 }, 2.0 * n * h * p),
+        Profile::Fused => (
+            if cfg.dropout { n * h } else { 0.0 },
+            2.0 * n * h * p,
+            n * h * p,
+        ),
         Profile::Hf => {
             let mask = mask_bytes(cfg);
             // Labels (int64) and the loss's fp32 total weight.
@@ -573,6 +580,7 @@ pub(super) fn outer_activations(cfg: &DetailedConfig, b: f64) -> OuterActivation
                 Family::Gpt2 => (
                     8.0 * s + n * h * mask,
                     (n * h * p + 2.0 * n * p) + n * h * p + loss,
+                    n * h * p + 2.0 * n * p,
                 ),
                 // RoPE cos and sin (shared by all layers); final RMSNorm,
                 // lm_head input.
@@ -592,6 +600,7 @@ pub(super) fn outer_activations(cfg: &DetailedConfig, b: f64) -> OuterActivation
                         return OuterActivations {
                             embedding: rope,
                             head: 4.0 * n * h + 4.0 * n + loss,
+                            head_norm: 4.0 * n * h + 4.0 * n,
                             logits,
                         };
                     }
@@ -601,7 +610,7 @@ pub(super) fn outer_activations(cfg: &DetailedConfig, b: f64) -> OuterActivation
                     } else {
                         0.0
                     };
-                    (rope, norm + n * h * p + loss + softcap)
+                    (rope, norm + n * h * p + loss + softcap, norm)
                 }
             }
         }
@@ -609,6 +618,7 @@ pub(super) fn outer_activations(cfg: &DetailedConfig, b: f64) -> OuterActivation
     OuterActivations {
         embedding,
         head,
+        head_norm,
         logits,
     }
 }
@@ -665,10 +675,21 @@ pub(super) fn saved(cfg: &DetailedConfig) -> Saved {
             + layer.replicated / sp_div
             + expert_bytes_on_gpu(par, layer.experts, layer.experts_ffn)
     };
+    // A DTensor plan with sequence parallelism gathers the attention's and
+    // the MLP's inputs (`PrepareModuleInput`, Shard(1) to Replicate) and the
+    // column-wise projections save the gathered input whole, where Megatron
+    // saves its shard and gathers it again in backward (Korthikanti et al.
+    // 2022, §4.2.2): two n·h inputs a layer stay unsplit (measured,
+    // `tests/fixtures/tp_sp_measured.tsv`).
+    let gathered = if par.sp && par.tp_layers_only && par.tp > 1 {
+        2.0 * cfg.seq as f64 * micro * cfg.arch.hidden as f64 * p * (1.0 - 1.0 / sp_div)
+    } else {
+        0.0
+    };
     let layer_bytes = match cfg.recompute {
         Recompute::Full => cfg.seq as f64 * micro * cfg.arch.hidden as f64 * p / sp_div,
-        Recompute::Selective => kept(false),
-        Recompute::None => kept(true),
+        Recompute::Selective => kept(false) + gathered,
+        Recompute::None => kept(true) + gathered,
     };
     // LoRA keeps each adapter's r-wide intermediate (its input is the
     // projection's, already kept).
@@ -683,9 +704,20 @@ pub(super) fn saved(cfg: &DetailedConfig) -> Saved {
     let outer = outer_activations(cfg, micro);
     Saved {
         per_layer: layer_bytes + lora,
-        per_layer_full: kept(true) + lora,
-        embedding: outer.embedding / sp_div,
-        head: outer.head / sp_div,
+        per_layer_full: kept(true) + gathered + lora,
+        // A DTensor plan's sequence parallelism covers the decoder layers
+        // and the final norm: the position embeddings before them and the
+        // output layer's gathered input after them stay whole (measured).
+        embedding: if par.tp_layers_only {
+            outer.embedding
+        } else {
+            outer.embedding / sp_div
+        },
+        head: if par.tp_layers_only {
+            outer.head - outer.head_norm + outer.head_norm / sp_div
+        } else {
+            outer.head / sp_div
+        },
         logits: outer.logits / par.outer_divisor(),
     }
 }

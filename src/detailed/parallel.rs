@@ -37,7 +37,9 @@ pub struct Parallelism {
     /// Tensor parallelism on the layers only: the embedding, the output
     /// layer and the logits whole on every tensor-parallel rank, as a
     /// DTensor plan over the decoder layers leaves them (measured,
-    /// `tests/fixtures/tp_measured.tsv`). False: Megatron's
+    /// `tests/fixtures/tp_measured.tsv`); with `sp`, torchtitan's sequence
+    /// parallelism, whose column-wise projections save their gathered
+    /// inputs whole (`tp_sp_measured.tsv`). False: Megatron's
     /// vocabulary-parallel embedding, output layer and loss.
     #[serde(default)]
     pub tp_layers_only: bool,
