@@ -285,6 +285,49 @@ pub struct DetailedOptions {
     pub objective: Objective,
     /// Who runs data parallelism.
     pub framework: crate::detailed::Framework,
+    /// Which pipeline stage the step chart shows.
+    pub stage_shown: ShownStage,
+}
+
+/// Which pipeline stage the step chart shows; the fit verdict always takes
+/// the one with the higher peak.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ShownStage {
+    /// The stage with the higher peak.
+    #[default]
+    Highest,
+    /// The first: the embedding and the micro-batches in flight.
+    First,
+    /// The last: the logits and the loss.
+    Last,
+}
+
+impl ShownStage {
+    /// Every choice, in the page's order, by its address name.
+    pub const ALL: [(&'static str, ShownStage); 3] = [
+        ("peak", ShownStage::Highest),
+        ("first", ShownStage::First),
+        ("last", ShownStage::Last),
+    ];
+
+    /// Its name in the address.
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, s)| *s == self)
+            .map_or("peak", |(n, _)| n)
+    }
+}
+
+impl std::str::FromStr for ShownStage {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(s))
+            .map(|(_, v)| *v)
+            .ok_or_else(|| "stage must be peak, first or last".to_string())
+    }
 }
 
 impl Default for DetailedOptions {
@@ -314,6 +357,7 @@ impl Default for DetailedOptions {
             offload: Offload::default(),
             objective: Objective::Sft,
             framework: crate::detailed::Framework::Megatron,
+            stage_shown: ShownStage::Highest,
         }
     }
 }

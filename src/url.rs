@@ -24,7 +24,8 @@
 //! ffn vocab tied qkvbias hd qknorm sandwich softcap mla moe` (`mla` =
 //! `q_rank,kv_rank,rope,nope,v`; `moe` = `experts,top_k,expert_ffn,shared_ffn,dense_layers,router`),
 //! `prec opt attn dropout recompute impl`, `framework` (megatron, ddp,
-//! ddp-bucket-view, fsdp2, fsdp2-no-reshard, deepspeed), `schedule` (1f1b, zb-h1), `cpcomm` (p2p, a2a),
+//! ddp-bucket-view, fsdp2, fsdp2-no-reshard, deepspeed), `schedule` (1f1b, zb-h1), `cpcomm` (p2p, a2a), `stage` (the
+//! pipeline stage the step chart shows: peak, first, last),
 //! `dp zero tp sp pp ep etp cp
 //! micro`, `lora`, `lorat` (LoRA targets), `quant` (none, nf4, nf4-nodq,
 //! int8), `offopt offparams offacts gpn` (offload, GPUs per node),
@@ -147,7 +148,7 @@ type Choice = (
     &'static str,
     fn(&mut DetailedOptions, &str) -> Result<(), String>,
 );
-const CHOICES: [Choice; 10] = [
+const CHOICES: [Choice; 11] = [
     ("prec", |d, v| v.parse().map(|x| d.precision = x)),
     ("opt", |d, v| v.parse().map(|x| d.optimizer = x)),
     ("attn", |d, v| v.parse().map(|x| d.attention = x)),
@@ -160,6 +161,7 @@ const CHOICES: [Choice; 10] = [
         v.parse().map(|x| d.parallel.schedule = x)
     }),
     ("cpcomm", |d, v| v.parse().map(|x| d.parallel.cp_comm = x)),
+    ("stage", |d, v| v.parse().map(|x| d.stage_shown = x)),
 ];
 
 /// Applies one pair to `state`; unknown keys are accepted and do nothing.
@@ -509,6 +511,7 @@ fn encode_detailed(state: &PageState, out: &mut form_urlencoded::Serializer<'_, 
     pair("etp", &p.etp.to_string(), "1");
     pair("cp", &p.cp.to_string(), "1");
     pair("cpcomm", p.cp_comm.name(), "p2p");
+    pair("stage", d.stage_shown.name(), "peak");
     pair("framework", d.framework.name(), def.framework.name());
     pair("schedule", p.schedule.name(), "1f1b");
     pair("lorat", &d.lora_targets.names(), &def.lora_targets.names());

@@ -15,7 +15,7 @@ use crate::detailed::{
     Schedule, PRESETS,
 };
 use crate::export::{detailed_rows, DETAILED_ROWS};
-use crate::state::{DetailedOptions, Mode};
+use crate::state::{DetailedOptions, Mode, ShownStage};
 use leptos::prelude::*;
 
 /// `6,738,415,616`.
@@ -285,6 +285,12 @@ const OBJECTIVE_NAMES: &[&str] = &[
 const ATTENTION: [AttentionKernel; 2] = [AttentionKernel::Flash, AttentionKernel::Eager];
 const SCHEDULES: [Schedule; 2] = [Schedule::OneFOneB, Schedule::ZbH1];
 const CP_COMMS: [CpComm; 2] = [CpComm::P2p, CpComm::A2a];
+const STAGES_SHOWN: [ShownStage; 3] = [ShownStage::Highest, ShownStage::First, ShownStage::Last];
+const STAGE_SHOWN_NAMES: &[&str] = &[
+    "The one with the higher peak",
+    "First (embedding, micro-batches in flight)",
+    "Last (logits and loss)",
+];
 const CP_COMM_NAMES: &[&str] = &[
     "Ring attention (p2p, overlapped)",
     "All-to-all (a2a, Ulysses; heads divisible by cp)",
@@ -535,6 +541,7 @@ pub fn DetailedControls() -> impl IntoView {
                 {count("ep-input", "Expert parallel (MoE)", (1, 4096), |d| Some(d.parallel.ep), |d, v| d.parallel.ep = v.unwrap_or(1), false)}
                 {count("etp-input", "Expert tensor parallel (MoE)", (1, 512), |d| Some(d.parallel.etp), |d, v| d.parallel.etp = v.unwrap_or(1), false)}
                 {choice("schedule-select", "Pipeline schedule", SCHEDULE_NAMES, |d| index_of(&SCHEDULES, d.parallel.schedule), |d, i| d.parallel.schedule = SCHEDULES[i])}
+                {choice("stage-select", "Pipeline stage the step chart shows", STAGE_SHOWN_NAMES, |d| index_of(&STAGES_SHOWN, d.stage_shown), |d, i| d.stage_shown = STAGES_SHOWN[i])}
                 {count("cp-input", "Context parallel (long sequences)", (1, 64), |d| Some(d.parallel.cp), |d, v| d.parallel.cp = v.unwrap_or(1), false)}
                 {choice("cp-comm-select", "Context parallel exchange", CP_COMM_NAMES, |d| index_of(&CP_COMMS, d.parallel.cp_comm), |d, i| d.parallel.cp_comm = CP_COMMS[i])}
                 {count("micro-input", "Micro-batch per GPU", (1, 4096), |d| d.micro_batch, |d, v| d.micro_batch = v, true)}
@@ -601,7 +608,7 @@ fn note(key: &str) -> &'static str {
     match key {
         "params" => "weights in their storage dtype, split by tp (routed experts by ep × etp), pp and ZeRO-3",
         "grads" => "one per trainable weight; ZeRO-2 splits them",
-        "master_weights" => "fp32 copy under mixed precision; ZeRO-1 splits it",
+        "master_weights" => "fp32 copy under mixed precision (DeepSpeed: always); ZeRO-1 splits it; none under FSDP2, whose fp32 shards are the weights",
         "optimizer_state" => {
             "AdamW 2 moments; Lion, Muon's and SGD-momentum's 1; Adafactor a row and column per matrix; 8-bit Adam 2 bytes"
         }

@@ -74,6 +74,23 @@ fn step_timeline(s: &PageState) -> Option<StepTimeline> {
         .flatten()
 }
 
+/// The step timeline the chart shows: the pipeline stage the reader picked,
+/// or the one with the higher peak (the verdict's, [`step_timeline`]).
+fn shown_timeline(s: &PageState) -> Option<StepTimeline> {
+    use crate::state::ShownStage;
+    if s.mode != Mode::Detailed {
+        return None;
+    }
+    let all =
+        crate::detailed::stage_timelines(&s.detailed_config(), &StepOptions::default()).ok()?;
+    let pick = match s.detailed.stage_shown {
+        ShownStage::First => all.first().cloned(),
+        ShownStage::Last => all.last().cloned(),
+        ShownStage::Highest => None,
+    };
+    pick.or_else(|| step_timeline(s))
+}
+
 /// Installs the panic banner and mounts the calculator on `query` in place
 /// of the light lesson page
 /// ([`crate::light`]), which asks for this once this wasm has loaded and no

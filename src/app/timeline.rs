@@ -21,7 +21,7 @@ pub fn painter(chart: ChartCanvas) -> impl Fn() + Send + Sync {
         if s.mode != Mode::Detailed || !chart.in_view() {
             return;
         }
-        let Some(t) = super::step_timeline(&s) else {
+        let Some(t) = super::shown_timeline(&s) else {
             return;
         };
         let cfg = s.detailed_config();
@@ -55,7 +55,9 @@ pub fn StepChart() -> impl IntoView {
         if s.mode != Mode::Detailed {
             return String::new();
         }
-        let (Some(t), Ok(b)) = (timeline.get(), detailed.get()) else {
+        let (Some(worst), Some(t), Ok(b)) =
+            (timeline.get(), super::shown_timeline(&s), detailed.get())
+        else {
             return String::new();
         };
         let u = s.unit;
@@ -66,10 +68,19 @@ pub fn StepChart() -> impl IntoView {
         // (data, tensor, context and expert parallel shards are even).
         let cfg = s.detailed_config();
         let p = cfg.parallel.pp;
-        if p > 1 {
+        if p > 1 && t.stage == worst.stage {
             out += &format!(
                 " Shown: pipeline stage {} of {p}, the one with the higher peak (the first holds the micro-batches in flight, the last the logits); its {} GPUs are alike.",
                 t.stage,
+                cfg.gpus() / p
+            );
+        } else if p > 1 {
+            out += &format!(
+                " Shown: pipeline stage {} of {p}, as picked; stage {} peaks higher, at {:.1} {}, and decides the fit. Its {} GPUs are alike.",
+                t.stage,
+                worst.stage,
+                u.of(worst.peak_bytes()),
+                u.label(),
                 cfg.gpus() / p
             );
         } else if cfg.gpus() > 1 {
@@ -89,9 +100,9 @@ pub fn StepChart() -> impl IntoView {
         out
     };
     let label = move || {
-        let u = state.read().unit;
-        timeline
-            .get()
+        let s = state.read();
+        let u = s.unit;
+        super::shown_timeline(&s)
             .map(|t| {
                 format!(
                     "Live memory per GPU over one training step; peak {:.1} {} at {}",

@@ -54,7 +54,8 @@ pub use parallel::{CpComm, Parallelism, Schedule};
 pub use presets::{preset, Preset, PRESETS};
 pub use states::ModelStates;
 pub use timeline::{
-    timeline, why_peak, AdamImpl, Event, Live, Moment, Phase, Step, StepOptions, StepTimeline,
+    stage_timelines, timeline, why_peak, AdamImpl, Event, Live, Moment, Phase, Step, StepOptions,
+    StepTimeline,
 };
 
 /// How weights, gradients and optimizer state are stored.

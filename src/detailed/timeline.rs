@@ -744,7 +744,8 @@ pub fn default_adam(cfg: &DetailedConfig) -> AdamImpl {
     }
 }
 
-/// The step timeline of `cfg` on one GPU.
+/// The step timeline of `cfg` on one GPU: under a pipeline, the stage with
+/// the higher peak ([`stage_timelines`] has both).
 ///
 /// ```
 /// use membudget::detailed::{preset, timeline, DetailedConfig, Phase, Profile, StepOptions};
@@ -755,6 +756,32 @@ pub fn default_adam(cfg: &DetailedConfig) -> AdamImpl {
 /// assert_eq!(t.peak_event().phase, Phase::Backward);
 /// ```
 pub fn timeline(cfg: &DetailedConfig, opts: &StepOptions) -> Result<StepTimeline, DetailedError> {
+    let mut best: Option<StepTimeline> = None;
+    for t in stage_timelines(cfg, opts)? {
+        if best
+            .as_ref()
+            .is_none_or(|b| t.peak_bytes() > b.peak_bytes())
+        {
+            best = Some(t);
+        }
+    }
+    Ok(best.unwrap_or(StepTimeline {
+        events: Vec::new(),
+        peak: 0,
+        stage: 1,
+        first_step: opts.step == Step::First,
+        bucket: 0.0,
+    }))
+}
+
+/// The step timelines of the first pipeline stage (the embedding, p
+/// micro-batches in flight) and of the last (the logits and the loss), in
+/// that order; one timeline without a pipeline. The stages between hold
+/// less than the first.
+pub fn stage_timelines(
+    cfg: &DetailedConfig,
+    opts: &StepOptions,
+) -> Result<Vec<StepTimeline>, DetailedError> {
     check(cfg)?;
     let par = &cfg.parallel;
     let states = states::model_states(cfg);
@@ -798,7 +825,7 @@ pub fn timeline(cfg: &DetailedConfig, opts: &StepOptions) -> Result<StepTimeline
         let in_flight = par.first_stage_in_flight(cfg.accumulation_steps());
         vec![(1, true, false, in_flight), (par.pp, false, true, 1.0)]
     };
-    let mut walks = stages.into_iter().map(|(stage, first, last, in_flight)| {
+    let walks = stages.into_iter().map(|(stage, first, last, in_flight)| {
         let mut walk = Walk {
             cfg,
             pieces: &pc,
@@ -947,20 +974,7 @@ pub fn timeline(cfg: &DetailedConfig, opts: &StepOptions) -> Result<StepTimeline
             bucket: states::deepspeed_bucket(cfg),
         }
     });
-    // The first stage walked, or the last if its peak is higher.
-    let mut best = walks.next().unwrap_or(StepTimeline {
-        events: Vec::new(),
-        peak: 0,
-        stage: 1,
-        first_step: opts.step == Step::First,
-        bucket: 0.0,
-    });
-    for t in walks {
-        if t.peak_bytes() > best.peak_bytes() {
-            best = t;
-        }
-    }
-    Ok(best)
+    Ok(walks.collect())
 }
 
 /// Why the peak of `t` differs from `sum` (the model states plus the saved
@@ -1047,6 +1061,36 @@ pub fn why_peak(t: &StepTimeline, sum: f64, size: impl Fn(f64) -> String) -> Str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Under a pipeline both end stages are walked, the first holding the
+    /// micro-batches in flight, the last the loss; `timeline` is the one
+    /// with the higher peak.
+    #[test]
+    fn both_end_stages_are_walked() {
+        let mut cfg = DetailedConfig::new(
+            crate::detailed::preset("llama-3.1-70b").unwrap().arch,
+            4096,
+            16,
+        );
+        cfg.micro_batch = Some(1);
+        cfg.parallel.tp = 8;
+        cfg.parallel.sp = true;
+        cfg.parallel.pp = 4;
+        let all = stage_timelines(&cfg, &StepOptions::default()).unwrap();
+        assert_eq!(all.iter().map(|t| t.stage).collect::<Vec<_>>(), [1, 4]);
+        assert!(all[1].events.iter().any(|e| e.moment == Moment::Loss));
+        assert!(!all[0].events.iter().any(|e| e.moment == Moment::Loss));
+        let worst = timeline(&cfg, &StepOptions::default()).unwrap();
+        let top = all.iter().map(StepTimeline::peak_bytes).fold(0.0, f64::max);
+        assert_eq!(worst.peak_bytes(), top);
+        cfg.parallel.pp = 1;
+        assert_eq!(
+            stage_timelines(&cfg, &StepOptions::default())
+                .unwrap()
+                .len(),
+            1
+        );
+    }
     use crate::detailed::{estimate, preset, Precision};
 
     fn gb(b: f64) -> String {

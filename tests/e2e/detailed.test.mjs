@@ -472,6 +472,16 @@ test('the step chart says which GPU it shows: a pipeline stage, or any of alike 
   const { page, problems, context } = await open('?mode=detailed&model=llama-3.1-70b&seq=4096&batch=16&micro=1&tp=8&sp=1&pp=4');
   assert.match(await page.textContent('#peak-explanation'),
     /Shown: pipeline stage 1 of 4, the one with the higher peak \(the first holds the micro-batches in flight, the last the logits\); its 8 GPUs are alike\./);
+  const fit = await page.textContent('#fit-verdict');
+  // The reader picks the last stage: the chart and its sentence follow, the verdict keeps the first's peak.
+  await page.evaluate(() => { document.getElementById('stage-select').closest('details').open = true; });
+  await page.selectOption('#stage-select', { label: 'Last (logits and loss)' });
+  await urlMatches(page, /stage=last/);
+  assert.match(await page.textContent('#peak-explanation'),
+    /Shown: pipeline stage 4 of 4, as picked; stage 1 peaks higher, at [\d.]+ GB, and decides the fit\. Its 8 GPUs are alike\./);
+  assert.match(await page.textContent('#peak-explanation'), /during (loss|output layer backward|loss backward)/);
+  assert.equal(await page.textContent('#fit-verdict'), fit);
+  await page.selectOption('#stage-select', { label: 'The one with the higher peak' });
   await page.evaluate(() => { document.getElementById('pp-input').closest('details').open = true; });
   await page.fill('#pp-input', '1');
   await page.press('#pp-input', 'Tab');
