@@ -259,7 +259,8 @@ pub struct ParallelArgs {
     /// buckets are a second copy of the gradients), ddp-bucket-view
     /// (gradient_as_bucket_view=True), fsdp2 (fully_shard, with --zero 3),
     /// fsdp2-no-reshard (reshard_after_forward=False) or deepspeed (ZeRO
-    /// 1 or 2: an fp32 partition of the weights, its gradient bucket)
+    /// 1–3: an fp32 partition of the weights, its gradient bucket; under 3
+    /// its persistent small weights, prefetching and reuse distance)
     /// [default: megatron].
     #[arg(long, value_name = "NAME", value_parser = one_of::<Framework>(&["megatron", "ddp", "ddp-bucket-view", "fsdp2", "fsdp2-no-reshard", "deepspeed"]), ignore_case = true)]
     pub framework: Option<Framework>,
@@ -276,6 +277,11 @@ pub struct ParallelArgs {
     /// in values, 1e3–1e10 [default: 5e8].
     #[arg(long, value_name = "VALUES")]
     pub reduce_bucket_size: Option<f64>,
+    /// With --framework deepspeed --zero 3: its
+    /// zero_optimization.stage3_prefetch_bucket_size, in values, 0–1e10
+    /// [default: 5e7].
+    #[arg(long, value_name = "VALUES")]
+    pub prefetch_bucket_size: Option<f64>,
     /// Context parallelism: each sequence split over N GPUs, keys and
     /// values passed around a ring (flash attention; seq divisible by 2 ×
     /// cp), 1–64 [default: 1].
@@ -512,6 +518,7 @@ impl Args {
             || par.grad_as_bucket_view
             || par.reshard_after_forward.is_some()
             || par.reduce_bucket_size.is_some()
+            || par.prefetch_bucket_size.is_some()
             || par.schedule.is_some()
             || par.tp_layers_only
             || f.lora_rank.is_some()
@@ -760,18 +767,31 @@ impl Args {
             (_, true, _) => return Err("--grad-as-bucket-view needs --framework ddp".into()),
             _ => return Err("--reshard-after-forward needs --framework fsdp2".into()),
         };
-        if let Some(values) = par.reduce_bucket_size {
-            if !matches!(cfg.framework, Framework::DeepSpeed { .. }) {
-                return Err("--reduce-bucket-size needs --framework deepspeed".into());
+        if let Framework::DeepSpeed {
+            reduce_bucket_size,
+            prefetch_bucket_size,
+        } = &mut cfg.framework
+        {
+            if let Some(values) = par.reduce_bucket_size {
+                if !(1e3..=1e10).contains(&values) {
+                    return Err(format!(
+                        "--reduce-bucket-size must be 1e3 to 1e10 values (got {values})"
+                    ));
+                }
+                *reduce_bucket_size = values.round() as u64;
             }
-            if !(1e3..=1e10).contains(&values) {
-                return Err(format!(
-                    "--reduce-bucket-size must be 1e3 to 1e10 values (got {values})"
-                ));
+            if let Some(values) = par.prefetch_bucket_size {
+                if !(0.0..=1e10).contains(&values) {
+                    return Err(format!(
+                        "--prefetch-bucket-size must be 0 to 1e10 values (got {values})"
+                    ));
+                }
+                *prefetch_bucket_size = values.round() as u64;
             }
-            cfg.framework = Framework::DeepSpeed {
-                reduce_bucket_size: values.round() as u64,
-            };
+        } else if par.reduce_bucket_size.is_some() {
+            return Err("--reduce-bucket-size needs --framework deepspeed".into());
+        } else if par.prefetch_bucket_size.is_some() {
+            return Err("--prefetch-bucket-size needs --framework deepspeed".into());
         }
         cfg.parallel.schedule = par.schedule.unwrap_or_default();
         cfg.parallel.tp_layers_only = par.tp_layers_only;

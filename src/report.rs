@@ -204,6 +204,10 @@ pub struct DetailedInputs {
     /// DeepSpeed's `reduce_bucket_size` in values (only under `deepspeed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reduce_bucket_size: Option<u64>,
+    /// DeepSpeed's `stage3_prefetch_bucket_size` in values (only under
+    /// `deepspeed` at ZeRO stage 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefetch_bucket_size: Option<u64>,
     /// Experts' implementation (`grouped` or `loop`).
     pub experts_impl: String,
     /// Megatron's capacity factor, if any.
@@ -618,9 +622,16 @@ impl DetailedReport {
                 parallel: *p,
                 framework: cfg.framework.name().into(),
                 reduce_bucket_size: match cfg.framework {
-                    crate::detailed::Framework::DeepSpeed { reduce_bucket_size } => {
-                        Some(reduce_bucket_size)
-                    }
+                    crate::detailed::Framework::DeepSpeed {
+                        reduce_bucket_size, ..
+                    } => Some(reduce_bucket_size),
+                    _ => None,
+                },
+                prefetch_bucket_size: match cfg.framework {
+                    crate::detailed::Framework::DeepSpeed {
+                        prefetch_bucket_size,
+                        ..
+                    } if p.zero == 3 => Some(prefetch_bucket_size),
                     _ => None,
                 },
                 experts_impl: cfg.experts_impl.name().into(),

@@ -244,8 +244,29 @@ fn detailed_flags_are_checked() {
             "--reduce-bucket-size must be 1e3 to 1e10 values (got 10)",
         ),
         (
-            &["--model", "gpt2", "--dp", "2", "--zero", "3", "--framework", "deepspeed"],
-            "DeepSpeed is modelled for ZeRO stages 1 and 2",
+            &[
+                "--model", "gpt2", "--dp", "2", "--zero", "3", "--framework", "deepspeed",
+                "--pp", "2",
+            ],
+            "DeepSpeed's ZeRO-3 does not run with pipeline parallelism",
+        ),
+        (
+            &["--model", "gpt2", "--dp", "2", "--zero", "3", "--prefetch-bucket-size", "1e6"],
+            "--prefetch-bucket-size needs --framework deepspeed",
+        ),
+        (
+            &[
+                "--model", "gpt2", "--dp", "2", "--zero", "3", "--framework", "deepspeed",
+                "--prefetch-bucket-size", "2e10",
+            ],
+            "--prefetch-bucket-size must be 0 to 1e10 values (got 20000000000)",
+        ),
+        (
+            &[
+                "--model", "gpt2", "--dp", "2", "--zero", "3", "--framework", "deepspeed",
+                "--lora-rank", "8",
+            ],
+            "DeepSpeed's ZeRO-3 is modelled for full training",
         ),
     ];
     for (args, msg) in cases {

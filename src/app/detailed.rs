@@ -317,7 +317,7 @@ const FRAMEWORK_NAMES: &[&str] = &[
     "PyTorch DDP, gradient_as_bucket_view",
     "PyTorch FSDP2 (ZeRO-3)",
     "PyTorch FSDP2, reshard_after_forward=False",
-    "DeepSpeed ZeRO 1–2 (fp32 partition, 5e8-value bucket)",
+    "DeepSpeed (fp32 partition, 5e8-value bucket)",
 ];
 const ATTENTION_NAMES: &[&str] = &["Flash / SDPA (the default)", "Eager (keeps a·s² scores)"];
 

@@ -43,6 +43,7 @@ pub mod search;
 pub mod states;
 pub mod steptime;
 pub mod timeline;
+pub mod zero3;
 
 use std::fmt;
 
@@ -250,11 +251,14 @@ pub enum Framework {
     /// into partitions bucket by bucket as stage 2 does, and the first
     /// gradient of backward allocates the flat bucket they are copied into
     /// (`ipg_buffer`, `reduce_bucket_size` values in the weights' dtype),
-    /// freed when the step ends. Measured, `tests/fixtures/
-    /// deepspeed_measured.tsv`.
+    /// freed when the step ends. Stage 3 (`stage3.py`) as
+    /// [`zero3`] walks it. Measured, `tests/fixtures/deepspeed_measured.tsv`.
     DeepSpeed {
         /// `reduce_bucket_size`, in values (DeepSpeed's default 5e8).
         reduce_bucket_size: u64,
+        /// `stage3_prefetch_bucket_size`, in values (DeepSpeed's default
+        /// 5e7): how far ahead stage 3 all-gathers once it has traced a step.
+        prefetch_bucket_size: u64,
     },
 }
 
@@ -280,10 +284,12 @@ impl Framework {
         ("deepspeed", Framework::DEEPSPEED),
     ];
 
-    /// DeepSpeed with its default bucket, 5e8 values
-    /// (`deepspeed/runtime/zero/config.py`, `reduce_bucket_size`).
+    /// DeepSpeed with its default buckets, 5e8 values to reduce and 5e7 to
+    /// prefetch (`deepspeed/runtime/zero/config.py`, `reduce_bucket_size`,
+    /// `prefetch_bucket_size`).
     pub const DEEPSPEED: Framework = Framework::DeepSpeed {
         reduce_bucket_size: 500_000_000,
+        prefetch_bucket_size: 50_000_000,
     };
 
     /// Its name.
@@ -677,12 +683,41 @@ fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
             "FSDP2 shards parameters, gradients and optimizer state: it is ZeRO-3 (--zero 3)",
         );
     }
-    if let Framework::DeepSpeed { reduce_bucket_size } = cfg.framework {
-        if !(1..=2).contains(&p.zero) {
-            return err("DeepSpeed is modelled for ZeRO stages 1 and 2 (--zero 1 or 2); its stage 3 is measured but not modelled yet");
+    if let Framework::DeepSpeed {
+        reduce_bucket_size,
+        prefetch_bucket_size,
+    } = cfg.framework
+    {
+        if !(1..=3).contains(&p.zero) {
+            return err("DeepSpeed runs ZeRO stages 1 to 3 (--zero 1, 2 or 3)");
         }
         if !(1_000..=10_000_000_000).contains(&reduce_bucket_size) {
             return err("DeepSpeed's reduce bucket must be 1e3 to 1e10 values");
+        }
+        if prefetch_bucket_size > 10_000_000_000 {
+            return err("DeepSpeed's prefetch bucket must be 0 to 1e10 values");
+        }
+        if p.zero == 3 {
+            // DeepSpeed's pipeline engine runs ZeRO stage 1 at most
+            // (`runtime/pipe/engine.py`: "ZeRO-2 and ZeRO-3 are incompatible
+            // with pipeline parallelism").
+            if p.pp > 1 {
+                return err("DeepSpeed's ZeRO-3 does not run with pipeline parallelism (its pipeline engine takes stage 1 at most)");
+            }
+            if o.params || o.optimizer || o.activations {
+                return err("DeepSpeed's ZeRO-3 is modelled without offload here: choose the megatron framework for offloaded figures");
+            }
+            if cfg.lora_rank.is_some() || cfg.base_quant != BaseQuant::None {
+                return err("DeepSpeed's ZeRO-3 is modelled for full training: LoRA and quantized bases are not");
+            }
+            if matches!(
+                cfg.objective,
+                Objective::Dpo {
+                    reference: Reference::Model
+                }
+            ) {
+                return err("DeepSpeed's ZeRO-3 is modelled without DPO's reference model");
+            }
         }
     }
     if matches!(cfg.framework, Framework::Ddp { .. }) && p.zero > 0 {

@@ -86,9 +86,9 @@ pub(super) fn grad_stage(cfg: &DetailedConfig) -> u8 {
 /// values in the weights' dtype, 0 under other frameworks.
 pub(super) fn deepspeed_bucket(cfg: &DetailedConfig) -> f64 {
     match cfg.framework {
-        super::Framework::DeepSpeed { reduce_bucket_size } => {
-            reduce_bucket_size as f64 * weight_bytes(cfg)
-        }
+        super::Framework::DeepSpeed {
+            reduce_bucket_size, ..
+        } => reduce_bucket_size as f64 * weight_bytes(cfg),
         _ => 0.0,
     }
 }

@@ -75,6 +75,7 @@
 
 use super::activations::{self, act_bytes};
 use super::states::{self, grad_bytes, params_per_gpu, trained_params, update_bytes, weight_bytes};
+use super::zero3::{self, Zero3};
 use super::{
     check, quant, AttentionKernel, BaseQuant, DetailedConfig, DetailedError, Family, Framework,
     Objective, Optimizer, Profile, Reference,
@@ -157,6 +158,11 @@ pub enum Moment {
     ReferenceForward,
     /// Inside layer `i`'s forward (0-based), at its largest transient.
     LayerForward(u64),
+    /// DeepSpeed's ZeRO-3: the output layer's weights all-gathered, the
+    /// last layer's activations saved (on later steps the prefetch group's
+    /// flat buffer is freed once the output layer, its last weight, is
+    /// fetched).
+    OutputGather,
     /// The loss: logits, their fp32 copy, the log-probabilities.
     Loss,
     /// The loss's backward: the fp32 gradients of the log-probabilities and
@@ -165,6 +171,10 @@ pub enum Moment {
     /// The output layer's backward: the logits' gradient in the model's
     /// dtype, the output layer's weight gradient.
     HeadBackward,
+    /// DeepSpeed's ZeRO-3: the final norm's backward, between the output
+    /// layer's and the last layer's, where the first full bucket is
+    /// reduced.
+    NormBackward,
     /// Inside layer `i`'s backward, at its largest transient.
     LayerBackward(u64),
     /// FSDP2: the root's gradients reduce-scattered when its backward ends,
@@ -172,6 +182,9 @@ pub enum Moment {
     RootReduce,
     /// The embedding's backward, end of the micro-batch's backward.
     EmbeddingBackward,
+    /// DeepSpeed's ZeRO-3: the gradients left in the bucket all-reduced
+    /// when backward ends (`independent_gradient_partition_epilogue`).
+    GradientReduce,
     /// The first step creates the optimizer state.
     OptimizerState,
     /// The update, with its temporaries.
@@ -190,11 +203,14 @@ impl Moment {
             Moment::RootGather => "root all-gather".into(),
             Moment::ReferenceForward => "reference forward".into(),
             Moment::LayerForward(i) => format!("layer {} forward", i + 1),
+            Moment::OutputGather => "output layer all-gather".into(),
             Moment::Loss => "loss".into(),
             Moment::LossBackward => "loss backward".into(),
             Moment::HeadBackward => "output layer backward".into(),
+            Moment::NormBackward => "final norm backward".into(),
             Moment::LayerBackward(i) => format!("layer {} backward", i + 1),
             Moment::EmbeddingBackward => "embedding backward".into(),
+            Moment::GradientReduce => "gradient all-reduce".into(),
             Moment::RootReduce => "root reduce-scatter".into(),
             Moment::OptimizerState => "optimizer state created".into(),
             Moment::OptimizerUpdate => "optimizer update".into(),
@@ -333,7 +349,7 @@ struct Pieces {
 /// one layer, on one GPU before ZeRO: tensor parallelism splits the first
 /// two; a layer's share is what [`states::params_per_gpu`] leaves per layer
 /// (routed experts split by ep · etp, norms and router whole).
-fn param_split(cfg: &DetailedConfig) -> (f64, f64, f64) {
+pub(super) fn param_split(cfg: &DetailedConfig) -> (f64, f64, f64) {
     let a = &cfg.arch;
     let par = &cfg.parallel;
     let embedding = a.embedding_params() as f64 / par.outer_divisor();
@@ -483,8 +499,11 @@ fn pieces(cfg: &DetailedConfig) -> Pieces {
     // With the parameters offloaded, none of a gathered layer is resident;
     // FSDP2 all-gathers into new full-size tensors beside the shards
     // (`_fsdp_collectives.py`, `foreach_all_gather`), measured.
+    // DeepSpeed's ZeRO-3 counts its gathered weights itself ([`Zero3`]).
     let unsharded = if cfg.offload.params || matches!(cfg.framework, Framework::Fsdp2 { .. }) {
         1.0
+    } else if matches!(cfg.framework, Framework::DeepSpeed { .. }) {
+        0.0
     } else if par.zero >= 3 {
         1.0 - 1.0 / par.dp as f64
     } else {
@@ -568,6 +587,8 @@ struct Walk<'a> {
     root_grads: f64,
     /// DeepSpeed's gradient bucket, once allocated.
     bucket: f64,
+    /// DeepSpeed's ZeRO-3: its gathered weights and buffers.
+    zero3: Option<Zero3>,
     phase: Phase,
     micro_batch: u64,
 }
@@ -584,7 +605,8 @@ impl Walk<'_> {
                     + self.root
                     + self.layers_held
                     + self.root_grads
-                    + self.bucket,
+                    + self.bucket
+                    + self.zero3.as_ref().map_or(0.0, |z| z.gathered(moment)),
                 ..self.live
             },
         });
@@ -661,6 +683,9 @@ impl Walk<'_> {
         } else {
             0.0
         };
+        if last && self.zero3.is_some() {
+            self.record(Moment::OutputGather, 0.0);
+        }
         if last {
             self.live.activations += pc.head + pc.logits;
             self.record(
@@ -699,8 +724,17 @@ impl Walk<'_> {
         }
         // The prefetched layer is the first backward's own gathered one.
         self.layers_held -= self.prefetched;
+        if last && self.zero3.is_some() {
+            self.record(Moment::NormBackward, 0.0);
+        }
         for i in (0..layers).rev() {
             let extra = self.accumulate(pc.layer_grads);
+            // ZeRO-3 copies each weight's gradient into its bucket as it
+            // arrives: one weight's at a time.
+            let extra = self
+                .zero3
+                .as_ref()
+                .map_or(extra, |z| extra.min(z.largest_grad));
             self.record(
                 Moment::LayerBackward(i),
                 pc.layer_backward + pc.recomputed + extra + pc.gathered_layer,
@@ -718,6 +752,9 @@ impl Walk<'_> {
                 extra + 2.0 * pc.tied_gradient + pc.gathered_outer,
             );
             self.held = 0.0;
+            if self.zero3.is_some() {
+                self.record(Moment::GradientReduce, 0.0);
+            }
         }
         // FSDP2's root, its backward done: resharded, then its gradients
         // reduce-scattered.
@@ -807,10 +844,14 @@ pub fn stage_timelines(
         Framework::Ddp { bucket_view } => Some(bucket_view),
         _ => None,
     };
-    // DeepSpeed's partitions of the gradients are freed when the step ends.
+    // DeepSpeed's partitions of the gradients are freed when the step ends
+    // under stages 1 and 2; stage 3 allocates its flat partition and its
+    // bucket when it starts and keeps them.
+    let zero3 = Zero3::new(cfg, opts.step == Step::First);
     let persistent_grads = (cfg.profile == Profile::Fused
         && !matches!(cfg.framework, Framework::DeepSpeed { .. }))
-        || ddp == Some(true);
+        || ddp == Some(true)
+        || zero3.is_some();
     let buckets = if ddp == Some(false) {
         states.grads / 2.0
     } else {
@@ -839,7 +880,12 @@ pub fn stage_timelines(
             layers_held: 0.0,
             prefetched: 0.0,
             root_grads: 0.0,
-            bucket: 0.0,
+            bucket: if zero3.is_some() {
+                states::deepspeed_bucket(cfg)
+            } else {
+                0.0
+            },
+            zero3: zero3.clone(),
             live: Live {
                 grads: if persistent_grads {
                     states.grads
@@ -875,8 +921,10 @@ pub fn stage_timelines(
             walk.micro_batch = 2;
             walk.micro_batch(stage_layers, first, last, in_flight);
         }
-        // DeepSpeed frees its bucket when backward ends.
-        walk.bucket = 0.0;
+        // DeepSpeed frees its bucket when backward ends (stages 1 and 2).
+        if zero3.is_none() {
+            walk.bucket = 0.0;
+        }
         // Gradients on this GPU are exactly the states' figure now.
         walk.live.grads = states.grads;
         walk.live.activations = 0.0;
@@ -887,6 +935,14 @@ pub fn stage_timelines(
             walk.record(Moment::OptimizerState, 0.0);
         }
         let shard = (par.tp * par.pp) as f64 * par.zero_divisor(1);
+        // DeepSpeed updates one flat fp32 partition at a time: the whole
+        // partition under stages 1 and 2, a sub-group of it under stage 3.
+        let partition = trained_params(cfg) / shard;
+        let sub_group = if zero3.is_some() {
+            partition.min(zero3::SUB_GROUP_SIZE)
+        } else {
+            partition
+        } * update_bytes(cfg);
         let temporaries = match (cfg.optimizer, adam) {
             // DeepSpeed hands the optimizer one flat fp32 partition
             // (`single_partition_of_fp32_groups`): the loop's two
@@ -894,7 +950,7 @@ pub fn stage_timelines(
             (Optimizer::AdamW, AdamImpl::ForLoop)
                 if matches!(cfg.framework, Framework::DeepSpeed { .. }) =>
             {
-                2.0 * trained_params(cfg) * update_bytes(cfg) / shard
+                2.0 * sub_group
             }
             (Optimizer::AdamW, AdamImpl::ForLoop) => {
                 2.0 * largest_trained(cfg) * update_bytes(cfg) / par.zero_divisor(1)
@@ -940,9 +996,12 @@ pub fn stage_timelines(
             }
             _ => 0.0,
         };
-        // CPU Adam runs on the host.
+        // CPU Adam runs on the host. ZeRO-3 flattens each sub-group's
+        // gradient partition into a new fp32 tensor before its update.
         let temporaries = if cfg.offload.optimizer {
             0.0
+        } else if zero3.is_some() {
+            temporaries + sub_group
         } else {
             temporaries
         };
@@ -954,7 +1013,7 @@ pub fn stage_timelines(
         // updated partitions of the weights through a buffer of all of them
         // (`all_gather_dp_groups`; measured: the whole weights' size
         // whatever allgather_bucket_size).
-        if matches!(cfg.framework, Framework::DeepSpeed { .. }) {
+        if matches!(cfg.framework, Framework::DeepSpeed { .. }) && zero3.is_none() {
             walk.record(Moment::WeightsGather, states.params);
         }
         walk.record(Moment::End, 0.0);
@@ -1033,6 +1092,14 @@ pub fn why_peak(t: &StepTimeline, sum: f64, size: impl Fn(f64) -> String) -> Str
             " DeepSpeed is all-gathering the updated weights from every GPU's partition into a buffer the size of all of them ({}).",
             size(l.transient)
         ),
+        Moment::OutputGather => format!(
+            " DeepSpeed's ZeRO-3 is all-gathering the output layer after the last layer's forward: the gathered weights, the persistent small ones and, on later steps, the prefetch group's flat buffer beside them ({}) stack on the saved activations.",
+            size(l.transient)
+        ),
+        Moment::GradientReduce => format!(
+            " Backward has ended and DeepSpeed's ZeRO-3 all-reduces the gradients left in its bucket: two copies of them beside the bucket and the still-gathered embedding ({} in all).",
+            size(l.transient)
+        ),
         Moment::RootReduce => format!(
             " FSDP2 is reduce-scattering the root module's gradients: cast to the reduce dtype and copied into one flat buffer, two full copies ({}).",
             size(l.transient)
@@ -1044,7 +1111,13 @@ pub fn why_peak(t: &StepTimeline, sum: f64, size: impl Fn(f64) -> String) -> Str
         ),
         _ => String::new(),
     };
+    // ZeRO-3 allocates its bucket at start-up and keeps it.
+    let zero3 = t.events.iter().any(|e| e.moment == Moment::GradientReduce);
     let bucket = match e.moment {
+        _ if zero3 => format!(
+            " Of the transient buffers, {} is DeepSpeed's gradient bucket (reduce_bucket_size), allocated at start-up and kept.",
+            size(t.bucket)
+        ),
         Moment::HeadBackward | Moment::LayerBackward(_) | Moment::EmbeddingBackward
             if t.bucket > 0.0 =>
         {

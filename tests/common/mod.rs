@@ -136,9 +136,14 @@ pub struct RankRow<'a> {
     pub opts: membudget::detailed::StepOptions,
 }
 
-/// The rank-steps of a `measure_ddp.py` fixture, the parameter count
-/// checked against the script's.
+/// The rank-steps of a `measure_ddp.py` fixture of Llamas, the parameter
+/// count checked against the script's.
 pub fn rank_rows(text: &str) -> Vec<RankRow<'_>> {
+    rank_rows_of(text, "llama")
+}
+
+/// The rank-steps of a fixture of `family` models (`llama`, `gpt2`).
+pub fn rank_rows_of<'a>(text: &'a str, family: &str) -> Vec<RankRow<'a>> {
     use membudget::detailed::{AdamImpl, DetailedConfig, Step, StepOptions};
     tsv_rows(text)
         .map(|(line, c)| {
@@ -153,7 +158,7 @@ pub fn rank_rows(text: &str) -> Vec<RankRow<'_>> {
                 num(9),
                 num(10),
             );
-            let arch = measured_arch("llama", (layers, hidden, heads, kv, ffn, vocab), seq);
+            let arch = measured_arch(family, (layers, hidden, heads, kv, ffn, vocab), seq);
             assert_eq!(arch.params(), num(11), "{line}: parameter count");
             let world = num(0);
             let mut cfg = DetailedConfig::new(arch, seq, micro * world);

@@ -431,7 +431,7 @@ test('the framework picker: DDP buckets double the gradients, bucket views undo 
   assert.deepEqual(problems, []);
 });
 
-test('DeepSpeed in the framework picker: its fp32 partition and bucket, refused at ZeRO-3; the all-to-all exchange of context parallelism', async () => {
+test('DeepSpeed in the framework picker: its fp32 partition and bucket, and at ZeRO-3 the bucket kept from start-up; the all-to-all exchange of context parallelism', async () => {
   const { page, problems, context } = await open('?mode=detailed&model=llama-3.2-1b&dp=4&zero=2');
   const doc = async () => {
     await page.click('#copy-json');
@@ -440,7 +440,7 @@ test('DeepSpeed in the framework picker: its fp32 partition and bucket, refused 
   const megatron = await doc();
   assert.match(await page.textContent('#peak-explanation'), /during loss \(forward phase\)/);
   await page.evaluate(() => { document.getElementById('framework-select').closest('details').open = true; });
-  await page.selectOption('#framework-select', { label: 'DeepSpeed ZeRO 1–2 (fp32 partition, 5e8-value bucket)' });
+  await page.selectOption('#framework-select', { label: 'DeepSpeed (fp32 partition, 5e8-value bucket)' });
   await urlMatches(page, /framework=deepspeed/);
   const ds = await doc();
   // Mixed precision: the fp32 master partition is Megatron's too. DeepSpeed
@@ -450,7 +450,13 @@ test('DeepSpeed in the framework picker: its fp32 partition and bucket, refused 
   assert.match(await page.textContent('#peak-explanation'),
     /during output layer backward.* Of the transient buffers, 1\.0 GB is DeepSpeed's gradient bucket/);
   await setCount(page, 'zero-input', 3);
-  assert.match(await page.textContent('#detailed-sentence'), /cannot be computed: DeepSpeed is modelled for ZeRO stages 1 and 2/);
+  await urlMatches(page, /zero=3/);
+  assert.doesNotMatch(await page.textContent('#detailed-sentence'), /cannot be computed/);
+  assert.match(await page.textContent('#peak-explanation'),
+    /Of the transient buffers, 1\.0 GB is DeepSpeed's gradient bucket \(reduce_bucket_size\), allocated at start-up and kept\./);
+  // Stage 3 partitions the bf16 weights too.
+  const ds3 = await doc();
+  assert.ok(ds3.bytes.params < ds.bytes.params / 3, `${ds3.bytes.params} vs ${ds.bytes.params}`);
   await context.close();
   assert.deepEqual(problems, []);
 
