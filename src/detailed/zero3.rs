@@ -353,11 +353,16 @@ fn simulate(
         .flat_map(|(k, m)| m.params.iter().map(move |&p| (k, p)))
         .filter(|&(_, p)| !persistent(p))
         .collect();
-    let next_use = |p: usize, after: usize| {
-        uses.iter()
-            .find(|&&(k, q)| q == p && k > after)
-            .map(|&(k, _)| k)
-    };
+    // Each module's next use of each of its weights, from the end back.
+    let mut seen: Vec<Option<usize>> = vec![None; numel.len()];
+    let mut next_use: Vec<Vec<Option<usize>>> = vec![Vec::new(); trace.len()];
+    for (k, m) in trace.iter().enumerate().rev() {
+        next_use[k] = m.params.iter().map(|&p| seen[p]).collect();
+        for &p in &m.params {
+            seen[p] = Some(k);
+        }
+    }
+    let backward = backward_from(trace);
     let mut status = vec![Status::Partitioned; numel.len()];
     let mut groups: Vec<Group> = Vec::new();
     let mut fetched_for = vec![0usize; numel.len()];
@@ -454,12 +459,11 @@ fn simulate(
         let now = if forward { peak } else { copies + flats };
         note(m.at, persistent_bytes + now + reduce_at[k]);
         // Release.
-        for &p in &m.params {
+        for (&p, next) in m.params.iter().zip(&next_use[k]) {
             if persistent(p) || status[p] != Status::Gathered || fetched_for[p] > k {
                 continue;
             }
-            let kept =
-                next_use(p, k).is_some_and(|n| prefix[n] - prefix[k + 1] < MAX_REUSE_DISTANCE);
+            let kept = next.is_some_and(|n| prefix[n] - prefix[k + 1] < MAX_REUSE_DISTANCE);
             if !kept {
                 status[p] = Status::Partitioned;
                 copies -= numel[p] * wb;
@@ -467,7 +471,7 @@ fn simulate(
             }
         }
         // The loss runs once the output layer's forward has released.
-        if k + 1 == backward_from(trace) {
+        if k + 1 == backward {
             note(Moment::Loss, persistent_bytes + copies + flats);
             note(Moment::LossBackward, persistent_bytes + copies + flats);
         }
