@@ -219,6 +219,12 @@ pub struct ParallelArgs {
     /// Data-parallel GPUs, 1–4096 [default: 1].
     #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=4096))]
     pub dp: Option<u64>,
+    /// Hybrid sharding (HSDP; torchtitan's data_parallel_shard_degree):
+    /// ZeRO shards over groups of N data-parallel GPUs and the dp / N
+    /// groups replicate, all-reducing their gradient shards; 1–4096,
+    /// dividing --dp, with --zero 1–3 [default: --dp, sharding over all].
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=4096))]
+    pub dp_shard: Option<u64>,
     /// ZeRO stage across the data-parallel GPUs, 0–3 [default: 0].
     #[arg(long, value_name = "STAGE", value_parser = value_parser!(u8).range(0..=3))]
     pub zero: Option<u8>,
@@ -389,8 +395,13 @@ pub struct TimeArgs {
     /// Price of one GPU-hour, in your currency, for --tokens [default: 2.00].
     #[arg(long, value_name = "PRICE")]
     pub price: Option<f64>,
+    /// The network between nodes, Gbit/s per node (all its NICs), 1–100000
+    /// [default: the card's reference system, e.g. 8 × 200 on A100, 8 × 400
+    /// on H100].
+    #[arg(long, value_name = "GBIT", value_parser = value_parser!(u64).range(1..=100_000))]
+    pub network_gbit: Option<u64>,
     /// Sustained fraction of the dense peak for matrix multiplies, 0.01–1
-    /// [default: 0.80].
+    /// [default: 0.80 on A100, scaled by each card's measured best].
     #[arg(long, value_name = "F")]
     pub eff_matmul: Option<f64>,
     /// Sustained fraction of the dense peak for FlashAttention, 0.01–1
@@ -412,6 +423,7 @@ impl TimeArgs {
     fn given(&self) -> bool {
         self.plan
             || self.gpus.is_some()
+            || self.network_gbit.is_some()
             || self.tokens.is_some()
             || self.price.is_some()
             || self.eff_matmul.is_some()
@@ -521,6 +533,7 @@ impl Args {
             || par.prefetch_bucket_size.is_some()
             || par.schedule.is_some()
             || par.tp_layers_only
+            || par.dp_shard.is_some()
             || f.lora_rank.is_some()
             || f.lora_targets.is_some()
             || f.quant_base.is_some()
@@ -537,8 +550,13 @@ impl Args {
     /// The card of the table named by `--gpu`, in nodes of
     /// `--gpus-per-node`: what the step time needs.
     pub fn cluster(&self) -> Option<Cluster> {
-        let g = hardware::gpu(self.hardware.gpu.as_deref()?)?;
-        Some(Cluster::new(g, self.offload.gpus_per_node.unwrap_or(8)))
+        let mut g = hardware::gpu(self.hardware.gpu.as_deref()?)?;
+        let per_node = self.offload.gpus_per_node.unwrap_or(8);
+        if let Some(gbit) = self.time.network_gbit {
+            // Gbit/s per node to GB/s per GPU: its share of the node's NICs.
+            g.inter_node_gbps = gbit as f64 / 8.0 / per_node as f64;
+        }
+        Some(Cluster::new(g, per_node))
     }
 
     /// The card to fit on, if one was named: (its name, memory in bytes).
@@ -795,6 +813,7 @@ impl Args {
         }
         cfg.parallel.schedule = par.schedule.unwrap_or_default();
         cfg.parallel.tp_layers_only = par.tp_layers_only;
+        cfg.parallel.dp_shard = par.dp_shard;
         if let Some(i) = k.experts_impl {
             cfg.experts_impl = i;
         }

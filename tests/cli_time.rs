@@ -140,3 +140,47 @@ fn time_needs_a_card_and_sane_efficiencies() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("--eff-matmul must be"));
     }
 }
+
+/// IBM's Llama 2 13B on 128 A100s (fms-fsdp): hybrid sharding inside each
+/// node of 8, 400 Gbit/s between nodes. The shard group shards the states
+/// as 8 GPUs do; the slower network slows only the cross-node all-reduce.
+#[test]
+fn hybrid_sharding_and_the_network_reach_the_step() {
+    let base = [
+        "--model",
+        "llama-2-13b",
+        "--seq",
+        "4096",
+        "--batch",
+        "128",
+        "--micro-batch",
+        "1",
+        "--dp",
+        "128",
+        "--zero",
+        "3",
+        "--impl",
+        "hf",
+        "--gpu",
+        "a100-80gb",
+        "--json",
+    ];
+    let with = |extra: &[&str]| membudget(&[&base[..], extra].concat());
+    let hsdp = with(&["--dp-shard", "8"]);
+    assert_eq!(hsdp["inputs"]["parallel"]["dp_shard"], 8);
+    let full = with(&[]);
+    assert!(hsdp["bytes"]["optimizer_state"].as_f64() > full["bytes"]["optimizer_state"].as_f64());
+    let slow = with(&["--dp-shard", "8", "--network-gbit", "50"]);
+    let (fast_t, slow_t) = (&hsdp["time"], &slow["time"]);
+    assert_eq!(fast_t["parts"]["matmul"], slow_t["parts"]["matmul"]);
+    assert!(
+        slow_t["parts"]["data_parallel"].as_f64().unwrap()
+            > fast_t["parts"]["data_parallel"].as_f64().unwrap() + 1.0
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_membudget"))
+        .args([&base[..], &["--dp-shard", "6"]].concat())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("must divide"));
+}

@@ -763,6 +763,17 @@ fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     if p.zero > 3 {
         return err("ZeRO stage must be 0, 1, 2 or 3");
     }
+    if let Some(n) = p.dp_shard {
+        if n == 0 || !p.dp.is_multiple_of(n) {
+            return err("the shard group (--dp-shard) must divide the data-parallel GPUs");
+        }
+        if p.zero == 0 && n < p.dp {
+            return err("hybrid sharding (--dp-shard) shards ZeRO's states: give --zero 1, 2 or 3");
+        }
+        if matches!(cfg.framework, Framework::DeepSpeed { .. }) && n < p.dp {
+            return err("hybrid sharding (--dp-shard) is PyTorch FSDP's; DeepSpeed's ZeRO++ partitions differently and is not modelled");
+        }
+    }
     if !a.heads.is_multiple_of(p.tp) {
         return err("tensor parallelism must divide the attention heads");
     }
@@ -851,6 +862,26 @@ mod tests {
 #[cfg(test)]
 mod objective_tests {
     use super::*;
+
+    /// Hybrid sharding's group must divide dp, shard something, and is
+    /// PyTorch's: each refused with its reason.
+    #[test]
+    fn hybrid_sharding_is_checked() {
+        let mut cfg = DetailedConfig::new(preset("llama-3.1-8b").unwrap().arch, 1024, 16);
+        cfg.parallel.dp = 16;
+        cfg.parallel.zero = 3;
+        cfg.parallel.dp_shard = Some(8);
+        assert!(estimate(&cfg).is_ok());
+        cfg.parallel.dp_shard = Some(6);
+        assert!(estimate(&cfg).unwrap_err().to_string().contains("divide"));
+        cfg.parallel.dp_shard = Some(8);
+        cfg.parallel.zero = 0;
+        assert!(estimate(&cfg).unwrap_err().to_string().contains("--zero"));
+        cfg.parallel.zero = 3;
+        cfg.framework = Framework::DEEPSPEED;
+        assert!(estimate(&cfg).unwrap_err().to_string().contains("DeepSpeed"));
+    }
+
 
     /// TRL's DPO: chosen and rejected in one forward (twice the sequences),
     /// a frozen reference beside the policy unless LoRA or precomputed.

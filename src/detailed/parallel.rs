@@ -43,6 +43,13 @@ pub struct Parallelism {
     /// vocabulary-parallel embedding, output layer and loss.
     #[serde(default)]
     pub tp_layers_only: bool,
+    /// Hybrid sharding (PyTorch FSDP's `HYBRID_SHARD`, FSDP2 over a 2-D
+    /// mesh, torchtitan's `data_parallel_shard_degree`): ZeRO shards over
+    /// groups of this many data-parallel GPUs, and the dp / n groups
+    /// replicate, all-reducing their gradient shards. None: one group of
+    /// all dp.
+    #[serde(default)]
+    pub dp_shard: Option<u64>,
 }
 
 /// A pipeline schedule.
@@ -143,6 +150,7 @@ impl Default for Parallelism {
             cp_comm: CpComm::P2p,
             schedule: Schedule::OneFOneB,
             tp_layers_only: false,
+            dp_shard: None,
         }
     }
 }
@@ -153,7 +161,7 @@ impl Parallelism {
     /// state from stage 1, gradients from 2, parameters from 3).
     pub fn zero_divisor(&self, stage: u8) -> f64 {
         if self.zero >= stage {
-            self.data_group() as f64
+            self.shard_group() as f64
         } else {
             1.0
         }
@@ -176,6 +184,20 @@ impl Parallelism {
     /// parallelism, `parallel_state.get_data_parallel_group(with_context_parallel=True)`).
     pub fn data_group(&self) -> u64 {
         self.dp.max(1) * self.cp.max(1)
+    }
+
+    /// The GPUs ZeRO shards over: the data group, or under hybrid
+    /// sharding its groups of `dp_shard` (times cp, which torchtitan
+    /// flattens into the shard dimension).
+    pub fn shard_group(&self) -> u64 {
+        self.dp_shard
+            .map_or(self.data_group(), |n| n.max(1) * self.cp.max(1))
+    }
+
+    /// The groups that replicate the sharded states under hybrid sharding
+    /// and all-reduce their gradient shards: dp / dp_shard (1 without it).
+    pub fn replicas(&self) -> u64 {
+        self.data_group() / self.shard_group().max(1)
     }
 
     /// The expert-data-parallel group: GPUs holding the same experts,

@@ -199,6 +199,8 @@ pub fn layouts(cfg: &DetailedConfig, gpus: u64, gpus_per_node: u64) -> Vec<Detai
                                         schedule,
                                         sp: tp > 1,
                                         zero,
+                                        // The search shards over all of dp.
+                                        dp_shard: None,
                                         ..cfg.parallel
                                     };
                                     c.micro_batch = Some(micro);

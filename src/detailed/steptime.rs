@@ -121,32 +121,73 @@ pub const FLASH_ATTENTION_2: [(&[&str], f64); 2] = [
     ),
 ];
 
+/// The largest fraction of the dense bf16 peak a matrix multiply reaches
+/// on each card, measured by a search over shapes in PyTorch: the "Maximum
+/// Achievable Matmul FLOPS" table of Bekman, "Machine Learning
+/// Engineering", `compute/accelerator/README.md` (A100 SXM 271.2 of 312
+/// TFLOPS, H100 SXM 794.5 of 989, "H200 is the same", B200 1745 of 2250,
+/// MI300X 668.4 of 1300, MI325X 784.9 of 1300). Cards it does not list take
+/// their architecture's (the H100 PCIe the H100 SXM's) or, with none, the
+/// A100's.
+pub const MATMUL_MAMF: [(&[&str], f64); 5] = [
+    (&["h100-sxm", "h100-pcie", "h200"], 794.5 / 989.0),
+    (&["b200"], 1745.0 / 2250.0),
+    (&["mi300x"], 668.4 / 1300.0),
+    (&["mi325x"], 784.9 / 1300.0),
+    (
+        &["a100-40gb", "a100-80gb", "rtx-3090", "l40s", "rtx-4090"],
+        271.2 / 312.0,
+    ),
+];
+
+/// The A100's measured fraction, against which [`MATMUL_MAMF`] scales the
+/// 0.80 of [`Efficiency::default`].
+const A100_MAMF: f64 = 271.2 / 312.0;
+
+/// Looks `gpu` up in a table of fractions by card.
+fn by_card(table: &[(&[&str], f64)], gpu: &Gpu, default: f64) -> f64 {
+    table
+        .iter()
+        .find(|(keys, _)| keys.contains(&gpu.key))
+        .map_or(default, |(_, e)| *e)
+}
+
 impl Efficiency {
-    /// The defaults on `gpu`: FlashAttention-2's rate on its architecture
-    /// ([`FLASH_ATTENTION_2`]), the rest as [`Efficiency::default`] (the
-    /// matrix multiplies' 80 % holds on Hopper too: "35 % vs. 80-90 % on
-    /// the Hopper H100 GPU", Shah et al. 2024, §1).
+    /// The defaults on `gpu`:
+    ///
+    /// - matrix multiplies at 0.80 of peak on the A100, and on other cards
+    ///   0.80 scaled by their measured best fraction against the A100's
+    ///   ([`MATMUL_MAMF`]): a training step's shapes fall short of the best
+    ///   shape by the same factor on every card (an assumption, stated in
+    ///   `docs/steptime.md`). H100 and H200: 0.74; B200: 0.71; MI300X: 0.47;
+    ///   MI325X: 0.56;
+    /// - FlashAttention-2 at its rate on the card's architecture
+    ///   ([`FLASH_ATTENTION_2`]);
+    /// - memory and links as [`Efficiency::default`].
     pub fn for_gpu(gpu: &Gpu) -> Self {
-        let attention = FLASH_ATTENTION_2
-            .iter()
-            .find(|(keys, _)| keys.contains(&gpu.key))
-            .map_or(0.50, |(_, e)| *e);
+        let attention = by_card(&FLASH_ATTENTION_2, gpu, 0.50);
         Self {
+            matmul: 0.80 * by_card(&MATMUL_MAMF, gpu, A100_MAMF) / A100_MAMF,
             attention_forward: attention,
             attention_backward: attention,
             ..Self::default()
         }
     }
 
-    /// With FlashAttention 1 instead of 2 (software before July 2023):
-    /// "the forward pass only reaches 30–50 % of the theoretical maximum
-    /// FLOPs/s of the device, while the backward pass ... 25–35 %" (Dao
-    /// 2023, §1), the low end of each.
-    pub fn flash_attention_1() -> Self {
+    /// On `gpu` with FlashAttention 1 instead of 2 (software before July
+    /// 2023): on the A100 "the forward pass only reaches 30–50 % of the
+    /// theoretical maximum FLOPs/s of the device, while the backward pass
+    /// ... 25–35 %" (Dao 2023, §1), the low end of each. Both versions run
+    /// the Ampere instructions wherever they run, so on other architectures
+    /// FlashAttention 1 keeps the fraction of the A100's rate that
+    /// FlashAttention-2 keeps ([`FLASH_ATTENTION_2`]: 0.35 / 0.50 on Hopper).
+    pub fn for_gpu_flash_attention_1(gpu: &Gpu) -> Self {
+        let d = Self::for_gpu(gpu);
+        let k = d.attention_forward / 0.50;
         Self {
-            attention_forward: 0.30,
-            attention_backward: 0.25,
-            ..Self::default()
+            attention_forward: 0.30 * k,
+            attention_backward: 0.25 * k,
+            ..d
         }
     }
 }
@@ -573,18 +614,34 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
     } else {
         param_bytes
     };
-    // Gradients are reduced, and ZeRO shards, over dp × cp GPUs.
+    // Gradients are reduced, and ZeRO shards, over dp × cp GPUs; under
+    // hybrid sharding ZeRO shards over groups of `shard` GPUs and the
+    // `replicas` groups all-reduce their gradient shards (PyTorch FSDP's
+    // `HYBRID_SHARD`: reduce-scatter in the group, then all-reduce across
+    // groups on its own stream, `_post_backward_hook`).
     let dp = p.data_group();
-    let dp_bw = link(dp, t);
+    let (shard, replicas) = (p.shard_group(), p.replicas());
+    let shard_bw = link(shard, t);
     let acc = cfg.accumulation_steps() as f64;
     // ZeRO-3 / FSDP: gather the parameters for forward and again for
     // backward, reduce-scatter the gradients, per micro-batch, hidden
     // behind that micro-batch's compute.
-    if p.zero >= 3 && dp > 1 {
-        let frac = (dp - 1) as f64 / dp as f64;
-        let comm = frac * (2.0 * param_bytes + trainable_bytes) / dp_bw;
+    if p.zero >= 3 && shard > 1 {
+        let frac = (shard - 1) as f64 / shard as f64;
+        let comm = frac * (2.0 * param_bytes + trainable_bytes) / shard_bw;
         micro.data_parallel = (comm - compute).max(0.0);
     }
+    // Hybrid sharding's all-reduce of each group's gradient shard across
+    // the replicas: its own stream, behind the last micro-batch's backward.
+    let cross = if replicas > 1 && p.zero >= 1 {
+        all_reduce(
+            trainable_bytes / shard as f64,
+            replicas,
+            link(replicas, t * shard),
+        )
+    } else {
+        0.0
+    };
     let mut step = micro.scaled(acc);
     let bubble = (pp - 1) as f64 / vp as f64;
     let stage = compute + micro.tensor_parallel + micro.expert_parallel + micro.context_parallel;
@@ -599,15 +656,21 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
     };
     // ZeRO 0–2 and DDP: reduce the gradients once per step, overlapped with
     // the last micro-batch's backward; ZeRO-1/2 then gather the updated
-    // parameters before the next forward.
+    // parameters before the next forward (in the shard group).
+    let backward = compute * (2.0 / 3.0);
     if p.zero < 3 && dp > 1 {
-        let reduce = all_reduce(trainable_bytes, dp, dp_bw);
-        let backward = compute * (2.0 / 3.0);
+        let reduce = if replicas > 1 {
+            0.5 * all_reduce(trainable_bytes, shard, shard_bw) + cross
+        } else {
+            all_reduce(trainable_bytes, dp, link(dp, t))
+        };
         let mut exposed = (reduce - backward).max(0.0);
         if p.zero >= 1 {
-            exposed += 0.5 * all_reduce(trainable_bytes, dp, dp_bw);
+            exposed += 0.5 * all_reduce(trainable_bytes, shard, shard_bw);
         }
         step.data_parallel += exposed;
+    } else if p.zero >= 3 {
+        step.data_parallel += (cross - backward).max(0.0);
     }
     // The optimizer update: read and write the state and master weights,
     // read the gradients, write the weights, on whatever stays on the GPU.
@@ -619,7 +682,7 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
     if cfg.offload.optimizer {
         // Gradients down, weights up over PCIe; Adam on the host reads and
         // writes fp32 weights and two moments and reads the gradient.
-        let local = n_params / if p.zero >= 1 { dp as f64 } else { 1.0 };
+        let local = n_params / if p.zero >= 1 { shard as f64 } else { 1.0 };
         let pcie = gpu.pcie_gbps * 1e9 * eff.link;
         let host = HOST_GBPS_PER_GPU * 1e9 * eff.memory;
         let state = match cfg.optimizer {
@@ -793,6 +856,66 @@ mod tests {
         let wide = gemm(8192.0, 8192.0, 8192.0, peak, bw) / (8192.0f64.powi(3));
         let narrow = gemm(8192.0, 512.0, 512.0, peak, bw) / (8192.0 * 512.0 * 512.0);
         assert!(narrow > 1.2 * wide);
+    }
+
+    /// Matrix multiplies run at 0.80 of peak on the A100 and, elsewhere, at
+    /// 0.80 scaled by the card's measured best fraction against the A100's;
+    /// FlashAttention 1 on Hopper loses what FlashAttention-2 loses there.
+    #[test]
+    fn efficiencies_by_card() {
+        let a100 = Efficiency::for_gpu(&gpu("a100-80gb").unwrap());
+        assert_eq!(a100.matmul, 0.80);
+        let h100 = gpu("h100-sxm").unwrap();
+        let e = Efficiency::for_gpu(&h100);
+        assert!((e.matmul - 0.80 * (794.5 / 989.0) / (271.2 / 312.0)).abs() < 1e-12);
+        assert!((e.matmul - 0.739).abs() < 1e-3, "{}", e.matmul);
+        let f = Efficiency::for_gpu_flash_attention_1(&h100);
+        assert!((f.attention_forward - 0.21).abs() < 1e-12);
+        assert!((f.attention_backward - 0.175).abs() < 1e-12);
+        assert_eq!(f.matmul, e.matmul);
+        let f = Efficiency::for_gpu_flash_attention_1(&gpu("a100-40gb").unwrap());
+        assert_eq!((f.attention_forward, f.attention_backward), (0.30, 0.25));
+        // A card no measurement lists takes the A100's.
+        let l40s = Efficiency::for_gpu(&gpu("l40s").unwrap());
+        assert_eq!(l40s.matmul, 0.80);
+        assert!(Efficiency::for_gpu(&gpu("mi300x").unwrap()).matmul < 0.5);
+    }
+
+    /// Hybrid sharding: FSDP inside each node of 8, the nodes all-reducing
+    /// their gradient shards. Over a slow network the all-reduce outlasts
+    /// the backward and shows; with one shard group it is plain ZeRO-3.
+    #[test]
+    fn hybrid_sharding_all_reduces_across_nodes() {
+        // One micro-batch per step: its backward is the step's.
+        let mut c = llama(4096, 128);
+        c.micro_batch = Some(1);
+        c.parallel.dp = 128;
+        c.parallel.zero = 3;
+        let whole = at(&c);
+        c.parallel.dp_shard = Some(128);
+        assert_eq!(at(&c), whole);
+        c.parallel.dp_shard = Some(8);
+        let fast = at(&c);
+        let mut slow_net = gpu("a100-80gb").unwrap();
+        slow_net.inter_node_gbps = 1.0;
+        let slow = step_time(&c, &Cluster::new(slow_net, 8), &Efficiency::default());
+        assert_eq!(fast.parts.matmul, slow.parts.matmul);
+        // 8B's 2-byte gradients over 8 shards, ring all-reduce over 16
+        // nodes at 0.8 GB/s per GPU, less a backward of the model's own.
+        let params = c.arch.params() as f64;
+        let cross = 2.0 * 15.0 / 16.0 * (2.0 * params / 8.0) / 0.8e9;
+        let compute = fast.parts.matmul + fast.parts.attention + fast.parts.memory_bound;
+        let exposed = cross - compute * 2.0 / 3.0;
+        assert!(exposed > 1.0, "{exposed}");
+        assert!((slow.parts.data_parallel - exposed).abs() < 1e-9 * exposed);
+        // The states are sharded over 8, as on 8 GPUs.
+        let shard8 = crate::detailed::estimate(&c).unwrap();
+        c.parallel.dp = 8;
+        c.parallel.dp_shard = None;
+        c.batch = 8;
+        let eight = crate::detailed::estimate(&c).unwrap();
+        assert_eq!(shard8.optimizer_state, eight.optimizer_state);
+        assert_eq!(shard8.params, eight.params);
     }
 
     /// Whatever the configuration, the figures are finite and positive.

@@ -505,7 +505,7 @@ fn pieces(cfg: &DetailedConfig) -> Pieces {
     } else if matches!(cfg.framework, Framework::DeepSpeed { .. }) {
         0.0
     } else if par.zero >= 3 {
-        1.0 - 1.0 / par.dp as f64
+        1.0 - 1.0 / par.zero_divisor(3)
     } else {
         0.0
     };
