@@ -111,7 +111,7 @@ pub struct ModelArgs {
     #[arg(long, value_name = "PRESET", value_parser = PossibleValuesParser::new(preset_names()))]
     pub model: Option<String>,
     /// A Hugging Face config.json (gpt2, llama, mistral, qwen2, qwen3,
-    /// gemma2, gemma3_text, mixtral, qwen3_moe, deepseek_v3); shape flags
+    /// gemma2, gemma3_text, mixtral, qwen3_moe, qwen2_moe, deepseek_v3); shape flags
     /// given with it override its values.
     #[arg(long, value_name = "PATH")]
     pub config: Option<std::path::PathBuf>,

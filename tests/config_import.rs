@@ -1,5 +1,5 @@
 //! config.json import against `transformers`: each published config in
-//! `fixtures/configs/hub/`, and the same config as `transformers` 5.24 writes
+//! `fixtures/configs/hub/`, and the same config as `transformers` 5.25 writes
 //! it (`fixtures/configs/saved/`, from `fixtures/count_params.py`), must give
 //! the parameter count `transformers` itself counts on the meta device
 //! (`fixtures/param_counts.tsv`), and the published models must equal their

@@ -1,6 +1,6 @@
 //! The step timeline of mixture-of-experts models against the peak of live
 //! memory measured in PyTorch: `fixtures/moe_peak_measured.tsv`, written by
-//! `fixtures/measure_peak_moe.py` (tiny Mixtral and Qwen3-MoE models, both
+//! `fixtures/measure_peak_moe.py` (tiny Mixtral, Qwen2-MoE and Qwen3-MoE models, both
 //! expert implementations, loop and foreach AdamW, first and later steps;
 //! two measuring methods that agree to the byte on every row). The "hf"
 //! profile on the CPU must give the peak within ±5 % and the right phase.
@@ -21,16 +21,24 @@ fn moe_peak_within_five_percent_and_right_phase() {
     for (line, c) in common::tsv_rows(text) {
         let n = |i: usize| c[i].parse::<u64>().unwrap();
         let qwen = c[0] == "qwen3_moe";
+        // Qwen2-MoE: a shared expert of width 2F behind its gate, q/k/v
+        // biases, top-k weights not renormalised (its config's default).
+        let qwen2 = c[0] == "qwen2_moe";
         let arch = Architecture {
             qk_norm: qwen,
+            qkv_bias: qwen2,
             moe: Some(Moe {
                 experts: n(5),
                 top_k: n(6),
                 expert_ffn: n(7),
-                shared_ffn: 0,
+                shared_ffn: if qwen2 { 2 * n(7) } else { 0 },
                 first_dense: 0,
-                router: if qwen { Router::Qwen } else { Router::Mixtral },
-                normalized: true,
+                router: match c[0] {
+                    "qwen3_moe" => Router::Qwen,
+                    "qwen2_moe" => Router::Qwen2,
+                    _ => Router::Mixtral,
+                },
+                normalized: !qwen2,
             }),
             ..Architecture::llama(n(1), n(2), n(3), n(4), n(7), n(8))
         };

@@ -41,16 +41,21 @@ fn rows() -> Vec<Row> {
         );
         let qwen = c[0].starts_with("qwen3_moe");
         let deepseek = c[0] == "deepseek_v3";
+        let qwen2 = c[0] == "qwen2_moe";
         let router = match c[0] {
             "qwen3_moe" | "qwen3_moe-raw" => Router::Qwen,
+            "qwen2_moe" => Router::Qwen2,
             "deepseek_v3" => Router::DeepSeek,
             _ => Router::Mixtral,
         };
         // measure_moe.py's DeepSeek shape: latent attention (64, 32, rope
         // 16, nope 32, value 32), one dense layer of MLP width 4F first, one
         // shared expert.
+        // measure_moe.py's Qwen2-MoE: a shared expert of width 2F behind its
+        // gate, q/k/v biases, norm_topk_prob off (Qwen2MoeConfig's default).
         let arch = Architecture {
             qk_norm: qwen,
+            qkv_bias: qwen2,
             mla: deepseek.then_some(Mla {
                 q_rank: 64,
                 kv_rank: 32,
@@ -62,10 +67,14 @@ fn rows() -> Vec<Row> {
                 experts,
                 top_k,
                 expert_ffn: effn,
-                shared_ffn: if deepseek { effn } else { 0 },
+                shared_ffn: match c[0] {
+                    "deepseek_v3" => effn,
+                    "qwen2_moe" => 2 * effn,
+                    _ => 0,
+                },
                 first_dense: u64::from(deepseek),
                 router,
-                normalized: !c[0].ends_with("-raw"),
+                normalized: !c[0].ends_with("-raw") && !qwen2,
             }),
             ..Architecture::llama(
                 layers,

@@ -177,7 +177,14 @@ const BOUNDED: [&str; 3] = ["mpt", "korthikanti", "narayanan"];
 /// Every source, in the order docs/steptime.md shows them: the bounded
 /// ones, then IBM's (whose 7B and 13B rows the model runs fast, see
 /// docs/steptime.md) and the H100 rows.
-const SOURCES: [&str; 6] = ["mpt", "korthikanti", "narayanan", "ibm", "mpt-h100", "ibm-h100"];
+const SOURCES: [&str; 6] = [
+    "mpt",
+    "korthikanti",
+    "narayanan",
+    "ibm",
+    "mpt-h100",
+    "ibm-h100",
+];
 
 /// Median and worst absolute error of one source's rows.
 pub fn summary(rows: &[Row], source: &str) -> (usize, f64, f64) {
@@ -271,4 +278,3 @@ fn print_table() {
         );
     }
 }
-

@@ -113,7 +113,14 @@ fn moe_mlp(cfg: &DetailedConfig, n: f64, m: Moe) -> (f64, f64, f64) {
     let h = cfg.arch.hidden as f64;
     let (e, k, f) = (m.experts as f64, m.top_k as f64, m.expert_ffn as f64);
     let nk = n * k;
-    let shared = 4.0 * n * m.shared_ffn as f64 * p;
+    // Qwen2-MoE's gated shared expert: the product keeps the shared
+    // expert's output (n·h) and the sigmoid's (n).
+    let gate = if m.router == Router::Qwen2 {
+        (n * h + n) * p
+    } else {
+        0.0
+    };
+    let shared = 4.0 * n * m.shared_ffn as f64 * p + gate;
     match cfg.profile {
         // With a capacity factor c and padding, each expert's buffers hold
         // c·n·k/E slots whether filled or not (Megatron-Core,
@@ -131,7 +138,7 @@ fn moe_mlp(cfg: &DetailedConfig, n: f64, m: Moe) -> (f64, f64, f64) {
                 0.0
             };
             let router = match m.router {
-                Router::Mixtral | Router::Qwen => 4.0 * n * e + 8.0 * nk + renorm,
+                Router::Mixtral | Router::Qwen | Router::Qwen2 => 4.0 * n * e + 8.0 * nk + renorm,
                 // `DeepseekV3TopkRouter`: fp32 copies of the input and the
                 // weight when the model is not fp32 (`.type(torch.float32)`),
                 // the sigmoid scores (n·E), then as above. Its group choice
@@ -153,7 +160,11 @@ fn moe_mlp(cfg: &DetailedConfig, n: f64, m: Moe) -> (f64, f64, f64) {
                     upcast + 4.0 * n * e + 8.0 * nk + renorm
                 }
             };
-            let weight = if m.router == Router::Qwen { p } else { 4.0 };
+            let weight = if matches!(m.router, Router::Qwen | Router::Qwen2) {
+                p
+            } else {
+                4.0
+            };
             let experts = match cfg.experts_impl {
                 ExpertsImpl::Grouped => nk * (24.0 + weight + 2.0 * h * p + 4.0 * f * p) + 4.0 * e,
                 ExpertsImpl::Loop => nk * (16.0 + weight + 3.0 * h * p + 4.0 * f * p),

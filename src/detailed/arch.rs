@@ -63,6 +63,11 @@ pub enum Router {
     /// The same, weights cast back to the model's dtype
     /// (`Qwen3MoeTopKRouter`, `norm_topk_prob` as the released models set it).
     Qwen,
+    /// Qwen's router, with a sigmoid gate on the shared expert's output: a
+    /// bias-free h → 1 projection per MoE layer
+    /// (`Qwen2MoeSparseMoeBlock.shared_expert_gate`,
+    /// `sigmoid(gate(x)) * shared_expert(x)`).
+    Qwen2,
     /// Sigmoid scores in fp32 with a per-expert score-correction bias
     /// (DeepSeek-V3's auxiliary-loss-free balancing, §2.1.2, Eq. 16). The
     /// bias is a buffer, not a parameter: updated by a rule, not by
@@ -276,10 +281,14 @@ impl Architecture {
                 match self.moe.filter(|_| moe_layer) {
                     // Each expert a SwiGLU MLP; the router a bias-free
                     // h → E projection (`nn.Linear(h, E, bias=False)`).
+                    // Qwen2-MoE's shared-expert gate: h → 1.
                     Some(m) => LayerParams {
                         dense: attention + 3 * h * m.shared_ffn,
                         experts: m.experts * 3 * h * m.expert_ffn,
-                        replicated: norms + qk_norm + h * m.experts,
+                        replicated: norms
+                            + qk_norm
+                            + h * m.experts
+                            + if m.router == Router::Qwen2 { h } else { 0 },
                     },
                     None => LayerParams {
                         dense: attention + 3 * h * f,
@@ -382,9 +391,10 @@ impl Architecture {
                 } + if self.qk_norm { 2 } else { 0 }
                     + if self.sandwich_norms { 4 } else { 2 };
                 let moe = self.moe_layers();
-                let mlp = self
-                    .moe
-                    .map_or(0, |m| moe * (1 + 2 + if m.shared_ffn > 0 { 3 } else { 0 }));
+                let mlp = self.moe.map_or(0, |m| {
+                    let gate = u64::from(m.router == Router::Qwen2);
+                    moe * (1 + 2 + if m.shared_ffn > 0 { 3 } else { 0 } + gate)
+                });
                 attention * self.layers
                     + 3 * (self.layers - moe)
                     + mlp

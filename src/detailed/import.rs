@@ -55,12 +55,16 @@ struct HfConfig {
     head_dim: Option<u64>,
     tie_word_embeddings: Option<bool>,
     attention_bias: Option<bool>,
+    // Qwen2-MoE's q/k/v biases (on unless false).
+    qkv_bias: Option<bool>,
+    use_sliding_window: Option<bool>,
     // Mixture of experts.
     num_local_experts: Option<u64>,
     num_experts: Option<u64>,
     n_routed_experts: Option<u64>,
     num_experts_per_tok: Option<u64>,
     moe_intermediate_size: Option<u64>,
+    shared_expert_intermediate_size: Option<u64>,
     n_shared_experts: Option<u64>,
     first_k_dense_replace: Option<u64>,
     moe_layer_freq: Option<u64>,
@@ -92,7 +96,7 @@ fn some_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<f64
 }
 
 /// The model types read, and what each maps to.
-pub const MODEL_TYPES: [&str; 11] = [
+pub const MODEL_TYPES: [&str; 12] = [
     "gpt2",
     "llama",
     "mistral",
@@ -102,6 +106,7 @@ pub const MODEL_TYPES: [&str; 11] = [
     "gemma3_text",
     "mixtral",
     "qwen3_moe",
+    "qwen2_moe",
     "deepseek_v3",
     "deepseek_v2",
 ];
@@ -296,12 +301,20 @@ fn llama_like(c: &HfConfig, t: &str, notes: &mut Vec<String>) -> Result<Architec
     let mut arch = Architecture::llama(layers, hidden, heads, kv, 1, vocab);
     arch.head_width = if head * heads == hidden { 0 } else { head };
     arch.tied_embeddings = c.tie_word_embeddings.unwrap_or(gemma);
-    arch.qkv_bias = t == "qwen2" || (c.attention_bias == Some(true) && !deepseek);
+    arch.qkv_bias = t == "qwen2"
+        || (t == "qwen2_moe" && c.qkv_bias != Some(false))
+        || (c.attention_bias == Some(true) && !deepseek);
     arch.qk_norm = matches!(t, "qwen3" | "qwen3_moe" | "gemma3_text");
     arch.sandwich_norms = gemma;
     // Gemma 2 caps its logits unless the file says null.
     arch.softcap = t == "gemma2"
         && !(c.attn_logit_softcapping == Some(None) && c.final_logit_softcapping == Some(None));
+    if c.use_sliding_window == Some(true) {
+        notes.push(
+            "use_sliding_window read as full attention: with flash attention the saved bytes are the same"
+                .to_string(),
+        );
+    }
     if c.attention_bias == Some(true) && t != "qwen2" && !matches!(t, "llama" | "mistral") {
         notes.push("attention_bias read as q/k/v biases".to_string());
     }
@@ -343,6 +356,43 @@ fn llama_like(c: &HfConfig, t: &str, notes: &mut Vec<String>) -> Result<Architec
             }
             let experts = c.num_experts.or(c.num_local_experts);
             arch.moe = Some(moe(experts, "num_experts", c, effn, 0, k, Router::Qwen)?);
+        }
+        // Qwen2-MoE (`Qwen2MoeSparseMoeBlock`): routed experts, one shared
+        // expert of its own width behind a sigmoid gate; dense layers where
+        // `mlp_only_layers` lists them, at `intermediate_size`.
+        "qwen2_moe" => {
+            arch.ffn = dense_ffn(Some(5632))?;
+            let effn = need("moe_intermediate_size", c.moe_intermediate_size, 1, WIDTH)?;
+            let shared = or(
+                "shared_expert_intermediate_size",
+                c.shared_expert_intermediate_size,
+                5632,
+                0,
+                WIDTH,
+            )?;
+            if c.decoder_sparse_step.unwrap_or(1) != 1 {
+                return fail(
+                    "decoder_sparse_step",
+                    "only 1 (every layer MoE) is modelled",
+                );
+            }
+            let k = c.mlp_only_layers.len() as u64;
+            if c.mlp_only_layers.iter().copied().ne(0..k) {
+                return fail(
+                    "mlp_only_layers",
+                    "only leading dense layers (0, 1, …, k−1) are modelled",
+                );
+            }
+            let experts = c.num_experts.or(c.num_local_experts);
+            arch.moe = Some(moe(
+                experts,
+                "num_experts",
+                c,
+                effn,
+                shared,
+                k,
+                Router::Qwen2,
+            )?);
         }
         "deepseek_v3" | "deepseek_v2" => {
             arch.ffn = dense_ffn(None)?;

@@ -364,7 +364,7 @@ macro_rules! choices {
 }
 
 choices!(Router, "router", "mixtral" => Router::Mixtral, "qwen" => Router::Qwen,
-    "deepseek" => Router::DeepSeek);
+    "qwen2" => Router::Qwen2, "deepseek" => Router::DeepSeek);
 choices!(ExpertsImpl, "experts implementation", "grouped" => ExpertsImpl::Grouped,
     "loop" => ExpertsImpl::Loop);
 choices!(Family, "architecture", "gpt2" => Family::Gpt2, "llama" => Family::Llama);
@@ -879,9 +879,11 @@ mod objective_tests {
         assert!(estimate(&cfg).unwrap_err().to_string().contains("--zero"));
         cfg.parallel.zero = 3;
         cfg.framework = Framework::DEEPSPEED;
-        assert!(estimate(&cfg).unwrap_err().to_string().contains("DeepSpeed"));
+        assert!(estimate(&cfg)
+            .unwrap_err()
+            .to_string()
+            .contains("DeepSpeed"));
     }
-
 
     /// TRL's DPO: chosen and rejected in one forward (twice the sequences),
     /// a frozen reference beside the policy unless LoRA or precomputed.
