@@ -110,12 +110,13 @@ pub fn decode_with(query: &str, to_f64: ToF64) -> Decoded {
 /// The detailed settings that are a whole number in a range: key, least,
 /// most, and where it goes.
 type Count = (&'static str, u64, u64, fn(&mut DetailedOptions) -> &mut u64);
-const COUNTS: [Count; 13] = [
+const COUNTS: [Count; 14] = [
     ("heads", 1, 1024, |d| &mut d.arch.heads),
     ("kv", 1, 1024, |d| &mut d.arch.kv_heads),
     ("ffn", 1, 1 << 20, |d| &mut d.arch.ffn),
     ("vocab", 1, 1 << 22, |d| &mut d.arch.vocab),
     ("hd", 1, 1 << 12, |d| &mut d.arch.head_width),
+    ("rot", 1, 1 << 12, |d| &mut d.arch.rotary_dims),
     ("gpn", 1, 64, |d| &mut d.offload.gpus_per_node),
     ("dp", 1, 4096, |d| &mut d.parallel.dp),
     ("tp", 1, 512, |d| &mut d.parallel.tp),
@@ -459,6 +460,9 @@ fn encode_detailed(state: &PageState, out: &mut form_urlencoded::Serializer<'_, 
             }
             if a.qkv_bias != gpt2 {
                 out.append_pair("qkvbias", flag(a.qkv_bias));
+            }
+            if a.rotary_dims > 0 {
+                out.append_pair("rot", &a.rotary_dims.to_string());
             }
             if a.head_width > 0 {
                 out.append_pair("hd", &a.head_width.to_string());

@@ -1,6 +1,6 @@
 //! The step timeline of mixture-of-experts models against the peak of live
 //! memory measured in PyTorch: `fixtures/moe_peak_measured.tsv`, written by
-//! `fixtures/measure_peak_moe.py` (tiny Mixtral, Qwen2-MoE and Qwen3-MoE models, both
+//! `fixtures/measure_peak_moe.py` (tiny Mixtral, Qwen2-MoE, Qwen3-MoE and GLM-4.5 models, both
 //! expert implementations, loop and foreach AdamW, first and later steps;
 //! two measuring methods that agree to the byte on every row). The "hf"
 //! profile on the CPU must give the peak within ±5 % and the right phase.
@@ -24,23 +24,40 @@ fn moe_peak_within_five_percent_and_right_phase() {
         // Qwen2-MoE: a shared expert of width 2F behind its gate, q/k/v
         // biases, top-k weights not renormalised (its config's default).
         let qwen2 = c[0] == "qwen2_moe";
+        // GLM-4.5: DeepSeek's router, one shared expert, a dense layer of
+        // width 4F first, heads of 128 with q/k/v biases, half rotated.
+        let glm = c[0] == "glm4_moe";
         let arch = Architecture {
             qk_norm: qwen,
-            qkv_bias: qwen2,
+            qkv_bias: qwen2 || glm,
+            head_width: if glm { 128 } else { 0 },
+            rotary_dims: if glm { 64 } else { 0 },
             moe: Some(Moe {
                 experts: n(5),
                 top_k: n(6),
                 expert_ffn: n(7),
-                shared_ffn: if qwen2 { 2 * n(7) } else { 0 },
-                first_dense: 0,
+                shared_ffn: match c[0] {
+                    "qwen2_moe" => 2 * n(7),
+                    "glm4_moe" => n(7),
+                    _ => 0,
+                },
+                first_dense: u64::from(glm),
                 router: match c[0] {
+                    "glm4_moe" => Router::DeepSeek,
                     "qwen3_moe" => Router::Qwen,
                     "qwen2_moe" => Router::Qwen2,
                     _ => Router::Mixtral,
                 },
                 normalized: !qwen2,
             }),
-            ..Architecture::llama(n(1), n(2), n(3), n(4), n(7), n(8))
+            ..Architecture::llama(
+                n(1),
+                n(2),
+                n(3),
+                n(4),
+                if glm { 4 * n(7) } else { n(7) },
+                n(8),
+            )
         };
         assert_eq!(arch.params(), n(17), "{line}: parameters");
         let (seq, micro, accum) = (n(9), n(10), n(11));

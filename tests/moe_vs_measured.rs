@@ -42,7 +42,9 @@ fn rows() -> Vec<Row> {
         let qwen = c[0].starts_with("qwen3_moe");
         let deepseek = c[0] == "deepseek_v3";
         let qwen2 = c[0] == "qwen2_moe";
+        let glm = c[0].starts_with("glm4_moe");
         let router = match c[0] {
+            "glm4_moe" | "glm4_moe-qknorm" => Router::DeepSeek,
             "qwen3_moe" | "qwen3_moe-raw" => Router::Qwen,
             "qwen2_moe" => Router::Qwen2,
             "deepseek_v3" => Router::DeepSeek,
@@ -53,9 +55,15 @@ fn rows() -> Vec<Row> {
         // shared expert.
         // measure_moe.py's Qwen2-MoE: a shared expert of width 2F behind its
         // gate, q/k/v biases, norm_topk_prob off (Qwen2MoeConfig's default).
+        // measure_moe.py's GLM-4.5: DeepSeek's router and layout (a dense
+        // layer of width 4F first, one shared expert) with grouped-query
+        // attention of head width 128, q/k/v biases, q/k norms on "-qknorm".
         let arch = Architecture {
-            qk_norm: qwen,
-            qkv_bias: qwen2,
+            qk_norm: qwen || c[0] == "glm4_moe-qknorm",
+            qkv_bias: qwen2 || glm,
+            head_width: if glm { 128 } else { 0 },
+            // Half of each head rotated (Glm4MoeConfig's default).
+            rotary_dims: if glm { 64 } else { 0 },
             mla: deepseek.then_some(Mla {
                 q_rank: 64,
                 kv_rank: 32,
@@ -68,11 +76,11 @@ fn rows() -> Vec<Row> {
                 top_k,
                 expert_ffn: effn,
                 shared_ffn: match c[0] {
-                    "deepseek_v3" => effn,
+                    "deepseek_v3" | "glm4_moe" | "glm4_moe-qknorm" => effn,
                     "qwen2_moe" => 2 * effn,
                     _ => 0,
                 },
-                first_dense: u64::from(deepseek),
+                first_dense: u64::from(deepseek || glm),
                 router,
                 normalized: !c[0].ends_with("-raw") && !qwen2,
             }),
@@ -81,7 +89,7 @@ fn rows() -> Vec<Row> {
                 hidden,
                 heads,
                 kv,
-                if deepseek { 4 * effn } else { effn },
+                if deepseek || glm { 4 * effn } else { effn },
                 vocab,
             )
         };

@@ -535,8 +535,18 @@ fn layer_activations_of(cfg: &DetailedConfig, b: f64, moe_layer: bool) -> LayerA
                         )
                     } else {
                         // q, k and v at their own widths, output (= o_proj
-                        // input), log-sum-exp.
-                        ((qd + kd + vd + od) * n * p + lse, 0.0)
+                        // input), log-sum-exp. SDPA writes its output in
+                        // the query's layout (measured on the CPU; CUDA's
+                        // flash kernel allocates it `empty_like(q)`): a
+                        // partly rotated query is concatenated back into a
+                        // (b, a, s, d) tensor, so the output's transpose for
+                        // o_proj is a copy, kept beside it (GLM-4.5).
+                        let copy = if a.rotary_width() < a.head_dim() {
+                            od * n * p
+                        } else {
+                            0.0
+                        };
+                        ((qd + kd + vd + od) * n * p + copy + lse, 0.0)
                     };
                     LayerActivations {
                         replicated: replicated + router,
@@ -597,7 +607,8 @@ pub(super) fn outer_activations(cfg: &DetailedConfig, b: f64) -> OuterActivation
                 // lm_head input.
                 Family::Llama => {
                     // Latent attention rotates only the rope part.
-                    let width = a.mla.map_or(a.head_dim(), |m| m.rope_dim);
+                    // GLM-4.5 rotates half of each head.
+                    let width = a.mla.map_or(a.rotary_width(), |m| m.rope_dim);
                     let rope = 2.0 * s * width as f64 * p;
                     let norm = if a.sandwich_norms {
                         gemma_rms(n, h)

@@ -103,6 +103,9 @@ pub struct Architecture {
     /// Width of one attention head when it is not h / a (Qwen3, Gemma);
     /// 0: h / a.
     pub head_width: u64,
+    /// Dimensions of each head that rotary embeddings rotate when not all
+    /// (GLM-4.5's `partial_rotary_factor` 0.5); 0: the whole head.
+    pub rotary_dims: u64,
     /// RMSNorm on each head's query and key (Qwen3, Gemma 3).
     pub qk_norm: bool,
     /// Four norms per layer, before and after each block (Gemma 2 and 3),
@@ -150,6 +153,7 @@ impl Architecture {
             tied_embeddings: true,
             qkv_bias: true,
             head_width: 0,
+            rotary_dims: 0,
             qk_norm: false,
             sandwich_norms: false,
             softcap: false,
@@ -179,11 +183,21 @@ impl Architecture {
             tied_embeddings: false,
             qkv_bias: false,
             head_width: 0,
+            rotary_dims: 0,
             qk_norm: false,
             sandwich_norms: false,
             softcap: false,
             mla: None,
             moe: None,
+        }
+    }
+
+    /// Dimensions of a head that rotary embeddings rotate.
+    pub fn rotary_width(&self) -> u64 {
+        if self.rotary_dims > 0 {
+            self.rotary_dims.min(self.head_dim())
+        } else {
+            self.head_dim()
         }
     }
 

@@ -58,6 +58,11 @@ struct HfConfig {
     // Qwen2-MoE's q/k/v biases (on unless false).
     qkv_bias: Option<bool>,
     use_sliding_window: Option<bool>,
+    // GLM-4.5: per-head q/k norms, the rotated fraction of each head (top
+    // level as published, in `rope_parameters` as transformers 5 saves it).
+    use_qk_norm: Option<bool>,
+    partial_rotary_factor: Option<f64>,
+    rope_parameters: Option<RopeParameters>,
     // Mixture of experts.
     num_local_experts: Option<u64>,
     num_experts: Option<u64>,
@@ -89,6 +94,13 @@ struct HfConfig {
     text_config: Option<IgnoredAny>,
 }
 
+/// The one key of `rope_parameters` that changes memory.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct RopeParameters {
+    partial_rotary_factor: Option<f64>,
+}
+
 /// Reads a key that may be present with `null`: `Some(None)` then, `None`
 /// when absent (with `#[serde(default)]`).
 fn some_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<f64>>, D::Error> {
@@ -96,7 +108,7 @@ fn some_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<f64
 }
 
 /// The model types read, and what each maps to.
-pub const MODEL_TYPES: [&str; 12] = [
+pub const MODEL_TYPES: [&str; 13] = [
     "gpt2",
     "llama",
     "mistral",
@@ -107,6 +119,7 @@ pub const MODEL_TYPES: [&str; 12] = [
     "mixtral",
     "qwen3_moe",
     "qwen2_moe",
+    "glm4_moe",
     "deepseek_v3",
     "deepseek_v2",
 ];
@@ -304,7 +317,24 @@ fn llama_like(c: &HfConfig, t: &str, notes: &mut Vec<String>) -> Result<Architec
     arch.qkv_bias = t == "qwen2"
         || (t == "qwen2_moe" && c.qkv_bias != Some(false))
         || (c.attention_bias == Some(true) && !deepseek);
-    arch.qk_norm = matches!(t, "qwen3" | "qwen3_moe" | "gemma3_text");
+    arch.qk_norm = matches!(t, "qwen3" | "qwen3_moe" | "gemma3_text")
+        || (t == "glm4_moe" && c.use_qk_norm == Some(true));
+    // GLM-4.5 rotates half of each head unless told otherwise
+    // (`Glm4MoeConfig`: `partial_rotary_factor` 0.5 by default).
+    if t == "glm4_moe" {
+        let f = c
+            .partial_rotary_factor
+            .or(c
+                .rope_parameters
+                .as_ref()
+                .and_then(|r| r.partial_rotary_factor))
+            .unwrap_or(0.5);
+        if !(f > 0.0 && f <= 1.0) {
+            return fail("partial_rotary_factor", "must be above 0 and at most 1");
+        }
+        let dims = (head as f64 * f) as u64;
+        arch.rotary_dims = if dims == head { 0 } else { dims.max(1) };
+    }
     arch.sandwich_norms = gemma;
     // Gemma 2 caps its logits unless the file says null.
     arch.softcap = t == "gemma2"
@@ -392,6 +422,31 @@ fn llama_like(c: &HfConfig, t: &str, notes: &mut Vec<String>) -> Result<Architec
                 shared,
                 k,
                 Router::Qwen2,
+            )?);
+        }
+        // GLM-4.5 (`Glm4MoeMoE`): DeepSeek-V3's sigmoid router with its
+        // score-correction bias and fp32 weight, shared experts and leading
+        // dense layers, over grouped-query attention.
+        "glm4_moe" => {
+            arch.ffn = dense_ffn(None)?;
+            let effn = need("moe_intermediate_size", c.moe_intermediate_size, 1, WIDTH)?;
+            let shared = or("n_shared_experts", c.n_shared_experts, 1, 0, 64)? * effn;
+            let dense = or(
+                "first_k_dense_replace",
+                c.first_k_dense_replace,
+                1,
+                0,
+                layers - 1,
+            )?;
+            let experts = c.n_routed_experts.or(c.num_local_experts);
+            arch.moe = Some(moe(
+                experts,
+                "n_routed_experts",
+                c,
+                effn,
+                shared,
+                dense,
+                Router::DeepSeek,
             )?);
         }
         "deepseek_v3" | "deepseek_v2" => {

@@ -93,6 +93,27 @@ const QWEN3_30B_A3B: Architecture = Architecture {
 /// DeepSeek-V3 (`deepseek-ai/DeepSeek-V3`, config.json; the main model,
 /// without the multi-token-prediction layer): latent attention, 3 dense
 /// layers, then 256 routed experts (top-8) and one shared expert.
+/// GLM-4.5-Air (`zai-org/GLM-4.5-Air` config.json, `glm4_moe`): 96 heads
+/// of 128 over h 4096 with q/k/v biases, half of each head rotated,
+/// DeepSeek-V3's sigmoid router over 128 experts, one shared expert, one
+/// dense layer first. `transformers` does not build its next-token
+/// prediction layer, and neither does this.
+const GLM_45_AIR: Architecture = Architecture {
+    qkv_bias: true,
+    head_width: 128,
+    rotary_dims: 64,
+    moe: Some(Moe {
+        experts: 128,
+        top_k: 8,
+        expert_ffn: 1408,
+        shared_ffn: 1408,
+        first_dense: 1,
+        router: Router::DeepSeek,
+        normalized: true,
+    }),
+    ..Architecture::llama(46, 4096, 96, 8, 10944, 151552)
+};
+
 const DEEPSEEK_V3: Architecture = Architecture {
     mla: Some(Mla {
         q_rank: 1536,
@@ -192,6 +213,10 @@ pub const PRESETS: &[Preset] = &[
         arch: QWEN3_30B_A3B,
     },
     Preset {
+        name: "glm-4.5-air",
+        arch: GLM_45_AIR,
+    },
+    Preset {
         name: "deepseek-v3",
         arch: DEEPSEEK_V3,
     },
@@ -210,7 +235,7 @@ mod tests {
     use super::*;
     use crate::detailed::Family;
 
-    /// `tests/fixtures/param_counts.tsv`: `transformers` 5.24 builds each
+    /// `tests/fixtures/param_counts.tsv`: `transformers` 5.25 builds each
     /// published config.json on the meta device and counts its parameters
     /// and parameter tensors.
     #[test]
@@ -223,6 +248,7 @@ mod tests {
             ("deepseek-v3", 671_026_404_352, 909),
             ("mistral-7b", 7_241_732_096, 291),
             ("qwen2.5-7b", 7_615_616_512, 339),
+            ("glm-4.5-air", 106_852_245_504, 690),
         ];
         for (name, params, tensors) in cases {
             let arch = preset(name).unwrap().arch;
@@ -234,6 +260,8 @@ mod tests {
         let ds = preset("deepseek-v3").unwrap().arch;
         assert_eq!(ds.params() + ds.buffers(), 671_026_419_200);
         assert_eq!(ds.family, Family::Llama);
+        // GLM-4.5-Air: 45 MoE layers × 128 correction biases.
+        assert_eq!(preset("glm-4.5-air").unwrap().arch.buffers(), 5_760);
         // Published active parameters per token: Mixtral 12.9 B (Jiang et al.
         // 2024, §2: "13B active"), Qwen3-30B-A3B 3.3 B (model card),
         // DeepSeek-V3 37 B (DeepSeek-AI 2024, abstract).
@@ -245,6 +273,12 @@ mod tests {
             let got = preset(name).unwrap().arch.active_params() as f64;
             assert!((got / active - 1.0).abs() < 0.03, "{name}: {got}");
         }
+        // GLM-4.5-Air: "106B total parameters and 12B active" (model
+        // card), the active count without the embedding and output layer.
+        let glm = preset("glm-4.5-air").unwrap().arch;
+        let outer = 2.0 * 151_552.0 * 4096.0;
+        let active = glm.active_params() as f64 - outer;
+        assert!((active / 12.0e9 - 1.0).abs() < 0.03, "{active}");
         // Llama-3.2-3B's model card: 3.21 B.
         let l3 = preset("llama-3.2-3b").unwrap().arch.params() as f64;
         assert!((l3 / 3.21e9 - 1.0).abs() < 0.005, "{l3}");
