@@ -21,7 +21,7 @@
 //! `card` (a card of the table by key, `h100-sxm`: its memory and speeds),
 //! `unit` (`gb`/`gib`), `sweep` (`batch`/`seq`), `embed` (`1`), `ex` (`1`/`2`).
 //! The detailed model: `mode=detailed`, `model` (a preset) or `arch heads kv
-//! ffn vocab tied qkvbias hd qknorm sandwich softcap mla moe` (`mla` =
+//! ffn vocab tied qkvbias hd rot qknorm sandwich softcap sinks mla moe` (`mla` =
 //! `q_rank,kv_rank,rope,nope,v`; `moe` = `experts,top_k,expert_ffn,shared_ffn,dense_layers,router`),
 //! `prec opt attn dropout recompute impl`, `framework` (megatron, ddp,
 //! ddp-bucket-view, fsdp2, fsdp2-no-reshard, deepspeed), `schedule` (1f1b, zb-h1), `cpcomm` (p2p, a2a), `stage` (the
@@ -129,12 +129,13 @@ const COUNTS: [Count; 14] = [
 
 /// The detailed settings that are on or off (`1`/`0`): key, where it goes.
 type Flag = (&'static str, fn(&mut DetailedOptions) -> &mut bool);
-const FLAGS: [Flag; 11] = [
+const FLAGS: [Flag; 12] = [
     ("tied", |d| &mut d.arch.tied_embeddings),
     ("qkvbias", |d| &mut d.arch.qkv_bias),
     ("qknorm", |d| &mut d.arch.qk_norm),
     ("sandwich", |d| &mut d.arch.sandwich_norms),
     ("softcap", |d| &mut d.arch.softcap),
+    ("sinks", |d| &mut d.arch.attention_sinks),
     ("offopt", |d| &mut d.offload.optimizer),
     ("offparams", |d| &mut d.offload.params),
     ("offacts", |d| &mut d.offload.activations),
@@ -475,6 +476,9 @@ fn encode_detailed(state: &PageState, out: &mut form_urlencoded::Serializer<'_, 
             }
             if a.softcap {
                 out.append_pair("softcap", "1");
+            }
+            if a.attention_sinks {
+                out.append_pair("sinks", "1");
             }
             if let Some(m) = a.mla {
                 let v = [m.q_rank, m.kv_rank, m.rope_dim, m.nope_dim, m.v_dim];

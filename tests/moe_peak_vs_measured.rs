@@ -1,6 +1,6 @@
 //! The step timeline of mixture-of-experts models against the peak of live
 //! memory measured in PyTorch: `fixtures/moe_peak_measured.tsv`, written by
-//! `fixtures/measure_peak_moe.py` (tiny Mixtral, Qwen2-MoE, Qwen3-MoE and GLM-4.5 models, both
+//! `fixtures/measure_peak_moe.py` (tiny Mixtral, Qwen2-MoE, Qwen3-MoE, GLM-4.5 and gpt-oss models, both
 //! expert implementations, loop and foreach AdamW, first and later steps;
 //! two measuring methods that agree to the byte on every row). The "hf"
 //! profile on the CPU must give the peak within ±5 % and the right phase.
@@ -27,9 +27,11 @@ fn moe_peak_within_five_percent_and_right_phase() {
         // GLM-4.5: DeepSeek's router, one shared expert, a dense layer of
         // width 4F first, heads of 128 with q/k/v biases, half rotated.
         let glm = c[0] == "glm4_moe";
+        let oss = c[0] == "gpt_oss";
         let arch = Architecture {
             qk_norm: qwen,
-            qkv_bias: qwen2 || glm,
+            qkv_bias: qwen2 || glm || oss,
+            attention_sinks: oss,
             head_width: if glm { 128 } else { 0 },
             rotary_dims: if glm { 64 } else { 0 },
             moe: Some(Moe {
@@ -44,6 +46,7 @@ fn moe_peak_within_five_percent_and_right_phase() {
                 first_dense: u64::from(glm),
                 router: match c[0] {
                     "glm4_moe" => Router::DeepSeek,
+                    "gpt_oss" => Router::GptOss,
                     "qwen3_moe" => Router::Qwen,
                     "qwen2_moe" => Router::Qwen2,
                     _ => Router::Mixtral,

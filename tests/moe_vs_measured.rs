@@ -43,7 +43,9 @@ fn rows() -> Vec<Row> {
         let deepseek = c[0] == "deepseek_v3";
         let qwen2 = c[0] == "qwen2_moe";
         let glm = c[0].starts_with("glm4_moe");
+        let oss = c[0] == "gpt_oss";
         let router = match c[0] {
+            "gpt_oss" => Router::GptOss,
             "glm4_moe" | "glm4_moe-qknorm" => Router::DeepSeek,
             "qwen3_moe" | "qwen3_moe-raw" => Router::Qwen,
             "qwen2_moe" => Router::Qwen2,
@@ -60,7 +62,9 @@ fn rows() -> Vec<Row> {
         // attention of head width 128, q/k/v biases, q/k norms on "-qknorm".
         let arch = Architecture {
             qk_norm: qwen || c[0] == "glm4_moe-qknorm",
-            qkv_bias: qwen2 || glm,
+            qkv_bias: qwen2 || glm || oss,
+            // measure_moe.py's gpt-oss: sinks, biases everywhere, eager.
+            attention_sinks: oss,
             head_width: if glm { 128 } else { 0 },
             // Half of each head rotated (Glm4MoeConfig's default).
             rotary_dims: if glm { 64 } else { 0 },

@@ -139,6 +139,9 @@ fn moe_mlp(cfg: &DetailedConfig, n: f64, m: Moe) -> (f64, f64, f64) {
             };
             let router = match m.router {
                 Router::Mixtral | Router::Qwen | Router::Qwen2 => 4.0 * n * e + 8.0 * nk + renorm,
+                // gpt-oss: the top-k indices and the softmax over the k
+                // biased logits, in the dtype.
+                Router::GptOss => 8.0 * nk + nk * p,
                 // `DeepseekV3TopkRouter`: fp32 copies of the input and the
                 // weight when the model is not fp32 (`.type(torch.float32)`),
                 // the sigmoid scores (n·E), then as above. Its group choice
@@ -160,14 +163,27 @@ fn moe_mlp(cfg: &DetailedConfig, n: f64, m: Moe) -> (f64, f64, f64) {
                     upcast + 4.0 * n * e + 8.0 * nk + renorm
                 }
             };
-            let weight = if matches!(m.router, Router::Qwen | Router::Qwen2) {
+            let weight = if matches!(m.router, Router::Qwen | Router::Qwen2 | Router::GptOss) {
                 p
             } else {
                 4.0
             };
-            let experts = match cfg.experts_impl {
-                ExpertsImpl::Grouped => nk * (24.0 + weight + 2.0 * h * p + 4.0 * f * p) + 4.0 * e,
-                ExpertsImpl::Loop => nk * (16.0 + weight + 3.0 * h * p + 4.0 * f * p),
+            let experts = match (cfg.experts_impl, m.router) {
+                // gpt-oss's clamped SwiGLU keeps 7F per pair where SwiGLU
+                // keeps 4F: the gate/up output (2F, the clamps' input), the
+                // clamped gate, σ(α·gate), the gated value, up + 1 and the
+                // product (F each); grouped, the biases' gather keeps one
+                // more int64 index per pair.
+                (ExpertsImpl::Grouped, Router::GptOss) => {
+                    nk * (32.0 + weight + 2.0 * h * p + 7.0 * f * p) + 4.0 * e
+                }
+                (ExpertsImpl::Loop, Router::GptOss) => {
+                    nk * (16.0 + weight + 3.0 * h * p + 7.0 * f * p)
+                }
+                (ExpertsImpl::Grouped, _) => {
+                    nk * (24.0 + weight + 2.0 * h * p + 4.0 * f * p) + 4.0 * e
+                }
+                (ExpertsImpl::Loop, _) => nk * (16.0 + weight + 3.0 * h * p + 4.0 * f * p),
             };
             (router, shared, experts)
         }
@@ -467,8 +483,13 @@ fn layer_activations_of(cfg: &DetailedConfig, b: f64, moe_layer: bool) -> LayerA
                     // normalised output in the dtype; ×2 (×4 with sandwich
                     // norms), plus the two projection inputs (q/k/v and
                     // gate/up, or the router's and experts' input).
+                    // gpt-oss's RMSNorm multiplies its weight into the fp32
+                    // normalised values (`(self.weight * hidden_states)
+                    // .to(input_dtype)`), keeping those at 4 bytes.
                     let norms = if a.sandwich_norms {
                         4.0 * gemma_rms(n, h)
+                    } else if a.attention_sinks {
+                        2.0 * rms(n, h, 4.0)
                     } else {
                         2.0 * rms(n, h, p)
                     };
@@ -520,6 +541,17 @@ fn layer_activations_of(cfg: &DetailedConfig, b: f64, moe_layer: bool) -> LayerA
                     };
                     let (attn, scores) = if mla_math {
                         (4.0 * n * (qd + kd + vd) + n * od * p, 4.0 * scores_n)
+                    } else if eager && a.attention_sinks {
+                        // gpt-oss's eager attention: the scores with a sink
+                        // column (s + 1), less their row maximum (whose
+                        // int64 index is kept), softmax in the dtype; q,
+                        // repeated k and v, o_proj input.
+                        let rows = scores_n / s;
+                        let v_rep = qd * vd / kd;
+                        (
+                            (2.0 * qd + v_rep + od) * n * p,
+                            rows * (s + 1.0) * p + 8.0 * rows,
+                        )
                     } else if eager {
                         // q, repeated k and v (a heads each), o_proj input.
                         // Softmax runs in fp32; its output is cast back
@@ -607,11 +639,19 @@ pub(super) fn outer_activations(cfg: &DetailedConfig, b: f64) -> OuterActivation
                 // lm_head input.
                 Family::Llama => {
                     // Latent attention rotates only the rope part.
-                    // GLM-4.5 rotates half of each head.
-                    let width = a.mla.map_or(a.rotary_width(), |m| m.rope_dim);
+                    // GLM-4.5 rotates half of each head; gpt-oss keeps cos
+                    // and sin of half a head (it rotates the halves).
+                    let width = if a.attention_sinks {
+                        a.head_dim() / 2
+                    } else {
+                        a.mla.map_or(a.rotary_width(), |m| m.rope_dim)
+                    };
                     let rope = 2.0 * s * width as f64 * p;
+                    // gpt-oss's final norm keeps its fp32 normalised values.
                     let norm = if a.sandwich_norms {
                         gemma_rms(n, h)
+                    } else if a.attention_sinks {
+                        rms(n, h, 4.0)
                     } else {
                         rms(n, h, p)
                     };

@@ -68,6 +68,11 @@ pub enum Router {
     /// (`Qwen2MoeSparseMoeBlock.shared_expert_gate`,
     /// `sigmoid(gate(x)) * shared_expert(x)`).
     Qwen2,
+    /// gpt-oss (`GptOssTopKRouter`, `GptOssExperts`): the top k of the
+    /// biased logits, a softmax over those k; each expert with biases on
+    /// its projections and the clamped SwiGLU
+    /// (`(up + 1) · gate · σ(1.702 · gate)`, both clamped to ±7).
+    GptOss,
     /// Sigmoid scores in fp32 with a per-expert score-correction bias
     /// (DeepSeek-V3's auxiliary-loss-free balancing, §2.1.2, Eq. 16). The
     /// bias is a buffer, not a parameter: updated by a rule, not by
@@ -106,6 +111,12 @@ pub struct Architecture {
     /// Dimensions of each head that rotary embeddings rotate when not all
     /// (GLM-4.5's `partial_rotary_factor` 0.5); 0: the whole head.
     pub rotary_dims: u64,
+    /// gpt-oss's attention: a learned sink logit per head in the softmax
+    /// (`GptOssAttention.sinks`), a bias on the output projection, an
+    /// RMSNorm that multiplies its weight into the fp32 normalised values
+    /// (keeping them), and rotary cos and sin of half a head
+    /// (`_apply_rotary_emb` rotates halves).
+    pub attention_sinks: bool,
     /// RMSNorm on each head's query and key (Qwen3, Gemma 3).
     pub qk_norm: bool,
     /// Four norms per layer, before and after each block (Gemma 2 and 3),
@@ -154,6 +165,7 @@ impl Architecture {
             qkv_bias: true,
             head_width: 0,
             rotary_dims: 0,
+            attention_sinks: false,
             qk_norm: false,
             sandwich_norms: false,
             softcap: false,
@@ -184,6 +196,7 @@ impl Architecture {
             qkv_bias: false,
             head_width: 0,
             rotary_dims: 0,
+            attention_sinks: false,
             qk_norm: false,
             sandwich_norms: false,
             softcap: false,
@@ -270,7 +283,13 @@ impl Architecture {
             None => {
                 let (q, kv) = (self.q_dim(), self.kv_dim());
                 let bias = if self.qkv_bias { q + 2 * kv } else { 0 };
-                h * q + 2 * h * kv + q * h + bias
+                // gpt-oss: a sink per head and o_proj's bias.
+                let sinks = if self.attention_sinks {
+                    self.heads + h
+                } else {
+                    0
+                };
+                h * q + 2 * h * kv + q * h + bias + sinks
             }
         }
     }
@@ -296,14 +315,22 @@ impl Architecture {
                     // Each expert a SwiGLU MLP; the router a bias-free
                     // h → E projection (`nn.Linear(h, E, bias=False)`).
                     // Qwen2-MoE's shared-expert gate: h → 1.
-                    Some(m) => LayerParams {
-                        dense: attention + 3 * h * m.shared_ffn,
-                        experts: m.experts * 3 * h * m.expert_ffn,
-                        replicated: norms
-                            + qk_norm
-                            + h * m.experts
-                            + if m.router == Router::Qwen2 { h } else { 0 },
-                    },
+                    // gpt-oss: the router's bias (E) and each expert's
+                    // biases (2F + h).
+                    Some(m) => {
+                        let oss = m.router == Router::GptOss;
+                        LayerParams {
+                            dense: attention + 3 * h * m.shared_ffn,
+                            experts: m.experts
+                                * (3 * h * m.expert_ffn
+                                    + if oss { 2 * m.expert_ffn + h } else { 0 }),
+                            replicated: norms
+                                + qk_norm
+                                + h * m.experts
+                                + if m.router == Router::Qwen2 { h } else { 0 }
+                                + if oss { m.experts } else { 0 },
+                        }
+                    }
                     None => LayerParams {
                         dense: attention + 3 * h * f,
                         experts: 0,
@@ -401,13 +428,18 @@ impl Architecture {
                             5
                         }
                     }
-                    None => 4 + if self.qkv_bias { 3 } else { 0 },
+                    None => {
+                        4 + if self.qkv_bias { 3 } else { 0 }
+                            + if self.attention_sinks { 2 } else { 0 }
+                    }
                 } + if self.qk_norm { 2 } else { 0 }
                     + if self.sandwich_norms { 4 } else { 2 };
                 let moe = self.moe_layers();
                 let mlp = self.moe.map_or(0, |m| {
                     let gate = u64::from(m.router == Router::Qwen2);
-                    moe * (1 + 2 + if m.shared_ffn > 0 { 3 } else { 0 } + gate)
+                    // gpt-oss: the router's bias and the experts' two.
+                    let biases = if m.router == Router::GptOss { 3 } else { 0 };
+                    moe * (1 + 2 + if m.shared_ffn > 0 { 3 } else { 0 } + gate + biases)
                 });
                 attention * self.layers
                     + 3 * (self.layers - moe)

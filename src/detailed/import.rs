@@ -68,6 +68,9 @@ struct HfConfig {
     num_experts: Option<u64>,
     n_routed_experts: Option<u64>,
     num_experts_per_tok: Option<u64>,
+    // gpt-oss's original name for it.
+    experts_per_token: Option<u64>,
+    sliding_window: Option<u64>,
     moe_intermediate_size: Option<u64>,
     shared_expert_intermediate_size: Option<u64>,
     n_shared_experts: Option<u64>,
@@ -108,7 +111,7 @@ fn some_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<f64
 }
 
 /// The model types read, and what each maps to.
-pub const MODEL_TYPES: [&str; 13] = [
+pub const MODEL_TYPES: [&str; 14] = [
     "gpt2",
     "llama",
     "mistral",
@@ -120,6 +123,7 @@ pub const MODEL_TYPES: [&str; 13] = [
     "qwen3_moe",
     "qwen2_moe",
     "glm4_moe",
+    "gpt_oss",
     "deepseek_v3",
     "deepseek_v2",
 ];
@@ -316,6 +320,7 @@ fn llama_like(c: &HfConfig, t: &str, notes: &mut Vec<String>) -> Result<Architec
     arch.tied_embeddings = c.tie_word_embeddings.unwrap_or(gemma);
     arch.qkv_bias = t == "qwen2"
         || (t == "qwen2_moe" && c.qkv_bias != Some(false))
+        || (t == "gpt_oss" && c.attention_bias != Some(false))
         || (c.attention_bias == Some(true) && !deepseek);
     arch.qk_norm = matches!(t, "qwen3" | "qwen3_moe" | "gemma3_text")
         || (t == "glm4_moe" && c.use_qk_norm == Some(true));
@@ -345,7 +350,15 @@ fn llama_like(c: &HfConfig, t: &str, notes: &mut Vec<String>) -> Result<Architec
                 .to_string(),
         );
     }
-    if c.attention_bias == Some(true) && t != "qwen2" && !matches!(t, "llama" | "mistral") {
+    // gpt-oss: sinks, o_proj's bias, its RMSNorm and rotary halves.
+    arch.attention_sinks = t == "gpt_oss";
+    if t == "gpt_oss" && c.sliding_window.is_some() {
+        notes.push(
+            "sliding-window layers priced as full attention: the same saved bytes with flash attention, and eager computes every score before masking"
+                .to_string(),
+        );
+    }
+    if c.attention_bias == Some(true) && !matches!(t, "qwen2" | "llama" | "mistral" | "gpt_oss") {
         notes.push("attention_bias read as q/k/v biases".to_string());
     }
     let dense_ffn = |default: Option<u64>| match c.intermediate_size.or(default) {
@@ -353,6 +366,21 @@ fn llama_like(c: &HfConfig, t: &str, notes: &mut Vec<String>) -> Result<Architec
         None => fail("intermediate_size", "missing: this model type needs it"),
     };
     match t {
+        // gpt-oss (`GptOssMLP`): every layer MoE, biased experts and router.
+        "gpt_oss" => {
+            let ffn = dense_ffn(None)?;
+            arch.ffn = ffn;
+            let experts = c.num_local_experts.or(c.num_experts);
+            arch.moe = Some(moe(
+                experts,
+                "num_local_experts",
+                c,
+                ffn,
+                0,
+                0,
+                Router::GptOss,
+            )?);
+        }
         "mixtral" => {
             let ffn = dense_ffn(None)?;
             arch.ffn = ffn;
@@ -510,7 +538,12 @@ fn moe(
     router: Router,
 ) -> Result<Moe, ImportError> {
     let experts = need(name, experts, 1, 4096)?;
-    let top_k = need("num_experts_per_tok", c.num_experts_per_tok, 1, experts)?;
+    let top_k = need(
+        "num_experts_per_tok",
+        c.num_experts_per_tok.or(c.experts_per_token),
+        1,
+        experts,
+    )?;
     Ok(Moe {
         experts,
         top_k,
@@ -518,7 +551,8 @@ fn moe(
         shared_ffn,
         first_dense,
         router,
-        normalized: router == Router::Mixtral
+        // gpt-oss's softmax over the k sums to one as a renormalisation would.
+        normalized: matches!(router, Router::Mixtral | Router::GptOss)
             || c.norm_topk_prob.unwrap_or(router == Router::DeepSeek),
     })
 }

@@ -114,6 +114,30 @@ const GLM_45_AIR: Architecture = Architecture {
     ..Architecture::llama(46, 4096, 96, 8, 10944, 151552)
 };
 
+/// gpt-oss (`openai/gpt-oss-20b` and `-120b` config.json, `gpt_oss`): 64
+/// heads of 64 over h 2880, 8 key/value heads, biases on every projection,
+/// attention sinks, every layer MoE with biased experts of width 2880 and a
+/// biased router choosing 4; alternate layers slide a 128-token window,
+/// which changes no saved bytes here. Published in MXFP4 (experts), trained
+/// from the 16-bit weights this prices.
+const fn gpt_oss(layers: u64, experts: u64) -> Architecture {
+    Architecture {
+        qkv_bias: true,
+        head_width: 64,
+        attention_sinks: true,
+        moe: Some(Moe {
+            experts,
+            top_k: 4,
+            expert_ffn: 2880,
+            shared_ffn: 0,
+            first_dense: 0,
+            router: Router::GptOss,
+            normalized: true,
+        }),
+        ..Architecture::llama(layers, 2880, 64, 8, 2880, 201088)
+    }
+}
+
 const DEEPSEEK_V3: Architecture = Architecture {
     mla: Some(Mla {
         q_rank: 1536,
@@ -217,6 +241,14 @@ pub const PRESETS: &[Preset] = &[
         arch: GLM_45_AIR,
     },
     Preset {
+        name: "gpt-oss-20b",
+        arch: gpt_oss(24, 32),
+    },
+    Preset {
+        name: "gpt-oss-120b",
+        arch: gpt_oss(36, 128),
+    },
+    Preset {
         name: "deepseek-v3",
         arch: DEEPSEEK_V3,
     },
@@ -249,6 +281,8 @@ mod tests {
             ("mistral-7b", 7_241_732_096, 291),
             ("qwen2.5-7b", 7_615_616_512, 339),
             ("glm-4.5-air", 106_852_245_504, 690),
+            ("gpt-oss-20b", 20_914_757_184, 411),
+            ("gpt-oss-120b", 116_829_156_672, 615),
         ];
         for (name, params, tensors) in cases {
             let arch = preset(name).unwrap().arch;
@@ -279,6 +313,18 @@ mod tests {
         let outer = 2.0 * 151_552.0 * 4096.0;
         let active = glm.active_params() as f64 - outer;
         assert!((active / 12.0e9 - 1.0).abs() < 0.03, "{active}");
+        // gpt-oss: "21B parameters with 3.6B active" and "117B parameters
+        // with 5.1B active" (OpenAI's model cards), active counted without
+        // the input embedding (201,088 × 2,880).
+        for (name, total, active) in [
+            ("gpt-oss-20b", 21.0e9, 3.6e9),
+            ("gpt-oss-120b", 117.0e9, 5.1e9),
+        ] {
+            let a = preset(name).unwrap().arch;
+            assert!((a.params() as f64 / total - 1.0).abs() < 0.01, "{name}");
+            let got = a.active_params() as f64 - 201_088.0 * 2880.0;
+            assert!((got / active - 1.0).abs() < 0.03, "{name}: {got}");
+        }
         // Llama-3.2-3B's model card: 3.21 B.
         let l3 = preset("llama-3.2-3b").unwrap().arch.params() as f64;
         assert!((l3 / 3.21e9 - 1.0).abs() < 0.005, "{l3}");
