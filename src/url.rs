@@ -27,7 +27,7 @@
 //! ddp-bucket-view, fsdp2, fsdp2-no-reshard, deepspeed), `schedule` (1f1b, zb-h1), `cpcomm` (p2p, a2a), `stage` (the
 //! pipeline stage the step chart shows: peak, first, last),
 //! `dp zero tp sp pp ep etp cp
-//! micro`, `lora`, `lorat` (LoRA targets), `quant` (none, nf4, nf4-nodq,
+//! micro`, `shard` (hybrid sharding's group), `lora`, `lorat` (LoRA targets), `quant` (none, nf4, nf4-nodq,
 //! int8), `offopt offparams offacts gpn` (offload, GPUs per node),
 //! `objective` (sft, dpo, dpo-precomputed), `both` (the lesson's bar beside), `oh` (runtime overhead
 //! on) with `ohctx`, `ohws`, `ohcomm` (GB) and `ohfrag` (percent).
@@ -300,6 +300,7 @@ fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result
         }
         "zero" => state.detailed.parallel.zero = parse_count(value, 0, 3)? as u8,
         "micro" => state.detailed.micro_batch = Some(parse_count(value, 1, 4096)?),
+        "shard" => state.detailed.parallel.dp_shard = Some(parse_count(value, 1, 4096)?),
         "lora" => state.detailed.lora_rank = Some(parse_count(value, 1, 1024)?),
         "oh" => {
             state.detailed.overhead =
@@ -535,6 +536,9 @@ fn encode_detailed(state: &PageState, out: &mut form_urlencoded::Serializer<'_, 
     pair("objective", d.objective.name(), def.objective.name());
     if let Some(m) = d.micro_batch {
         out.append_pair("micro", &m.to_string());
+    }
+    if let Some(n) = d.parallel.dp_shard {
+        out.append_pair("shard", &n.to_string());
     }
     if let Some(r) = d.lora_rank {
         out.append_pair("lora", &r.to_string());

@@ -6,7 +6,8 @@
 //! parallelism (tensor parallelism within a node, with sequence
 //! parallelism; pipeline stages that divide the layers, 1F1B or interleaved
 //! with two virtual stages; context parallelism from 32,768 tokens), ZeRO
-//! stage 0–3, recomputation, the
+//! stage 0–3 (ZeRO-3 across nodes also hybrid, sharded within each node
+//! and replicated across them), recomputation, the
 //! micro-batch, the 8-bit optimizer and optimizer offload; it keeps the
 //! layouts whose step peak (plus the runtime overhead, when given) fits the
 //! card, and ranks them by the step time of [`super::steptime`]. Every
@@ -93,6 +94,9 @@ pub fn layout_flags(cfg: &DetailedConfig) -> Vec<String> {
     if p.sp {
         f.push("--sp".into());
     }
+    if let Some(n) = p.dp_shard {
+        f.extend(["--dp-shard".into(), n.to_string()]);
+    }
     if cfg.offload.optimizer {
         f.push("--offload-optimizer".into());
     }
@@ -175,7 +179,19 @@ pub fn layouts(cfg: &DetailedConfig, gpus: u64, gpus_per_node: u64) -> Vec<Detai
                     // way to offload the optimizer (ZeRO-Offload).
                     // With context parallelism ZeRO shards over dp × cp.
                     let zeros: &[u8] = if dp * cp > 1 { &[0, 1, 2, 3] } else { &[0, 1] };
-                    for &zero in zeros {
+                    // ZeRO-3 across nodes may shard within each node and
+                    // replicate across them instead (hybrid sharding): the
+                    // gathers stay on NVLink, the network carries one
+                    // all-reduce of the gradient shards per step.
+                    let node_shard = gpus_per_node / (tp * cp);
+                    let hybrid =
+                        (node_shard >= 2 && node_shard < dp && dp.is_multiple_of(node_shard))
+                            .then_some(node_shard);
+                    for (zero, dp_shard) in zeros
+                        .iter()
+                        .map(|&z| (z, None))
+                        .chain(hybrid.map(|s| (3u8, Some(s))))
+                    {
                         for &recompute in &recomputes {
                             for &optimizer in &optimizers {
                                 for offload in [false, true] {
@@ -199,8 +215,7 @@ pub fn layouts(cfg: &DetailedConfig, gpus: u64, gpus_per_node: u64) -> Vec<Detai
                                         schedule,
                                         sp: tp > 1,
                                         zero,
-                                        // The search shards over all of dp.
-                                        dp_shard: None,
+                                        dp_shard,
                                         ..cfg.parallel
                                     };
                                     c.micro_batch = Some(micro);
@@ -304,6 +319,46 @@ mod tests {
             assert!(plan.rows[..i].iter().all(|r| r.need > plan.rows[i].need));
         }
         assert_eq!(plan.pareto[0], 0);
+    }
+
+    /// Across nodes on a slow network, ZeRO-3 sharded within each node and
+    /// replicated across them (hybrid sharding) beats sharding over every
+    /// GPU: its gathers stay on NVLink. Its flags rerun to it.
+    #[test]
+    fn hybrid_sharding_wins_over_a_slow_network() {
+        // Short sequences, one per GPU: little compute to hide gathers.
+        let cfg = llama8b(1024, 32);
+        let mut slow = gpu("a100-80gb").unwrap();
+        slow.inter_node_gbps = 50.0 / 8.0; // 400 Gbit/s a node of 8
+        let plan = search(
+            &cfg,
+            &Cluster::new(slow, 8),
+            32,
+            None,
+            &Efficiency::default(),
+        );
+        let best_zero3 = |hybrid: bool| {
+            plan.rows
+                .iter()
+                .find(|r| {
+                    r.cfg.parallel.zero == 3
+                        && r.cfg.parallel.tp == 1
+                        && r.cfg.parallel.pp == 1
+                        && r.cfg.parallel.dp_shard.is_some() == hybrid
+                })
+                .map(|r| r.time.step_s)
+                .unwrap()
+        };
+        assert!(best_zero3(true) < best_zero3(false));
+        let row = plan
+            .rows
+            .iter()
+            .find(|r| r.cfg.parallel.dp_shard.is_some())
+            .unwrap();
+        assert_eq!(row.cfg.parallel.dp_shard, Some(8));
+        let flags = row.flags();
+        let i = flags.iter().position(|f| f == "--dp-shard").unwrap();
+        assert_eq!(flags[i + 1], "8");
     }
 
     /// The dead end, Llama-3.1-8B at 8,192 tokens, has layouts on

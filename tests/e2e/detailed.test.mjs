@@ -495,3 +495,18 @@ test('the step chart says which GPU it shows: a pipeline stage, or any of alike 
   await context.close();
   assert.deepEqual(problems, []);
 });
+
+test('hybrid sharding: a shard group of 8 among 16 data-parallel GPUs holds the states 8 GPUs would; the address keeps it', async () => {
+  const { page, problems, context } = await open('?mode=detailed&model=llama-3.1-8b&dp=16&zero=3&batch=16');
+  const whole = await bytes(page);
+  await setCount(page, 'shard-input', 8);
+  await urlMatches(page, /shard=8/);
+  const hybrid = await bytes(page);
+  assert.ok(Math.abs(hybrid.optimizer_state / whole.optimizer_state - 2) < 1e-6);
+  assert.ok(Math.abs(hybrid.params / whole.params - 2) < 1e-6);
+  // A group that does not divide dp is refused, with the reason on screen.
+  await setCount(page, 'shard-input', 6);
+  assert.match(await page.textContent('#detailed-sentence'), /must divide the data-parallel GPUs/);
+  await context.close();
+  assert.deepEqual(problems, []);
+});
