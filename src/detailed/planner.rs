@@ -368,6 +368,12 @@ pub fn flags(from: &DetailedConfig, to: &DetailedConfig) -> Vec<String> {
     );
     flag(p.dp != q.dp, "--dp", Some(q.dp.to_string()));
     flag(p.zero != q.zero, "--zero", Some(q.zero.to_string()));
+    // Hybrid sharding's group; sharding over all of dp is a group of dp.
+    flag(
+        p.dp_shard != q.dp_shard,
+        "--dp-shard",
+        Some(q.dp_shard.unwrap_or(q.dp).to_string()),
+    );
     flag(p.tp != q.tp, "--tp", Some(q.tp.to_string()));
     flag(p.cp != q.cp, "--cp", Some(q.cp.to_string()));
     flag(!p.sp && q.sp, "--sp", None);

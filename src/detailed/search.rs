@@ -359,6 +359,14 @@ mod tests {
         let flags = row.flags();
         let i = flags.iter().position(|f| f == "--dp-shard").unwrap();
         assert_eq!(flags[i + 1], "8");
+        // From it back to sharding over all of dp: the change names dp.
+        let mut whole = row.cfg;
+        whole.parallel.dp_shard = None;
+        let change = planner::flags(&row.cfg, &whole);
+        assert_eq!(
+            change,
+            ["--dp-shard".to_string(), whole.parallel.dp.to_string()]
+        );
     }
 
     /// The dead end, Llama-3.1-8B at 8,192 tokens, has layouts on
