@@ -97,6 +97,27 @@ struct HfConfig {
     text_config: Option<IgnoredAny>,
 }
 
+/// Qwen's MoE layout (`decoder_sparse_step`, `mlp_only_layers`): the
+/// leading dense layers, where every later layer is MoE; other layouts are
+/// refused.
+fn qwen_dense_layers(c: &HfConfig) -> Result<u64, ImportError> {
+    if c.decoder_sparse_step.unwrap_or(1) != 1 {
+        return fail(
+            "decoder_sparse_step",
+            "only 1 (every layer MoE) is modelled",
+        );
+    }
+    // Dense layers are modelled where they lead: mlp_only_layers 0..k.
+    let k = c.mlp_only_layers.len() as u64;
+    if c.mlp_only_layers.iter().copied().ne(0..k) {
+        return fail(
+            "mlp_only_layers",
+            "only leading dense layers (0, 1, …, k−1) are modelled",
+        );
+    }
+    Ok(k)
+}
+
 /// The one key of `rope_parameters` that changes memory.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
@@ -366,52 +387,23 @@ fn llama_like(c: &HfConfig, t: &str, notes: &mut Vec<String>) -> Result<Architec
         None => fail("intermediate_size", "missing: this model type needs it"),
     };
     match t {
-        // gpt-oss (`GptOssMLP`): every layer MoE, biased experts and router.
-        "gpt_oss" => {
+        // Every layer MoE, experts as wide as `intermediate_size`; gpt-oss's
+        // (`GptOssMLP`) with biased experts and router.
+        "mixtral" | "gpt_oss" => {
             let ffn = dense_ffn(None)?;
             arch.ffn = ffn;
             let experts = c.num_local_experts.or(c.num_experts);
-            arch.moe = Some(moe(
-                experts,
-                "num_local_experts",
-                c,
-                ffn,
-                0,
-                0,
-                Router::GptOss,
-            )?);
-        }
-        "mixtral" => {
-            let ffn = dense_ffn(None)?;
-            arch.ffn = ffn;
-            let experts = c.num_local_experts.or(c.num_experts);
-            arch.moe = Some(moe(
-                experts,
-                "num_local_experts",
-                c,
-                ffn,
-                0,
-                0,
-                Router::Mixtral,
-            )?);
+            let router = if t == "gpt_oss" {
+                Router::GptOss
+            } else {
+                Router::Mixtral
+            };
+            arch.moe = Some(moe(experts, "num_local_experts", c, ffn, 0, 0, router)?);
         }
         "qwen3_moe" => {
             arch.ffn = dense_ffn(Some(1))?;
             let effn = need("moe_intermediate_size", c.moe_intermediate_size, 1, WIDTH)?;
-            if c.decoder_sparse_step.unwrap_or(1) != 1 {
-                return fail(
-                    "decoder_sparse_step",
-                    "only 1 (every layer MoE) is modelled",
-                );
-            }
-            // Dense layers are modelled where they lead: mlp_only_layers 0..k.
-            let k = c.mlp_only_layers.len() as u64;
-            if c.mlp_only_layers.iter().copied().ne(0..k) {
-                return fail(
-                    "mlp_only_layers",
-                    "only leading dense layers (0, 1, …, k−1) are modelled",
-                );
-            }
+            let k = qwen_dense_layers(c)?;
             let experts = c.num_experts.or(c.num_local_experts);
             arch.moe = Some(moe(experts, "num_experts", c, effn, 0, k, Router::Qwen)?);
         }
@@ -428,19 +420,7 @@ fn llama_like(c: &HfConfig, t: &str, notes: &mut Vec<String>) -> Result<Architec
                 0,
                 WIDTH,
             )?;
-            if c.decoder_sparse_step.unwrap_or(1) != 1 {
-                return fail(
-                    "decoder_sparse_step",
-                    "only 1 (every layer MoE) is modelled",
-                );
-            }
-            let k = c.mlp_only_layers.len() as u64;
-            if c.mlp_only_layers.iter().copied().ne(0..k) {
-                return fail(
-                    "mlp_only_layers",
-                    "only leading dense layers (0, 1, …, k−1) are modelled",
-                );
-            }
+            let k = qwen_dense_layers(c)?;
             let experts = c.num_experts.or(c.num_local_experts);
             arch.moe = Some(moe(
                 experts,
