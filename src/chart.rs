@@ -199,6 +199,8 @@ pub fn timeline_bars(t: &StepTimeline, overhead_bytes: f64) -> (Vec<Bar>, usize)
         let label = match e.moment {
             Moment::Start => format!("start{mb}"),
             Moment::RootGather => format!("gather{mb}"),
+            Moment::Prefill => "prefill".into(),
+            Moment::Decode => "decode".into(),
             Moment::ReferenceForward => format!("ref{mb}"),
             Moment::LayerForward(i) => format!("L{}{mb}", i + 1),
             Moment::OutputGather => format!("head·g{mb}"),

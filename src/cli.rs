@@ -149,9 +149,19 @@ pub struct TrainingArgs {
     pub micro_batch: Option<u64>,
     /// Training objective: dpo keeps a frozen reference (with LoRA the base
     /// is the reference), dpo-precomputed reads reference log-probabilities
-    /// computed beforehand [default: sft].
+    /// computed beforehand; grpo generates its completions first (TRL's
+    /// GRPOTrainer, no KL penalty), grpo-kl adds the reference model
+    /// [default: sft].
     #[arg(long, value_name = "OBJECTIVE", value_parser = one_of::<Objective>(Objective::NAMES), ignore_case = true)]
     pub objective: Option<Objective>,
+    /// GRPO: tokens of each completion, the rest of --seq is the prompt
+    /// (TRL's max_completion_length) [default: 512].
+    #[arg(long, value_name = "TOKENS", value_parser = value_parser!(u64).range(1..=1 << 24))]
+    pub completion: Option<u64>,
+    /// GRPO: completions per prompt, G; --batch counts completions and must
+    /// be a multiple (TRL's num_generations) [default: 8].
+    #[arg(long, value_name = "G", value_parser = value_parser!(u64).range(1..=4096))]
+    pub generations: Option<u64>,
     /// The peak of the first optimizer step (which creates the optimizer
     /// state) instead of a later one.
     #[arg(long)]
@@ -504,6 +514,8 @@ impl Args {
             || m.vocab.is_some()
             || t.micro_batch.is_some()
             || t.objective.is_some()
+            || t.completion.is_some()
+            || t.generations.is_some()
             || t.first_step
             || p.precision.is_some()
             || p.grad_fp32
@@ -726,10 +738,17 @@ impl Args {
         let hidden = size(Field::Hidden, &self.lesson.hidden)?;
         let seq = size(Field::SeqLen, &self.training.seq)?.unwrap_or(defaults::SEQ);
         let batch = match self.training.batch.as_deref() {
-            // One micro-batch per data-parallel GPU: no accumulation.
+            // One micro-batch per data-parallel GPU: no accumulation. GRPO's
+            // micro-batch defaults to one prompt's completions (TRL's
+            // defaults: 8 per device, 8 per prompt).
             None => {
-                self.training.micro_batch.unwrap_or(defaults::MICRO_BATCH)
-                    * self.parallel.dp.unwrap_or(1)
+                let grpo = matches!(self.training.objective, Some(Objective::Grpo { .. }));
+                let micro = match self.training.generations {
+                    _ if !grpo => defaults::MICRO_BATCH,
+                    Some(g) => g,
+                    None => detailed::grpo::Rollout::default().generations,
+                };
+                self.training.micro_batch.unwrap_or(micro) * self.parallel.dp.unwrap_or(1)
             }
             Some(t) => t
                 .trim()
@@ -829,6 +848,17 @@ impl Args {
         }
         if let Some(obj) = t.objective {
             cfg.objective = obj;
+        }
+        if (t.completion.is_some() || t.generations.is_some())
+            && !matches!(cfg.objective, Objective::Grpo { .. })
+        {
+            return Err("--completion and --generations need --objective grpo or grpo-kl".into());
+        }
+        if let Some(c) = t.completion {
+            cfg.rollout.completion = c;
+        }
+        if let Some(g) = t.generations {
+            cfg.rollout.generations = g;
         }
         cfg.lora_rank = f.lora_rank;
         if let Some(targets) = f.lora_targets {
@@ -949,6 +979,24 @@ pub fn render_detailed(
         if t.first_step { "first" } else { "later" },
         (t.peak_bytes() / b.total - 1.0) * 100.0
     );
+    if matches!(cfg.objective, Objective::Grpo { .. }) {
+        let g = detailed::grpo::generation(cfg);
+        let c = cfg.rollout.completion_tokens(cfg.seq);
+        out += &format!(
+            "rollout: {} completions of {} tokens after {}-token prompts generated at once per GPU \
+             ({} × {} completions per step); key/value cache {:.1} GB; generation phase peaks at {:.1} GB\n",
+            g.sequences,
+            c,
+            cfg.seq - c,
+            {
+                let prompts = cfg.effective_batch() / cfg.rollout.generations;
+                format!("{prompts} prompt{}", if prompts == 1 { "" } else { "s" })
+            },
+            cfg.rollout.generations,
+            g.cache / 1e9,
+            t.phase_peak(detailed::Phase::Generation).unwrap_or(0.0) / 1e9
+        );
+    }
     if cfg.parallel.pp > 1 {
         out += &format!(
             "# shown: pipeline stage {} of {} (the higher peak); its {} GPUs are alike\n",

@@ -220,12 +220,30 @@ pub struct DetailedInputs {
     pub quant_base: String,
     /// Offload.
     pub offload: Offload,
-    /// `sft`, `dpo` or `dpo-precomputed`.
+    /// `sft`, `dpo`, `dpo-precomputed`, `grpo` or `grpo-kl`.
     pub objective: String,
+    /// GRPO only: the rollout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<RolloutReport>,
     /// `first` or `later` optimizer step.
     pub step: String,
     /// AdamW's implementation for the peak (`loop`, `foreach`, `fused`).
     pub adam: String,
+}
+
+/// GRPO's rollout as priced.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RolloutReport {
+    /// Completion tokens (of the sequence; the rest is the prompt).
+    pub completion: u64,
+    /// Completions per prompt.
+    pub generations: u64,
+    /// Sequences one GPU generates at once.
+    pub sequences_per_gpu: u64,
+    /// The key/value cache at the last token, bytes.
+    pub kv_cache: f64,
+    /// The generation phase's peak, bytes.
+    pub peak: f64,
 }
 
 /// What the configuration means beyond its inputs.
@@ -641,6 +659,20 @@ impl DetailedReport {
                 quant_base: cfg.base_quant.name().into(),
                 offload: cfg.offload,
                 objective: cfg.objective.name().into(),
+                rollout: matches!(cfg.objective, crate::detailed::Objective::Grpo { .. }).then(
+                    || {
+                        let g = crate::detailed::grpo::generation(cfg);
+                        RolloutReport {
+                            completion: cfg.rollout.completion_tokens(cfg.seq),
+                            generations: cfg.rollout.generations,
+                            sequences_per_gpu: g.sequences,
+                            kv_cache: g.cache,
+                            peak: t
+                                .phase_peak(crate::detailed::Phase::Generation)
+                                .unwrap_or(0.0),
+                        }
+                    },
+                ),
                 step: step.into(),
                 adam: parts.adam.name().into(),
             },

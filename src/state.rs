@@ -281,8 +281,10 @@ pub struct DetailedOptions {
     pub base_quant: BaseQuant,
     /// What is offloaded to host memory.
     pub offload: Offload,
-    /// Supervised or DPO.
+    /// Supervised, DPO or GRPO.
     pub objective: Objective,
+    /// GRPO's completion length and completions per prompt.
+    pub rollout: crate::detailed::grpo::Rollout,
     /// Who runs data parallelism.
     pub framework: crate::detailed::Framework,
     /// Which pipeline stage the step chart shows.
@@ -356,6 +358,7 @@ impl Default for DetailedOptions {
             base_quant: BaseQuant::None,
             offload: Offload::default(),
             objective: Objective::Sft,
+            rollout: crate::detailed::grpo::Rollout::default(),
             framework: crate::detailed::Framework::Megatron,
             stage_shown: ShownStage::Highest,
         }
@@ -364,7 +367,7 @@ impl Default for DetailedOptions {
 
 /// Recipes people ask about in the fine-tuning issue trackers, as page
 /// addresses: (button id, name, query). The README links them.
-pub const RECIPES: [(&str, &str, &str); 2] = [
+pub const RECIPES: [(&str, &str, &str); 3] = [
     (
         "recipe-qlora",
         "QLoRA of an 8B model on a 24 GB card",
@@ -374,6 +377,11 @@ pub const RECIPES: [(&str, &str, &str); 2] = [
         "recipe-dpo",
         "DPO of a 7B model on 8 GPUs with ZeRO-3",
         "mode=detailed&model=mistral-7b&seq=1024&batch=64&micro=2&prec=mixed&attn=flash&dropout=0&recompute=full&impl=hf&dp=8&zero=3&objective=dpo&gpu=80gib",
+    ),
+    (
+        "recipe-grpo",
+        "GRPO of Qwen3-8B with LoRA: 8 completions of 4,096 tokens on one H100",
+        "mode=detailed&model=qwen3-8b&seq=4608&batch=8&prec=mixed&attn=flash&dropout=0&recompute=full&impl=hf&lora=16&objective=grpo&completion=4096&card=h100-sxm",
     ),
 ];
 
@@ -484,8 +492,9 @@ impl PageState {
         cfg.base_quant = d.base_quant;
         cfg.offload = d.offload;
         cfg.objective = d.objective;
+        cfg.rollout = d.rollout;
         cfg.framework = d.framework;
-        // Last: the default kernels follow LoRA, QLoRA and DPO.
+        // Last: the default kernels follow LoRA, QLoRA, DPO and GRPO.
         cfg.profile = d
             .profile
             .unwrap_or_else(|| crate::detailed::defaults::profile(&cfg, false).0);

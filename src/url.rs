@@ -29,7 +29,8 @@
 //! `dp zero tp sp pp ep etp cp
 //! micro`, `shard` (hybrid sharding's group), `lora`, `lorat` (LoRA targets), `quant` (none, nf4, nf4-nodq,
 //! int8), `offopt offparams offacts gpn` (offload, GPUs per node),
-//! `objective` (sft, dpo, dpo-precomputed), `both` (the lesson's bar beside), `oh` (runtime overhead
+//! `objective` (sft, dpo, dpo-precomputed, grpo, grpo-kl) with GRPO's `completion` (tokens) and
+//! `gens` (completions per prompt), `both` (the lesson's bar beside), `oh` (runtime overhead
 //! on) with `ohctx`, `ohws`, `ohcomm` (GB) and `ohfrag` (percent).
 //! Unknown keys are ignored without a word; a known key with a bad value is
 //! reported in [`Decoded::ignored`] and its default kept.
@@ -110,7 +111,7 @@ pub fn decode_with(query: &str, to_f64: ToF64) -> Decoded {
 /// The detailed settings that are a whole number in a range: key, least,
 /// most, and where it goes.
 type Count = (&'static str, u64, u64, fn(&mut DetailedOptions) -> &mut u64);
-const COUNTS: [Count; 14] = [
+const COUNTS: [Count; 16] = [
     ("heads", 1, 1024, |d| &mut d.arch.heads),
     ("kv", 1, 1024, |d| &mut d.arch.kv_heads),
     ("ffn", 1, 1 << 20, |d| &mut d.arch.ffn),
@@ -125,6 +126,8 @@ const COUNTS: [Count; 14] = [
     ("ep", 1, 4096, |d| &mut d.parallel.ep),
     ("etp", 1, 512, |d| &mut d.parallel.etp),
     ("cp", 1, 64, |d| &mut d.parallel.cp),
+    ("completion", 1, 1 << 24, |d| &mut d.rollout.completion),
+    ("gens", 1, 4096, |d| &mut d.rollout.generations),
 ];
 
 /// The detailed settings that are on or off (`1`/`0`): key, where it goes.
@@ -534,6 +537,19 @@ fn encode_detailed(state: &PageState, out: &mut form_urlencoded::Serializer<'_, 
         &def.offload.gpus_per_node.to_string(),
     );
     pair("objective", d.objective.name(), def.objective.name());
+    if matches!(d.objective, crate::detailed::Objective::Grpo { .. }) {
+        let (r, dr) = (&d.rollout, &def.rollout);
+        pair(
+            "completion",
+            &r.completion.to_string(),
+            &dr.completion.to_string(),
+        );
+        pair(
+            "gens",
+            &r.generations.to_string(),
+            &dr.generations.to_string(),
+        );
+    }
     if let Some(m) = d.micro_batch {
         out.append_pair("micro", &m.to_string());
     }

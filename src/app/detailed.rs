@@ -268,7 +268,7 @@ const QUANT_NAMES: &[&str] = &[
     "int8 (LLM.int8())",
 ];
 const TARGET_NAMES: &[&str] = &["q, v", "All projections"];
-const OBJECTIVES: [Objective; 3] = [
+const OBJECTIVES: [Objective; 5] = [
     Objective::Sft,
     Objective::Dpo {
         reference: crate::detailed::Reference::Model,
@@ -276,11 +276,15 @@ const OBJECTIVES: [Objective; 3] = [
     Objective::Dpo {
         reference: crate::detailed::Reference::Precomputed,
     },
+    Objective::Grpo { kl: false },
+    Objective::Grpo { kl: true },
 ];
 const OBJECTIVE_NAMES: &[&str] = &[
     "Supervised (next token)",
     "DPO, reference model on the GPUs",
     "DPO, reference log-probs precomputed",
+    "GRPO (TRL), no KL: generate, then train",
+    "GRPO (TRL) with KL: reference model too",
 ];
 const ATTENTION: [AttentionKernel; 2] = [AttentionKernel::Flash, AttentionKernel::Eager];
 const SCHEDULES: [Schedule; 2] = [Schedule::OneFOneB, Schedule::ZbH1];
@@ -556,6 +560,8 @@ pub fn DetailedControls() -> impl IntoView {
             <details>
                 <summary>"Objective"</summary>
                 {choice("objective-select", "Training objective", OBJECTIVE_NAMES, |d| index_of(&OBJECTIVES, d.objective), |d, i| d.objective = OBJECTIVES[i])}
+                {count("completion-input", "GRPO completion tokens (of the sequence)", (1, 1 << 24), |d| Some(d.rollout.completion), |d, v| d.rollout.completion = v.unwrap_or(512), false)}
+                {count("gens-input", "GRPO completions per prompt", (1, 4096), |d| Some(d.rollout.generations), |d, v| d.rollout.generations = v.unwrap_or(8), false)}
             </details>
             <details>
                 <summary>"Offload to host memory"</summary>
@@ -660,10 +666,35 @@ pub fn DetailedTable() -> impl IntoView {
             BUFFER_FACTOR,
         ))
     };
+    // GRPO's rollout: what one GPU generates at once and what it holds.
+    let DetailedTimeline(step) = super::context::<DetailedTimeline>();
+    let rollout = move || {
+        if !shown() {
+            return None;
+        }
+        let s = state.read();
+        let cfg = s.detailed_config();
+        if !matches!(cfg.objective, Objective::Grpo { .. }) {
+            return None;
+        }
+        detailed.get().ok()?;
+        let g = crate::detailed::grpo::generation(&cfg);
+        let peak = step.get()?.phase_peak(crate::detailed::Phase::Generation)?;
+        let c = cfg.rollout.completion_tokens(cfg.seq);
+        let u = s.unit;
+        Some(format!(
+            "Rollout: each GPU generates {} completions of {} tokens after {}-token prompts at once; their key/value cache reaches {:.1} {l}, and the generation phase peaks at {:.1} {l} (the step chart's first bars).",
+            g.sequences,
+            c,
+            cfg.seq - c,
+            u.of(g.cache),
+            u.of(peak),
+            l = u.label()
+        ))
+    };
     // Where the verdict is, when the step does not fit the GPU: the fit
     // and its "Make it fit" rows sit under the GPU picker, far down the
     // controls.
-    let DetailedTimeline(step) = super::context::<DetailedTimeline>();
     let overflow = move || {
         if !shown() {
             return None;
@@ -741,6 +772,7 @@ pub fn DetailedTable() -> impl IntoView {
             <a href="#make-it-fit" id="fit-pointer">{text(move || overflow().unwrap_or_default())}</a>
         </p>
         <p class="host-ram" id="host-ram" hidden=move || host().is_none()>{move || host().unwrap_or_default()}</p>
+        <p class="derived" id="rollout-line" hidden=move || rollout().is_none()>{move || rollout().unwrap_or_default()}</p>
         <table class="budget detailed-table">
             <caption>{text(move || format!("Detailed model, per GPU ({})", unit().definition()))}</caption>
             <thead>

@@ -658,11 +658,18 @@ pub(super) fn outer_activations(cfg: &DetailedConfig, b: f64) -> OuterActivation
                     // PEFT's LoRA: the final norm and the output layer are
                     // frozen; the norm keeps its fp32 input and reciprocal
                     // root, the output layer nothing.
+                    let grpo = matches!(cfg.objective, super::Objective::Grpo { .. });
                     if peft_llama(cfg) {
+                        let norm = 4.0 * n * h + 4.0 * n;
+                        let (head, logits) = if grpo {
+                            (super::grpo::head(cfg).saved, 0.0)
+                        } else {
+                            (loss, logits)
+                        };
                         return OuterActivations {
                             embedding: rope,
-                            head: 4.0 * n * h + 4.0 * n + loss,
-                            head_norm: 4.0 * n * h + 4.0 * n,
+                            head: norm + head,
+                            head_norm: norm,
                             logits,
                         };
                     }
@@ -672,6 +679,15 @@ pub(super) fn outer_activations(cfg: &DetailedConfig, b: f64) -> OuterActivation
                     } else {
                         0.0
                     };
+                    // GRPO's fused head keeps no logits (`super::grpo`).
+                    if grpo {
+                        return OuterActivations {
+                            embedding: rope,
+                            head: norm + super::grpo::head(cfg).saved,
+                            head_norm: norm,
+                            logits: 0.0,
+                        };
+                    }
                     (rope, norm + n * h * p + loss + softcap, norm)
                 }
             }

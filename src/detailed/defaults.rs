@@ -10,7 +10,7 @@
 //! | dropout | off | Llama, Qwen, Mistral and Gemma configs set their dropouts to 0 |
 //! | recomputation | none | nothing is recomputed unless asked for |
 //! | precision, optimizer | mixed (bf16 + fp32 master), AdamW | the lesson's set-up |
-//! | kernels (profile) | `hf` with LoRA, a quantized base, DPO or an imported config.json; `fused` otherwise | PEFT, bitsandbytes and TRL run stock `transformers`; pre-training at scale runs Megatron-style fused kernels |
+//! | kernels (profile) | `hf` with LoRA, a quantized base, DPO, GRPO or an imported config.json; `fused` otherwise | PEFT, bitsandbytes and TRL (DPO, GRPO) run stock `transformers`; pre-training at scale runs Megatron-style fused kernels |
 //!
 //! ```
 //! use membudget::detailed::{defaults, preset, DetailedConfig, Profile};
@@ -49,6 +49,8 @@ pub fn profile(cfg: &DetailedConfig, imported: bool) -> (Profile, &'static str) 
         (Profile::Hf, "LoRA")
     } else if matches!(cfg.objective, Objective::Dpo { .. }) {
         (Profile::Hf, "DPO")
+    } else if matches!(cfg.objective, Objective::Grpo { .. }) {
+        (Profile::Hf, "GRPO")
     } else if imported {
         (Profile::Hf, "a config.json")
     } else {

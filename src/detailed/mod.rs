@@ -31,6 +31,7 @@ pub mod activations;
 pub mod arch;
 pub mod defaults;
 pub mod flops;
+pub mod grpo;
 pub mod hardware;
 pub mod import;
 pub mod offload;
@@ -168,6 +169,30 @@ pub enum Objective {
         /// Where the reference model's log-probabilities come from.
         reference: Reference,
     },
+    /// Group relative policy optimisation (Shao et al. 2024, "DeepSeekMath",
+    /// §4.1) as TRL's `GRPOTrainer` runs it: each step first generates the
+    /// completions it trains on (the rollout, [`grpo::Rollout`]), then
+    /// trains on prompt and completion with a fused LM head that keeps no
+    /// logits.
+    Grpo {
+        /// A KL penalty against a frozen reference (`beta` > 0): the
+        /// reference model on the GPUs (none with LoRA: the base with the
+        /// adapters disabled). TRL's default `beta = 0` loads none.
+        kl: bool,
+    },
+}
+
+impl Objective {
+    /// Whether a frozen reference model sits beside the policy on the GPUs
+    /// (with LoRA the base with adapters disabled serves instead).
+    pub fn reference_model(self) -> bool {
+        matches!(
+            self,
+            Objective::Dpo {
+                reference: Reference::Model
+            } | Objective::Grpo { kl: true }
+        )
+    }
 }
 
 /// DPO's reference model.
@@ -378,7 +403,8 @@ choices!(BaseQuant, "quantized base", "none" => BaseQuant::None,
     "int8" => BaseQuant::Int8);
 choices!(Objective, "objective", "sft" => Objective::Sft,
     "dpo" => Objective::Dpo { reference: Reference::Model },
-    "dpo-precomputed" => Objective::Dpo { reference: Reference::Precomputed });
+    "dpo-precomputed" => Objective::Dpo { reference: Reference::Precomputed },
+    "grpo" => Objective::Grpo { kl: false }, "grpo-kl" => Objective::Grpo { kl: true });
 choices!(AttentionKernel, "attention", "eager" => AttentionKernel::Eager, "flash" => AttentionKernel::Flash);
 choices!(Recompute, "recompute", "none" => Recompute::None, "selective" => Recompute::Selective,
     "full" => Recompute::Full);
@@ -426,8 +452,10 @@ pub struct DetailedConfig {
     pub base_quant: BaseQuant,
     /// What lives in host memory instead.
     pub offload: Offload,
-    /// Supervised or DPO.
+    /// Supervised, DPO or GRPO.
     pub objective: Objective,
+    /// GRPO's generation: completion length and completions per prompt.
+    pub rollout: grpo::Rollout,
     /// Who runs data parallelism.
     pub framework: Framework,
     /// Megatron's expert capacity factor with padding to capacity
@@ -462,6 +490,7 @@ impl DetailedConfig {
             base_quant: BaseQuant::None,
             offload: Offload::default(),
             objective: Objective::Sft,
+            rollout: grpo::Rollout::default(),
             framework: Framework::Megatron,
         }
     }
@@ -506,7 +535,7 @@ impl DetailedConfig {
     /// `DPOTrainer.concatenated_forward`), so twice the micro-batch.
     pub fn sequences(&self) -> u64 {
         match self.objective {
-            Objective::Sft => self.micro(),
+            Objective::Sft | Objective::Grpo { .. } => self.micro(),
             Objective::Dpo { .. } => 2 * self.micro(),
         }
     }
@@ -590,6 +619,36 @@ fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
         }
         if cfg.lora_rank.is_some() {
             return err("Muon and Adafactor with LoRA are not modelled: choose AdamW, Lion or 8-bit Adam for adapters");
+        }
+    }
+    if let Objective::Grpo { .. } = cfg.objective {
+        let r = &cfg.rollout;
+        if r.completion == 0
+            || r.completion > 1 << 24
+            || r.generations == 0
+            || r.generations > 1 << 12
+        {
+            return err(
+                "GRPO needs a completion of 1 to 2²⁴ tokens and 1 to 4096 completions per prompt",
+            );
+        }
+        if a.family != Family::Llama {
+            return err(
+                "GRPO is modelled for the Llama family (TRL's fused LM head was measured on it)",
+            );
+        }
+        if !cfg.effective_batch().is_multiple_of(r.generations) {
+            return Err(DetailedError(format!(
+                "GRPO's batch counts completions: {} sequences per step is not a multiple of {} completions per prompt (change the batch or the completions per prompt)",
+                cfg.effective_batch(),
+                r.generations
+            )));
+        }
+        if p.tp > 1 || p.pp > 1 || p.cp > 1 {
+            return err("TRL's GRPOTrainer trains with data parallelism, ZeRO and FSDP: set tp, pp and cp to 1");
+        }
+        if matches!(cfg.framework, Framework::DeepSpeed { .. }) && p.zero == 3 {
+            return err("GRPO under DeepSpeed's ZeRO-3 is not modelled: choose FSDP2 or the megatron framework's ZeRO-3");
         }
     }
     if p.vp == 0 || p.vp > 64 {
@@ -710,13 +769,10 @@ fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
             if cfg.lora_rank.is_some() || cfg.base_quant != BaseQuant::None {
                 return err("DeepSpeed's ZeRO-3 is modelled for full training: LoRA and quantized bases are not");
             }
-            if matches!(
-                cfg.objective,
-                Objective::Dpo {
-                    reference: Reference::Model
-                }
-            ) {
-                return err("DeepSpeed's ZeRO-3 is modelled without DPO's reference model");
+            if cfg.objective.reference_model() {
+                return err(
+                    "DeepSpeed's ZeRO-3 is modelled without a reference model (DPO, GRPO with KL)",
+                );
             }
         }
     }

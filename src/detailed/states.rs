@@ -15,7 +15,7 @@
 //! them whole); all by pp. ZeRO then divides the expert part by the
 //! expert-data-parallel group dp·tp / (ep·etp) and the rest by dp.
 
-use super::{quant, DetailedConfig, Objective, Optimizer, Precision, Profile, Reference};
+use super::{quant, DetailedConfig, Optimizer, Precision, Profile};
 
 /// Bytes of the model states on one GPU.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -285,14 +285,10 @@ pub(super) fn model_states_on_gpu(cfg: &DetailedConfig, offload: bool) -> ModelS
         Some((quantized, rest)) => (quantized as f64 + rest as f64 * 4.0) / split,
         None => (base + experts) * wb,
     };
-    let reference = match (cfg.objective, cfg.lora_rank) {
-        (
-            Objective::Dpo {
-                reference: Reference::Model,
-            },
-            None,
-        ) => (base + experts) * wb,
-        _ => 0.0,
+    let reference = if cfg.objective.reference_model() && cfg.lora_rank.is_none() {
+        (base + experts) * wb
+    } else {
+        0.0
     };
     let adapter_bytes = if peft(cfg) { 4.0 } else { wb };
     let params = match cfg.lora_rank {

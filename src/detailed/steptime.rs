@@ -244,6 +244,10 @@ pub struct Parts {
     pub optimizer: f64,
     /// Offload: PCIe transfers and the host's optimizer step, not hidden.
     pub offload: f64,
+    /// GRPO's rollout: the prompts' prefill and the decoding, one token at
+    /// a time, and the reference's scoring with a KL penalty.
+    #[serde(default)]
+    pub generation: f64,
 }
 
 impl Parts {
@@ -260,10 +264,11 @@ impl Parts {
             + self.bubble
             + self.optimizer
             + self.offload
+            + self.generation
     }
 
     /// Each part with its name, in the order above.
-    pub fn named(&self) -> [(&'static str, f64); 11] {
+    pub fn named(&self) -> [(&'static str, f64); 12] {
         [
             ("matmul", self.matmul),
             ("attention", self.attention),
@@ -276,6 +281,7 @@ impl Parts {
             ("bubble", self.bubble),
             ("optimizer", self.optimizer),
             ("offload", self.offload),
+            ("generation", self.generation),
         ]
     }
 
@@ -300,6 +306,7 @@ impl Parts {
             bubble: self.bubble * k,
             optimizer: self.optimizer * k,
             offload: self.offload * k,
+            generation: self.generation * k,
         }
     }
 }
@@ -334,6 +341,38 @@ struct Rates {
     attention: f64,
     attention_backward: f64,
     bytes: f64,
+}
+
+/// GRPO's rollout on one GPU ([`super::grpo`]), seconds: the prefill of
+/// the generation batch's prompts at the matrix rate (2 FLOPs per active
+/// parameter per token, Kaplan et al. 2020, §2.1), then one decoding step
+/// per completion token, each bound by the larger of reading the weights
+/// and the key/value cache so far from memory and its 2 FLOPs per active
+/// parameter per sequence (the roofline of Williams et al. 2009; decoding
+/// at small batch is memory-bound, Pope et al. 2022, §2); with a KL
+/// penalty, the reference's forward over every micro-batch (one
+/// micro-batch's forward seconds: `micro_forward`).
+fn generation_time(cfg: &DetailedConfig, r: &Rates, micro_forward: f64) -> f64 {
+    let a = &cfg.arch;
+    let g = super::grpo::generation(cfg);
+    let b = g.sequences as f64;
+    let c = cfg.rollout.completion_tokens(cfg.seq) as f64;
+    let prompt = cfg.seq as f64 - c;
+    let active = a.active_params() as f64;
+    let weights = a.params() as f64
+        * match cfg.precision {
+            Precision::Fp32 => 4.0,
+            _ => 2.0,
+        };
+    let prefill = 2.0 * active * b * prompt / r.flops;
+    let avg_cache = super::grpo::kv_cache(cfg, b, prompt + c / 2.0);
+    let token = ((weights + avg_cache) / r.bytes).max(2.0 * active * b / r.flops);
+    let reference = if cfg.objective == (Objective::Grpo { kl: true }) {
+        micro_forward * cfg.accumulation_steps() as f64
+    } else {
+        0.0
+    };
+    prefill + c * token + reference
 }
 
 /// Forward seconds of one layer for `m` tokens on one GPU, split into
@@ -541,6 +580,20 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
         } => 1.0,
         _ => 0.0,
     };
+    // GRPO's fused head (TRL's `ChunkedLogProbFunction`) projects only the
+    // completion's positions, and again in backward before its two
+    // gradient products; its tiles are written and read once each way
+    // (about 10 bytes per logit) instead of the cross-entropy's 36.
+    let (logits_mm, loss_mem) = if matches!(cfg.objective, Objective::Grpo { .. }) {
+        let scored = (cfg.micro() * cfg.rollout.completion_tokens(cfg.seq)) as f64;
+        let head = gemm(scored, h, vocab, r.flops, r.bytes);
+        (
+            head * (2.0 + bwd_mm_factor) / (1.0 + bwd_mm_factor),
+            10.0 * scored * vocab / r.bytes,
+        )
+    } else {
+        (logits_mm, loss_mem)
+    };
     let mut micro = Parts {
         matmul: (1.0 + bwd_mm_factor + reference) * (fwd_mm + logits_mm) + recompute.0,
         attention: (1.0 + reference) * fwd_attn + backward_attn + recompute.1,
@@ -701,6 +754,9 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
             let pcie = gpu.pcie_gbps * 1e9 * eff.link;
             step.offload += acc * (2.0 * b.activations / pcie - compute).max(0.0);
         }
+    }
+    if matches!(cfg.objective, Objective::Grpo { .. }) {
+        step.generation = generation_time(cfg, &r, fwd_mm + fwd_attn + fwd_mem);
     }
     let step_s = step.total();
     let flops = step_flops(cfg);

@@ -124,6 +124,9 @@ impl Default for StepOptions {
 /// The three phases of a step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
+    /// GRPO's rollout: the completions generated without grad, and the
+    /// reference model's log-probabilities of them.
+    Generation,
     /// The forward pass and the loss.
     Forward,
     /// Backpropagation.
@@ -136,6 +139,7 @@ impl Phase {
     /// Its name, as the command line and the table say it.
     pub fn name(self) -> &'static str {
         match self {
+            Phase::Generation => "generation",
             Phase::Forward => "forward",
             Phase::Backward => "backward",
             Phase::Optimizer => "optimizer",
@@ -154,7 +158,12 @@ pub enum Moment {
     /// all-gather completes) and, when the root reshards after forward, again
     /// at the start of backward.
     RootGather,
-    /// DPO: the reference model's forward, its logits alive.
+    /// GRPO: the prompts' prefill, the key/value cache starting.
+    Prefill,
+    /// GRPO: the last token generated, the key/value cache whole.
+    Decode,
+    /// DPO: the reference model's forward, its logits alive; GRPO: the
+    /// reference scoring the completions.
     ReferenceForward,
     /// Inside layer `i`'s forward (0-based), at its largest transient.
     LayerForward(u64),
@@ -201,6 +210,8 @@ impl Moment {
         match self {
             Moment::Start => "start".into(),
             Moment::RootGather => "root all-gather".into(),
+            Moment::Prefill => "prefill".into(),
+            Moment::Decode => "last decoding step".into(),
             Moment::ReferenceForward => "reference forward".into(),
             Moment::LayerForward(i) => format!("layer {} forward", i + 1),
             Moment::OutputGather => "output layer all-gather".into(),
@@ -472,6 +483,21 @@ fn pieces(cfg: &DetailedConfig) -> Pieces {
     // The output layer's backward: the logits' gradient in the dtype and the
     // gradient of its input.
     let head_backward = nv * p + n * h * p / sp_div;
+    // GRPO's fused head instead (`super::grpo`): its tile and statistics
+    // forward, fp32 gradients backward; then the gradient of the scored
+    // positions scattered back into the sequence (on CUDA through the
+    // boolean index, one more n·h).
+    let (loss_forward, loss_backward, head_backward) =
+        if matches!(cfg.objective, Objective::Grpo { .. }) {
+            let head = super::grpo::head(cfg);
+            let index = match cfg.device {
+                super::Device::Cuda => n * h * p,
+                super::Device::Cpu => 0.0,
+            };
+            (head.forward, head.backward, index + n * h * p)
+        } else {
+            (loss_forward, loss_backward, head_backward)
+        };
 
     let (emb_params, head_params, layer_params) = param_split(cfg);
     // Gradients as backward produces them: in bf16 under FSDP2's
@@ -518,7 +544,9 @@ fn pieces(cfg: &DetailedConfig) -> Pieces {
     };
     // TRL's DPO runs the reference model first under `no_grad`: its logits
     // for the chosen and rejected sequences in the dtype, and
-    // `selective_log_softmax`'s one-sequence-at-a-time log-softmax.
+    // `selective_log_softmax`'s one-sequence-at-a-time log-softmax. GRPO's
+    // reference scores the rollout a micro-batch at a time in the
+    // generation phase ([`Walk::generation`]).
     let reference_forward = match cfg.objective {
         Objective::Dpo {
             reference: Reference::Model,
@@ -594,6 +622,40 @@ struct Walk<'a> {
 }
 
 impl Walk<'_> {
+    /// GRPO's rollout, before the step trains ([`super::grpo`]): the
+    /// prompts' prefill, the last decoding step with the whole cache, and,
+    /// with a KL penalty, the reference scoring one micro-batch without
+    /// grad (the backbone's output, its copy for the head, one layer's MLP
+    /// tensors and the head's tile). Under ZeRO-3 the weights are gathered
+    /// whole for generation (TRL's `unwrap_model_for_generation`,
+    /// `summon_full_params`).
+    fn generation(&mut self) {
+        let cfg = self.cfg;
+        let g = super::grpo::generation(cfg);
+        let gathered = if cfg.parallel.zero >= 3 && cfg.lora_rank.is_none() {
+            cfg.arch.params() as f64
+                * weight_bytes(cfg)
+                * (1.0 - 1.0 / cfg.parallel.zero_divisor(3))
+        } else {
+            0.0
+        };
+        self.phase = Phase::Generation;
+        self.record(Moment::Prefill, g.prefill + gathered);
+        self.record(Moment::Decode, g.decode + gathered);
+        if cfg.objective == (Objective::Grpo { kl: true }) {
+            let a = &cfg.arch;
+            let p = act_bytes(cfg);
+            let n = (cfg.micro() * cfg.seq) as f64;
+            let mlp = a
+                .moe
+                .map_or(a.ffn, |m| m.shared_ffn.max(m.expert_ffn * m.top_k))
+                as f64;
+            let forward =
+                super::grpo::head(cfg).forward + 2.0 * n * a.hidden as f64 * p + 3.0 * n * mlp * p;
+            self.record(Moment::ReferenceForward, forward);
+        }
+    }
+
     fn record(&mut self, moment: Moment, transient: f64) {
         self.events.push(Event {
             phase: self.phase,
@@ -915,6 +977,9 @@ pub fn stage_timelines(
             } else {
                 walk.unsharded_layer = pc.gathered_layer / 2.0;
             }
+        }
+        if matches!(cfg.objective, Objective::Grpo { .. }) {
+            walk.generation();
         }
         walk.micro_batch(stage_layers, first, last, in_flight);
         if micro_batches > 1 {

@@ -100,6 +100,7 @@ pub fn hf_cpu(cfg: &mut membudget::detailed::DetailedConfig, dtype: &str, attent
 pub fn phase(name: &str) -> membudget::detailed::Phase {
     use membudget::detailed::Phase;
     match name {
+        "generation" | "reference" => Phase::Generation,
         "forward" => Phase::Forward,
         "backward" => Phase::Backward,
         "optimizer" => Phase::Optimizer,

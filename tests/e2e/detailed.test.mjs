@@ -341,6 +341,35 @@ test('Lion, Muon and Adafactor from the optimizer select and the address', async
   await context.close();
 });
 
+test('GRPO: the recipe generates, then trains; its rollout is on the page and in the step time', async () => {
+  const { page, problems, context } = await open('?mode=detailed');
+  await page.click('#recipe-grpo');
+  await urlMatches(page, /objective=grpo/);
+  await urlMatches(page, /completion=4096/);
+  // The fused LM head keeps no logits; the rollout's cache is the next line.
+  const b = await bytes(page);
+  assert.equal(b.logits, 0);
+  assert.match(await page.textContent('#rollout-line'),
+    /^Rollout: each GPU generates 8 completions of 4096 tokens after 512-token prompts at once; their key\/value cache reaches 5\.4 GB, and the generation phase peaks at 22\.0 GB/);
+  assert.match(await page.textContent('#fit-verdict'), /^Fits/);
+  const legend = async () => page.$$eval('#step-time-legend li', (els) => els.map((e) => e.textContent));
+  const generation = (texts) => Number(texts.find((t) => t.startsWith('generation')).match(/^generation (\d+) %/)[1]);
+  const long = generation(await legend());
+  assert.ok(long > 50, `${await legend()}`);
+  // Shorter completions after longer prompts: the same cache, less decoding.
+  await setCount(page, 'completion-input', 1024);
+  await urlMatches(page, /completion=1024/);
+  assert.match(await page.textContent('#rollout-line'), /8 completions of 1024 tokens after 3584-token prompts/);
+  assert.ok(generation(await legend()) < long, `${await legend()}`);
+  // Completions per prompt that do not divide the batch: refused, in words.
+  await setCount(page, 'gens-input', 3);
+  await urlMatches(page, /gens=3/);
+  assert.match(await page.textContent('#detailed-sentence'), /cannot be computed: GRPO's batch counts completions: 8 sequences per step is not a multiple of 3/);
+  assert.equal(await page.isVisible('#rollout-line'), false);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
 test('a card of the table prices the step in time: the bar, the token budget, and the faster layouts', async () => {
   // The dead end on an H100 picked by name: the time it would take, and the
   // make-it-fit rows priced in GPU-time.
