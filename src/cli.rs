@@ -6,7 +6,7 @@ use crate::detailed::planner::{make_it_fit, smallest_card};
 use crate::detailed::steptime::{step_time, Cluster, Efficiency, Parts};
 use crate::detailed::{
     self, preset, AdamImpl, Architecture, AttentionKernel, BaseQuant, CpComm, DetailedBreakdown,
-    DetailedConfig, Device, ExpertsImpl, Family, Framework, LoraTargets, Objective, Optimizer,
+    DetailedConfig, Device, ExpertsImpl, Family, Fp8, Framework, LoraTargets, Objective, Optimizer,
     Overhead, OverheadBytes, Precision, Profile, Recompute, Schedule, Step, StepOptions,
     StepTimeline,
 };
@@ -180,6 +180,12 @@ pub struct PrecisionArgs {
     /// Keep gradients in fp32 (some frameworks do under mixed precision).
     #[arg(long)]
     pub grad_fp32: bool,
+    /// Float8 matmuls in the layers' linear layers, torchao's recipe
+    /// (convert_to_float8_training, the output layer left out): priced at
+    /// the card's fp8 rate; weights and saved activations stay as they are
+    /// [default: none].
+    #[arg(long, value_name = "RECIPE", value_parser = one_of::<Fp8>(Fp8::NAMES), ignore_case = true)]
+    pub fp8: Option<Fp8>,
     /// The optimizer; paged-* are bitsandbytes' paged versions [default: adamw].
     #[arg(long, value_name = "OPTIMIZER", value_parser = one_of::<Optimizer>(Optimizer::NAMES), ignore_case = true)]
     pub optimizer: Option<Optimizer>,
@@ -519,6 +525,7 @@ impl Args {
             || t.first_step
             || p.precision.is_some()
             || p.grad_fp32
+            || p.fp8.is_some()
             || p.optimizer.is_some()
             || p.adam.is_some()
             || k.attention.is_some()
@@ -776,6 +783,7 @@ impl Args {
         cfg.micro_batch = t.micro_batch;
         cfg.precision = p.precision.unwrap_or(Precision::Mixed);
         cfg.fp32_grads = p.grad_fp32;
+        cfg.fp8 = p.fp8.unwrap_or(Fp8::None);
         cfg.optimizer = p.optimizer.unwrap_or(Optimizer::AdamW);
         cfg.attention = k.attention.unwrap_or(defaults::ATTENTION);
         cfg.dropout = k.dropout || defaults::DROPOUT;
@@ -1122,6 +1130,14 @@ pub fn run(args: &Args) -> Result<String, CliError> {
         let overhead = settings.map(|o| o.bytes(&cfg, t.peak_bytes()));
         let cluster = args.cluster();
         let eff = args.time.efficiency(cluster.as_ref().map(|c| &c.gpu))?;
+        if let Some(c) = cluster.as_ref().filter(|_| detailed::fp8::enabled(&cfg)) {
+            if c.gpu.peak_tflops(detailed::hardware::Dtype::Fp8).is_none() {
+                return Err(format!(
+                    "--fp8 needs fp8 tensor cores (torchao's float8 runs on H100, H200, B200, L40S, RTX 4090, MI300X): the {} has none",
+                    c.gpu.name
+                ));
+            }
+        }
         if args.time.given() && cluster.is_none() {
             return Err(
                 "step time, --tokens and --plan need --gpu CARD: a card of the table, whose speeds are known"

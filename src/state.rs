@@ -254,6 +254,8 @@ pub struct DetailedOptions {
     pub arch: Architecture,
     /// Storage precision.
     pub precision: Precision,
+    /// Float8 matmuls in the layers (torchao).
+    pub fp8: crate::detailed::Fp8,
     /// Optimizer.
     pub optimizer: Optimizer,
     /// Attention kernel.
@@ -344,6 +346,7 @@ impl Default for DetailedOptions {
         Self {
             arch,
             precision: Precision::Mixed,
+            fp8: crate::detailed::Fp8::None,
             optimizer: Optimizer::AdamW,
             attention: AttentionKernel::Flash,
             dropout: false,
@@ -482,6 +485,7 @@ impl PageState {
         );
         cfg.micro_batch = d.micro_batch;
         cfg.precision = d.precision;
+        cfg.fp8 = d.fp8;
         cfg.optimizer = d.optimizer;
         cfg.attention = d.attention;
         cfg.dropout = d.dropout;

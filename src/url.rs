@@ -23,7 +23,7 @@
 //! The detailed model: `mode=detailed`, `model` (a preset) or `arch heads kv
 //! ffn vocab tied qkvbias hd rot qknorm sandwich softcap sinks mla moe` (`mla` =
 //! `q_rank,kv_rank,rope,nope,v`; `moe` = `experts,top_k,expert_ffn,shared_ffn,dense_layers,router`),
-//! `prec opt attn dropout recompute impl`, `framework` (megatron, ddp,
+//! `prec opt attn dropout recompute impl`, `fp8` (none, tensorwise, rowwise), `framework` (megatron, ddp,
 //! ddp-bucket-view, fsdp2, fsdp2-no-reshard, deepspeed), `schedule` (1f1b, zb-h1), `cpcomm` (p2p, a2a), `stage` (the
 //! pipeline stage the step chart shows: peak, first, last),
 //! `dp zero tp sp pp ep etp cp
@@ -153,8 +153,9 @@ type Choice = (
     &'static str,
     fn(&mut DetailedOptions, &str) -> Result<(), String>,
 );
-const CHOICES: [Choice; 11] = [
+const CHOICES: [Choice; 12] = [
     ("prec", |d, v| v.parse().map(|x| d.precision = x)),
+    ("fp8", |d, v| v.parse().map(|x| d.fp8 = x)),
     ("opt", |d, v| v.parse().map(|x| d.optimizer = x)),
     ("attn", |d, v| v.parse().map(|x| d.attention = x)),
     ("recompute", |d, v| v.parse().map(|x| d.recompute = x)),
@@ -507,6 +508,7 @@ fn encode_detailed(state: &PageState, out: &mut form_urlencoded::Serializer<'_, 
         }
     };
     pair("prec", d.precision.name(), def.precision.name());
+    pair("fp8", d.fp8.name(), def.fp8.name());
     pair("opt", d.optimizer.name(), def.optimizer.name());
     pair("attn", d.attention.name(), def.attention.name());
     pair("dropout", flag(d.dropout), flag(def.dropout));

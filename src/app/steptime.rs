@@ -70,9 +70,20 @@ fn shown(s: &PageState) -> Option<Shown> {
     let fits = crate::state::detailed_need(&s.detailed_config(), s.detailed.overhead.as_ref())
         .zip(s.gpu)
         .is_none_or(|(need, g)| need <= g.bytes());
+    let cfg = s.detailed_config();
+    let fp8 = if !crate::detailed::fp8::enabled(&cfg) {
+        ""
+    } else if s.card().is_some_and(|g| {
+        g.peak_tflops(crate::detailed::hardware::Dtype::Fp8)
+            .is_some()
+    }) {
+        " Float8 matmuls at the card's fp8 rate; MFU and HFU stay against its bf16 peak."
+    } else {
+        " This card has no fp8 tensor cores (torchao refuses float8 on it): priced at its bf16 rate."
+    };
     Some(Shown {
         summary: format!(
-            "On {gpus} × {name}: {} per optimizer step, {} tokens/s per GPU, {:.0} model TFLOPS per GPU (MFU {:.1} %, HFU {:.1} %).",
+            "On {gpus} × {name}: {} per optimizer step, {} tokens/s per GPU, {:.0} model TFLOPS per GPU (MFU {:.1} %, HFU {:.1} %).{fp8}",
             seconds(t.step_s),
             grouped(t.tokens_per_s_per_gpu.round() as u64),
             t.model_tflops_per_gpu,

@@ -31,6 +31,7 @@ pub mod activations;
 pub mod arch;
 pub mod defaults;
 pub mod flops;
+pub mod fp8;
 pub mod grpo;
 pub mod hardware;
 pub mod import;
@@ -205,6 +206,23 @@ pub enum Reference {
     /// Log-probabilities computed once before training
     /// (`precompute_ref_log_probs=True`): no reference in memory.
     Precomputed,
+}
+
+/// Float8 training of the layers' linear layers, as torchao's
+/// `convert_to_float8_training` runs it (torchtitan's float8 converter:
+/// every `nn.Linear` but the output layer): each matmul casts its input and
+/// weight to fp8 with a dynamic scale (`hp_tensor_to_float8_dynamic`) and
+/// runs `torch._scaled_mm`; backward casts the output's gradient too. See
+/// [`fp8`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fp8 {
+    /// No float8: the matmuls run in the precision's dtype.
+    None,
+    /// One scale per tensor (`Float8LinearConfig`'s default, "tensorwise").
+    Tensorwise,
+    /// One scale per row (the "rowwise" recipe: e4m3 throughout,
+    /// power-of-2 scales).
+    Rowwise,
 }
 
 /// What the attention keeps for backward.
@@ -405,6 +423,8 @@ choices!(Objective, "objective", "sft" => Objective::Sft,
     "dpo" => Objective::Dpo { reference: Reference::Model },
     "dpo-precomputed" => Objective::Dpo { reference: Reference::Precomputed },
     "grpo" => Objective::Grpo { kl: false }, "grpo-kl" => Objective::Grpo { kl: true });
+choices!(Fp8, "fp8 recipe", "none" => Fp8::None, "tensorwise" => Fp8::Tensorwise,
+    "rowwise" => Fp8::Rowwise);
 choices!(AttentionKernel, "attention", "eager" => AttentionKernel::Eager, "flash" => AttentionKernel::Flash);
 choices!(Recompute, "recompute", "none" => Recompute::None, "selective" => Recompute::Selective,
     "full" => Recompute::Full);
@@ -426,6 +446,8 @@ pub struct DetailedConfig {
     pub micro_batch: Option<u64>,
     /// Storage precision.
     pub precision: Precision,
+    /// Float8 matmuls in the layers (torchao).
+    pub fp8: Fp8,
     /// Keep gradients in fp32 under mixed or bf16 precision.
     pub fp32_grads: bool,
     /// The optimizer.
@@ -475,6 +497,7 @@ impl DetailedConfig {
             batch,
             micro_batch: None,
             precision: Precision::Mixed,
+            fp8: Fp8::None,
             fp32_grads: false,
             optimizer: Optimizer::AdamW,
             attention: AttentionKernel::Eager,
@@ -620,6 +643,9 @@ fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
         if cfg.lora_rank.is_some() {
             return err("Muon and Adafactor with LoRA are not modelled: choose AdamW, Lion or 8-bit Adam for adapters");
         }
+    }
+    if cfg.fp8 != Fp8::None && cfg.precision == Precision::Fp32 {
+        return err("float8 matmuls cast 16-bit activations (torchtitan trains them under bf16 compute): choose mixed or bf16 precision");
     }
     if let Objective::Grpo { .. } = cfg.objective {
         let r = &cfg.rollout;

@@ -338,6 +338,9 @@ fn gemm(m: f64, k: f64, n: f64, peak: f64, bw: f64) -> f64 {
 /// Rates for a step: sustained FLOP/s and bytes/s.
 struct Rates {
     flops: f64,
+    /// The layers' `nn.Linear` matmuls: at the card's fp8 rate under
+    /// float8 training ([`super::fp8`]), otherwise `flops`.
+    linear: f64,
     attention: f64,
     attention_backward: f64,
     bytes: f64,
@@ -388,10 +391,10 @@ fn layer_forward(cfg: &DetailedConfig, moe: bool, m: f64, r: &Rates) -> (f64, f6
     let mut mm = match a.mla {
         Some(_) => {
             let w = super::flops::layer_matmul_weights(a, false) - 3.0 * h * a.ffn as f64;
-            gemm(m, h, w / h / t, r.flops, r.bytes)
+            gemm(m, h, w / h / t, r.linear, r.bytes)
         }
         None => {
-            gemm(m, h, (q + 2.0 * kv) / t, r.flops, r.bytes) + gemm(m, o / t, h, r.flops, r.bytes)
+            gemm(m, h, (q + 2.0 * kv) / t, r.linear, r.bytes) + gemm(m, o / t, h, r.linear, r.bytes)
         }
     };
     // The MLP: up (and gate) column-parallel, down row-parallel.
@@ -415,13 +418,13 @@ fn layer_forward(cfg: &DetailedConfig, moe: bool, m: f64, r: &Rates) -> (f64, f6
             act_width += routed / m * f;
             if e.shared_ffn > 0 {
                 let fs = e.shared_ffn as f64 / t;
-                mm += gemm(m, h, up * fs, r.flops, r.bytes) + gemm(m, fs, h, r.flops, r.bytes);
+                mm += gemm(m, h, up * fs, r.linear, r.bytes) + gemm(m, fs, h, r.linear, r.bytes);
                 act_width += fs;
             }
         }
         None => {
             let f = a.ffn as f64 / t;
-            mm += gemm(m, h, up * f, r.flops, r.bytes) + gemm(m, f, h, r.flops, r.bytes);
+            mm += gemm(m, h, up * f, r.linear, r.bytes) + gemm(m, f, h, r.linear, r.bytes);
             act_width += f;
         }
     }
@@ -472,7 +475,28 @@ fn layer_forward(cfg: &DetailedConfig, moe: bool, m: f64, r: &Rates) -> (f64, f6
     if p.cp > 1 && p.cp_comm == super::CpComm::P2p {
         per_token += p.cp as f64 * 8.0 * o / t;
     }
-    let mem = (per_token * m + scores_bytes) / r.bytes;
+    // Float8: each converted linear casts its input and its weight (read
+    // in the dtype, write one byte; compiled into one kernel each), the
+    // inputs of q, k, v, gate and up separately though they are the same
+    // tensor (`Float8Linear.forward`); backward's casts of the output
+    // gradient and again of the input and weight follow the forward's
+    // factor of two.
+    let mut cast = 0.0;
+    if super::fp8::enabled(cfg) {
+        let p16 = super::activations::act_bytes(cfg) + 1.0;
+        let widths = match a.moe.filter(|_| moe) {
+            Some(e) if e.shared_ffn > 0 => 5.0 * h + o + e.shared_ffn as f64,
+            Some(_) => 3.0 * h + o,
+            None if gated => 5.0 * h + o + a.ffn as f64,
+            None => 2.0 * h + o + a.ffn as f64,
+        };
+        let weights = match a.moe.filter(|_| moe) {
+            Some(e) => h * (q + 2.0 * kv) + o * h + 3.0 * h * e.shared_ffn as f64,
+            None => h * (q + 2.0 * kv) + o * h + (up + 1.0) * h * a.ffn as f64,
+        };
+        cast = p16 * (m * widths + weights) / t;
+    }
+    let mem = (per_token * m + scores_bytes + cast) / r.bytes;
     (mm, attn, mem)
 }
 
@@ -505,8 +529,19 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
         .or(gpu.peak_tflops(Dtype::Fp32))
         .unwrap_or(1.0)
         * 1e12;
+    // Float8 (torchao): the layers' linear layers run `torch._scaled_mm` at
+    // the fp8 tensor cores' dense peak, at the same achievable fraction
+    // (Bekman's MAMF tables measure bf16; fp8 is assumed alike). A card
+    // without fp8 keeps its rate (torchao refuses it; the command line and
+    // the page say so).
+    let linear_peak = if super::fp8::enabled(cfg) {
+        gpu.peak_tflops(Dtype::Fp8).map_or(peak, |t| t * 1e12)
+    } else {
+        peak
+    };
     let r = Rates {
         flops: peak * eff.matmul,
+        linear: linear_peak * eff.matmul,
         attention: peak * eff.attention_forward,
         attention_backward: peak * eff.attention_backward,
         bytes: gpu.memory_gbps * 1e9 * eff.memory,

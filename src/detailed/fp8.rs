@@ -1,0 +1,176 @@
+//! Float8 training of the layers' linear layers as torchao runs it
+//! (torchao 0.18, `torchao/float8/float8_linear.py`,
+//! `matmul_with_hp_or_float8_args`).
+//!
+//! What it changes in memory, from that code: nothing in the states (the
+//! weights stay in their dtype; float8 copies are made per matmul), nothing
+//! in the saved activations (`ctx.save_for_backward(input_hp,
+//! weight_hp_t)`: the high-precision input), only the transients around
+//! each matmul. What it changes in time: the layers' matmuls run at the
+//! card's fp8 rate ([`super::steptime`]).
+
+use super::{DetailedConfig, Fp8};
+
+/// Whether `cfg` trains its layers' matmuls in float8.
+pub fn enabled(cfg: &DetailedConfig) -> bool {
+    cfg.fp8 != Fp8::None
+}
+
+/// The widest activation a converted linear layer casts, per token: the
+/// MLP's hidden width (the input of the down projection, the output
+/// gradient of the gate and up projections), or the attention's widest
+/// projection. Mixture-of-experts layers' routed experts are 3-D
+/// parameters, not `nn.Linear`, and are not converted: their shared expert
+/// (or, without one, the attention) sets the width.
+fn widest(cfg: &DetailedConfig) -> f64 {
+    let a = &cfg.arch;
+    let attention = a.q_dim().max(a.hidden);
+    let mlp = match a.moe {
+        Some(m) if m.first_dense == 0 => m.shared_ffn,
+        _ => a.ffn,
+    };
+    attention.max(mlp) as f64
+}
+
+/// The largest converted weight, values.
+fn largest_weight(cfg: &DetailedConfig) -> f64 {
+    (cfg.arch.hidden as f64) * widest(cfg)
+}
+
+/// Bytes one cast to float8 holds at its most, per element: on the CPU
+/// (eager) `tensor.to(torch.float32) * scale`, then `to_fp8_saturated`'s
+/// `clamp` beside it and the fp8 result (`float8_training_tensor.py`,
+/// `_ToFloat8ConstrFunc.forward`; `float8_utils.py`): 4 + 4 + 1; on CUDA,
+/// compiled as torchao and torchtitan run it, one fused kernel writes the
+/// fp8 result only.
+fn cast_bytes(cfg: &DetailedConfig) -> f64 {
+    match cfg.device {
+        super::Device::Cpu => 9.0,
+        super::Device::Cuda => 1.0,
+    }
+}
+
+/// The forward's extra bytes in a layer, at the widest matmul: the cast of
+/// its n × width input (the fp8 copy, and on the CPU its temporaries), then
+/// the fp8 weight beside the fp8 input. `tokens`: n on this GPU.
+pub(super) fn forward_extra(cfg: &DetailedConfig, tokens: f64) -> f64 {
+    if !enabled(cfg) {
+        return 0.0;
+    }
+    let tp = cfg.parallel.tp as f64;
+    let input = tokens * widest(cfg) / tp;
+    let weight = largest_weight(cfg) / tp;
+    // Under full recomputation nothing of the layer is saved, so the input
+    // being cast (the SwiGLU product) is a transient of its own.
+    let unsaved = if cfg.recompute == super::Recompute::Full {
+        input * super::activations::act_bytes(cfg)
+    } else {
+        0.0
+    };
+    // On the CPU one more byte per element of the input is alive under its
+    // cast, beyond what the cast's code holds (located with the profiler's
+    // memory events, in every measured layer, not identified).
+    let unlocated = if cfg.device == super::Device::Cpu {
+        input
+    } else {
+        0.0
+    };
+    unsaved + unlocated + (cast_bytes(cfg) * input).max(input + cast_bytes(cfg) * weight)
+}
+
+/// The backward's extra bytes in a layer, at the gate and up projections
+/// (their output gradient is n × width): that gradient cast for the input
+/// gradient (`grad_output_reshaped_maybe_fp8_dim0`, kept) and again for
+/// the weight gradient (`..._dim1`), the weight's fp8 copy beside them.
+/// The layer's own backward transient (`timeline`: three n × width
+/// gradients of the MLP at once, in the dtype) has by then lost the down
+/// projection's input gradient, consumed by the SiLU product's backward:
+/// one of the three is taken off (located with the profiler's memory
+/// events).
+pub(super) fn backward_extra(cfg: &DetailedConfig, tokens: f64) -> f64 {
+    if !enabled(cfg) {
+        return 0.0;
+    }
+    let tp = cfg.parallel.tp as f64;
+    let grad = tokens * widest(cfg) / tp;
+    let consumed = grad * super::activations::act_bytes(cfg);
+    (grad + cast_bytes(cfg) * grad + largest_weight(cfg) / tp - consumed).max(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detailed::hardware::gpu;
+    use crate::detailed::steptime::{step_time, Cluster, Efficiency};
+    use crate::detailed::{
+        estimate, preset, timeline, AttentionKernel, Framework, Precision, Recompute, StepOptions,
+    };
+
+    fn llama_8b() -> DetailedConfig {
+        let mut cfg = DetailedConfig::new(preset("llama-3.1-8b").unwrap().arch, 8192, 16);
+        cfg.micro_batch = Some(2);
+        cfg.attention = AttentionKernel::Flash;
+        cfg.dropout = false;
+        cfg.recompute = Recompute::Selective;
+        cfg.parallel.dp = 8;
+        cfg.parallel.zero = 3;
+        cfg.framework = Framework::Fsdp2 {
+            reshard_after_forward: true,
+        };
+        cfg
+    }
+
+    /// torchao keeps the weights and saves the high-precision inputs: the
+    /// budget is unchanged; only the transients around the matmuls grow.
+    #[test]
+    fn states_and_saved_activations_unchanged() {
+        let bf16 = llama_8b();
+        let mut fp8 = bf16;
+        fp8.fp8 = Fp8::Tensorwise;
+        assert_eq!(estimate(&bf16).unwrap(), estimate(&fp8).unwrap());
+        let (a, b) = (
+            timeline(&bf16, &StepOptions::default()).unwrap(),
+            timeline(&fp8, &StepOptions::default()).unwrap(),
+        );
+        // Each layer's forward holds the widest input's and weight's fp8
+        // copies more: on CUDA one byte per element (14,336 × 16,384
+        // tokens, then the weight), here under 1 % of the peak.
+        let layer = |t: &crate::detailed::StepTimeline| {
+            t.events
+                .iter()
+                .find(|e| e.moment == crate::detailed::Moment::LayerForward(0))
+                .unwrap()
+                .live
+                .transient
+        };
+        let extra = layer(&b) - layer(&a);
+        assert_eq!(extra, 14336.0 * 16384.0 + 4096.0 * 14336.0);
+        assert!(b.peak_bytes() >= a.peak_bytes() && b.peak_bytes() < 1.01 * a.peak_bytes());
+    }
+
+    /// torchtitan's Table 1 (docs/performance.md): Llama 3.1 8B on 8 H100s,
+    /// FSDP, local batch 2 × 8,192 tokens, selective checkpointing,
+    /// compiled: 6,667 tokens/s per GPU in bf16, 8,532 with float8, a ratio
+    /// of 1.280. Their H100s ran at 500 W with 2.4 TB/s, not the table's
+    /// SXM card: the ratio, not the rate, is compared.
+    #[test]
+    fn float8_speedup_as_torchtitan_measured() {
+        let h100 = Cluster::new(gpu("h100-sxm").unwrap(), 8);
+        let eff = Efficiency::for_gpu(&h100.gpu);
+        let bf16 = llama_8b();
+        let mut fp8 = bf16;
+        fp8.fp8 = Fp8::Tensorwise;
+        let ratio = step_time(&fp8, &h100, &eff).tokens_per_s_per_gpu
+            / step_time(&bf16, &h100, &eff).tokens_per_s_per_gpu;
+        assert!((ratio / 1.280 - 1.0).abs() < 0.08, "{ratio}");
+    }
+
+    /// Float8 casts 16-bit activations; fp32 is refused.
+    #[test]
+    fn fp32_is_refused() {
+        let mut cfg = llama_8b();
+        cfg.fp8 = Fp8::Rowwise;
+        cfg.precision = Precision::Fp32;
+        assert!(estimate(&cfg).is_err());
+    }
+}
