@@ -162,6 +162,15 @@ pub struct TrainingArgs {
     /// be a multiple (TRL's num_generations) [default: 8].
     #[arg(long, value_name = "G", value_parser = value_parser!(u64).range(1..=4096))]
     pub generations: Option<u64>,
+    /// GRPO: generate with a vLLM engine colocated on each GPU, which takes
+    /// this fraction of the card's memory (TRL's vllm_gpu_memory_utilization,
+    /// 0.3 by default there), 0.05–0.95; needs --gpu or --gpu-memory.
+    #[arg(long, value_name = "FRACTION")]
+    pub vllm_colocate: Option<f64>,
+    /// GRPO with --vllm-colocate: the engine sleeps between rollouts
+    /// (vllm_enable_sleep_mode), so training runs without its reservation.
+    #[arg(long)]
+    pub vllm_sleep: bool,
     /// The peak of the first optimizer step (which creates the optimizer
     /// state) instead of a later one.
     #[arg(long)]
@@ -522,6 +531,7 @@ impl Args {
             || t.objective.is_some()
             || t.completion.is_some()
             || t.generations.is_some()
+            || t.vllm_colocate.is_some()
             || t.first_step
             || p.precision.is_some()
             || p.grad_fp32
@@ -868,6 +878,26 @@ impl Args {
         if let Some(g) = t.generations {
             cfg.rollout.generations = g;
         }
+        if t.vllm_sleep && t.vllm_colocate.is_none() {
+            return Err("--vllm-sleep needs --vllm-colocate".into());
+        }
+        if let Some(f) = t.vllm_colocate {
+            if !matches!(cfg.objective, Objective::Grpo { .. }) {
+                return Err("--vllm-colocate needs --objective grpo or grpo-kl".into());
+            }
+            if !(f.is_finite() && (0.05..=0.95).contains(&f)) {
+                return Err(format!(
+                    "--vllm-colocate must be a fraction from 0.05 to 0.95 (got {f})"
+                ));
+            }
+            let (_, capacity) = self.card()?.ok_or(
+                "--vllm-colocate takes a fraction of the card: give --gpu or --gpu-memory",
+            )?;
+            cfg.rollout.vllm = Some(detailed::grpo::Vllm {
+                reserved: (f * capacity) as u64,
+                sleep: t.vllm_sleep,
+            });
+        }
         cfg.lora_rank = f.lora_rank;
         if let Some(targets) = f.lora_targets {
             if f.lora_rank.is_none() {
@@ -987,6 +1017,23 @@ pub fn render_detailed(
         if t.first_step { "first" } else { "later" },
         (t.peak_bytes() / b.total - 1.0) * 100.0
     );
+    if let Some(v) = cfg
+        .rollout
+        .vllm
+        .filter(|_| matches!(cfg.objective, Objective::Grpo { .. }))
+    {
+        let room = v.reserved as f64 - detailed::grpo::engine_weights(cfg);
+        let cache = detailed::grpo::generation(cfg).cache;
+        out += &format!(
+            "vllm: a colocated engine reserves {:.1} GB{}: its weights {:.1} GB, {:.1} GB of room for a cache of {:.1} GB{}\n",
+            v.reserved as f64 / 1e9,
+            if v.sleep { " while generating (asleep during training)" } else { " through the whole step" },
+            detailed::grpo::engine_weights(cfg) / 1e9,
+            room / 1e9,
+            cache / 1e9,
+            if cache > room { " (it runs fewer sequences at once)" } else { "" }
+        );
+    }
     if matches!(cfg.objective, Objective::Grpo { .. }) {
         let g = detailed::grpo::generation(cfg);
         let c = cfg.rollout.completion_tokens(cfg.seq);

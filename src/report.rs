@@ -244,6 +244,12 @@ pub struct RolloutReport {
     pub kv_cache: f64,
     /// The generation phase's peak, bytes.
     pub peak: f64,
+    /// A colocated vLLM engine's reservation, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vllm_reserved: Option<u64>,
+    /// Whether that engine sleeps during training.
+    #[serde(default)]
+    pub vllm_sleep: bool,
 }
 
 /// What the configuration means beyond its inputs.
@@ -670,6 +676,8 @@ impl DetailedReport {
                             peak: t
                                 .phase_peak(crate::detailed::Phase::Generation)
                                 .unwrap_or(0.0),
+                            vllm_reserved: cfg.rollout.vllm.map(|v| v.reserved),
+                            vllm_sleep: cfg.rollout.vllm.is_some_and(|v| v.sleep),
                         }
                     },
                 ),

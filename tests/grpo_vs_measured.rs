@@ -42,6 +42,7 @@ fn grpo_phases_within_five_percent() {
         cfg.rollout = Rollout {
             completion,
             generations: n(10),
+            vllm: None,
         };
         if n(14) > 0 {
             cfg.lora_rank = Some(n(14));

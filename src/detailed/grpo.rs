@@ -42,6 +42,24 @@ pub struct Rollout {
     /// Completions per prompt, G (`num_generations`): it must divide the
     /// batch.
     pub generations: u64,
+    /// Generation by a vLLM engine colocated on the training GPUs
+    /// (`use_vllm=True`, `vllm_mode="colocate"`) instead of `model.generate`.
+    pub vllm: Option<Vllm>,
+}
+
+/// A colocated vLLM engine (TRL's `VLLMGeneration`, `vllm_generation.py`):
+/// `LLM(gpu_memory_utilization=f)` takes that fraction of the card for its
+/// own copy of the weights, its activations and its paged key/value cache,
+/// whatever the step needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Vllm {
+    /// Bytes it reserves: `vllm_gpu_memory_utilization` (TRL's default 0.3)
+    /// × the card's memory.
+    pub reserved: u64,
+    /// `vllm_enable_sleep_mode`: after generating, `llm.sleep(level=2)`
+    /// discards its weights and cache, so training runs without the
+    /// reservation (woken for the next rollout).
+    pub sleep: bool,
 }
 
 impl Default for Rollout {
@@ -50,6 +68,7 @@ impl Default for Rollout {
         Self {
             completion: 512,
             generations: 8,
+            vllm: None,
         }
     }
 }
@@ -186,7 +205,27 @@ pub struct Generation {
     pub cache: f64,
 }
 
-/// The rollout on one GPU.
+/// A colocated vLLM engine's copy of the weights, in the 16-bit dtype it
+/// serves (`LLM(model=model.name_or_path)` loads the checkpoint's).
+pub fn engine_weights(cfg: &DetailedConfig) -> f64 {
+    2.0 * cfg.arch.params() as f64
+}
+
+/// Bytes a colocated vLLM engine holds through training: its reservation,
+/// unless it sleeps between rollouts.
+pub fn engine_during_training(cfg: &DetailedConfig) -> f64 {
+    match cfg.rollout.vllm {
+        Some(v) if matches!(cfg.objective, super::Objective::Grpo { .. }) && !v.sleep => {
+            v.reserved as f64
+        }
+        _ => 0.0,
+    }
+}
+
+/// The rollout on one GPU. With a colocated vLLM engine the prefill and the
+/// decoding run inside its reservation (`prefill` and `decode` are that
+/// reservation); `cache` is still the cache the completions need, which
+/// must fit in it.
 pub fn generation(cfg: &DetailedConfig) -> Generation {
     let a = &cfg.arch;
     let b = generation_batch(cfg) as f64;
@@ -205,6 +244,15 @@ pub fn generation(cfg: &DetailedConfig) -> Generation {
     let cache = kv_cache(cfg, b, last);
     let one_layer = cache / a.layers as f64 / 2.0;
     let decode = cache + one_layer + b * v * (p + 2.0 * 4.0);
+    if let Some(v) = cfg.rollout.vllm {
+        let r = v.reserved as f64;
+        return Generation {
+            sequences: b as u64,
+            prefill: r,
+            decode: r,
+            cache,
+        };
+    }
     Generation {
         sequences: b as u64,
         prefill,
@@ -226,7 +274,7 @@ mod tests {
         cfg.objective = Objective::Grpo { kl };
         cfg.rollout = Rollout {
             completion: 4096,
-            generations: 8,
+            ..Rollout::default()
         };
         cfg
     }
@@ -304,12 +352,55 @@ mod tests {
         );
     }
 
+    /// A colocated vLLM engine's reservation sits beside training unless
+    /// it sleeps, and replaces `generate`'s cache in the rollout; one too
+    /// small for its own weights is refused.
+    #[test]
+    fn colocated_vllm_holds_its_reservation() {
+        let plain = qwen3_8b_grpo(false);
+        let peak = |c: &DetailedConfig, phase: Phase| {
+            timeline(c, &StepOptions::default())
+                .unwrap()
+                .phase_peak(phase)
+                .unwrap()
+        };
+        let mut vllm = plain;
+        vllm.rollout.vllm = Some(Vllm {
+            reserved: 25_000_000_000,
+            sleep: false,
+        });
+        let extra = peak(&vllm, Phase::Backward) - peak(&plain, Phase::Backward);
+        assert!((extra - 25e9).abs() < 1.0, "{extra}");
+        let kept = timeline(&plain, &StepOptions::default())
+            .unwrap()
+            .events
+            .last()
+            .unwrap()
+            .live
+            .total();
+        assert!((peak(&vllm, Phase::Generation) - kept - 25e9).abs() < 1.0);
+        let mut asleep = vllm;
+        asleep.rollout.vllm = Some(Vllm {
+            reserved: 25_000_000_000,
+            sleep: true,
+        });
+        assert_eq!(
+            peak(&asleep, Phase::Backward),
+            peak(&plain, Phase::Backward)
+        );
+        asleep.rollout.vllm = Some(Vllm {
+            reserved: 10_000_000_000,
+            sleep: true,
+        });
+        assert!(estimate(&asleep).is_err());
+    }
+
     /// A completion as long as the sequence leaves one prompt token.
     #[test]
     fn completion_is_clamped_below_the_sequence() {
         let r = Rollout {
             completion: 9000,
-            generations: 8,
+            ..Rollout::default()
         };
         assert_eq!(r.completion_tokens(4096), 4095);
         assert_eq!(r.completion_tokens(1), 1);

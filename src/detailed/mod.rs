@@ -663,6 +663,16 @@ fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
                 "GRPO is modelled for the Llama family (TRL's fused LM head was measured on it)",
             );
         }
+        if let Some(v) = r.vllm {
+            let weights = grpo::engine_weights(cfg);
+            if (v.reserved as f64) <= weights {
+                return Err(DetailedError(format!(
+                    "the colocated vLLM engine's {:.1} GB cannot hold its own copy of the weights ({:.1} GB): give it a larger fraction of the card",
+                    v.reserved as f64 / 1e9,
+                    weights / 1e9
+                )));
+            }
+        }
         if !cfg.effective_batch().is_multiple_of(r.generations) {
             return Err(DetailedError(format!(
                 "GRPO's batch counts completions: {} sequences per step is not a multiple of {} completions per prompt (change the batch or the completions per prompt)",

@@ -615,6 +615,9 @@ struct Walk<'a> {
     root_grads: f64,
     /// DeepSpeed's gradient bucket, once allocated.
     bucket: f64,
+    /// GRPO: a colocated vLLM engine's reservation, held through training
+    /// unless it sleeps ([`super::grpo::engine_during_training`]).
+    engine: f64,
     /// DeepSpeed's ZeRO-3: its gathered weights and buffers.
     zero3: Option<Zero3>,
     phase: Phase,
@@ -668,6 +671,7 @@ impl Walk<'_> {
                     + self.layers_held
                     + self.root_grads
                     + self.bucket
+                    + self.engine
                     + self.zero3.as_ref().map_or(0.0, |z| z.gathered(moment)),
                 ..self.live
             },
@@ -948,6 +952,7 @@ pub fn stage_timelines(
                 0.0
             },
             zero3: zero3.clone(),
+            engine: 0.0,
             live: Live {
                 grads: if persistent_grads {
                     states.grads
@@ -980,6 +985,7 @@ pub fn stage_timelines(
         }
         if matches!(cfg.objective, Objective::Grpo { .. }) {
             walk.generation();
+            walk.engine = super::grpo::engine_during_training(cfg);
         }
         walk.micro_batch(stage_layers, first, last, in_flight);
         if micro_batches > 1 {
