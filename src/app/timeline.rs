@@ -118,6 +118,7 @@ pub fn StepChart() -> impl IntoView {
             <h2 id="step-chart-title">"Memory over one training step"</h2>
             <p class="hint">
                 "Live memory per GPU at each event of a later step (the optimizer state already exists): "
+                "under GRPO the rollout first (prefill, last decoding step), then "
                 "forward layer by layer, the loss, backward (↓), the optimizer update. The peak is the bar with its total."
             </p>
             <div class="chart step">

@@ -395,6 +395,22 @@ mod tests {
         assert!(estimate(&asleep).is_err());
     }
 
+    /// Many completions at once: the rollout's cache, not training, sets
+    /// the step's peak, and the page's sentence says so.
+    #[test]
+    fn a_large_rollout_is_the_peak_and_named() {
+        let mut cfg = qwen3_8b_grpo(false);
+        cfg.lora_rank = Some(16);
+        cfg.recompute = crate::detailed::Recompute::Full;
+        cfg.batch = 64;
+        cfg.micro_batch = Some(8);
+        assert_eq!(generation(&cfg).sequences, 64);
+        let t = timeline(&cfg, &StepOptions::default()).unwrap();
+        assert_eq!(t.peak_event().moment, Moment::Decode);
+        let why = crate::detailed::why_peak(&t, 0.0, |b| format!("{:.1} GB", b / 1e9));
+        assert!(why.contains("rollout at its last token"), "{why}");
+    }
+
     /// A completion as long as the sequence leaves one prompt token.
     #[test]
     fn completion_is_clamped_below_the_sequence() {

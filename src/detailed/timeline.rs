@@ -1127,7 +1127,28 @@ pub fn why_peak(t: &StepTimeline, sum: f64, size: impl Fn(f64) -> String) -> Str
         size(by),
         size(sum),
     );
+    // GRPO's steps open with the rollout.
+    let grpo = t
+        .events
+        .first()
+        .is_some_and(|e| e.phase == Phase::Generation);
     let why = match e.moment {
+        Moment::Prefill => format!(
+            " GRPO's rollout begins: the prompts' key/value cache and one layer's MLP tensors for every prompt ({}) sit beside the weights and the optimizer state; no gradient or saved activation exists yet.",
+            size(l.transient)
+        ),
+        Moment::Decode => format!(
+            " GRPO's rollout at its last token: the key/value cache of every completion this GPU generates at once and the step's logits (or a colocated vLLM engine's reservation) ({}) sit beside the weights and the optimizer state.",
+            size(l.transient)
+        ),
+        Moment::ReferenceForward if grpo => format!(
+            " The reference model scores the completions without grad, a micro-batch at a time: its forward's buffers ({}).",
+            size(l.transient)
+        ),
+        Moment::Loss if grpo => format!(
+            " TRL's fused LM head keeps no logits: every saved activation plus its product tile and statistics ({}).",
+            size(l.transient)
+        ),
         Moment::OptimizerUpdate | Moment::OptimizerState => format!(
             " By the optimizer step every activation is freed, but the gradients ({}), the optimizer state and the update's temporaries ({}) are all live.",
             size(l.grads),
