@@ -28,8 +28,11 @@ fn moe_peak_within_five_percent_and_right_phase() {
         // width 4F first, heads of 128 with q/k/v biases, half rotated.
         let glm = c[0] == "glm4_moe";
         let oss = c[0] == "gpt_oss";
+        // Llama 4: weightless q/k norms, a shared expert of the experts'
+        // width, every expert on every token.
+        let llama4 = c[0] == "llama4";
         let arch = Architecture {
-            qk_norm: qwen,
+            qk_norm: qwen || llama4,
             qkv_bias: qwen2 || glm || oss,
             attention_sinks: oss,
             head_width: if glm { 128 } else { 0 },
@@ -40,25 +43,26 @@ fn moe_peak_within_five_percent_and_right_phase() {
                 expert_ffn: n(7),
                 shared_ffn: match c[0] {
                     "qwen2_moe" => 2 * n(7),
-                    "glm4_moe" => n(7),
+                    "glm4_moe" | "llama4" => n(7),
                     _ => 0,
                 },
                 first_dense: u64::from(glm),
                 router: match c[0] {
+                    "llama4" => Router::Llama4,
                     "glm4_moe" => Router::DeepSeek,
                     "gpt_oss" => Router::GptOss,
                     "qwen3_moe" => Router::Qwen,
                     "qwen2_moe" => Router::Qwen2,
                     _ => Router::Mixtral,
                 },
-                normalized: !qwen2,
+                normalized: !qwen2 && !llama4,
             }),
             ..Architecture::llama(
                 n(1),
                 n(2),
                 n(3),
                 n(4),
-                if glm { 4 * n(7) } else { n(7) },
+                if glm || llama4 { 4 * n(7) } else { n(7) },
                 n(8),
             )
         };

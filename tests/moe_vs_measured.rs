@@ -44,7 +44,9 @@ fn rows() -> Vec<Row> {
         let qwen2 = c[0] == "qwen2_moe";
         let glm = c[0].starts_with("glm4_moe");
         let oss = c[0] == "gpt_oss";
+        let llama4 = c[0] == "llama4";
         let router = match c[0] {
+            "llama4" => Router::Llama4,
             "gpt_oss" => Router::GptOss,
             "glm4_moe" | "glm4_moe-qknorm" => Router::DeepSeek,
             "qwen3_moe" | "qwen3_moe-raw" => Router::Qwen,
@@ -61,7 +63,9 @@ fn rows() -> Vec<Row> {
         // layer of width 4F first, one shared expert) with grouped-query
         // attention of head width 128, q/k/v biases, q/k norms on "-qknorm".
         let arch = Architecture {
-            qk_norm: qwen || c[0] == "glm4_moe-qknorm",
+            // measure_moe.py's Llama 4: weightless q/k norms, a shared
+            // expert of the experts' width.
+            qk_norm: qwen || c[0] == "glm4_moe-qknorm" || llama4,
             qkv_bias: qwen2 || glm || oss,
             // measure_moe.py's gpt-oss: sinks, biases everywhere, eager.
             attention_sinks: oss,
@@ -82,6 +86,7 @@ fn rows() -> Vec<Row> {
                 shared_ffn: match c[0] {
                     "deepseek_v3" | "glm4_moe" | "glm4_moe-qknorm" => effn,
                     "qwen2_moe" => 2 * effn,
+                    "llama4" => effn,
                     _ => 0,
                 },
                 first_dense: u64::from(deepseek || glm),
@@ -93,7 +98,11 @@ fn rows() -> Vec<Row> {
                 hidden,
                 heads,
                 kv,
-                if deepseek || glm { 4 * effn } else { effn },
+                if deepseek || glm || llama4 {
+                    4 * effn
+                } else {
+                    effn
+                },
                 vocab,
             )
         };

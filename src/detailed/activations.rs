@@ -63,12 +63,12 @@ impl LayerActivations {
 /// activations' width per token–expert pair (per slot under a capacity
 /// factor), in every profile below.
 fn moe_ffn_bytes(cfg: &DetailedConfig, n: f64, m: Moe) -> f64 {
-    let slots = n
-        * m.top_k as f64
-        * match cfg.profile {
-            Profile::Fused => cfg.capacity_factor.unwrap_or(1.0),
-            Profile::Hf => 1.0,
-        };
+    let slots = n * match cfg.profile {
+        Profile::Fused => m.top_k as f64 * cfg.capacity_factor.unwrap_or(1.0),
+        // Llama 4 in `transformers`: every expert on every token.
+        Profile::Hf if m.router == Router::Llama4 => m.experts as f64,
+        Profile::Hf => m.top_k as f64,
+    };
     slots * 4.0 * m.expert_ffn as f64 * act_bytes(cfg)
 }
 
@@ -162,6 +162,11 @@ fn moe_mlp(cfg: &DetailedConfig, n: f64, m: Moe) -> (f64, f64, f64) {
                     };
                     upcast + 4.0 * n * e + 8.0 * nk + renorm
                 }
+                // `Llama4Router`: the scatter's int64 top-k index, the fp32
+                // sigmoid of the scattered scores (n·E), and their
+                // transposed copy in the dtype (E·n), the product's other
+                // factor (measured, `tests/fixtures/moe_measured.tsv`).
+                Router::Llama4 => 8.0 * nk + 4.0 * n * e + e * n * p,
             };
             let weight = if matches!(m.router, Router::Qwen | Router::Qwen2 | Router::GptOss) {
                 p
@@ -169,6 +174,12 @@ fn moe_mlp(cfg: &DetailedConfig, n: f64, m: Moe) -> (f64, f64, f64) {
                 4.0
             };
             let experts = match (cfg.experts_impl, m.router) {
+                // Llama 4: every expert on every token (`Llama4TextMoe`):
+                // the repeated input and its scaled copy (h each), then
+                // the bmm's gate/up output (2F), the SiLU output and the
+                // product (F each), per token–expert pair of all n·E;
+                // either experts implementation (its own bmm).
+                (_, Router::Llama4) => e * n * (2.0 * h * p + 4.0 * f * p),
                 // gpt-oss's clamped SwiGLU keeps 7F per pair where SwiGLU
                 // keeps 4F: the gate/up output (2F, the clamps' input), the
                 // clamped gate, σ(α·gate), the gated value, up + 1 and the
@@ -500,8 +511,22 @@ fn layer_activations_of(cfg: &DetailedConfig, b: f64, moe_layer: bool) -> LayerA
                         a.v_dim() as f64,
                         a.o_dim() as f64,
                     );
-                    // Qwen3's per-head q and k norms.
-                    let qk_norm = if a.qk_norm && a.sandwich_norms {
+                    // Llama 4: weightless per-head q/k norms on the rotary
+                    // layers (fp32 input and reciprocal root; their output
+                    // is the attention's input), and on the others (every
+                    // fourth, `no_rope_layer_interval`) the query scales'
+                    // fp32 row per position: averaged over the layers.
+                    let llama4 = moe.is_some_and(|m| m.router == Router::Llama4)
+                        || a.moe.is_some_and(|m| m.router == Router::Llama4);
+                    let qk_norm = if llama4 {
+                        let nope = (a.layers / 4) as f64 / a.layers as f64;
+                        let norms = if a.qk_norm {
+                            4.0 * n * (qd + kd) + 4.0 * n * (heads + a.kv_heads as f64)
+                        } else {
+                            0.0
+                        };
+                        (1.0 - nope) * norms + nope * 4.0 * s
+                    } else if a.qk_norm && a.sandwich_norms {
                         let hd = qd / heads;
                         gemma_rms(n * heads, hd) + gemma_rms(n * a.kv_heads as f64, hd)
                     } else if a.qk_norm {
@@ -551,6 +576,15 @@ fn layer_activations_of(cfg: &DetailedConfig, b: f64, moe_layer: bool) -> LayerA
                         (
                             (2.0 * qd + v_rep + od) * n * p,
                             rows * (s + 1.0) * p + 8.0 * rows,
+                        )
+                    } else if eager && llama4 {
+                        // Llama 4's eager attention runs its softmax in the
+                        // dtype (`eager_attention_forward`, "doesn't cast
+                        // attn weights to fp32"): one copy of the scores.
+                        let dropout = if drop { scores_n * (mask + p) } else { 0.0 };
+                        (
+                            (2.0 * qd + qd * vd / kd + od) * n * p,
+                            scores_n * p + dropout,
                         )
                     } else if eager {
                         // q, repeated k and v (a heads each), o_proj input.
@@ -646,7 +680,13 @@ pub(super) fn outer_activations(cfg: &DetailedConfig, b: f64) -> OuterActivation
                     } else {
                         a.mla.map_or(a.rotary_width(), |m| m.rope_dim)
                     };
-                    let rope = 2.0 * s * width as f64 * p;
+                    // Llama 4 keeps its complex rotary table (complex64,
+                    // s × d/2: 4·s·d bytes) for the rotary layers.
+                    let rope = if a.moe.is_some_and(|m| m.router == Router::Llama4) {
+                        4.0 * s * a.head_dim() as f64
+                    } else {
+                        2.0 * s * width as f64 * p
+                    };
                     // gpt-oss's final norm keeps its fp32 normalised values.
                     let norm = if a.sandwich_norms {
                         gemma_rms(n, h)

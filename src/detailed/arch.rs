@@ -79,6 +79,15 @@ pub enum Router {
     /// gradients (`DeepseekV3TopkRouter.e_score_correction_bias`); see
     /// [`Architecture::buffers`].
     DeepSeek,
+    /// Llama 4 (`Llama4Router`, `Llama4TextMoe`): the top k of the logits
+    /// through a sigmoid, scattered into an n × E score matrix; in
+    /// `transformers` every expert then runs on every token, scaled by its
+    /// score (zero but for the top k: `hidden_states.repeat(E, 1)`, one
+    /// `torch.bmm` over the experts). Its per-head q/k norms
+    /// (`Llama4TextWeightlessRMSNorm`, on the rotary layers) carry no
+    /// weight; every fourth layer has no rotary embedding and scales its
+    /// queries instead (`attn_temperature_tuning`).
+    Llama4,
 }
 
 /// A model's shape.
@@ -309,7 +318,13 @@ impl Architecture {
             // two RMSNorm weights (four with sandwich norms), q/k norms.
             Family::Llama => {
                 let norms = if self.sandwich_norms { 4 * h } else { 2 * h };
-                let qk_norm = if self.qk_norm { 2 * self.head_dim() } else { 0 };
+                // Llama 4's q/k norms are weightless.
+                let llama4 = self.moe.is_some_and(|m| m.router == Router::Llama4);
+                let qk_norm = if self.qk_norm && !llama4 {
+                    2 * self.head_dim()
+                } else {
+                    0
+                };
                 let attention = self.attention_params();
                 match self.moe.filter(|_| moe_layer) {
                     // Each expert a SwiGLU MLP; the router a bias-free
@@ -420,20 +435,24 @@ impl Architecture {
             // two 3-D tensors (`gate_up_proj`, `down_proj`, `transformers`
             // 5.x) and the shared experts' 3; embedding, final norm, output.
             Family::Llama => {
-                let attention = match self.mla {
-                    Some(m) => {
-                        if m.q_rank > 0 {
-                            7
-                        } else {
-                            5
+                let attention =
+                    match self.mla {
+                        Some(m) => {
+                            if m.q_rank > 0 {
+                                7
+                            } else {
+                                5
+                            }
                         }
-                    }
-                    None => {
-                        4 + if self.qkv_bias { 3 } else { 0 }
-                            + if self.attention_sinks { 2 } else { 0 }
-                    }
-                } + if self.qk_norm { 2 } else { 0 }
-                    + if self.sandwich_norms { 4 } else { 2 };
+                        None => {
+                            4 + if self.qkv_bias { 3 } else { 0 }
+                                + if self.attention_sinks { 2 } else { 0 }
+                        }
+                    } + if self.qk_norm && !self.moe.is_some_and(|m| m.router == Router::Llama4) {
+                        2
+                    } else {
+                        0
+                    } + if self.sandwich_norms { 4 } else { 2 };
                 let moe = self.moe_layers();
                 let mlp = self.moe.map_or(0, |m| {
                     let gate = u64::from(m.router == Router::Qwen2);

@@ -94,7 +94,15 @@ struct HfConfig {
     torch_dtype: Option<String>,
     dtype: Option<String>,
     quantization_config: Option<IgnoredAny>,
-    text_config: Option<IgnoredAny>,
+    // A multimodal model's language model (Llama 4's is read; Gemma 3's
+    // is asked for).
+    text_config: Option<Box<HfConfig>>,
+    // Llama 4: the dense layers' MLP width, which layers are MoE, which
+    // lack rotary embeddings.
+    intermediate_size_mlp: Option<u64>,
+    interleave_moe_layer_step: Option<u64>,
+    moe_layers: Option<Vec<u64>>,
+    no_rope_layer_interval: Option<u64>,
 }
 
 /// Qwen's MoE layout (`decoder_sparse_step`, `mlp_only_layers`): the
@@ -132,7 +140,7 @@ fn some_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<f64
 }
 
 /// The model types read, and what each maps to.
-pub const MODEL_TYPES: [&str; 14] = [
+pub const MODEL_TYPES: [&str; 16] = [
     "gpt2",
     "llama",
     "mistral",
@@ -147,6 +155,8 @@ pub const MODEL_TYPES: [&str; 14] = [
     "gpt_oss",
     "deepseek_v3",
     "deepseek_v2",
+    "llama4_text",
+    "llama4",
 ];
 
 /// What [`import_config`] made of a file.
@@ -250,25 +260,43 @@ pub fn import_config(json: &str) -> Result<Imported, ImportError> {
                 .to_string(),
         );
     }
-    let arch =
-        match model_type.as_str() {
-            "gpt2" => gpt2(&c)?,
-            "gemma3" if c.text_config.is_some() => return fail(
+    let arch = match model_type.as_str() {
+        "gpt2" => gpt2(&c)?,
+        "gemma3" if c.text_config.is_some() => {
+            return fail(
                 "model_type",
                 "gemma3 is the multimodal model: paste its text_config (model_type gemma3_text)",
-            ),
-            t if MODEL_TYPES.contains(&t) => llama_like(&c, t, &mut notes)?,
-            other => {
+            )
+        }
+        // Llama 4 (`Llama4ForConditionalGeneration`): its language
+        // model, `text_config`; the vision tower is not priced.
+        "llama4" => match c.text_config.as_deref() {
+            Some(text) => {
+                notes.push(
+                        "llama4: the language model (text_config) priced; the vision encoder and projector are not"
+                            .to_string(),
+                    );
+                llama_like(text, "llama4_text", &mut notes)?
+            }
+            None => {
                 return fail(
-                    "model_type",
-                    format!(
-                        "'{}' is not one of {}",
-                        other.chars().take(40).collect::<String>(),
-                        MODEL_TYPES.join(", ")
-                    ),
+                    "text_config",
+                    "missing: llama4 keeps its language model there",
                 )
             }
-        };
+        },
+        t if MODEL_TYPES.contains(&t) => llama_like(&c, t, &mut notes)?,
+        other => {
+            return fail(
+                "model_type",
+                format!(
+                    "'{}' is not one of {}",
+                    other.chars().take(40).collect::<String>(),
+                    MODEL_TYPES.join(", ")
+                ),
+            )
+        }
+    };
     Ok(Imported {
         arch,
         model_type,
@@ -320,7 +348,7 @@ fn llama_like(c: &HfConfig, t: &str, notes: &mut Vec<String>) -> Result<Architec
     let deepseek = t.starts_with("deepseek");
     // Qwen3 and Gemma default to explicit head widths (128, 256).
     let default_head = match t {
-        "qwen3" | "qwen3_moe" => 128,
+        "qwen3" | "qwen3_moe" | "llama4_text" => 128,
         _ if gemma => 256,
         _ => hidden / heads,
     };
@@ -344,7 +372,8 @@ fn llama_like(c: &HfConfig, t: &str, notes: &mut Vec<String>) -> Result<Architec
         || (t == "gpt_oss" && c.attention_bias != Some(false))
         || (c.attention_bias == Some(true) && !deepseek);
     arch.qk_norm = matches!(t, "qwen3" | "qwen3_moe" | "gemma3_text")
-        || (t == "glm4_moe" && c.use_qk_norm == Some(true));
+        || (t == "glm4_moe" && c.use_qk_norm == Some(true))
+        || (t == "llama4_text" && c.use_qk_norm != Some(false));
     // GLM-4.5 rotates half of each head unless told otherwise
     // (`Glm4MoeConfig`: `partial_rotary_factor` 0.5 by default).
     if t == "glm4_moe" {
@@ -399,6 +428,71 @@ fn llama_like(c: &HfConfig, t: &str, notes: &mut Vec<String>) -> Result<Architec
                 Router::Mixtral
             };
             arch.moe = Some(moe(experts, "num_local_experts", c, ffn, 0, 0, router)?);
+        }
+        // Llama 4 (`Llama4TextConfig`): experts and the shared expert at
+        // `intermediate_size`, dense layers at `intermediate_size_mlp`;
+        // MoE every `interleave_moe_layer_step`-th layer unless
+        // `moe_layers` lists them. The model counts the dense layers, not
+        // where they sit: they are priced as leading ones.
+        "llama4_text" => {
+            let effn = or("intermediate_size", c.intermediate_size, 8192, 1, WIDTH)?;
+            arch.ffn = or(
+                "intermediate_size_mlp",
+                c.intermediate_size_mlp,
+                16384,
+                1,
+                WIDTH,
+            )?;
+            let moe_count = match &c.moe_layers {
+                Some(list) => {
+                    if list.iter().any(|&i| i >= layers) {
+                        return fail(
+                            "moe_layers",
+                            format!("indices must be below num_hidden_layers ({layers})"),
+                        );
+                    }
+                    list.len() as u64
+                }
+                None => {
+                    let step = or(
+                        "interleave_moe_layer_step",
+                        c.interleave_moe_layer_step,
+                        1,
+                        1,
+                        layers,
+                    )?;
+                    layers / step
+                }
+            };
+            if moe_count == 0 {
+                return fail(
+                    "moe_layers",
+                    "no MoE layer: this reader prices Llama 4 with experts",
+                );
+            }
+            if moe_count < layers {
+                notes.push(format!(
+                    "{} dense layers of {} interleaved with the MoE ones, priced as if first",
+                    layers - moe_count,
+                    layers
+                ));
+            }
+            if c.no_rope_layer_interval.is_some_and(|i| i != 4) {
+                notes.push(
+                    "no_rope_layer_interval read as 4 (every fourth layer without rotary embedding)"
+                        .to_string(),
+                );
+            }
+            let experts = c.num_local_experts.or(Some(16));
+            arch.moe = Some(moe(
+                experts,
+                "num_local_experts",
+                c,
+                effn,
+                effn,
+                layers - moe_count,
+                Router::Llama4,
+            )?);
         }
         "qwen3_moe" => {
             arch.ffn = dense_ffn(Some(1))?;
@@ -533,7 +627,7 @@ fn moe(
         router,
         // gpt-oss's softmax over the k sums to one as a renormalisation would.
         normalized: matches!(router, Router::Mixtral | Router::GptOss)
-            || c.norm_topk_prob.unwrap_or(router == Router::DeepSeek),
+            || (router != Router::Llama4 && c.norm_topk_prob.unwrap_or(router == Router::DeepSeek)),
     })
 }
 

@@ -407,7 +407,8 @@ macro_rules! choices {
 }
 
 choices!(Router, "router", "mixtral" => Router::Mixtral, "qwen" => Router::Qwen,
-    "qwen2" => Router::Qwen2, "gpt-oss" => Router::GptOss, "deepseek" => Router::DeepSeek);
+    "qwen2" => Router::Qwen2, "gpt-oss" => Router::GptOss, "deepseek" => Router::DeepSeek,
+    "llama4" => Router::Llama4);
 choices!(ExpertsImpl, "experts implementation", "grouped" => ExpertsImpl::Grouped,
     "loop" => ExpertsImpl::Loop);
 choices!(Family, "architecture", "gpt2" => Family::Gpt2, "llama" => Family::Llama);

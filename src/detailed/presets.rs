@@ -138,6 +138,26 @@ const fn gpt_oss(layers: u64, experts: u64) -> Architecture {
     }
 }
 
+/// Llama 4 Scout (`meta-llama/Llama-4-Scout-17B-16E` config.json, its
+/// `text_config`; the vision encoder is not priced): 40 heads of 128 over
+/// h 5120, 8 key/value heads, every layer MoE with 16 experts of width 8192
+/// choosing 1 and a shared expert of the same width, weightless q/k norms,
+/// every fourth layer without rotary embedding.
+const LLAMA_4_SCOUT: Architecture = Architecture {
+    qk_norm: true,
+    head_width: 128,
+    moe: Some(Moe {
+        experts: 16,
+        top_k: 1,
+        expert_ffn: 8192,
+        shared_ffn: 8192,
+        first_dense: 0,
+        router: Router::Llama4,
+        normalized: false,
+    }),
+    ..Architecture::llama(48, 5120, 40, 8, 16384, 202048)
+};
+
 const DEEPSEEK_V3: Architecture = Architecture {
     mla: Some(Mla {
         q_rank: 1536,
@@ -249,6 +269,10 @@ pub const PRESETS: &[Preset] = &[
         arch: gpt_oss(36, 128),
     },
     Preset {
+        name: "llama-4-scout",
+        arch: LLAMA_4_SCOUT,
+    },
+    Preset {
         name: "deepseek-v3",
         arch: DEEPSEEK_V3,
     },
@@ -283,6 +307,7 @@ mod tests {
             ("glm-4.5-air", 106_852_245_504, 690),
             ("gpt-oss-20b", 20_914_757_184, 411),
             ("gpt-oss-120b", 116_829_156_672, 615),
+            ("llama-4-scout", 107_769_861_120, 579),
         ];
         for (name, params, tensors) in cases {
             let arch = preset(name).unwrap().arch;
@@ -325,6 +350,13 @@ mod tests {
             let got = a.active_params() as f64 - 201_088.0 * 2880.0;
             assert!((got / active - 1.0).abs() < 0.03, "{name}: {got}");
         }
+        // Llama 4 Scout: "17B active, 109B total" (Meta's model card, the
+        // vision encoder in the total): the language model's active count,
+        // one expert and the shared one per layer, embedding and output
+        // layer included.
+        let scout = preset("llama-4-scout").unwrap().arch;
+        let active = scout.active_params() as f64;
+        assert!((active / 17.0e9 - 1.0).abs() < 0.03, "{active}");
         // Llama-3.2-3B's model card: 3.21 B.
         let l3 = preset("llama-3.2-3b").unwrap().arch.params() as f64;
         assert!((l3 / 3.21e9 - 1.0).abs() < 0.005, "{l3}");

@@ -408,7 +408,15 @@ fn layer_forward(cfg: &DetailedConfig, moe: bool, m: f64, r: &Rates) -> (f64, f6
             // Token-expert pairs this GPU computes: each token meets top-k
             // experts, spread evenly (the load-balancing loss's aim), and
             // the ranks that split an expert (etp) share their tokens.
-            let routed = m * e.top_k as f64 * et / t;
+            // `transformers` runs Llama 4's every expert on every token
+            // (`Llama4TextMoe`: `hidden_states.repeat(E, 1)`, one bmm):
+            // under the "hf" profile E pairs per token, not k.
+            let pairs = if cfg.profile == Profile::Hf && e.router == super::Router::Llama4 {
+                e.experts
+            } else {
+                e.top_k
+            };
+            let routed = m * pairs as f64 * et / t;
             let per_expert = routed / local;
             let f = e.expert_ffn as f64 / et;
             mm += gemm(m, h, e.experts as f64, r.flops, r.bytes)
