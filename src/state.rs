@@ -287,6 +287,10 @@ pub struct DetailedOptions {
     pub objective: Objective,
     /// GRPO's completion length and completions per prompt.
     pub rollout: crate::detailed::grpo::Rollout,
+    /// GRPO: a colocated vLLM engine's share of the card, percent.
+    pub vllm_percent: Option<u64>,
+    /// GRPO: that engine sleeps during training.
+    pub vllm_sleep: bool,
     /// Who runs data parallelism.
     pub framework: crate::detailed::Framework,
     /// Which pipeline stage the step chart shows.
@@ -362,6 +366,8 @@ impl Default for DetailedOptions {
             offload: Offload::default(),
             objective: Objective::Sft,
             rollout: crate::detailed::grpo::Rollout::default(),
+            vllm_percent: None,
+            vllm_sleep: false,
             framework: crate::detailed::Framework::Megatron,
             stage_shown: ShownStage::Highest,
         }
@@ -497,6 +503,15 @@ impl PageState {
         cfg.offload = d.offload;
         cfg.objective = d.objective;
         cfg.rollout = d.rollout;
+        // A colocated vLLM engine takes its share of the card chosen (none
+        // without a card).
+        cfg.rollout.vllm =
+            d.vllm_percent
+                .zip(self.gpu)
+                .map(|(pct, g)| crate::detailed::grpo::Vllm {
+                    reserved: (g.bytes() * pct as f64 / 100.0) as u64,
+                    sleep: d.vllm_sleep,
+                });
         cfg.framework = d.framework;
         // Last: the default kernels follow LoRA, QLoRA, DPO and GRPO.
         cfg.profile = d

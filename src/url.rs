@@ -29,8 +29,9 @@
 //! `dp zero tp sp pp ep etp cp
 //! micro`, `shard` (hybrid sharding's group), `lora`, `lorat` (LoRA targets), `quant` (none, nf4, nf4-nodq,
 //! int8), `offopt offparams offacts gpn` (offload, GPUs per node),
-//! `objective` (sft, dpo, dpo-precomputed, grpo, grpo-kl) with GRPO's `completion` (tokens) and
-//! `gens` (completions per prompt), `both` (the lesson's bar beside), `oh` (runtime overhead
+//! `objective` (sft, dpo, dpo-precomputed, grpo, grpo-kl) with GRPO's `completion` (tokens),
+//! `gens` (completions per prompt), `vllm` (a colocated vLLM engine's percent of the card) and
+//! `vllmsleep`, `both` (the lesson's bar beside), `oh` (runtime overhead
 //! on) with `ohctx`, `ohws`, `ohcomm` (GB) and `ohfrag` (percent).
 //! Unknown keys are ignored without a word; a known key with a bad value is
 //! reported in [`Decoded::ignored`] and its default kept.
@@ -132,7 +133,8 @@ const COUNTS: [Count; 16] = [
 
 /// The detailed settings that are on or off (`1`/`0`): key, where it goes.
 type Flag = (&'static str, fn(&mut DetailedOptions) -> &mut bool);
-const FLAGS: [Flag; 12] = [
+const FLAGS: [Flag; 13] = [
+    ("vllmsleep", |d| &mut d.vllm_sleep),
     ("tied", |d| &mut d.arch.tied_embeddings),
     ("qkvbias", |d| &mut d.arch.qkv_bias),
     ("qknorm", |d| &mut d.arch.qk_norm),
@@ -304,6 +306,7 @@ fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result
         }
         "zero" => state.detailed.parallel.zero = parse_count(value, 0, 3)? as u8,
         "micro" => state.detailed.micro_batch = Some(parse_count(value, 1, 4096)?),
+        "vllm" => state.detailed.vllm_percent = Some(parse_count(value, 5, 95)?),
         "shard" => state.detailed.parallel.dp_shard = Some(parse_count(value, 1, 4096)?),
         "lora" => state.detailed.lora_rank = Some(parse_count(value, 1, 1024)?),
         "oh" => {
@@ -551,6 +554,10 @@ fn encode_detailed(state: &PageState, out: &mut form_urlencoded::Serializer<'_, 
             &r.generations.to_string(),
             &dr.generations.to_string(),
         );
+        if let Some(pct) = d.vllm_percent {
+            pair("vllm", &pct.to_string(), "");
+            pair("vllmsleep", flag(d.vllm_sleep), "0");
+        }
     }
     if let Some(m) = d.micro_batch {
         out.append_pair("micro", &m.to_string());

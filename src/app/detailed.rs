@@ -573,6 +573,8 @@ pub fn DetailedControls() -> impl IntoView {
                 {choice("objective-select", "Training objective", OBJECTIVE_NAMES, |d| index_of(&OBJECTIVES, d.objective), |d, i| d.objective = OBJECTIVES[i])}
                 {count("completion-input", "GRPO completion tokens (of the sequence)", (1, 1 << 24), |d| Some(d.rollout.completion), |d, v| d.rollout.completion = v.unwrap_or(512), false)}
                 {count("gens-input", "GRPO completions per prompt", (1, 4096), |d| Some(d.rollout.generations), |d, v| d.rollout.generations = v.unwrap_or(8), false)}
+                {count("vllm-input", "GRPO: vLLM colocated, % of the card (empty: generate)", (5, 95), |d| d.vllm_percent, |d, v| d.vllm_percent = v, true)}
+                {flag("vllm-sleep-input", "GRPO: vLLM sleeps during training", |d| d.vllm_sleep, |d, on| d.vllm_sleep = on)}
             </details>
             <details>
                 <summary>"Offload to host memory"</summary>
@@ -693,8 +695,22 @@ pub fn DetailedTable() -> impl IntoView {
         let peak = step.get()?.phase_peak(crate::detailed::Phase::Generation)?;
         let c = cfg.rollout.completion_tokens(cfg.seq);
         let u = s.unit;
+        let engine = match (cfg.rollout.vllm, s.detailed.vllm_percent) {
+            (Some(v), _) => format!(
+                " A colocated vLLM engine holds {:.1} {l}{}.",
+                u.of(v.reserved as f64),
+                if v.sleep {
+                    " while generating, asleep in training"
+                } else {
+                    " throughout"
+                },
+                l = u.label()
+            ),
+            (None, Some(_)) => " vLLM's share needs a GPU: pick one below.".into(),
+            (None, None) => String::new(),
+        };
         Some(format!(
-            "Rollout: each GPU generates {} completions of {} tokens after {}-token prompts at once; their key/value cache reaches {:.1} {l}, and the generation phase peaks at {:.1} {l} (the step chart's first bars).",
+            "Rollout: each GPU generates {} completions of {} tokens after {}-token prompts at once; their key/value cache reaches {:.1} {l}, and the generation phase peaks at {:.1} {l} (the step chart's first bars).{engine}",
             g.sequences,
             c,
             cfg.seq - c,

@@ -361,6 +361,17 @@ test('GRPO: the recipe generates, then trains; its rollout is on the page and in
   await urlMatches(page, /completion=1024/);
   assert.match(await page.textContent('#rollout-line'), /8 completions of 1024 tokens after 3584-token prompts/);
   assert.ok(generation(await legend()) < long, `${await legend()}`);
+  // A colocated vLLM engine takes 30 % of the H100 (25.8 GB) through the
+  // step; asleep, only while generating.
+  const before = (await bytes(page)).total;
+  await setCount(page, 'vllm-input', 30);
+  await urlMatches(page, /vllm=30/);
+  assert.match(await page.textContent('#rollout-line'), /A colocated vLLM engine holds 25\.8 GB throughout\./);
+  assert.match(await page.textContent('#fit-verdict'), /^Fits by the step's peak: 62\.8 of 85\.9 GB/);
+  await page.check('#vllm-sleep-input');
+  await urlMatches(page, /vllmsleep=1/);
+  assert.match(await page.textContent('#rollout-line'), /while generating, asleep in training/);
+  assert.equal((await bytes(page)).total, before, 'the budget terms do not hold the engine');
   // Completions per prompt that do not divide the batch: refused, in words.
   await setCount(page, 'gens-input', 3);
   await urlMatches(page, /gens=3/);
