@@ -388,6 +388,13 @@ mod tests {
             peak(&asleep, Phase::Backward),
             peak(&plain, Phase::Backward)
         );
+        // The peak's sentence names the engine apart from the gradients.
+        let t = timeline(&vllm, &StepOptions::default()).unwrap();
+        let why = crate::detailed::why_peak(&t, 0.0, |b| format!("{:.1} GB", b / 1e9));
+        assert!(
+            why.contains("vLLM engine keeps its reservation (25.0 GB)"),
+            "{why}"
+        );
         asleep.rollout.vllm = Some(Vllm {
             reserved: 10_000_000_000,
             sleep: true,

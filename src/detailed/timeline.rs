@@ -287,6 +287,9 @@ pub struct StepTimeline {
     /// DeepSpeed's gradient bucket: part of the transient buffers from the
     /// first gradient of backward to its end (0 under other frameworks).
     pub bucket: f64,
+    /// GRPO: a colocated vLLM engine's reservation, part of the transient
+    /// buffers of every training event (0 unless it stays awake).
+    pub engine: f64,
 }
 
 impl StepTimeline {
@@ -874,6 +877,7 @@ pub fn timeline(cfg: &DetailedConfig, opts: &StepOptions) -> Result<StepTimeline
         stage: 1,
         first_step: opts.step == Step::First,
         bucket: 0.0,
+        engine: 0.0,
     }))
 }
 
@@ -1102,6 +1106,7 @@ pub fn stage_timelines(
             stage,
             first_step: opts.step == Step::First,
             bucket: states::deepspeed_bucket(cfg),
+            engine: super::grpo::engine_during_training(cfg),
         }
     });
     Ok(walks.collect())
@@ -1127,11 +1132,23 @@ pub fn why_peak(t: &StepTimeline, sum: f64, size: impl Fn(f64) -> String) -> Str
         size(by),
         size(sum),
     );
-    // GRPO's steps open with the rollout.
+    // GRPO's steps open with the rollout; a colocated vLLM engine that
+    // stays awake is part of every training event's transient buffers,
+    // said on its own.
     let grpo = t
         .events
         .first()
         .is_some_and(|e| e.phase == Phase::Generation);
+    let engine = if e.phase == Phase::Generation {
+        0.0
+    } else {
+        t.engine
+    };
+    let own = Live {
+        transient: l.transient - engine,
+        ..*l
+    };
+    let l = &own;
     let why = match e.moment {
         Moment::Prefill => format!(
             " GRPO's rollout begins: the prompts' key/value cache and one layer's MLP tensors for every prompt ({}) sit beside the weights and the optimizer state; no gradient or saved activation exists yet.",
@@ -1220,7 +1237,15 @@ pub fn why_peak(t: &StepTimeline, sum: f64, size: impl Fn(f64) -> String) -> Str
         }
         _ => String::new(),
     };
-    head + &why + &bucket
+    let vllm = if engine > 0.0 {
+        format!(
+            " Beside all this a colocated vLLM engine keeps its reservation ({}) through training.",
+            size(engine)
+        )
+    } else {
+        String::new()
+    };
+    head + &why + &bucket + &vllm
 }
 
 #[cfg(test)]
