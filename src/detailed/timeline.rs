@@ -632,13 +632,16 @@ impl Walk<'_> {
     /// prompts' prefill, the last decoding step with the whole cache, and,
     /// with a KL penalty, the reference scoring one micro-batch without
     /// grad (the backbone's output, its copy for the head, one layer's MLP
-    /// tensors and the head's tile). Under ZeRO-3 the weights are gathered
-    /// whole for generation (TRL's `unwrap_model_for_generation`,
-    /// `summon_full_params`).
+    /// tensors and the head's tile). Sharded weights are gathered as the
+    /// forward gathers them: under FSDP2 a layer at a time (TRL's
+    /// `summon_full_params(..., recurse=False)` unshards only the root's
+    /// own), under other ZeRO-3 whole for generation.
     fn generation(&mut self) {
         let cfg = self.cfg;
         let g = super::grpo::generation(cfg);
-        let gathered = if cfg.parallel.zero >= 3 && cfg.lora_rank.is_none() {
+        let gathered = if matches!(cfg.framework, Framework::Fsdp2 { .. }) {
+            self.pieces.gathered_layer + self.root_bytes
+        } else if cfg.parallel.zero >= 3 && cfg.lora_rank.is_none() {
             cfg.arch.params() as f64
                 * weight_bytes(cfg)
                 * (1.0 - 1.0 / cfg.parallel.zero_divisor(3))
