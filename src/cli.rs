@@ -189,10 +189,11 @@ pub struct PrecisionArgs {
     /// Keep gradients in fp32 (some frameworks do under mixed precision).
     #[arg(long)]
     pub grad_fp32: bool,
-    /// Float8 matmuls in the layers' linear layers, torchao's recipe
-    /// (convert_to_float8_training, the output layer left out): priced at
-    /// the card's fp8 rate; weights and saved activations stay as they are
-    /// [default: none].
+    /// Float8 matmuls in the layers' linear layers, priced at the card's fp8
+    /// rate: torchao's tensorwise or rowwise recipe (convert_to_float8_training,
+    /// the output layer left out; weights and saved activations stay as they
+    /// are), or te, Transformer Engine as Megatron runs it (inputs saved in
+    /// fp8, fp8 weight copies cached; modelled) [default: none].
     #[arg(long, value_name = "RECIPE", value_parser = one_of::<Fp8>(Fp8::NAMES), ignore_case = true)]
     pub fp8: Option<Fp8>,
     /// The optimizer; paged-* are bitsandbytes' paged versions [default: adamw].
@@ -1180,7 +1181,7 @@ pub fn run(args: &Args) -> Result<String, CliError> {
         if let Some(c) = cluster.as_ref().filter(|_| detailed::fp8::enabled(&cfg)) {
             if c.gpu.peak_tflops(detailed::hardware::Dtype::Fp8).is_none() {
                 return Err(format!(
-                    "--fp8 needs fp8 tensor cores (torchao's float8 runs on H100, H200, B200, L40S, RTX 4090, MI300X): the {} has none",
+                    "--fp8 needs fp8 tensor cores (H100, H200, B200, L40S, RTX 4090, MI300X): the {} has none",
                     c.gpu.name
                 ));
             }

@@ -268,15 +268,17 @@ const QUANT_NAMES: &[&str] = &[
     "int8 (LLM.int8())",
 ];
 const TARGET_NAMES: &[&str] = &["q, v", "All projections"];
-const FP8S: [crate::detailed::Fp8; 3] = [
+const FP8S: [crate::detailed::Fp8; 4] = [
     crate::detailed::Fp8::None,
     crate::detailed::Fp8::Tensorwise,
     crate::detailed::Fp8::Rowwise,
+    crate::detailed::Fp8::Te,
 ];
 const FP8_NAMES: &[&str] = &[
     "None (the precision's dtype)",
-    "Float8, tensorwise scales",
-    "Float8, rowwise scales",
+    "torchao, tensorwise scales",
+    "torchao, rowwise scales",
+    "Transformer Engine (Megatron)",
 ];
 const OBJECTIVES: [Objective; 5] = [
     Objective::Sft,
@@ -533,7 +535,7 @@ pub fn DetailedControls() -> impl IntoView {
             <details>
                 <summary>"Precision and optimizer"</summary>
                 {choice("precision-select", "Precision", PRECISION_NAMES, |d| index_of(&PRECISIONS, d.precision), |d, i| d.precision = PRECISIONS[i])}
-                {choice("fp8-select", "Float8 matmuls (torchao)", FP8_NAMES, |d| index_of(&FP8S, d.fp8), |d, i| d.fp8 = FP8S[i])}
+                {choice("fp8-select", "Float8 matmuls", FP8_NAMES, |d| index_of(&FP8S, d.fp8), |d, i| d.fp8 = FP8S[i])}
                 {choice("optimizer-select", "Optimizer", OPTIMIZER_NAMES, |d| index_of(&OPTIMIZERS, d.optimizer), |d, i| d.optimizer = OPTIMIZERS[i])}
             </details>
             <details>

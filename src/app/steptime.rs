@@ -79,7 +79,7 @@ fn shown(s: &PageState) -> Option<Shown> {
     }) {
         " Float8 matmuls at the card's fp8 rate; MFU and HFU stay against its bf16 peak."
     } else {
-        " This card has no fp8 tensor cores (torchao refuses float8 on it): priced at its bf16 rate."
+        " This card has no fp8 tensor cores (float8 recipes refuse it): priced at its bf16 rate."
     };
     Some(Shown {
         summary: format!(

@@ -405,16 +405,20 @@ fn layer_activations_of(cfg: &DetailedConfig, b: f64, moe_layer: bool) -> LayerA
         // Korthikanti §4.1: 34·s·b·h + 5·a·s²·b at 16 bits, term by term.
         Profile::Fused => {
             let mask = if drop { 1.0 } else { 0.0 };
+            // Transformer Engine's fp8 saves the linear layers' inputs at
+            // one byte ([`super::fp8::te_saved_input_bytes`]): the QKV and
+            // MLP inputs, the out-projection's and the second MLP linear's.
+            let li = super::fp8::te_saved_input_bytes(cfg).unwrap_or(p);
             // Two norm inputs, QKV input, MLP input, two output dropout masks.
-            let replicated = 4.0 * nh * p + 2.0 * nh * mask;
+            let replicated = 2.0 * nh * p + 2.0 * nh * li + 2.0 * nh * mask;
             // Q and K, V, out-projection input.
-            let qkv = nh * p + 2.0 * n * kvd * p + nh * p;
+            let qkv = nh * p + 2.0 * n * kvd * p + nh * li;
             let (router, mlp, experts) = match (a.family, moe) {
                 (_, Some(m)) => moe_mlp(cfg, n, m),
                 // GELU input and second linear input.
-                (Family::Gpt2, _) => (0.0, 2.0 * n * f * p, 0.0),
+                (Family::Gpt2, _) => (0.0, n * f * p + n * f * li, 0.0),
                 // Gate out (SiLU input), SiLU out, up out, down input.
-                (Family::Llama, _) => (0.0, 4.0 * n * f * p, 0.0),
+                (Family::Llama, _) => (0.0, 3.0 * n * f * p + n * f * li, 0.0),
             };
             let (attn_extra, scores) = match cfg.attention {
                 // Softmax output, dropout mask (1 byte) and dropout output.

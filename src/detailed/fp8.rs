@@ -16,6 +16,39 @@ pub fn enabled(cfg: &DetailedConfig) -> bool {
     cfg.fp8 != Fp8::None
 }
 
+/// Transformer Engine: bytes per value of a saved linear-layer input. Its
+/// `_Linear.forward` quantizes the input and, for backward, "discard[s]
+/// row-wise data since it is not needed in backward pass"
+/// (`inputmat.update_usage(rowwise_usage=False, columnwise_usage=True)`,
+/// `transformer_engine/pytorch/module/linear.py`, TransformerEngine at
+/// d0067d0): one byte per value (and a per-tensor scale) where the model
+/// keeps two. `None` outside Transformer Engine.
+pub(super) fn te_saved_input_bytes(cfg: &DetailedConfig) -> Option<f64> {
+    (cfg.fp8 == Fp8::Te).then_some(1.0)
+}
+
+/// Transformer Engine: bytes of the fp8 weight copies one GPU keeps. With
+/// `is_first_microbatch` given (Megatron-Core passes it unless
+/// `--disable-parameter-transpose-cache`), `quantize_weight` keeps each
+/// linear layer's fp8 weight as a workspace reused by the later
+/// micro-batches (`update_workspace`), row-wise for forward and
+/// column-wise (the transpose) for backward: two bytes per weight of the
+/// layers' linear layers (not the embedding or the output layer), on the
+/// GPU's tensor- and pipeline-parallel share.
+pub(super) fn te_weight_workspace(cfg: &DetailedConfig) -> f64 {
+    if cfg.fp8 != Fp8::Te {
+        return 0.0;
+    }
+    let a = &cfg.arch;
+    let p = &cfg.parallel;
+    let split = a.layers_param_split();
+    // The layers' matrices: their dense and expert weights (norms and
+    // routers are not fp8); experts split over ep × etp.
+    let dense = split.dense as f64 / (p.tp * p.pp) as f64;
+    let experts = split.experts as f64 / (p.pp * p.ep * p.etp) as f64;
+    2.0 * (dense + experts)
+}
+
 /// The widest activation a converted linear layer casts, per token: the
 /// MLP's hidden width (the input of the down projection, the output
 /// gradient of the gate and up projections), or the attention's widest
@@ -163,6 +196,33 @@ mod tests {
         let ratio = step_time(&fp8, &h100, &eff).tokens_per_s_per_gpu
             / step_time(&bf16, &h100, &eff).tokens_per_s_per_gpu;
         assert!((ratio / 1.280 - 1.0).abs() < 0.08, "{ratio}");
+    }
+
+    /// Transformer Engine (modelled): the layers' linear inputs saved at one
+    /// byte — for GPT-3 175B (Korthikanti et al. 2022's 34·s·b·h per layer
+    /// at 16 bits, h = 12288, s = 2048, b = 1) the QKV, out-projection and
+    /// first MLP inputs (h each) and the second MLP input (4h) halve: 7·s·b·h
+    /// fewer bytes per layer, 20.6 % of the 34; and two bytes of fp8 copies
+    /// per weight of the layers.
+    #[test]
+    fn transformer_engine_halves_the_saved_linear_inputs() {
+        let arch = crate::detailed::Architecture::gpt2(96, 12288, 96, 50257);
+        let mut cfg = DetailedConfig::new(arch, 2048, 1);
+        cfg.attention = AttentionKernel::Flash;
+        cfg.dropout = false;
+        let bf16 = estimate(&cfg).unwrap();
+        cfg.fp8 = Fp8::Te;
+        let te = estimate(&cfg).unwrap();
+        let per_layer = (bf16.activations - te.activations) / 96.0;
+        assert_eq!(per_layer, 7.0 * 2048.0 * 12288.0);
+        let layers = arch.layers_param_split();
+        assert_eq!(
+            te.params - bf16.params,
+            2.0 * (layers.dense + layers.experts) as f64
+        );
+        // Stock transformers has no Transformer Engine layers.
+        cfg.profile = crate::detailed::Profile::Hf;
+        assert!(estimate(&cfg).is_err());
     }
 
     /// Float8 casts 16-bit activations; fp32 is refused.

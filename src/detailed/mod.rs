@@ -223,6 +223,12 @@ pub enum Fp8 {
     /// One scale per row (the "rowwise" recipe: e4m3 throughout,
     /// power-of-2 scales).
     Rowwise,
+    /// NVIDIA Transformer Engine's fp8 linear layers as Megatron-Core runs
+    /// them (`--fp8-format hybrid`; `transformer_engine/pytorch/module/
+    /// linear.py`): the inputs saved in fp8, the weights' fp8 copies cached
+    /// across micro-batches. Modelled from the code, not measured (it needs
+    /// a GPU).
+    Te,
 }
 
 /// What the attention keeps for backward.
@@ -425,7 +431,7 @@ choices!(Objective, "objective", "sft" => Objective::Sft,
     "dpo-precomputed" => Objective::Dpo { reference: Reference::Precomputed },
     "grpo" => Objective::Grpo { kl: false }, "grpo-kl" => Objective::Grpo { kl: true });
 choices!(Fp8, "fp8 recipe", "none" => Fp8::None, "tensorwise" => Fp8::Tensorwise,
-    "rowwise" => Fp8::Rowwise);
+    "rowwise" => Fp8::Rowwise, "te" => Fp8::Te);
 choices!(AttentionKernel, "attention", "eager" => AttentionKernel::Eager, "flash" => AttentionKernel::Flash);
 choices!(Recompute, "recompute", "none" => Recompute::None, "selective" => Recompute::Selective,
     "full" => Recompute::Full);
@@ -647,6 +653,9 @@ fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     }
     if cfg.fp8 != Fp8::None && cfg.precision == Precision::Fp32 {
         return err("float8 matmuls cast 16-bit activations (torchtitan trains them under bf16 compute): choose mixed or bf16 precision");
+    }
+    if cfg.fp8 == Fp8::Te && cfg.profile != Profile::Fused {
+        return err("Transformer Engine's fp8 is Megatron-Core's (the fused kernels): choose --impl fused, or torchao's tensorwise or rowwise recipe for stock transformers");
     }
     if let Objective::Grpo { .. } = cfg.objective {
         let r = &cfg.rollout;

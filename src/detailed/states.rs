@@ -309,7 +309,9 @@ pub(super) fn model_states_on_gpu(cfg: &DetailedConfig, offload: bool) -> ModelS
         0.0
     };
     let mut s = ModelStates {
-        params: params + router * (4.0 - wb) / par.zero_divisor(3),
+        params: params
+            + router * (4.0 - wb) / par.zero_divisor(3)
+            + super::fp8::te_weight_workspace(cfg),
         grads: (state(grad_bytes(cfg), grad_stage(cfg))
             + router * (4.0 - grad_bytes(cfg)) / par.zero_divisor(grad_stage(cfg)))
             * ddp_copies(cfg),
