@@ -381,6 +381,30 @@ test('GRPO: the recipe generates, then trains; its rollout is on the page and in
   await context.close();
 });
 
+test('float8 from its select: torchao is faster on an H100 at the same bytes; Transformer Engine saves fp8 inputs; an A100 has no fp8', async () => {
+  const { page, problems, context } = await open('?mode=detailed&model=llama-3.1-8b&seq=4096&batch=8&dp=8&zero=3&card=h100-sxm');
+  const seconds = async () => {
+    const m = (await page.textContent('#step-time-summary')).match(/: ([\d.]+) (ms|s) per optimizer step/);
+    return Number(m[1]) * (m[2] === 'ms' ? 1e-3 : 1);
+  };
+  const bf16 = await seconds();
+  const before = await bytes(page);
+  await page.evaluate(() => { document.getElementById('fp8-select').closest('details').open = true; });
+  await page.selectOption('#fp8-select', '1');
+  await urlMatches(page, /fp8=tensorwise/);
+  assert.ok(await seconds() < bf16, 'float8 matmuls are faster');
+  assert.match(await page.textContent('#step-time-summary'), /Float8 matmuls at the card's fp8 rate/);
+  assert.deepEqual(await bytes(page), before, 'torchao keeps the states and the saved activations');
+  await page.selectOption('#fp8-select', '3');
+  await urlMatches(page, /fp8=te/);
+  const te = await bytes(page);
+  assert.ok(te.activations < before.activations && te.params > before.params, JSON.stringify(te));
+  await page.selectOption('#gpu-select', 'c:a100-80gb');
+  assert.match(await page.textContent('#step-time-summary'), /This card has no fp8 tensor cores/);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
 test('a card of the table prices the step in time: the bar, the token budget, and the faster layouts', async () => {
   // The dead end on an H100 picked by name: the time it would take, and the
   // make-it-fit rows priced in GPU-time.
