@@ -137,3 +137,63 @@ proptest! {
         prop_assert!(timeline(&more, &opts).unwrap().peak_bytes() >= peak * (1.0 - 1e-12));
     }
 }
+
+proptest! {
+    /// GRPO (with or without KL, generate or a colocated vLLM engine),
+    /// float8 recipes and Llama-family presets at random: every figure is
+    /// finite and non-negative, or the configuration is refused in words;
+    /// the step time on an H100 is finite and positive.
+    #[test]
+    fn grpo_and_float8_are_finite_or_refused(
+        m in 0..PRESETS.len(),
+        seq in prop::sample::select(vec![64u64, 512, 4096]),
+        completion in 1u64..=8192,
+        gens in prop::sample::select(vec![1u64, 2, 4, 8]),
+        micro in 1u64..=8,
+        accum in 1u64..=3,
+        objective in prop::sample::select(vec!["grpo", "grpo-kl", "sft", "dpo"]),
+        fp8 in prop::sample::select(vec!["none", "tensorwise", "rowwise", "te"]),
+        (hf, cpu, lora, vllm) in any::<(bool, bool, bool, Option<(u8, bool)>)>(),
+        (zero, fsdp2) in (0u8..=3, any::<bool>()),
+    ) {
+        use membudget::detailed::{grpo::Vllm, hardware::gpu, steptime::{step_time, Cluster, Efficiency}, Framework};
+        let mut cfg = DetailedConfig::new(PRESETS[m].arch, seq, micro * accum * 2);
+        cfg.micro_batch = Some(micro);
+        cfg.parallel.dp = 2;
+        cfg.parallel.zero = zero;
+        if fsdp2 && zero == 3 {
+            cfg.framework = Framework::Fsdp2 { reshard_after_forward: true };
+        }
+        cfg.attention = AttentionKernel::Flash;
+        cfg.profile = if hf { Profile::Hf } else { Profile::Fused };
+        cfg.device = if cpu { Device::Cpu } else { Device::Cuda };
+        cfg.objective = objective.parse().unwrap();
+        cfg.fp8 = fp8.parse().unwrap();
+        cfg.lora_rank = lora.then_some(16);
+        cfg.rollout.completion = completion;
+        cfg.rollout.generations = gens;
+        cfg.rollout.vllm = vllm.map(|(pct, sleep)| Vllm {
+            reserved: (f64::from(pct % 90 + 5) / 100.0 * 85.9e9) as u64,
+            sleep,
+        });
+        match estimate(&cfg) {
+            Err(e) => prop_assert!(!e.to_string().is_empty()),
+            Ok(b) => {
+                for x in [b.params, b.grads, b.master_weights, b.optimizer_state, b.activations, b.total] {
+                    prop_assert!(x.is_finite() && x >= 0.0, "{b:?}");
+                }
+                let t = timeline(&cfg, &StepOptions::default()).unwrap();
+                for e in &t.events {
+                    let l = e.live;
+                    for v in [l.params, l.grads, l.master_weights, l.optimizer_state, l.activations, l.transient] {
+                        prop_assert!(v.is_finite() && v >= -1e-6 * t.peak_bytes(), "{e:?}");
+                    }
+                }
+                let h100 = Cluster::new(gpu("h100-sxm").unwrap(), 8);
+                let s = step_time(&cfg, &h100, &Efficiency::for_gpu(&h100.gpu));
+                prop_assert!(s.step_s.is_finite() && s.step_s > 0.0, "{s:?}");
+                prop_assert!(s.parts.named().iter().all(|(_, v)| v.is_finite() && *v >= 0.0), "{s:?}");
+            }
+        }
+    }
+}
