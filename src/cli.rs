@@ -798,7 +798,9 @@ impl Args {
         cfg.optimizer = p.optimizer.unwrap_or(Optimizer::AdamW);
         cfg.attention = k.attention.unwrap_or(defaults::ATTENTION);
         cfg.dropout = k.dropout || defaults::DROPOUT;
-        cfg.recompute = k.recompute.unwrap_or(defaults::RECOMPUTE);
+        cfg.recompute = k
+            .recompute
+            .unwrap_or_else(|| defaults::recompute(t.objective.unwrap_or(Objective::Sft)));
         cfg.device = k.device.unwrap_or(Device::Cuda);
         cfg.parallel.dp = par.dp.unwrap_or(1);
         cfg.parallel.zero = par.zero.unwrap_or(0);

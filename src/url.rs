@@ -93,7 +93,9 @@ pub fn decode_with(query: &str, to_f64: ToF64) -> Decoded {
     let query = query.strip_prefix('?').unwrap_or(query);
     let mut state = PageState::default();
     let mut ignored = Vec::new();
+    let mut recompute_given = false;
     for (key, value) in form_urlencoded::parse(query.as_bytes()) {
+        recompute_given |= key == "recompute";
         let outcome = apply(&mut state, &key, &value, to_f64);
         if let Err(reason) = outcome {
             ignored.push(Ignored {
@@ -102,6 +104,11 @@ pub fn decode_with(query: &str, to_f64: ToF64) -> Decoded {
                 reason,
             });
         }
+    }
+    // Recomputation left out follows the objective (GRPO checkpoints by
+    // default), as the command line and the objective select do.
+    if !recompute_given {
+        state.detailed.recompute = crate::detailed::defaults::recompute(state.detailed.objective);
     }
     Decoded {
         state: state.normalized(),
@@ -515,7 +522,11 @@ fn encode_detailed(state: &PageState, out: &mut form_urlencoded::Serializer<'_, 
     pair("opt", d.optimizer.name(), def.optimizer.name());
     pair("attn", d.attention.name(), def.attention.name());
     pair("dropout", flag(d.dropout), flag(def.dropout));
-    pair("recompute", d.recompute.name(), def.recompute.name());
+    pair(
+        "recompute",
+        d.recompute.name(),
+        crate::detailed::defaults::recompute(d.objective).name(),
+    );
     pair("impl", d.profile.map_or("auto", Profile::name), "auto");
     let p = &d.parallel;
     pair("dp", &p.dp.to_string(), "1");

@@ -36,6 +36,12 @@ const SETUPS: &[(&str, &str, &str, Profile)] = &[
         Profile::Hf,
     ),
     (
+        "GRPO with LoRA (TRL checkpoints every layer by default)",
+        "mode=detailed&model=qwen3-8b&seq=4608&batch=8&lora=16&objective=grpo&completion=4096",
+        "--model qwen3-8b --seq 4608 --batch 8 --lora-rank 16 --objective grpo --completion 4096",
+        Profile::Hf,
+    ),
+    (
         "LoRA with the kernels chosen",
         "mode=detailed&model=llama-2-7b&seq=2048&batch=4&lora=16&impl=fused",
         "--model llama-2-7b --seq 2048 --batch 4 --lora-rank 16 --impl fused",
@@ -82,7 +88,11 @@ fn the_defaults_page_shows_the_code_s_defaults() {
             "| dropout | {} |",
             if defaults::DROPOUT { "on" } else { "off" }
         ),
-        format!("| recomputation | `{}` |", defaults::RECOMPUTE.name()),
+        format!(
+            "| recomputation | `{}`; `{}` under GRPO |",
+            defaults::RECOMPUTE.name(),
+            defaults::recompute(membudget::detailed::Objective::Grpo { kl: false }).name()
+        ),
         format!("| precision | `{}` |", cfg.precision.name()),
         format!("| optimizer | `{}` |", cfg.optimizer.name()),
         format!("| sequence length | {} |", defaults::SEQ),

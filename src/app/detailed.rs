@@ -572,7 +572,13 @@ pub fn DetailedControls() -> impl IntoView {
             </details>
             <details>
                 <summary>"Objective"</summary>
-                {choice("objective-select", "Training objective", OBJECTIVE_NAMES, |d| index_of(&OBJECTIVES, d.objective), |d, i| d.objective = OBJECTIVES[i])}
+                {choice("objective-select", "Training objective", OBJECTIVE_NAMES, |d| index_of(&OBJECTIVES, d.objective), |d, i| {
+                    // Choosing GRPO brings TRL's default checkpointing.
+                    if !matches!(d.objective, Objective::Grpo { .. }) && matches!(OBJECTIVES[i], Objective::Grpo { .. }) {
+                        d.recompute = crate::detailed::defaults::recompute(OBJECTIVES[i]);
+                    }
+                    d.objective = OBJECTIVES[i];
+                })}
                 {count("completion-input", "GRPO completion tokens (of the sequence)", (1, 1 << 24), |d| Some(d.rollout.completion), |d, v| d.rollout.completion = v.unwrap_or(512), false)}
                 {count("gens-input", "GRPO completions per prompt", (1, 4096), |d| Some(d.rollout.generations), |d, v| d.rollout.generations = v.unwrap_or(8), false)}
                 {count("vllm-input", "GRPO: vLLM colocated, % of the card (empty: generate)", (5, 95), |d| d.vllm_percent, |d, v| d.vllm_percent = v, true)}

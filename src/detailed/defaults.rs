@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | attention | flash | PyTorch's SDPA and FlashAttention keep no a·s² scores; `transformers` picks SDPA by default (`attn_implementation`), Megatron uses flash attention |
 //! | dropout | off | Llama, Qwen, Mistral and Gemma configs set their dropouts to 0 |
-//! | recomputation | none | nothing is recomputed unless asked for |
+//! | recomputation | none; full under GRPO | nothing is recomputed unless asked for; TRL's GRPO trainer checkpoints every layer by default |
 //! | precision, optimizer | mixed (bf16 + fp32 master), AdamW | the lesson's set-up |
 //! | kernels (profile) | `hf` with LoRA, a quantized base, DPO, GRPO or an imported config.json; `fused` otherwise | PEFT, bitsandbytes and TRL (DPO, GRPO) run stock `transformers`; pre-training at scale runs Megatron-style fused kernels |
 //!
@@ -30,6 +30,17 @@ pub const ATTENTION: AttentionKernel = AttentionKernel::Flash;
 pub const DROPOUT: bool = false;
 /// Recomputation unless chosen: none.
 pub const RECOMPUTE: Recompute = Recompute::None;
+
+/// Recomputation unless chosen, for an objective: full under GRPO, whose
+/// trainer checkpoints every layer by default (TRL's `GRPOConfig`:
+/// "`gradient_checkpointing`: Defaults to `True`"), [`RECOMPUTE`]
+/// otherwise.
+pub fn recompute(objective: Objective) -> Recompute {
+    match objective {
+        Objective::Grpo { .. } => Recompute::Full,
+        _ => RECOMPUTE,
+    }
+}
 /// Sequence length unless given, tokens.
 pub const SEQ: u64 = 2048;
 /// Micro-batch unless given, sequences. Without `--batch` the command
