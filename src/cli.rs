@@ -193,7 +193,8 @@ pub struct PrecisionArgs {
     /// rate: torchao's tensorwise or rowwise recipe (convert_to_float8_training,
     /// the output layer left out; weights and saved activations stay as they
     /// are), or te, Transformer Engine as Megatron runs it (inputs saved in
-    /// fp8, fp8 weight copies cached; modelled) [default: none].
+    /// fp8, fp8 weight copies cached; modelled), te-mxfp8 its Blackwell
+    /// block scaling [default: none].
     #[arg(long, value_name = "RECIPE", value_parser = one_of::<Fp8>(Fp8::NAMES), ignore_case = true)]
     pub fp8: Option<Fp8>,
     /// The optimizer; paged-* are bitsandbytes' paged versions [default: adamw].
@@ -1181,9 +1182,15 @@ pub fn run(args: &Args) -> Result<String, CliError> {
         let cluster = args.cluster();
         let eff = args.time.efficiency(cluster.as_ref().map(|c| &c.gpu))?;
         if let Some(c) = cluster.as_ref().filter(|_| detailed::fp8::enabled(&cfg)) {
-            if c.gpu.peak_tflops(detailed::hardware::Dtype::Fp8).is_none() {
+            if !detailed::fp8::runs_on(&cfg, &c.gpu) {
                 return Err(format!(
-                    "--fp8 needs fp8 tensor cores (H100, H200, B200, L40S, RTX 4090, MI300X): the {} has none",
+                    "--fp8 {} needs {}: the {} has none",
+                    cfg.fp8.name(),
+                    if cfg.fp8 == Fp8::TeMxfp8 {
+                        "Blackwell's MXFP8 tensor cores (B200)"
+                    } else {
+                        "fp8 tensor cores (H100, H200, B200, L40S, RTX 4090, MI300X)"
+                    },
                     c.gpu.name
                 ));
             }

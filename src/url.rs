@@ -23,7 +23,7 @@
 //! The detailed model: `mode=detailed`, `model` (a preset) or `arch heads kv
 //! ffn vocab tied qkvbias hd rot qknorm sandwich softcap sinks mla moe` (`mla` =
 //! `q_rank,kv_rank,rope,nope,v`; `moe` = `experts,top_k,expert_ffn,shared_ffn,dense_layers,router`),
-//! `prec opt attn dropout recompute impl`, `fp8` (none, tensorwise, rowwise, te), `framework` (megatron, ddp,
+//! `prec opt attn dropout recompute impl`, `fp8` (none, tensorwise, rowwise, te, te-mxfp8), `framework` (megatron, ddp,
 //! ddp-bucket-view, fsdp2, fsdp2-no-reshard, deepspeed), `schedule` (1f1b, zb-h1), `cpcomm` (p2p, a2a), `stage` (the
 //! pipeline stage the step chart shows: peak, first, last),
 //! `dp zero tp sp pp ep etp cp

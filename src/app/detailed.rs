@@ -268,17 +268,19 @@ const QUANT_NAMES: &[&str] = &[
     "int8 (LLM.int8())",
 ];
 const TARGET_NAMES: &[&str] = &["q, v", "All projections"];
-const FP8S: [crate::detailed::Fp8; 4] = [
+const FP8S: [crate::detailed::Fp8; 5] = [
     crate::detailed::Fp8::None,
     crate::detailed::Fp8::Tensorwise,
     crate::detailed::Fp8::Rowwise,
     crate::detailed::Fp8::Te,
+    crate::detailed::Fp8::TeMxfp8,
 ];
 const FP8_NAMES: &[&str] = &[
     "None (the precision's dtype)",
     "torchao, tensorwise scales",
     "torchao, rowwise scales",
     "Transformer Engine (Megatron)",
+    "Transformer Engine MXFP8 (Blackwell)",
 ];
 const OBJECTIVES: [Objective; 5] = [
     Objective::Sft,

@@ -73,13 +73,13 @@ fn shown(s: &PageState) -> Option<Shown> {
     let cfg = s.detailed_config();
     let fp8 = if !crate::detailed::fp8::enabled(&cfg) {
         ""
-    } else if s.card().is_some_and(|g| {
-        g.peak_tflops(crate::detailed::hardware::Dtype::Fp8)
-            .is_some()
-    }) {
+    } else if s
+        .card()
+        .is_some_and(|g| crate::detailed::fp8::runs_on(&cfg, &g))
+    {
         " Float8 matmuls at the card's fp8 rate; MFU and HFU stay against its bf16 peak."
     } else {
-        " This card has no fp8 tensor cores (float8 recipes refuse it): priced at its bf16 rate."
+        " This card has no tensor cores for this fp8 recipe (MXFP8 needs Blackwell): priced at its bf16 rate."
     };
     Some(Shown {
         summary: format!(

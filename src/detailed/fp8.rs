@@ -24,7 +24,27 @@ pub fn enabled(cfg: &DetailedConfig) -> bool {
 /// d0067d0): one byte per value (and a per-tensor scale) where the model
 /// keeps two. `None` outside Transformer Engine.
 pub(super) fn te_saved_input_bytes(cfg: &DetailedConfig) -> Option<f64> {
-    (cfg.fp8 == Fp8::Te).then_some(1.0)
+    te_bytes_per_value(cfg)
+}
+
+/// Transformer Engine's bytes per fp8 value: one, and under MXFP8 a
+/// one-byte E8M0 scale shared by each block of 32 values.
+fn te_bytes_per_value(cfg: &DetailedConfig) -> Option<f64> {
+    match cfg.fp8 {
+        Fp8::Te => Some(1.0),
+        Fp8::TeMxfp8 => Some(1.0 + 1.0 / 32.0),
+        _ => None,
+    }
+}
+
+/// Whether the card `key` names can run `cfg`'s fp8 recipe: any card with
+/// fp8 tensor cores, and for MXFP8 a Blackwell one (the table's B200).
+pub fn runs_on(cfg: &DetailedConfig, gpu: &super::hardware::Gpu) -> bool {
+    match cfg.fp8 {
+        Fp8::None => true,
+        Fp8::TeMxfp8 => gpu.key == "b200",
+        _ => gpu.peak_tflops(super::hardware::Dtype::Fp8).is_some(),
+    }
 }
 
 /// Transformer Engine: bytes of the fp8 weight copies one GPU keeps. With
@@ -36,9 +56,9 @@ pub(super) fn te_saved_input_bytes(cfg: &DetailedConfig) -> Option<f64> {
 /// layers' linear layers (not the embedding or the output layer), on the
 /// GPU's tensor- and pipeline-parallel share.
 pub(super) fn te_weight_workspace(cfg: &DetailedConfig) -> f64 {
-    if cfg.fp8 != Fp8::Te {
+    let Some(bytes) = te_bytes_per_value(cfg) else {
         return 0.0;
-    }
+    };
     let a = &cfg.arch;
     let p = &cfg.parallel;
     let split = a.layers_param_split();
@@ -46,7 +66,7 @@ pub(super) fn te_weight_workspace(cfg: &DetailedConfig) -> f64 {
     // routers are not fp8); experts split over ep × etp.
     let dense = split.dense as f64 / (p.tp * p.pp) as f64;
     let experts = split.experts as f64 / (p.pp * p.ep * p.etp) as f64;
-    2.0 * (dense + experts)
+    2.0 * bytes * (dense + experts)
 }
 
 /// The widest activation a converted linear layer casts, per token: the
@@ -220,6 +240,23 @@ mod tests {
             te.params - bf16.params,
             2.0 * (layers.dense + layers.experts) as f64
         );
+        // MXFP8 (Blackwell): a one-byte scale per 32 values on top.
+        cfg.fp8 = Fp8::TeMxfp8;
+        let mx = estimate(&cfg).unwrap();
+        assert_eq!(
+            (bf16.activations - mx.activations) / 96.0,
+            7.0 * 2048.0 * 12288.0 * (1.0 - 1.0 / 32.0)
+        );
+        assert_eq!(
+            mx.params - bf16.params,
+            2.0 * (1.0 + 1.0 / 32.0) * (layers.dense + layers.experts) as f64
+        );
+        // It runs on Blackwell only; the other recipes on any fp8 card.
+        assert!(runs_on(&cfg, &gpu("b200").unwrap()));
+        assert!(!runs_on(&cfg, &gpu("h100-sxm").unwrap()));
+        cfg.fp8 = Fp8::Te;
+        assert!(runs_on(&cfg, &gpu("h100-sxm").unwrap()));
+        assert!(!runs_on(&cfg, &gpu("a100-80gb").unwrap()));
         // Stock transformers has no Transformer Engine layers.
         cfg.profile = crate::detailed::Profile::Hf;
         assert!(estimate(&cfg).is_err());

@@ -229,6 +229,11 @@ pub enum Fp8 {
     /// across micro-batches. Modelled from the code, not measured (it needs
     /// a GPU).
     Te,
+    /// Transformer Engine's MXFP8 block scaling on Blackwell
+    /// (`MXFP8BlockScaling`): as [`Fp8::Te`], each value with a shared
+    /// E8M0 scale per 32 (`mxfp8_tensor.py`): 1/32 byte more per value.
+    /// Modelled, not measured.
+    TeMxfp8,
 }
 
 /// What the attention keeps for backward.
@@ -431,7 +436,7 @@ choices!(Objective, "objective", "sft" => Objective::Sft,
     "dpo-precomputed" => Objective::Dpo { reference: Reference::Precomputed },
     "grpo" => Objective::Grpo { kl: false }, "grpo-kl" => Objective::Grpo { kl: true });
 choices!(Fp8, "fp8 recipe", "none" => Fp8::None, "tensorwise" => Fp8::Tensorwise,
-    "rowwise" => Fp8::Rowwise, "te" => Fp8::Te);
+    "rowwise" => Fp8::Rowwise, "te" => Fp8::Te, "te-mxfp8" => Fp8::TeMxfp8);
 choices!(AttentionKernel, "attention", "eager" => AttentionKernel::Eager, "flash" => AttentionKernel::Flash);
 choices!(Recompute, "recompute", "none" => Recompute::None, "selective" => Recompute::Selective,
     "full" => Recompute::Full);
@@ -654,7 +659,7 @@ fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     if cfg.fp8 != Fp8::None && cfg.precision == Precision::Fp32 {
         return err("float8 matmuls cast 16-bit activations (torchtitan trains them under bf16 compute): choose mixed or bf16 precision");
     }
-    if cfg.fp8 == Fp8::Te && cfg.profile != Profile::Fused {
+    if matches!(cfg.fp8, Fp8::Te | Fp8::TeMxfp8) && cfg.profile != Profile::Fused {
         return err("Transformer Engine's fp8 is Megatron-Core's (the fused kernels): choose --impl fused, or torchao's tensorwise or rowwise recipe for stock transformers");
     }
     if let Objective::Grpo { .. } = cfg.objective {

@@ -542,7 +542,7 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
     // (Bekman's MAMF tables measure bf16; fp8 is assumed alike). A card
     // without fp8 keeps its rate (torchao refuses it; the command line and
     // the page say so).
-    let linear_peak = if super::fp8::enabled(cfg) {
+    let linear_peak = if super::fp8::enabled(cfg) && super::fp8::runs_on(cfg, gpu) {
         gpu.peak_tflops(Dtype::Fp8).map_or(peak, |t| t * 1e12)
     } else {
         peak
