@@ -543,6 +543,9 @@ impl PageState {
         if to.profile != from.profile {
             d.profile = Some(to.profile);
         }
+        if let Some(v) = to.rollout.vllm {
+            d.vllm_sleep = v.sleep;
+        }
     }
 
     /// A state that names an exercise but has no baseline (a hand-written

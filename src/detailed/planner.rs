@@ -191,6 +191,16 @@ fn levers() -> Vec<Lever> {
     };
     vec![
         lever(
+            "vLLM asleep during training",
+            "the engine's weights re-loaded and its cache rebuilt for every rollout (TRL's vllm_enable_sleep_mode)",
+            |c| {
+                let v = c.rollout.vllm.filter(|v| !v.sleep)?;
+                let mut to = *c;
+                to.rollout.vllm = Some(super::grpo::Vllm { sleep: true, ..v });
+                Some(to)
+            },
+        ),
+        lever(
             "flash attention",
             "none: a faster kernel (Dao et al. 2022)",
             |c| {
@@ -402,6 +412,11 @@ pub fn flags(from: &DetailedConfig, to: &DetailedConfig) -> Vec<String> {
         "--impl",
         Some(to.profile.name().into()),
     );
+    flag(
+        to.rollout.vllm.is_some_and(|v| v.sleep) && from.rollout.vllm.is_some_and(|v| !v.sleep),
+        "--vllm-sleep",
+        None,
+    );
     out
 }
 
@@ -571,6 +586,34 @@ mod tests {
     /// Brute force over the same levers: a single change fits exactly when
     /// the planner says so, and a pair is listed exactly when it fits and
     /// neither of its changes does alone.
+    /// GRPO with a colocated vLLM engine holding 60 % of the card through
+    /// training: letting it sleep between rollouts is the change that makes
+    /// it fit, and its flag says so.
+    #[test]
+    fn a_sleeping_vllm_engine_makes_grpo_fit() {
+        let mut cfg = DetailedConfig::new(preset("qwen3-8b").unwrap().arch, 4608, 8);
+        cfg.attention = AttentionKernel::Flash;
+        cfg.dropout = false;
+        cfg.profile = crate::detailed::Profile::Hf;
+        cfg.recompute = crate::detailed::Recompute::Full;
+        cfg.lora_rank = Some(16);
+        cfg.objective = crate::detailed::Objective::Grpo { kl: false };
+        cfg.rollout.completion = 4096;
+        cfg.rollout.vllm = Some(crate::detailed::grpo::Vllm {
+            reserved: (0.6 * H100) as u64,
+            sleep: false,
+        });
+        let plan = make_it_fit(&cfg, H100, None, None);
+        assert!(!plan.fits_now);
+        let sleep = plan
+            .changes
+            .iter()
+            .find(|c| c.name == "vLLM asleep during training")
+            .expect("the sleep lever");
+        assert!(sleep.fits);
+        assert_eq!(flags(&cfg, &sleep.cfg), ["--vllm-sleep"]);
+    }
+
     #[test]
     fn matches_brute_force_on_small_spaces() {
         for (seq, cap) in [
