@@ -1021,25 +1021,21 @@ pub fn render_detailed(
         if t.first_step { "first" } else { "later" },
         (t.peak_bytes() / b.total - 1.0) * 100.0
     );
-    if let Some(v) = cfg
-        .rollout
-        .vllm
-        .filter(|_| matches!(cfg.objective, Objective::Grpo { .. }))
-    {
-        let room = v.reserved as f64 - detailed::grpo::engine_weights(cfg);
-        let cache = detailed::grpo::generation(cfg).cache;
-        out += &format!(
-            "vllm: a colocated engine reserves {:.1} GB{}: its weights {:.1} GB, {:.1} GB of room for a cache of {:.1} GB{}\n",
-            v.reserved as f64 / 1e9,
-            if v.sleep { " while generating (asleep during training)" } else { " through the whole step" },
-            detailed::grpo::engine_weights(cfg) / 1e9,
-            room / 1e9,
-            cache / 1e9,
-            if cache > room { " (it runs fewer sequences at once)" } else { "" }
-        );
-    }
     if matches!(cfg.objective, Objective::Grpo { .. }) {
         let g = detailed::grpo::generation(cfg);
+        if let Some(v) = cfg.rollout.vllm {
+            let weights = detailed::grpo::engine_weights(cfg);
+            let room = v.reserved as f64 - weights;
+            out += &format!(
+                "vllm: a colocated engine reserves {:.1} GB{}: its weights {:.1} GB, {:.1} GB of room for a cache of {:.1} GB{}\n",
+                v.reserved as f64 / 1e9,
+                if v.sleep { " while generating (asleep during training)" } else { " through the whole step" },
+                weights / 1e9,
+                room / 1e9,
+                g.cache / 1e9,
+                if g.cache > room { " (it runs fewer sequences at once)" } else { "" }
+            );
+        }
         let c = cfg.rollout.completion_tokens(cfg.seq);
         out += &format!(
             "rollout: {} completions of {} tokens after {}-token prompts generated at once per GPU \

@@ -406,9 +406,9 @@ fn layer_activations_of(cfg: &DetailedConfig, b: f64, moe_layer: bool) -> LayerA
         Profile::Fused => {
             let mask = if drop { 1.0 } else { 0.0 };
             // Transformer Engine's fp8 saves the linear layers' inputs at
-            // one byte ([`super::fp8::te_saved_input_bytes`]): the QKV and
+            // one byte ([`super::fp8::te_bytes_per_value`]): the QKV and
             // MLP inputs, the out-projection's and the second MLP linear's.
-            let li = super::fp8::te_saved_input_bytes(cfg).unwrap_or(p);
+            let li = super::fp8::te_bytes_per_value(cfg).unwrap_or(p);
             // Two norm inputs, QKV input, MLP input, two output dropout masks.
             let replicated = 2.0 * nh * p + 2.0 * nh * li + 2.0 * nh * mask;
             // Q and K, V, out-projection input.
@@ -520,8 +520,7 @@ fn layer_activations_of(cfg: &DetailedConfig, b: f64, moe_layer: bool) -> LayerA
                     // is the attention's input), and on the others (every
                     // fourth, `no_rope_layer_interval`) the query scales'
                     // fp32 row per position: averaged over the layers.
-                    let llama4 = moe.is_some_and(|m| m.router == Router::Llama4)
-                        || a.moe.is_some_and(|m| m.router == Router::Llama4);
+                    let llama4 = a.llama4();
                     let qk_norm = if llama4 {
                         let nope = (a.layers / 4) as f64 / a.layers as f64;
                         let norms = if a.qk_norm {
@@ -686,7 +685,7 @@ pub(super) fn outer_activations(cfg: &DetailedConfig, b: f64) -> OuterActivation
                     };
                     // Llama 4 keeps its complex rotary table (complex64,
                     // s × d/2: 4·s·d bytes) for the rotary layers.
-                    let rope = if a.moe.is_some_and(|m| m.router == Router::Llama4) {
+                    let rope = if a.llama4() {
                         4.0 * s * a.head_dim() as f64
                     } else {
                         2.0 * s * width as f64 * p

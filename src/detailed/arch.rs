@@ -265,6 +265,12 @@ impl Architecture {
         }
     }
 
+    /// Whether this is Llama 4 (its router, its weightless q/k norms, its
+    /// NoPE layers and complex rotary table: [`Router::Llama4`]).
+    pub fn llama4(&self) -> bool {
+        self.moe.is_some_and(|m| m.router == Router::Llama4)
+    }
+
     /// MoE layers: all but the leading dense ones (0 for a dense model).
     pub fn moe_layers(&self) -> u64 {
         self.moe
@@ -319,8 +325,7 @@ impl Architecture {
             Family::Llama => {
                 let norms = if self.sandwich_norms { 4 * h } else { 2 * h };
                 // Llama 4's q/k norms are weightless.
-                let llama4 = self.moe.is_some_and(|m| m.router == Router::Llama4);
-                let qk_norm = if self.qk_norm && !llama4 {
+                let qk_norm = if self.qk_norm && !self.llama4() {
                     2 * self.head_dim()
                 } else {
                     0
@@ -435,24 +440,20 @@ impl Architecture {
             // two 3-D tensors (`gate_up_proj`, `down_proj`, `transformers`
             // 5.x) and the shared experts' 3; embedding, final norm, output.
             Family::Llama => {
-                let attention =
-                    match self.mla {
-                        Some(m) => {
-                            if m.q_rank > 0 {
-                                7
-                            } else {
-                                5
-                            }
+                let attention = match self.mla {
+                    Some(m) => {
+                        if m.q_rank > 0 {
+                            7
+                        } else {
+                            5
                         }
-                        None => {
-                            4 + if self.qkv_bias { 3 } else { 0 }
-                                + if self.attention_sinks { 2 } else { 0 }
-                        }
-                    } + if self.qk_norm && !self.moe.is_some_and(|m| m.router == Router::Llama4) {
-                        2
-                    } else {
-                        0
-                    } + if self.sandwich_norms { 4 } else { 2 };
+                    }
+                    None => {
+                        4 + if self.qkv_bias { 3 } else { 0 }
+                            + if self.attention_sinks { 2 } else { 0 }
+                    }
+                } + if self.qk_norm && !self.llama4() { 2 } else { 0 }
+                    + if self.sandwich_norms { 4 } else { 2 };
                 let moe = self.moe_layers();
                 let mlp = self.moe.map_or(0, |m| {
                     let gate = u64::from(m.router == Router::Qwen2);

@@ -16,20 +16,15 @@ pub fn enabled(cfg: &DetailedConfig) -> bool {
     cfg.fp8 != Fp8::None
 }
 
-/// Transformer Engine: bytes per value of a saved linear-layer input. Its
-/// `_Linear.forward` quantizes the input and, for backward, "discard[s]
-/// row-wise data since it is not needed in backward pass"
-/// (`inputmat.update_usage(rowwise_usage=False, columnwise_usage=True)`,
-/// `transformer_engine/pytorch/module/linear.py`, TransformerEngine at
-/// d0067d0): one byte per value (and a per-tensor scale) where the model
-/// keeps two. `None` outside Transformer Engine.
-pub(super) fn te_saved_input_bytes(cfg: &DetailedConfig) -> Option<f64> {
-    te_bytes_per_value(cfg)
-}
-
-/// Transformer Engine's bytes per fp8 value: one, and under MXFP8 a
-/// one-byte E8M0 scale shared by each block of 32 values.
-fn te_bytes_per_value(cfg: &DetailedConfig) -> Option<f64> {
+/// Transformer Engine: bytes per fp8 value it keeps, of a saved
+/// linear-layer input or a cached weight. Its `_Linear.forward` quantizes
+/// the input and, for backward, "discard[s] row-wise data since it is not
+/// needed in backward pass" (`inputmat.update_usage(rowwise_usage=False,
+/// columnwise_usage=True)`, `transformer_engine/pytorch/module/linear.py`,
+/// TransformerEngine at d0067d0): one byte per value (and a per-tensor
+/// scale) where the model keeps two; under MXFP8 a one-byte E8M0 scale is
+/// shared by each block of 32 values. `None` outside Transformer Engine.
+pub(super) fn te_bytes_per_value(cfg: &DetailedConfig) -> Option<f64> {
     match cfg.fp8 {
         Fp8::Te => Some(1.0),
         Fp8::TeMxfp8 => Some(1.0 + 1.0 / 32.0),
@@ -37,7 +32,7 @@ fn te_bytes_per_value(cfg: &DetailedConfig) -> Option<f64> {
     }
 }
 
-/// Whether the card `key` names can run `cfg`'s fp8 recipe: any card with
+/// Whether `gpu` can run `cfg`'s fp8 recipe: any card with
 /// fp8 tensor cores, and for MXFP8 a Blackwell one (the table's B200).
 pub fn runs_on(cfg: &DetailedConfig, gpu: &super::hardware::Gpu) -> bool {
     match cfg.fp8 {

@@ -25,7 +25,7 @@
 //! the code named here.
 
 use super::activations::act_bytes;
-use super::{DetailedConfig, Device, Precision};
+use super::{DetailedConfig, Device};
 
 /// TRL's token tile of the fused LM head (`TOKEN_CHUNK_SIZE`).
 const TOKEN_TILE: f64 = 4096.0;
@@ -99,15 +99,6 @@ fn scored(cfg: &DetailedConfig) -> f64 {
     }
 }
 
-/// Bytes per element of the head's products: the autocast dtype under
-/// mixed precision, the weights' otherwise.
-fn compute_bytes(cfg: &DetailedConfig) -> f64 {
-    match cfg.precision {
-        Precision::Fp32 => 4.0,
-        _ => 2.0,
-    }
-}
-
 /// The key/value cache of `b` sequences of `tokens` positions, every layer
 /// (`DynamicLayer.update`: keys and values of each layer in the model's
 /// dtype). Latent attention caches the up-projected keys and values, as
@@ -151,7 +142,9 @@ pub(super) fn head(cfg: &DetailedConfig) -> Head {
     let n = scored(cfg);
     let (h, v) = (a.hidden as f64, a.vocab as f64);
     let p = act_bytes(cfg);
-    let pc = compute_bytes(cfg);
+    // The head's products in the autocast dtype under mixed precision, the
+    // weights' otherwise: the weights' bytes.
+    let pc = super::states::weight_bytes(cfg);
     let b = cfg.micro() as f64;
     let shifted = b * cfg.seq.saturating_sub(1).max(1) as f64;
     let completion = b * cfg.rollout.completion_tokens(cfg.seq) as f64;
@@ -222,6 +215,24 @@ pub fn engine_during_training(cfg: &DetailedConfig) -> f64 {
     }
 }
 
+/// The widest of an MLP's three F-wide tensors under no grad: the dense
+/// width, or with experts the larger of the shared expert's and the top-k
+/// routed ones'.
+fn mlp_width(a: &super::Architecture) -> f64 {
+    a.moe
+        .map_or(a.ffn, |m| m.shared_ffn.max(m.expert_ffn * m.top_k)) as f64
+}
+
+/// The reference model scoring one micro-batch without grad (`grpo-kl`):
+/// the backbone's output and its copy for the head, one layer's MLP
+/// tensors and the fused head's forward.
+pub(super) fn reference_forward(cfg: &DetailedConfig) -> f64 {
+    let a = &cfg.arch;
+    let p = act_bytes(cfg);
+    let n = (cfg.micro() * cfg.seq) as f64;
+    head(cfg).forward + 2.0 * n * a.hidden as f64 * p + 3.0 * n * mlp_width(a) * p
+}
+
 /// The rollout on one GPU. With a colocated vLLM engine the prefill and the
 /// decoding run inside its reservation (`prefill` and `decode` are that
 /// reservation); `cache` is still the cache the completions need, which
@@ -233,12 +244,9 @@ pub fn generation(cfg: &DetailedConfig) -> Generation {
     let prompt = cfg.seq as f64 - c;
     let last = (cfg.seq - 1) as f64;
     let p = act_bytes(cfg);
-    let (h, f, v) = (a.hidden as f64, a.ffn as f64, a.vocab as f64);
+    let (h, v) = (a.hidden as f64, a.vocab as f64);
     let n = b * prompt;
-    let mlp = match a.moe {
-        Some(m) => (m.shared_ffn.max(m.expert_ffn * m.top_k)) as f64,
-        None => f,
-    };
+    let mlp = mlp_width(a);
     let rope = 2.0 * n * a.head_dim() as f64 * p;
     let prefill = kv_cache(cfg, b, prompt) + 4.0 * n * h * p + rope + 3.0 * n * mlp * p;
     let cache = kv_cache(cfg, b, last);

@@ -362,11 +362,7 @@ fn generation_time(cfg: &DetailedConfig, r: &Rates, micro_forward: f64) -> f64 {
     let c = cfg.rollout.completion_tokens(cfg.seq) as f64;
     let prompt = cfg.seq as f64 - c;
     let active = a.active_params() as f64;
-    let weights = a.params() as f64
-        * match cfg.precision {
-            Precision::Fp32 => 4.0,
-            _ => 2.0,
-        };
+    let weights = a.params() as f64 * super::states::weight_bytes(cfg);
     let prefill = 2.0 * active * b * prompt / r.flops;
     let avg_cache = super::grpo::kv_cache(cfg, b, prompt + c / 2.0);
     let token = ((weights + avg_cache) / r.bytes).max(2.0 * active * b / r.flops);

@@ -652,16 +652,10 @@ impl Walk<'_> {
         self.record(Moment::Prefill, g.prefill + gathered);
         self.record(Moment::Decode, g.decode + gathered);
         if cfg.objective == (Objective::Grpo { kl: true }) {
-            let a = &cfg.arch;
-            let p = act_bytes(cfg);
-            let n = (cfg.micro() * cfg.seq) as f64;
-            let mlp = a
-                .moe
-                .map_or(a.ffn, |m| m.shared_ffn.max(m.expert_ffn * m.top_k))
-                as f64;
-            let forward =
-                super::grpo::head(cfg).forward + 2.0 * n * a.hidden as f64 * p + 3.0 * n * mlp * p;
-            self.record(Moment::ReferenceForward, forward);
+            self.record(
+                Moment::ReferenceForward,
+                super::grpo::reference_forward(cfg),
+            );
         }
     }
 
