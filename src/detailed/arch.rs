@@ -138,6 +138,8 @@ pub struct Architecture {
     pub mla: Option<Mla>,
     /// Mixture of experts in the MLP.
     pub moe: Option<Moe>,
+    /// A Mamba-2 mixer beside the attention in every layer (Falcon-H1).
+    pub ssm: Option<super::ssm::Mamba2>,
 }
 
 /// Where one layer's parameters sit, since parallelism splits them apart.
@@ -180,6 +182,7 @@ impl Architecture {
             softcap: false,
             mla: None,
             moe: None,
+            ssm: None,
         }
     }
 
@@ -211,6 +214,7 @@ impl Architecture {
             softcap: false,
             mla: None,
             moe: None,
+            ssm: None,
         }
     }
 
@@ -330,7 +334,10 @@ impl Architecture {
                 } else {
                     0
                 };
-                let attention = self.attention_params();
+                // Falcon-H1: the Mamba-2 mixer beside the attention, split
+                // by heads under tensor parallelism as the attention is.
+                let attention =
+                    self.attention_params() + self.ssm.map_or(0, |m| m.params(self.hidden));
                 match self.moe.filter(|_| moe_layer) {
                     // Each expert a SwiGLU MLP; the router a bias-free
                     // h → E projection (`nn.Linear(h, E, bias=False)`).
@@ -453,7 +460,8 @@ impl Architecture {
                             + if self.attention_sinks { 2 } else { 0 }
                     }
                 } + if self.qk_norm && !self.llama4() { 2 } else { 0 }
-                    + if self.sandwich_norms { 4 } else { 2 };
+                    + if self.sandwich_norms { 4 } else { 2 }
+                    + self.ssm.map_or(0, |m| m.tensors());
                 let moe = self.moe_layers();
                 let mlp = self.moe.map_or(0, |m| {
                     let gate = u64::from(m.router == Router::Qwen2);

@@ -32,6 +32,7 @@ use serde::Deserialize;
 use std::fmt;
 
 use super::arch::{Architecture, Mla, Moe, Router};
+use super::ssm::Mamba2;
 
 /// The keys that change training memory; `#[serde(default)]` leaves an
 /// absent key `None` (or empty), and unknown keys are ignored.
@@ -103,6 +104,23 @@ struct HfConfig {
     interleave_moe_layer_step: Option<u64>,
     moe_layers: Option<Vec<u64>>,
     no_rope_layer_interval: Option<u64>,
+    // Falcon-H1's Mamba-2 mixer (`FalconH1Config`); `mamba_d_ssm` null
+    // means `mamba_expand` × hidden, absent means 1024 (the class default);
+    // `mamba_d_head` is a width or "auto".
+    #[serde(deserialize_with = "some_null_u64")]
+    mamba_d_ssm: Option<Option<u64>>,
+    mamba_n_heads: Option<u64>,
+    mamba_d_head: Option<serde_json::Value>,
+    mamba_n_groups: Option<u64>,
+    mamba_d_state: Option<u64>,
+    mamba_d_conv: Option<u64>,
+    mamba_expand: Option<u64>,
+    mamba_chunk_size: Option<u64>,
+    mamba_conv_bias: Option<bool>,
+    mamba_proj_bias: Option<bool>,
+    mamba_rms_norm: Option<bool>,
+    projectors_bias: Option<bool>,
+    mlp_bias: Option<bool>,
 }
 
 /// Qwen's MoE layout (`decoder_sparse_step`, `mlp_only_layers`): the
@@ -139,8 +157,13 @@ fn some_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<f64
     Option::<f64>::deserialize(d).map(Some)
 }
 
+/// [`some_null`] for a count.
+fn some_null_u64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<u64>>, D::Error> {
+    Option::<u64>::deserialize(d).map(Some)
+}
+
 /// The model types read, and what each maps to.
-pub const MODEL_TYPES: [&str; 16] = [
+pub const MODEL_TYPES: [&str; 17] = [
     "gpt2",
     "llama",
     "mistral",
@@ -157,6 +180,7 @@ pub const MODEL_TYPES: [&str; 16] = [
     "deepseek_v2",
     "llama4_text",
     "llama4",
+    "falcon_h1",
 ];
 
 /// What [`import_config`] made of a file.
@@ -301,6 +325,73 @@ pub fn import_config(json: &str) -> Result<Imported, ImportError> {
         arch,
         model_type,
         notes,
+    })
+}
+
+/// Falcon-H1's mixer, with `FalconH1Config`'s defaults and its check
+/// (`validate_architecture`: the heads tile the inner width exactly).
+fn falcon_mamba(c: &HfConfig, hidden: u64) -> Result<Mamba2, ImportError> {
+    for (field, on) in [
+        ("attention_bias", c.attention_bias),
+        ("mlp_bias", c.mlp_bias),
+    ] {
+        if on == Some(true) {
+            return fail(
+                field,
+                "true is not modelled for falcon_h1 (its published models have none)",
+            );
+        }
+    }
+    let expand = or("mamba_expand", c.mamba_expand, 2, 1, 16)?;
+    let inner = match c.mamba_d_ssm {
+        Some(Some(v)) => need("mamba_d_ssm", Some(v), 1, WIDTH)?,
+        Some(None) => expand * hidden,
+        None => 1024,
+    };
+    let heads = or("mamba_n_heads", c.mamba_n_heads, 128, 1, 4096)?;
+    if !inner.is_multiple_of(heads) {
+        return fail(
+            "mamba_n_heads",
+            format!("must divide the Mamba inner width ({inner})"),
+        );
+    }
+    let head_dim = match &c.mamba_d_head {
+        None => inner / heads,
+        Some(serde_json::Value::String(a)) if a == "auto" => inner / heads,
+        Some(v) => match v.as_u64() {
+            Some(d) if d * heads == inner => d,
+            Some(_) => {
+                return fail(
+                    "mamba_d_head",
+                    format!("times mamba_n_heads must equal the inner width ({inner})"),
+                )
+            }
+            None => {
+                return fail(
+                    "mamba_d_head",
+                    "wrong type, expected a whole number or \"auto\"",
+                )
+            }
+        },
+    };
+    let groups = or("mamba_n_groups", c.mamba_n_groups, 1, 1, heads)?;
+    if !heads.is_multiple_of(groups) {
+        return fail(
+            "mamba_n_groups",
+            format!("must divide mamba_n_heads ({heads})"),
+        );
+    }
+    Ok(Mamba2 {
+        heads,
+        head_dim,
+        groups,
+        state: or("mamba_d_state", c.mamba_d_state, 256, 1, 4096)?,
+        conv: or("mamba_d_conv", c.mamba_d_conv, 4, 1, 64)?,
+        chunk: or("mamba_chunk_size", c.mamba_chunk_size, 256, 1, 1 << 16)?,
+        gated_norm: c.mamba_rms_norm.unwrap_or(false),
+        conv_bias: c.mamba_conv_bias.unwrap_or(true),
+        in_bias: c.mamba_proj_bias.unwrap_or(false),
+        out_bias: c.projectors_bias.unwrap_or(false),
     })
 }
 
@@ -596,6 +687,11 @@ fn llama_like(c: &HfConfig, t: &str, notes: &mut Vec<String>) -> Result<Architec
                         .to_string(),
                 );
             }
+        }
+        "falcon_h1" => {
+            arch.ffn = or("intermediate_size", c.intermediate_size, 14336, 1, WIDTH)?;
+            arch.qkv_bias = false;
+            arch.ssm = Some(falcon_mamba(c, hidden)?);
         }
         _ => arch.ffn = dense_ffn(None)?,
     }

@@ -42,6 +42,7 @@ pub mod planner;
 pub mod presets;
 pub mod quant;
 pub mod search;
+pub mod ssm;
 pub mod states;
 pub mod steptime;
 pub mod timeline;
@@ -55,6 +56,7 @@ pub use offload::{host_ram, HostRam};
 pub use overhead::{Overhead, OverheadBytes};
 pub use parallel::{CpComm, Parallelism, Schedule};
 pub use presets::{preset, Preset, PRESETS};
+pub use ssm::Mamba2;
 pub use states::ModelStates;
 pub use timeline::{
     stage_timelines, timeline, why_peak, AdamImpl, Event, Live, Moment, Phase, Step, StepOptions,

@@ -2,6 +2,7 @@
 //! counts checked against the published figures.
 
 use super::arch::{Architecture, Mla, Moe, Router};
+use super::ssm::Mamba2;
 
 /// A model with its published configuration.
 #[derive(Clone, Copy, Debug)]
@@ -178,6 +179,36 @@ const DEEPSEEK_V3: Architecture = Architecture {
     ..Architecture::llama(61, 7168, 128, 128, 18432, 129280)
 };
 
+/// Falcon-H1 (Zuo et al. 2025, "Falcon-H1", Table 1; `transformers`'
+/// FalconH1 model page; Megatron-Bridge's `FalconH1ModelProvider7B` and
+/// `…34B`, read from the `tiiuae/Falcon-H1-*-Instruct` config.json files):
+/// attention with heads of 128 beside a Mamba-2 mixer of heads of 128 in
+/// every layer, its gated RMSNorm on, a state of 256 per group.
+const fn falcon_h1(
+    shape: (u64, u64, u64, u64, u64, u64),
+    mamba_heads: u64,
+    groups: u64,
+    chunk: u64,
+) -> Architecture {
+    let (layers, hidden, heads, kv, ffn, vocab) = shape;
+    Architecture {
+        head_width: 128,
+        ssm: Some(Mamba2 {
+            heads: mamba_heads,
+            head_dim: 128,
+            groups,
+            state: 256,
+            conv: 4,
+            chunk,
+            gated_norm: true,
+            conv_bias: true,
+            in_bias: false,
+            out_bias: false,
+        }),
+        ..Architecture::llama(layers, hidden, heads, kv, ffn, vocab)
+    }
+}
+
 /// Published configurations (the models' `config.json`).
 pub const PRESETS: &[Preset] = &[
     Preset {
@@ -276,6 +307,14 @@ pub const PRESETS: &[Preset] = &[
         name: "deepseek-v3",
         arch: DEEPSEEK_V3,
     },
+    Preset {
+        name: "falcon-h1-7b",
+        arch: falcon_h1((44, 3072, 12, 2, 12288, 130_049), 24, 1, 256),
+    },
+    Preset {
+        name: "falcon-h1-34b",
+        arch: falcon_h1((72, 5120, 20, 4, 21504, 261_120), 32, 2, 128),
+    },
 ];
 
 /// The preset called `name` (case-insensitive).
@@ -308,6 +347,8 @@ mod tests {
             ("gpt-oss-20b", 20_914_757_184, 411),
             ("gpt-oss-120b", 116_829_156_672, 615),
             ("llama-4-scout", 107_769_861_120, 579),
+            ("falcon-h1-7b", 7_585_654_880, 751),
+            ("falcon-h1-34b", 33_642_516_224, 1227),
         ];
         for (name, params, tensors) in cases {
             let arch = preset(name).unwrap().arch;
