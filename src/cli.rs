@@ -111,8 +111,9 @@ pub struct ModelArgs {
     #[arg(long, value_name = "PRESET", value_parser = PossibleValuesParser::new(preset_names()))]
     pub model: Option<String>,
     /// A Hugging Face config.json (gpt2, llama, mistral, qwen2, qwen3,
-    /// gemma2, gemma3_text, mixtral, qwen3_moe, qwen2_moe, deepseek_v3); shape flags
-    /// given with it override its values.
+    /// gemma2, gemma3_text, mixtral, qwen3_moe, qwen2_moe, glm4_moe, gpt_oss,
+    /// deepseek_v2/v3, llama4, falcon_h1); shape flags given with it override
+    /// its values.
     #[arg(long, value_name = "PATH")]
     pub config: Option<std::path::PathBuf>,
     /// A shape of your own (with --layers --hidden --heads, and --ffn for llama).
@@ -1001,6 +1002,24 @@ pub fn render_detailed(
                 a.active_params(),
                 p.ep,
                 p.etp
+            ),
+            1,
+        );
+    }
+    if let Some(m) = a.ssm {
+        out = out.replacen(
+            "\n",
+            &format!(
+                "\n# hybrid: a Mamba-2 mixer beside the attention in every layer: {} heads of {}, {} group{} of state {}, conv {}, chunk {}{}; {} of its parameters\n",
+                m.heads,
+                m.head_dim,
+                m.groups,
+                if m.groups == 1 { "" } else { "s" },
+                m.state,
+                m.conv,
+                m.chunk,
+                if m.gated_norm { ", gated norm" } else { "" },
+                a.layers * m.params(a.hidden),
             ),
             1,
         );

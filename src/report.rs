@@ -163,6 +163,12 @@ pub struct ShapeInputs {
     pub experts: Option<u64>,
     /// Experts per token.
     pub top_k: Option<u64>,
+    /// A hybrid's Mamba-2 heads per layer, if it has the mixer.
+    #[serde(default)]
+    pub mamba_heads: Option<u64>,
+    /// Its state size per group.
+    #[serde(default)]
+    pub mamba_state: Option<u64>,
 }
 
 /// Every setting the detailed model priced, defaults resolved: the names
@@ -630,6 +636,8 @@ impl DetailedReport {
                     vocab: a.vocab,
                     experts: a.moe.map(|m| m.experts),
                     top_k: a.moe.map(|m| m.top_k),
+                    mamba_heads: a.ssm.map(|m| m.heads),
+                    mamba_state: a.ssm.map(|m| m.state),
                 },
                 seq: cfg.seq,
                 batch: cfg.batch,

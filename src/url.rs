@@ -22,7 +22,9 @@
 //! `unit` (`gb`/`gib`), `sweep` (`batch`/`seq`), `embed` (`1`), `ex` (`1`/`2`).
 //! The detailed model: `mode=detailed`, `model` (a preset) or `arch heads kv
 //! ffn vocab tied qkvbias hd rot qknorm sandwich softcap sinks mla moe` (`mla` =
-//! `q_rank,kv_rank,rope,nope,v`; `moe` = `experts,top_k,expert_ffn,shared_ffn,dense_layers,router`),
+//! `q_rank,kv_rank,rope,nope,v`; `moe` = `experts,top_k,expert_ffn,shared_ffn,dense_layers,router`;
+//! `ssm`, a Mamba-2 mixer beside the attention = `heads,head_dim,groups,state,conv,chunk` and
+//! four 0/1 flags: gated norm, conv bias, in_proj bias, out_proj bias),
 //! `prec opt attn dropout recompute impl`, `fp8` (none, tensorwise, rowwise, te, te-mxfp8), `framework` (megatron, ddp,
 //! ddp-bucket-view, fsdp2, fsdp2-no-reshard, deepspeed), `schedule` (1f1b, zb-h1), `cpcomm` (p2p, a2a), `stage` (the
 //! pipeline stage the step chart shows: peak, first, last),
@@ -274,6 +276,45 @@ fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result
                 v_dim,
             });
         }
+        "ssm" => {
+            let names = [
+                "SSM heads",
+                "SSM head width",
+                "groups",
+                "state",
+                "conv",
+                "chunk",
+                "gated norm",
+                "conv bias",
+                "in bias",
+                "out bias",
+            ];
+            let [heads, head_dim, groups, state_size, conv, chunk, norm, cb, ib, ob] =
+                parse_counts(value, names)?;
+            if heads == 0 || head_dim == 0 || groups == 0 || state_size == 0 || conv == 0 {
+                return Err("ssm needs heads, head width, groups, state and conv ≥ 1".into());
+            }
+            if !heads.is_multiple_of(groups)
+                || chunk == 0
+                || [norm, cb, ib, ob].iter().any(|&f| f > 1)
+            {
+                return Err(
+                    "ssm needs groups dividing the heads, a chunk ≥ 1 and 0/1 flags".into(),
+                );
+            }
+            state.detailed.arch.ssm = Some(crate::detailed::Mamba2 {
+                heads,
+                head_dim,
+                groups,
+                state: state_size,
+                conv,
+                chunk,
+                gated_norm: norm == 1,
+                conv_bias: cb == 1,
+                in_bias: ib == 1,
+                out_bias: ob == 1,
+            });
+        }
         "moe" => {
             let (numbers, router) = value
                 .rsplit_once(',')
@@ -509,6 +550,21 @@ fn encode_detailed(state: &PageState, out: &mut form_urlencoded::Serializer<'_, 
                 ];
                 let raw = if m.normalized { "" } else { "-raw" };
                 out.append_pair("moe", &format!("{},{}{raw}", join(&v), m.router.name()));
+            }
+            if let Some(m) = a.ssm {
+                let v = [
+                    m.heads,
+                    m.head_dim,
+                    m.groups,
+                    m.state,
+                    m.conv,
+                    m.chunk,
+                    u64::from(m.gated_norm),
+                    u64::from(m.conv_bias),
+                    u64::from(m.in_bias),
+                    u64::from(m.out_bias),
+                ];
+                out.append_pair("ssm", &join(&v));
             }
         }
     }

@@ -217,14 +217,17 @@ fn gemma_rms(n: f64, w: f64) -> f64 {
 }
 
 /// Whether the PEFT LoRA model of [`peft_layer`] applies: the "hf"
-/// profile, LoRA, a plain Llama-family layer (no experts, latent attention
-/// or Gemma norms).
+/// profile, LoRA, a plain Llama-family layer (no experts, latent attention,
+/// Gemma norms or Mamba-2 mixer). A hybrid's layer under LoRA is priced as
+/// the trained layer keeps it, an upper bound: a frozen projection keeps
+/// no input for its weight.
 fn peft_llama(cfg: &DetailedConfig) -> bool {
     let a = &cfg.arch;
     super::states::peft(cfg)
         && a.family == Family::Llama
         && a.moe.is_none()
         && a.mla.is_none()
+        && a.ssm.is_none()
         && !a.sandwich_norms
 }
 
@@ -388,8 +391,25 @@ fn mask_bytes(cfg: &DetailedConfig) -> f64 {
 }
 
 /// One layer's activations for `b` sequences; `moe_layer`: a
-/// mixture-of-experts layer.
+/// mixture-of-experts layer. A hybrid layer adds its Mamba-2 mixer's
+/// ([`super::ssm::saved`]).
 fn layer_activations_of(cfg: &DetailedConfig, b: f64, moe_layer: bool) -> LayerActivations {
+    let block = block_activations_of(cfg, b, moe_layer);
+    match cfg.arch.ssm {
+        Some(m) => {
+            let (replicated, sharded) = super::ssm::saved(cfg, m, b);
+            LayerActivations {
+                replicated: block.replicated + replicated,
+                sharded: block.sharded + sharded,
+                ..block
+            }
+        }
+        None => block,
+    }
+}
+
+/// One layer's attention and MLP activations for `b` sequences.
+fn block_activations_of(cfg: &DetailedConfig, b: f64, moe_layer: bool) -> LayerActivations {
     let a = &cfg.arch;
     let moe = a.moe.filter(|_| moe_layer);
     let s = cfg.seq as f64;

@@ -48,12 +48,15 @@ pub struct LayerFlops {
     pub weights: f64,
     /// The attention's score and value products over a sequence.
     pub attention: f64,
+    /// A hybrid layer's state-space scan and convolution
+    /// ([`super::ssm::scan_flops`]).
+    pub scan: f64,
 }
 
 impl LayerFlops {
     /// Their sum.
     pub fn total(&self) -> f64 {
-        self.weights + self.attention
+        self.weights + self.attention + self.scan
     }
 }
 
@@ -80,6 +83,10 @@ pub fn layer_matmul_weights(arch: &Architecture, moe: bool) -> f64 {
             h * q + 2.0 * h * kv + q * h
         }
     };
+    // A Mamba-2 mixer's input and output projections (Falcon-H1).
+    let ssm = arch
+        .ssm
+        .map_or(0.0, |m| h * m.in_width() as f64 + m.inner() as f64 * h);
     let mlp = match (arch.family, arch.moe.filter(|_| moe)) {
         (Family::Gpt2, _) => 2.0 * h * f,
         (Family::Llama, None) => 3.0 * h * f,
@@ -89,7 +96,7 @@ pub fn layer_matmul_weights(arch: &Architecture, moe: bool) -> f64 {
                 + 3.0 * h * m.shared_ffn as f64
         }
     };
-    attention + mlp
+    attention + ssm + mlp
 }
 
 /// Forward operations per token of one layer over a sequence of `seq`.
@@ -101,6 +108,7 @@ pub fn layer_flops(arch: &Architecture, seq: u64, moe: bool) -> LayerFlops {
     LayerFlops {
         weights: 2.0 * layer_matmul_weights(arch, moe),
         attention,
+        scan: arch.ssm.map_or(0.0, |m| super::ssm::scan_flops(m, seq)),
     }
 }
 
@@ -113,6 +121,7 @@ pub fn forward_per_token(arch: &Architecture, seq: u64) -> (f64, LayerFlops) {
     let layers = LayerFlops {
         weights: dense as f64 * d.weights + moe as f64 * m.weights,
         attention: arch.layers as f64 * d.attention,
+        scan: arch.layers as f64 * d.scan,
     };
     let logits = 2.0 * arch.hidden as f64 * arch.vocab as f64;
     (logits, layers)

@@ -680,6 +680,9 @@ fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
                 "GRPO is modelled for the Llama family (TRL's fused LM head was measured on it)",
             );
         }
+        if a.ssm.is_some() {
+            return err("GRPO on a hybrid (Mamba-2) model is not modelled: its rollout keeps a recurrent state beside the key/value cache");
+        }
         if let Some(v) = r.vllm {
             let weights = grpo::engine_weights(cfg);
             if (v.reserved as f64) <= weights {
@@ -719,8 +722,27 @@ fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     if a.head_width > 1 << 12 {
         return err("head width must be at most 4096");
     }
-    if a.family == Family::Gpt2 && (a.moe.is_some() || a.mla.is_some() || a.sandwich_norms) {
-        return err("experts, latent attention and sandwich norms need the Llama family");
+    if a.family == Family::Gpt2
+        && (a.moe.is_some() || a.mla.is_some() || a.sandwich_norms || a.ssm.is_some())
+    {
+        return err(
+            "experts, latent attention, sandwich norms and Mamba-2 mixers need the Llama family",
+        );
+    }
+    if let Some(m) = a.ssm {
+        let dims = [m.heads, m.head_dim, m.groups, m.state, m.conv, m.chunk];
+        if dims.contains(&0)
+            || dims.iter().any(|&d| d > 1 << 16)
+            || !m.heads.is_multiple_of(m.groups)
+        {
+            return err("a Mamba-2 mixer needs heads, head width, groups, state, conv and chunk from 1 to 65536, the groups dividing the heads");
+        }
+        if p.cp > 1 {
+            return err("context parallelism splits attention's sequence; a Mamba-2 scan across GPUs is not modelled: set cp to 1");
+        }
+        if a.moe.is_some() || a.mla.is_some() {
+            return err("a Mamba-2 mixer beside experts or latent attention is not modelled");
+        }
     }
     if let Some(m) = a.mla {
         let dims = [m.kv_rank, m.rope_dim, m.nope_dim, m.v_dim];

@@ -2,6 +2,8 @@
 //! their attention (Falcon-H1), its parameters, what its forward pass keeps
 //! for backward in each profile, and its operations.
 
+use super::{DetailedConfig, Profile};
+
 /// Mamba-2's mixer (Dao & Gu 2024, "Transformers are SSMs", §7, Fig. 6:
 /// one input projection to z, x, B, C and Δ, a causal depthwise
 /// convolution over x, B and C, the SSD scan, a gated RMSNorm and an output
@@ -73,4 +75,109 @@ impl Mamba2 {
             + u64::from(self.gated_norm)
             + u64::from(self.out_bias)
     }
+}
+
+/// What one mixer keeps for backward for `b` sequences of `s` tokens, in
+/// bytes: (`replicated`, `sharded`), split as tensor parallelism splits a
+/// layer (the input projection's input is whole on every rank; the rest is
+/// per head).
+///
+/// - [`Profile::Fused`]: `mamba_ssm`'s `MambaSplitConv1dScanCombinedFn`
+///   (`ops/triton/ssd_combined.py`, the path `transformers` takes on CUDA
+///   with the kernels installed) saves the projection's output `zxbcdt`,
+///   the scan's output `out_x` and the norm's fp32 `rstd`, and recomputes
+///   the rest in backward; beside it, the input projection's input.
+///   Modelled from that code, not measured (it needs a GPU).
+/// - [`Profile::Hf`]: `transformers`' PyTorch path (`torch_forward`: the
+///   convolution as `F.conv1d`, the scan as `mamba2_chunk_scan`'s einsums in
+///   fp32, chunk by chunk) keeps every operand autograd needs, term by term
+///   below; measured in `tests/fixtures/hybrid_measured.tsv`.
+pub(super) fn saved(cfg: &DetailedConfig, m: Mamba2, b: f64) -> (f64, f64) {
+    let s = cfg.seq as f64;
+    let n = s * b;
+    let h = cfg.arch.hidden as f64;
+    let p = super::activations::act_bytes(cfg);
+    let (heads, pd, g, st) = (
+        m.heads as f64,
+        m.head_dim as f64,
+        m.groups as f64,
+        m.state as f64,
+    );
+    let (d, cd, w, k) = (
+        m.inner() as f64,
+        m.conv_dim() as f64,
+        m.in_width() as f64,
+        m.conv as f64,
+    );
+    let rstd = if m.gated_norm { 4.0 * n * g } else { 0.0 };
+    // The input projection's input: Falcon-H1 scales the normed stream by
+    // `ssm_in_multiplier` first, a tensor of its own.
+    let input = n * h * p;
+    if cfg.profile == Profile::Fused {
+        return (input, n * w * p + n * d * p + rstd);
+    }
+    let fp32 = p == 4.0;
+    // The scan pads the sequence to whole chunks of Q: c chunks, n' tokens.
+    let q = m.chunk as f64;
+    let c = (s / q).ceil();
+    let np = c * q * b;
+    // zxbcdt (the convolution's input is a view of it); the convolution's
+    // output before its causal trim (s + K − 1 positions), SiLU's input.
+    let conv = n * w * p + b * cd * (s + k - 1.0) * p;
+    // Δ: softplus's and clamp's inputs in the dtype, and its fp32 copies
+    // (one view of the clamp's output in fp32, two casts otherwise).
+    let dt = 2.0 * n * heads * p + if fp32 { 4.0 } else { 8.0 } * n * heads;
+    // x in fp32: SiLU's output itself in fp32 (x, B and C together), a
+    // cast of x otherwise.
+    let x = if fp32 { 4.0 * n * cd } else { 4.0 * n * d };
+    // `mamba2_chunk_scan`, fp32, B and C repeated to every head:
+    // the padded x for D's skip; exp(segsum) L (Q × Q per chunk and head);
+    // C·Bᵀ's operand copies and result G; G∘L's copy and x's for Y_diag;
+    // the decay row, the chunked B, B·decay's and x's copies for the
+    // chunk states; the inter-chunk decay (c + 1)² and the states' copy
+    // (c + 1 of P × N); the output decay, C's and the states' copies for
+    // C·states, and that product for Y_off.
+    let scan = 4.0
+        * (np * d
+            + np * heads * q
+            + 2.0 * np * heads * st
+            + np * heads * q
+            + np * heads * q
+            + np * d
+            + np * heads
+            + np * heads * st
+            + np * heads * st
+            + np * d
+            + b * heads * (c + 1.0) * (c + 1.0)
+            + b * heads * (c + 1.0) * pd * st
+            + np * heads
+            + np * heads * st
+            + b * c * heads * pd * st
+            + np * d);
+    // The boolean masks of the two segment sums, and −exp(A_log) (fp32).
+    let small = 2.0 * q * q + 2.0 * (c + 1.0) * (c + 1.0) + 12.0 * heads;
+    // The gate: without the norm, y (fp32), SiLU(z) and the output
+    // projection's input; with it (`FalconH1RMSNormGated`, either order),
+    // four fp32 tensors of the inner width, the fp32 root per group, the
+    // projection's input, and z's fp32 cast unless fp32 already.
+    let gate = if m.gated_norm {
+        16.0 * n * d + rstd + n * d * p + if fp32 { 0.0 } else { 4.0 * n * d }
+    } else {
+        4.0 * n * d + 2.0 * n * d * p
+    };
+    (input, conv + dt + x + scan + small + gate)
+}
+
+/// Forward operations per token of one mixer over a sequence of `seq`,
+/// beyond its two projections (which [`super::flops`] counts as weights):
+/// the depthwise convolution (2·K per channel) and the SSD scan's matrix
+/// products chunk by chunk (Dao & Gu 2024, §6): C·Bᵀ within a chunk
+/// (2·Q·G·N), its product with x (2·Q·d), the chunk states Bᵀ·x and their
+/// output C·h (2·N·d each). Megatron-LM's `mamba_layer_flops` estimates the
+/// scan as 7·d·N instead (5.5 M per token for Falcon-H1-7B against these
+/// 4.9 M, beside its projections' 60 M).
+pub fn scan_flops(m: Mamba2, seq: u64) -> f64 {
+    let q = m.chunk.min(seq.max(1)) as f64;
+    let (d, g, n) = (m.inner() as f64, m.groups as f64, m.state as f64);
+    2.0 * m.conv as f64 * m.conv_dim() as f64 + 2.0 * q * g * n + 2.0 * q * d + 4.0 * n * d
 }

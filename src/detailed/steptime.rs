@@ -434,7 +434,7 @@ fn layer_forward(cfg: &DetailedConfig, moe: bool, m: f64, r: &Rates) -> (f64, f6
     }
     // Attention core over a sequence: the heads split by t.
     let core = 2.0 * s * (q + o) / t * m;
-    let (attn, scores_bytes) = match cfg.attention {
+    let (mut attn, scores_bytes) = match cfg.attention {
         // Causal FlashAttention skips the masked half.
         AttentionKernel::Flash => (0.5 * core / r.attention, 0.0),
         AttentionKernel::Eager => {
@@ -499,6 +499,27 @@ fn layer_forward(cfg: &DetailedConfig, moe: bool, m: f64, r: &Rates) -> (f64, f6
             None => h * (q + 2.0 * kv) + o * h + (up + 1.0) * h * a.ffn as f64,
         };
         cast = p16 * (m * widths + weights) / t;
+    }
+    // A hybrid layer's Mamba-2 mixer (Falcon-H1), its heads split by t:
+    // the two projections as linear layers; the convolution and the SSD
+    // scan's chunked products ([`super::ssm::scan_flops`]) at the fused
+    // kernels' rate, or as PyTorch's einsums in fp32 under "hf"; and
+    // memory traffic: `mamba_ssm`'s combined kernel reads the projection's
+    // output and writes the scan's and the gated output, while the eager
+    // path writes every tensor it keeps (read back by the next op).
+    if let Some(mx) = a.ssm {
+        let (d, w) = (mx.inner() as f64, mx.in_width() as f64);
+        mm += gemm(m, h, w / t, r.linear, r.bytes) + gemm(m, d / t, h, r.linear, r.bytes);
+        let scan = super::ssm::scan_flops(mx, cfg.seq) / t * m;
+        let p16 = super::activations::act_bytes(cfg);
+        if eager {
+            attn += scan / r.flops;
+            let (_, kept) = super::ssm::saved(cfg, mx, 1.0);
+            per_token += 2.0 * kept / s / t;
+        } else {
+            attn += scan / r.attention;
+            per_token += (w + 2.0 * d) * p16 / t;
+        }
     }
     let mem = (per_token * m + scores_bytes + cast) / r.bytes;
     (mm, attn, mem)

@@ -333,6 +333,11 @@ struct Pieces {
     /// Trained bytes of one layer's gradients, of the output layer's and of
     /// the embedding's, on this GPU before ZeRO's sharding.
     layer_grads: f64,
+    /// Of `layer_grads`, the share of a hybrid layer's Mamba-2 mixer, whose
+    /// gradients come after `freed_before_mixer` bytes of the layer's saved
+    /// tensors are freed; 0 for other layers.
+    mixer_share: f64,
+    freed_before_mixer: f64,
     head_grads: f64,
     embedding_grads: f64,
     /// Tied embeddings: the size of the shared table's gradient. Autograd
@@ -524,6 +529,20 @@ fn pieces(cfg: &DetailedConfig) -> Pieces {
         ),
         None => (layer_params * gb, head_params * gb, emb_params * gb, 0.0),
     };
+    // A hybrid layer (Falcon-H1): autograd reaches the Mamba-2 mixer last,
+    // as it ran first in forward, after the MLP's and the attention's
+    // backward have freed their saved tensors; the mixer's weight
+    // gradients are allocated then, in their place (measured in
+    // `tests/fixtures/hybrid_measured.tsv`, the layer's sub-modules hooked).
+    let (mixer_share, freed_before_mixer) = match a.ssm.filter(|_| cfg.lora_rank.is_none()) {
+        Some(m) => {
+            let (replicated, sharded) = super::ssm::saved(cfg, m, micro);
+            let mixer = replicated / sp_div + sharded / tp;
+            let share = m.params(a.hidden) as f64 / a.layer_param_split(false).total() as f64;
+            (share, (saved.per_layer_full - mixer).max(0.0))
+        }
+        None => (0.0, 0.0),
+    };
     let wb = weight_bytes(cfg);
     // With the parameters offloaded, none of a gathered layer is resident;
     // FSDP2 all-gathers into new full-size tensors beside the shards
@@ -569,6 +588,8 @@ fn pieces(cfg: &DetailedConfig) -> Pieces {
         loss_backward,
         head_backward,
         layer_grads,
+        mixer_share,
+        freed_before_mixer,
         head_grads,
         embedding_grads,
         tied_gradient,
@@ -794,6 +815,7 @@ impl Walk<'_> {
             self.record(Moment::NormBackward, 0.0);
         }
         for i in (0..layers).rev() {
+            let grads_before = self.live.grads;
             let extra = self.accumulate(pc.layer_grads);
             // ZeRO-3 copies each weight's gradient into its bucket as it
             // arrives: one weight's at a time.
@@ -801,10 +823,24 @@ impl Walk<'_> {
                 .zero3
                 .as_ref()
                 .map_or(extra, |z| extra.min(z.largest_grad));
+            // A hybrid layer's mixer gradients, new on the first
+            // micro-batch (`accumulate` counts them into `grads`) or added
+            // in place later (in `extra`), partly stand where the MLP's and
+            // attention's freed tensors stood.
+            let added = extra
+                + if self.micro_batch == 1 {
+                    self.live.grads - grads_before
+                } else {
+                    0.0
+                };
+            let relief = (added * pc.mixer_share).min(pc.freed_before_mixer);
+            let from_extra = relief.min(extra);
+            self.live.grads -= relief - from_extra;
             self.record(
                 Moment::LayerBackward(i),
-                pc.layer_backward + pc.recomputed + extra + pc.gathered_layer,
+                pc.layer_backward + pc.recomputed + extra - from_extra + pc.gathered_layer,
             );
+            self.live.grads += relief - from_extra;
             self.layers_held -= self.unsharded_layer;
             if !offload || i == 0 {
                 self.live.activations -= pc.per_layer;
