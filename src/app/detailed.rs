@@ -399,6 +399,9 @@ fn ConfigImport(on_import: impl Fn() + Copy + 'static) -> impl IntoView {
                 if a.moe.is_some() {
                     said += &format!(", {} active per token", grouped(a.active_params()));
                 }
+                if a.ssm.is_some() {
+                    said += ", a Mamba-2 mixer beside the attention in every layer";
+                }
                 for note in &imported.notes {
                     said += &format!("; {note}");
                 }
@@ -493,8 +496,20 @@ pub fn DetailedControls() -> impl IntoView {
     };
     let active = move || {
         let a = state.read().architecture();
-        a.moe
-            .map(|_| format!(", {} active per token", grouped(a.active_params())))
+        let moe = a
+            .moe
+            .map(|_| format!(", {} active per token", grouped(a.active_params())));
+        // A hybrid (Falcon-H1): the mixer's share, and its shape.
+        let ssm = a.ssm.map(|m| {
+            format!(
+                ", {} in a Mamba-2 mixer beside the attention in every layer ({} heads of {}, state {})",
+                grouped(a.layers * m.params(a.hidden)),
+                m.heads,
+                m.head_dim,
+                m.state
+            )
+        });
+        moe.or(ssm)
     };
     view! {
         <div class="field detailed-controls">

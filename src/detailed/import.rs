@@ -110,7 +110,8 @@ struct HfConfig {
     #[serde(deserialize_with = "some_null_u64")]
     mamba_d_ssm: Option<Option<u64>>,
     mamba_n_heads: Option<u64>,
-    mamba_d_head: Option<serde_json::Value>,
+    #[serde(deserialize_with = "width_or_auto")]
+    mamba_d_head: Option<Option<u64>>,
     mamba_n_groups: Option<u64>,
     mamba_d_state: Option<u64>,
     mamba_d_conv: Option<u64>,
@@ -155,6 +156,33 @@ struct RopeParameters {
 /// when absent (with `#[serde(default)]`).
 fn some_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<f64>>, D::Error> {
     Option::<f64>::deserialize(d).map(Some)
+}
+
+/// Falcon-H1's `mamba_d_head`: a width, or "auto" (`Some(None)`), read
+/// with a visitor of its own rather than through `serde_json::Value`, which
+/// would bring its whole reader into the page.
+fn width_or_auto<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<u64>>, D::Error> {
+    struct V;
+    impl serde::de::Visitor<'_> for V {
+        type Value = Option<Option<u64>>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a whole number or \"auto\"")
+        }
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Self::Value, E> {
+            Ok(Some(Some(v)))
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            if v == "auto" {
+                Ok(Some(None))
+            } else {
+                Err(E::custom("expected a whole number or \"auto\""))
+            }
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(Some(None))
+        }
+    }
+    d.deserialize_any(V)
 }
 
 /// [`some_null`] for a count.
@@ -355,24 +383,15 @@ fn falcon_mamba(c: &HfConfig, hidden: u64) -> Result<Mamba2, ImportError> {
             format!("must divide the Mamba inner width ({inner})"),
         );
     }
-    let head_dim = match &c.mamba_d_head {
+    let head_dim = match c.mamba_d_head.flatten() {
         None => inner / heads,
-        Some(serde_json::Value::String(a)) if a == "auto" => inner / heads,
-        Some(v) => match v.as_u64() {
-            Some(d) if d * heads == inner => d,
-            Some(_) => {
-                return fail(
-                    "mamba_d_head",
-                    format!("times mamba_n_heads must equal the inner width ({inner})"),
-                )
-            }
-            None => {
-                return fail(
-                    "mamba_d_head",
-                    "wrong type, expected a whole number or \"auto\"",
-                )
-            }
-        },
+        Some(d) if d * heads == inner => d,
+        Some(_) => {
+            return fail(
+                "mamba_d_head",
+                format!("times mamba_n_heads must equal the inner width ({inner})"),
+            )
+        }
     };
     let groups = or("mamba_n_groups", c.mamba_n_groups, 1, 1, heads)?;
     if !heads.is_multiple_of(groups) {

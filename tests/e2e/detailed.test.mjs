@@ -381,6 +381,42 @@ test('GRPO: the recipe generates, then trains; its rollout is on the page and in
   await context.close();
 });
 
+test('a hybrid: Falcon-H1-7B from the list and from its config.json, its Mamba-2 mixer named, priced and carried by a link', async () => {
+  const { readFileSync } = await import('node:fs');
+  const { page, problems, context } = await open('?mode=detailed&model=llama-3.1-8b&seq=4096&batch=1');
+  const llama = await bytes(page);
+  await page.selectOption('#model-select', 'falcon-h1-7b');
+  assert.equal(await page.textContent('#param-count'), '7,585,654,880');
+  assert.match(await page.textContent('#active-count'),
+    /^, 1,319,085,152 in a Mamba-2 mixer beside the attention in every layer \(24 heads of 128, state 256\)$/);
+  await urlMatches(page, /model=falcon-h1-7b/);
+  const falcon = await bytes(page);
+  assert.ok(falcon.activations > llama.activations * 0.5 && falcon.params < llama.params, JSON.stringify(falcon));
+  // The mixer's tensors grow with the sequence like the rest.
+  const longer = await openPage(browser, page.url().replace('seq=4096', 'seq=8192'));
+  const doubled = await bytes(longer.page);
+  assert.ok(doubled.activations > 1.9 * falcon.activations, `${doubled.activations} vs ${falcon.activations}`);
+  await longer.context.close();
+  // Its config.json: the same model; a shape no preset matches travels as ssm=.
+  const json = JSON.parse(readFileSync(new URL('../fixtures/configs/hub/falcon-h1-7b.json', import.meta.url), 'utf8'));
+  await page.evaluate(() => { document.querySelector('.config-import').open = true; });
+  json.mamba_d_state = 128;
+  await page.fill('#config-input', JSON.stringify(json));
+  assert.match(await page.textContent('#config-message'), /Read as falcon_h1: [\d,]+ parameters, a Mamba-2 mixer beside the attention/);
+  await urlMatches(page, /ssm=24%2C128%2C1%2C128%2C4%2C256%2C1%2C1%2C0%2C0/);
+  const count = await page.textContent('#param-count');
+  const again = await openPage(browser, page.url());
+  assert.equal(await again.page.textContent('#param-count'), count);
+  await again.context.close();
+  // A bad head split is refused in words.
+  json.mamba_d_head = 100;
+  await page.fill('#config-input', JSON.stringify(json));
+  assert.match(await page.textContent('#config-message'), /mamba_d_head: times mamba_n_heads must equal the inner width \(3072\)/);
+  assert.equal(await page.textContent('#param-count'), count);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
 test('float8 from its select: torchao is faster on an H100 at the same bytes; Transformer Engine saves fp8 inputs; an A100 has no fp8', async () => {
   const { page, problems, context } = await open('?mode=detailed&model=llama-3.1-8b&seq=4096&batch=8&dp=8&zero=3&card=h100-sxm');
   const seconds = async () => {
