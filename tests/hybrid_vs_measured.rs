@@ -122,9 +122,10 @@ fn hybrid_step_peak_within_five_percent_and_right_phase() {
         let err = t.peak_bytes() / r.peak - 1.0;
         let phase = t.peak_event().phase.name();
         eprintln!(
-            "{:+.2} % {phase:>9} vs {:>9}  {}",
+            "{:+.2} % {phase:>9} vs {:>9} {:.0}  {}",
             err * 100.0,
             r.phase,
+            t.peak_bytes(),
             r.line
         );
         worst = worst.max(err.abs());
