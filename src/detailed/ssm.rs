@@ -181,3 +181,88 @@ pub fn scan_flops(m: Mamba2, seq: u64) -> f64 {
     let (d, g, n) = (m.inner() as f64, m.groups as f64, m.state as f64);
     2.0 * m.conv as f64 * m.conv_dim() as f64 + 2.0 * q * g * n + 2.0 * q * d + 4.0 * n * d
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detailed::{flops::step_flops, import_config, preset, Precision};
+
+    /// `mamba_ssm`'s combined kernel keeps `zxbcdt`, `out_x` and `rstd`
+    /// (`ssd_combined.py`, `MambaSplitConv1dScanCombinedFn.forward`'s
+    /// `save_for_backward`), beside the projection's input: for
+    /// Falcon-H1-7B at 4,096 tokens in bf16, per layer.
+    #[test]
+    fn fused_profile_keeps_what_the_kernel_saves() {
+        let arch = preset("falcon-h1-7b").unwrap().arch;
+        let m = arch.ssm.unwrap();
+        let mut cfg = DetailedConfig::new(arch, 4096, 1);
+        cfg.precision = Precision::Bf16;
+        cfg.profile = Profile::Fused;
+        let n = 4096.0;
+        // zxbcdt: 2·3072 + 2·1·256 + 24 = 6,680 wide; out_x 3,072; rstd
+        // one fp32 per token and group.
+        assert_eq!(m.in_width(), 6680);
+        let (replicated, sharded) = saved(&cfg, m, 1.0);
+        assert_eq!(replicated, n * 3072.0 * 2.0);
+        assert_eq!(sharded, n * 6680.0 * 2.0 + n * 3072.0 * 2.0 + 4.0 * n);
+    }
+
+    /// The scan's products for Falcon-H1-7B (Q = 256, G = 1, N = 256,
+    /// d = 3,072, K = 4), and the model's FLOPs: 6 × the weights a token
+    /// meets (the mixer's projections among them) plus attention and 3 ×
+    /// the scan, per token.
+    #[test]
+    fn scan_flops_and_the_step_count_them() {
+        let arch = preset("falcon-h1-7b").unwrap().arch;
+        let m = arch.ssm.unwrap();
+        let scan =
+            2.0 * 4.0 * 3584.0 + 2.0 * 256.0 * 256.0 + 2.0 * 256.0 * 3072.0 + 4.0 * 256.0 * 3072.0;
+        assert_eq!(scan_flops(m, 4096), scan);
+        // Megatron-LM's 7·d·N is within 15 % of it.
+        assert!((7.0 * 3072.0 * 256.0 / scan - 1.0).abs() < 0.15);
+        let cfg = DetailedConfig::new(arch, 4096, 1);
+        let per_token = step_flops(&cfg).model / 4096.0;
+        // Weights a token meets: all but the embedding's lookup, less the
+        // norms, biases, the convolution and the per-head vectors.
+        let vectors = arch.layers * (2 * 3072 + m.conv_dim() * 5 + 3 * 24 + 3072) + 3072;
+        let matmul = (arch.params() - 130_049 * 3072 - vectors) as f64;
+        let attention = 12.0 * 44.0 * 4096.0 * 1536.0;
+        let want = 6.0 * matmul + attention + 3.0 * 44.0 * scan;
+        assert!(
+            (per_token / want - 1.0).abs() < 1e-12,
+            "{per_token} vs {want}"
+        );
+    }
+
+    /// `FalconH1Config`'s defaults: `mamba_d_ssm` absent is 1024, null is
+    /// `mamba_expand` × hidden; the heads must tile the inner width.
+    #[test]
+    fn import_follows_falcon_h1_config() {
+        let base = r#""model_type": "falcon_h1", "num_hidden_layers": 2, "hidden_size": 512,
+            "num_attention_heads": 8, "vocab_size": 1000, "mamba_n_heads": 16"#;
+        let absent = import_config(&format!("{{{base}}}"))
+            .unwrap()
+            .arch
+            .ssm
+            .unwrap();
+        assert_eq!((absent.inner(), absent.head_dim), (1024, 64));
+        let null = import_config(&format!("{{{base}, \"mamba_d_ssm\": null}}"))
+            .unwrap()
+            .arch
+            .ssm
+            .unwrap();
+        assert_eq!(null.inner(), 1024);
+        let wide = import_config(&format!(
+            "{{{base}, \"mamba_d_ssm\": null, \"mamba_expand\": 4}}"
+        ))
+        .unwrap()
+        .arch
+        .ssm
+        .unwrap();
+        assert_eq!((wide.inner(), wide.head_dim), (2048, 128));
+        let e = import_config(&format!("{{{base}, \"mamba_d_ssm\": 1000}}")).unwrap_err();
+        assert_eq!(e.field, "mamba_n_heads");
+        let e = import_config(&format!("{{{base}, \"attention_bias\": true}}")).unwrap_err();
+        assert_eq!(e.field, "attention_bias");
+    }
+}
