@@ -680,9 +680,13 @@ impl Args {
                 (None, Some(path), _) => {
                     let json = std::fs::read_to_string(path)
                         .map_err(|e| format!("--config {}: {e}", path.display()))?;
-                    detailed::import_config(&json)
-                        .map_err(|e| format!("--config {}: {e}", path.display()))?
-                        .arch
+                    let imported = detailed::import_config(&json)
+                        .map_err(|e| format!("--config {}: {e}", path.display()))?;
+                    // What was read but not used, as the page says it.
+                    for note in &imported.notes {
+                        eprintln!("note: --config {}: {note}", path.display());
+                    }
+                    imported.arch
                 }
                 (Some(name), None, _) => preset(name)
                     .map(|p| p.arch)

@@ -158,6 +158,36 @@ fn some_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<f64
     Option::<f64>::deserialize(d).map(Some)
 }
 
+/// Python's `json.dump` writes `Infinity`, `-Infinity` and `NaN` (Falcon-H1's
+/// `time_step_limit` holds an infinity), which JSON has no spelling for:
+/// outside strings they become `null`. Returns the text and whether any
+/// was found.
+fn python_floats_as_null(json: &str) -> (std::borrow::Cow<'_, str>, bool) {
+    const WORDS: [&str; 3] = ["-Infinity", "Infinity", "NaN"];
+    if !WORDS[1..].iter().any(|w| json.contains(w)) {
+        return (json.into(), false);
+    }
+    let mut out = String::with_capacity(json.len());
+    let (mut in_string, mut escaped, mut found) = (false, false, false);
+    let mut rest = json;
+    while let Some(c) = rest.chars().next() {
+        if in_string {
+            in_string = escaped || c != '"';
+            escaped = !escaped && c == '\\';
+        } else if c == '"' {
+            in_string = true;
+        } else if let Some(w) = WORDS.iter().find(|w| rest.starts_with(**w)) {
+            out.push_str("null");
+            rest = &rest[w.len()..];
+            found = true;
+            continue;
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    (out.into(), found)
+}
+
 /// Falcon-H1's `mamba_d_head`: a width, or "auto" (`Some(None)`), read
 /// with a visitor of its own rather than through `serde_json::Value`, which
 /// would bring its whole reader into the page.
@@ -266,7 +296,8 @@ fn or(field: &str, value: Option<u64>, default: u64, lo: u64, hi: u64) -> Result
 /// missing field, a value out of range or an unknown `model_type` each give
 /// an [`ImportError`] naming the field.
 pub fn import_config(json: &str) -> Result<Imported, ImportError> {
-    let mut de = serde_json::Deserializer::from_str(json);
+    let (json, python_floats) = python_floats_as_null(json);
+    let mut de = serde_json::Deserializer::from_str(&json);
     let c: HfConfig = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
@@ -300,6 +331,12 @@ pub fn import_config(json: &str) -> Result<Imported, ImportError> {
         None => return fail("model_type", "missing: a config.json names its model_type"),
     };
     let mut notes = Vec::new();
+    if python_floats {
+        notes.push(
+            "Infinity/NaN (Python's json, not JSON) read as null: no key that changes memory holds one"
+                .to_string(),
+        );
+    }
     if let Some(dtype) = c.dtype.as_deref().or(c.torch_dtype.as_deref()) {
         notes.push(format!(
             "published in {dtype}; the training precision is chosen below"

@@ -264,5 +264,21 @@ mod tests {
         assert_eq!(e.field, "mamba_n_heads");
         let e = import_config(&format!("{{{base}, \"attention_bias\": true}}")).unwrap_err();
         assert_eq!(e.field, "attention_bias");
+        // Python's json writes `time_step_limit`'s infinity bare; inside a
+        // string the word stays as it is.
+        let python = format!(
+            "{{{base}, \"time_step_limit\": [0.0, Infinity], \"x\": -Infinity, \"y\": NaN, \"torch_dtype\": \"NaN \\\"Infinity\\\"\"}}"
+        );
+        let read = import_config(&python).unwrap();
+        assert_eq!(read.arch, absent_arch(base));
+        assert!(read.notes.iter().any(|n| n.contains("Infinity/NaN")));
+        assert!(read
+            .notes
+            .iter()
+            .any(|n| n.contains("published in NaN \"Infinity\"")));
+    }
+
+    fn absent_arch(base: &str) -> crate::detailed::Architecture {
+        import_config(&format!("{{{base}}}")).unwrap().arch
     }
 }
