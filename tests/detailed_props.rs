@@ -55,7 +55,9 @@ fn any_config() -> impl Strategy<Value = DetailedConfig> {
                 cfg.recompute = recompute;
                 cfg.parallel.dp = dp;
                 cfg.parallel.zero = zero;
-                cfg.parallel.tp = if cfg.arch.heads.is_multiple_of(tp) {
+                // transformers shards no Falcon-H1 layer (refused elsewhere).
+                let hf_hybrid = hf && cfg.arch.ssm.is_some();
+                cfg.parallel.tp = if cfg.arch.heads.is_multiple_of(tp) && !hf_hybrid {
                     tp
                 } else {
                     1

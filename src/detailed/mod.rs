@@ -740,6 +740,11 @@ fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
         if p.cp > 1 {
             return err("context parallelism splits attention's sequence; a Mamba-2 scan across GPUs is not modelled: set cp to 1");
         }
+        // `FalconH1ForCausalLM._tp_plan` names only `lm_head`: transformers
+        // does not shard its layers; Megatron-Bridge's Falcon-H1 does.
+        if p.tp > 1 && cfg.profile == Profile::Hf {
+            return err("transformers has no tensor-parallel plan for Falcon-H1's layers (only its output layer): set tp to 1, or choose the fused kernels (Megatron-Bridge shards them)");
+        }
         if a.moe.is_some() || a.mla.is_some() {
             return err("a Mamba-2 mixer beside experts or latent attention is not modelled");
         }
