@@ -10,9 +10,7 @@
 
 mod common;
 
-use membudget::detailed::{
-    timeline, AdamImpl, Architecture, DetailedConfig, Fp8, Phase, Recompute, Step, StepOptions,
-};
+use membudget::detailed::{timeline, Architecture, DetailedConfig, Fp8, Phase, Recompute};
 
 #[test]
 fn fp8_within_five_percent_states_and_saved_exact() {
@@ -40,18 +38,7 @@ fn fp8_within_five_percent_states_and_saved_exact() {
         } else {
             Recompute::None
         };
-        let opts = StepOptions {
-            step: if c[13] == "1" {
-                Step::First
-            } else {
-                Step::Later
-            },
-            adam: Some(if c[12] == "True" {
-                AdamImpl::Foreach
-            } else {
-                AdamImpl::ForLoop
-            }),
-        };
+        let opts = common::step_options(c[13], c[12] == "True");
         let t = timeline(&cfg, &opts).unwrap();
         // Live at the start: the weights (and the optimizer state after
         // the first step), exactly.

@@ -12,8 +12,7 @@
 mod common;
 
 use membudget::detailed::{
-    estimate, timeline, AdamImpl, Architecture, DetailedConfig, Mamba2, Recompute, Step,
-    StepOptions,
+    estimate, timeline, Architecture, DetailedConfig, Mamba2, Recompute, Step, StepOptions,
 };
 
 struct Row {
@@ -56,18 +55,7 @@ fn rows() -> Vec<Row> {
             if c[17] == "True" {
                 cfg.recompute = Recompute::Full;
             }
-            let opts = StepOptions {
-                step: if c[19] == "1" {
-                    Step::First
-                } else {
-                    Step::Later
-                },
-                adam: Some(if c[18] == "True" {
-                    AdamImpl::Foreach
-                } else {
-                    AdamImpl::ForLoop
-                }),
-            };
+            let opts = common::step_options(c[19], c[18] == "True");
             Row {
                 line: line.to_string(),
                 cfg,

@@ -67,7 +67,7 @@ fn peft_lora_states_exact_and_activations_within_five_percent() {
 /// a known gap, held here within ±10 %.
 #[test]
 fn peft_lora_peak_within_five_percent_and_right_phase() {
-    use membudget::detailed::{timeline, AdamImpl, Step, StepOptions};
+    use membudget::detailed::timeline;
     let text = include_str!("fixtures/lora_peak_measured.tsv");
     let mut rows = 0;
     let mut failures = Vec::new();
@@ -81,18 +81,7 @@ fn peft_lora_peak_within_five_percent_and_right_phase() {
         common::hf_cpu(&mut cfg, c[9], c[10]);
         cfg.lora_rank = Some(n(11));
         cfg.lora_targets = c[12].parse::<LoraTargets>().unwrap();
-        let opts = StepOptions {
-            step: if c[14] == "1" {
-                Step::First
-            } else {
-                Step::Later
-            },
-            adam: Some(if c[13] == "True" {
-                AdamImpl::Foreach
-            } else {
-                AdamImpl::ForLoop
-            }),
-        };
+        let opts = common::step_options(c[14], c[13] == "True");
         let t = timeline(&cfg, &opts).unwrap();
         let want = n(16) as f64;
         let err = t.peak_bytes() / want - 1.0;

@@ -8,9 +8,7 @@
 
 mod common;
 
-use membudget::detailed::{
-    timeline, AdamImpl, Architecture, DetailedConfig, ExpertsImpl, Moe, Router, Step, StepOptions,
-};
+use membudget::detailed::{timeline, Architecture, DetailedConfig, ExpertsImpl, Moe, Router};
 
 #[test]
 fn moe_peak_within_five_percent_and_right_phase() {
@@ -77,18 +75,7 @@ fn moe_peak_within_five_percent_and_right_phase() {
         } else {
             ExpertsImpl::Grouped
         };
-        let opts = StepOptions {
-            step: if c[16] == "1" {
-                Step::First
-            } else {
-                Step::Later
-            },
-            adam: Some(if c[15] == "True" {
-                AdamImpl::Foreach
-            } else {
-                AdamImpl::ForLoop
-            }),
-        };
+        let opts = common::step_options(c[16], c[15] == "True");
         let t = timeline(&cfg, &opts).unwrap();
         let want = n(22) as f64;
         let err = t.peak_bytes() / want - 1.0;

@@ -6,9 +6,7 @@
 //! every row, and the README's table must be this one.
 #![cfg(not(target_arch = "wasm32"))]
 
-use membudget::detailed::{
-    estimate, timeline, AdamImpl, DetailedConfig, Phase, Recompute, Step, StepOptions,
-};
+use membudget::detailed::{estimate, timeline, DetailedConfig, Phase, Recompute, StepOptions};
 
 /// One measured step.
 mod common;
@@ -52,18 +50,7 @@ fn rows() -> Vec<Row> {
             Recompute::None
         };
         let foreach = c[14] == "1";
-        let opts = StepOptions {
-            step: if c[15] == "1" {
-                Step::First
-            } else {
-                Step::Later
-            },
-            adam: Some(if foreach {
-                AdamImpl::Foreach
-            } else {
-                AdamImpl::ForLoop
-            }),
-        };
+        let opts = common::step_options(c[15], foreach);
         let kv_label = if c[0] == "llama" {
             format!(" kv{kv}")
         } else {

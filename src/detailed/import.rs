@@ -107,7 +107,7 @@ struct HfConfig {
     // Falcon-H1's Mamba-2 mixer (`FalconH1Config`); `mamba_d_ssm` null
     // means `mamba_expand` × hidden, absent means 1024 (the class default);
     // `mamba_d_head` is a width or "auto".
-    #[serde(deserialize_with = "some_null_u64")]
+    #[serde(deserialize_with = "some_null")]
     mamba_d_ssm: Option<Option<u64>>,
     mamba_n_heads: Option<u64>,
     #[serde(deserialize_with = "width_or_auto")]
@@ -154,8 +154,10 @@ struct RopeParameters {
 
 /// Reads a key that may be present with `null`: `Some(None)` then, `None`
 /// when absent (with `#[serde(default)]`).
-fn some_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<f64>>, D::Error> {
-    Option::<f64>::deserialize(d).map(Some)
+fn some_null<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
 }
 
 /// Python's `json.dump` writes `Infinity`, `-Infinity` and `NaN` (Falcon-H1's
@@ -213,11 +215,6 @@ fn width_or_auto<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option
         }
     }
     d.deserialize_any(V)
-}
-
-/// [`some_null`] for a count.
-fn some_null_u64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<u64>>, D::Error> {
-    Option::<u64>::deserialize(d).map(Some)
 }
 
 /// The model types read, and what each maps to.
@@ -746,7 +743,6 @@ fn llama_like(c: &HfConfig, t: &str, notes: &mut Vec<String>) -> Result<Architec
         }
         "falcon_h1" => {
             arch.ffn = or("intermediate_size", c.intermediate_size, 14336, 1, WIDTH)?;
-            arch.qkv_bias = false;
             arch.ssm = Some(falcon_mamba(c, hidden)?);
         }
         _ => arch.ffn = dense_ffn(None)?,

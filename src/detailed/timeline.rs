@@ -827,12 +827,7 @@ impl Walk<'_> {
             // micro-batch (`accumulate` counts them into `grads`) or added
             // in place later (in `extra`), partly stand where the MLP's and
             // attention's freed tensors stood.
-            let added = extra
-                + if self.micro_batch == 1 {
-                    self.live.grads - grads_before
-                } else {
-                    0.0
-                };
+            let added = extra + self.live.grads - grads_before;
             let relief = (added * pc.mixer_share).min(pc.freed_before_mixer);
             let from_extra = relief.min(extra);
             self.live.grads -= relief - from_extra;

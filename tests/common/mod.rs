@@ -190,3 +190,22 @@ pub fn rank_rows_of<'a>(text: &'a str, family: &str) -> Vec<RankRow<'a>> {
         })
         .collect()
 }
+
+/// The step options a measured row names: step "1" is the first (AdamW's
+/// state is created in it), later ones start with it; `foreach` AdamW or
+/// its per-parameter loop.
+pub fn step_options(step: &str, foreach: bool) -> membudget::detailed::StepOptions {
+    use membudget::detailed::{AdamImpl, Step, StepOptions};
+    StepOptions {
+        step: if step == "1" {
+            Step::First
+        } else {
+            Step::Later
+        },
+        adam: Some(if foreach {
+            AdamImpl::Foreach
+        } else {
+            AdamImpl::ForLoop
+        }),
+    }
+}
