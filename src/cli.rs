@@ -220,7 +220,9 @@ pub struct KernelArgs {
     #[arg(long)]
     pub dropout: bool,
     /// Activation recomputation; selective is Megatron's (fused kernels
-    /// only) [default: none].
+    /// only), selective-op torchtitan's per-operator policy (each layer
+    /// keeps its attention output and every other projection's) [default:
+    /// none].
     #[arg(long, value_name = "WHAT", value_parser = one_of::<Recompute>(Recompute::NAMES), ignore_case = true)]
     pub recompute: Option<Recompute>,
     /// Whose kernels: fused (Megatron) or hf (stock transformers) [default:

@@ -4,7 +4,7 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use membudget::detailed::{
-    estimate, timeline, AdamImpl, AttentionKernel, DetailedConfig, Device, Moment, Profile,
+    estimate, sac, timeline, AdamImpl, AttentionKernel, DetailedConfig, Device, Moment, Profile,
     Recompute, Step, StepOptions, PRESETS,
 };
 use proptest::prelude::*;
@@ -66,6 +66,11 @@ fn any_config() -> impl Strategy<Value = DetailedConfig> {
                 // parallelism (Megatron-LM's rule, checked elsewhere).
                 cfg.parallel.sp = sp || (cfg.arch.moe.is_some() && cfg.parallel.tp > 1);
                 cfg.lora_rank = lora;
+                // Per-operator checkpointing where it is priced (refused
+                // in words elsewhere, `sac::unsupported`).
+                if cfg.recompute == Recompute::SelectiveOp && sac::unsupported(&cfg).is_some() {
+                    cfg.recompute = Recompute::Full;
+                }
                 cfg
             },
         )
@@ -93,6 +98,14 @@ proptest! {
         let selective = estimate(&DetailedConfig { recompute: Recompute::Selective, ..base }).unwrap().activations;
         let full = estimate(&DetailedConfig { recompute: Recompute::Full, ..base }).unwrap().activations;
         prop_assert!(full <= selective && selective <= none);
+        // torchtitan's per-operator policy keeps at least the layer's
+        // input (only that for GPT-2 under eager attention: its
+        // projections are all `addmm`) and less than the whole layer.
+        let op = DetailedConfig { recompute: Recompute::SelectiveOp, ..base };
+        if sac::unsupported(&op).is_none() {
+            let kept = estimate(&op).unwrap().activations;
+            prop_assert!(full <= kept && kept < none, "{full} {kept} {none}");
+        }
         // In the fused profile flash keeps no a·s² term. (Stock GPT-2 with
         // SDPA can keep more than eager at short sequences: it is measured so.)
         let eager = DetailedConfig { attention: AttentionKernel::Eager, dropout: false, profile: Profile::Fused, ..base };

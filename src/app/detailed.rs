@@ -349,8 +349,18 @@ fn eager_cost(cfg: &crate::detailed::DetailedConfig) -> Option<f64> {
     let f = crate::detailed::estimate(&flash).ok()?;
     Some((e.activations - f.activations).max(0.0))
 }
-const RECOMPUTE: [Recompute; 3] = [Recompute::None, Recompute::Selective, Recompute::Full];
-const RECOMPUTE_NAMES: &[&str] = &["None", "Selective", "Full"];
+const RECOMPUTE: [Recompute; 4] = [
+    Recompute::None,
+    Recompute::Selective,
+    Recompute::SelectiveOp,
+    Recompute::Full,
+];
+const RECOMPUTE_NAMES: &[&str] = &[
+    "None",
+    "Selective (Megatron: attention scores)",
+    "Per-operator (torchtitan's selective op)",
+    "Full",
+];
 const PROFILES: [Option<Profile>; 3] = [None, Some(Profile::Fused), Some(Profile::Hf)];
 const PROFILE_NAMES: &[&str] = &[
     "Automatic (follows the set-up)",

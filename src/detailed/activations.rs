@@ -827,8 +827,12 @@ pub(super) fn saved(cfg: &DetailedConfig) -> Saved {
     } else {
         0.0
     };
+    let input = cfg.seq as f64 * micro * cfg.arch.hidden as f64 * p / sp_div;
     let layer_bytes = match cfg.recompute {
-        Recompute::Full => cfg.seq as f64 * micro * cfg.arch.hidden as f64 * p / sp_div,
+        Recompute::Full => input,
+        // The cache of torchtitan's per-operator policy beside the input
+        // (tensor parallelism refused, `super::sac::unsupported`).
+        Recompute::SelectiveOp => input + super::sac::cached_bytes(cfg, cfg.seq as f64 * micro, p),
         Recompute::Selective => kept(false) + gathered,
         Recompute::None => kept(true) + gathered,
     };

@@ -150,6 +150,15 @@ pub fn step_flops(cfg: &DetailedConfig) -> StepFlops {
         Recompute::None => 0.0,
         Recompute::Selective => layers.attention,
         Recompute::Full => layers.total(),
+        // The even-numbered bias-free projections, and under eager
+        // attention its products (dense layers only, `super::sac`).
+        Recompute::SelectiveOp => {
+            cfg.arch.layers as f64 * 2.0 * super::sac::recomputed_weights(&cfg.arch)
+                + match cfg.attention {
+                    super::AttentionKernel::Eager => layers.attention,
+                    super::AttentionKernel::Flash => 0.0,
+                }
+        }
     };
     StepFlops {
         model: 3.0 * forward * tokens,

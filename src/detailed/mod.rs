@@ -20,6 +20,7 @@
 //! - [`states`]: weights, gradients, master weights, optimizer state;
 //! - [`activations`]: what the forward pass keeps for backward, per profile;
 //! - [`parallel`]: data, tensor, sequence and pipeline parallelism, ZeRO;
+//! - [`sac`]: torchtitan's per-operator selective checkpointing;
 //! - [`timeline`]: live memory over one training step, and its peak;
 //! - [`quant`]: a quantized frozen base (QLoRA's NF4, LLM.int8());
 //! - [`offload`]: what ZeRO-Offload keeps in host memory, host RAM per node;
@@ -41,6 +42,7 @@ pub mod parallel;
 pub mod planner;
 pub mod presets;
 pub mod quant;
+pub mod sac;
 pub mod search;
 pub mod ssm;
 pub mod states;
@@ -257,6 +259,10 @@ pub enum Recompute {
     Selective,
     /// Recompute each layer from its input.
     Full,
+    /// torchtitan's per-operator selective checkpointing: each layer keeps
+    /// its input, the attention kernel's output and every other bias-free
+    /// projection's output ([`sac`]).
+    SelectiveOp,
 }
 
 /// Whose kernels, and so which tensors autograd keeps.
@@ -441,7 +447,7 @@ choices!(Fp8, "fp8 recipe", "none" => Fp8::None, "tensorwise" => Fp8::Tensorwise
     "rowwise" => Fp8::Rowwise, "te" => Fp8::Te, "te-mxfp8" => Fp8::TeMxfp8);
 choices!(AttentionKernel, "attention", "eager" => AttentionKernel::Eager, "flash" => AttentionKernel::Flash);
 choices!(Recompute, "recompute", "none" => Recompute::None, "selective" => Recompute::Selective,
-    "full" => Recompute::Full);
+    "selective-op" => Recompute::SelectiveOp, "full" => Recompute::Full);
 choices!(Profile, "implementation", "fused" => Profile::Fused, "hf" => Profile::Hf);
 choices!(Device, "device", "cuda" => Device::Cuda, "cpu" => Device::Cpu);
 choices!(AdamImpl, "AdamW implementation", "loop" => AdamImpl::ForLoop,
@@ -705,6 +711,11 @@ fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
         }
         if matches!(cfg.framework, Framework::DeepSpeed { .. }) && p.zero == 3 {
             return err("GRPO under DeepSpeed's ZeRO-3 is not modelled: choose FSDP2 or the megatron framework's ZeRO-3");
+        }
+    }
+    if cfg.recompute == Recompute::SelectiveOp {
+        if let Some(why) = sac::unsupported(cfg) {
+            return err(why);
         }
     }
     if p.vp == 0 || p.vp > 64 {

@@ -224,6 +224,19 @@ fn levers() -> Vec<Lever> {
             },
         ),
         lever(
+            "per-operator checkpointing",
+            "recomputes every other projection and the memory-bound kernels in backward (torchtitan's selective op policy)",
+            |c| {
+                (c.recompute == Recompute::None
+                    && c.profile == Profile::Hf
+                    && super::sac::unsupported(c).is_none())
+                .then_some(DetailedConfig {
+                    recompute: Recompute::SelectiveOp,
+                    ..*c
+                })
+            },
+        ),
+        lever(
             "full recomputation",
             "recomputes every layer's forward in backward",
             |c| {

@@ -119,13 +119,25 @@ fn powers_up_to(n: u64) -> Vec<u64> {
 pub fn layouts(cfg: &DetailedConfig, gpus: u64, gpus_per_node: u64) -> Vec<DetailedConfig> {
     let a = &cfg.arch;
     let mut out = Vec::new();
-    let recomputes: Vec<Recompute> = [Recompute::None, Recompute::Selective, Recompute::Full]
-        .into_iter()
-        .filter(|r| {
-            *r != Recompute::Selective
-                || (cfg.attention == super::AttentionKernel::Eager && cfg.profile == Profile::Fused)
-        })
-        .collect();
+    // Megatron's selective recomputation only where it drops something
+    // (eager attention's scores, fused kernels); torchtitan's per-operator
+    // checkpointing for eager PyTorch (layouts it does not cover are
+    // refused by `estimate` and left out).
+    let recomputes: Vec<Recompute> = [
+        Recompute::None,
+        Recompute::Selective,
+        Recompute::SelectiveOp,
+        Recompute::Full,
+    ]
+    .into_iter()
+    .filter(|r| match r {
+        Recompute::Selective => {
+            cfg.attention == super::AttentionKernel::Eager && cfg.profile == Profile::Fused
+        }
+        Recompute::SelectiveOp => cfg.profile == Profile::Hf,
+        _ => true,
+    })
+    .collect();
     let optimizers: Vec<Optimizer> = if cfg.optimizer == Optimizer::AdamW {
         vec![Optimizer::AdamW, Optimizer::Adam8bit]
     } else {

@@ -632,6 +632,30 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
         Recompute::None => (0.0, 0.0, 0.0),
         Recompute::Selective => (0.0, fwd_attn, 0.0),
         Recompute::Full => (fwd_mm, fwd_attn, fwd_mem),
+        // Per-operator checkpointing (torchtitan): the even-numbered
+        // bias-free projections, every memory-bound kernel, and the
+        // attention only when eager (flash's output is cached).
+        Recompute::SelectiveOp => {
+            let projections: f64 = super::sac::bias_free_projections(a)
+                .iter()
+                .skip(1)
+                .step_by(2)
+                .map(|w| {
+                    gemm(
+                        m,
+                        (w.weights / w.out) as f64,
+                        w.out as f64,
+                        r.linear,
+                        r.bytes,
+                    )
+                })
+                .sum();
+            let attention = match cfg.attention {
+                AttentionKernel::Flash => 0.0,
+                AttentionKernel::Eager => fwd_attn,
+            };
+            (a.layers as f64 * share * projections, attention, fwd_mem)
+        }
     };
     // DPO with a reference model runs one more forward, without grad.
     let reference = match cfg.objective {

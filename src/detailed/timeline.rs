@@ -577,7 +577,9 @@ fn pieces(cfg: &DetailedConfig) -> Pieces {
     };
     Pieces {
         per_layer: saved.per_layer,
-        recomputed: saved.per_layer_full - saved.per_layer,
+        // Per-operator checkpointing's cache is popped as the layer's
+        // recomputation consumes it: the layer then holds its whole set.
+        recomputed: (saved.per_layer_full - saved.per_layer).max(0.0),
         embedding: saved.embedding,
         head: saved.head,
         logits: saved.logits,

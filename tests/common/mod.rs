@@ -45,7 +45,12 @@ pub fn any_optimizer() -> impl Strategy<Value = Optimizer> {
 
 /// Any recomputation setting.
 pub fn any_recompute() -> impl Strategy<Value = Recompute> {
-    prop::sample::select(vec![Recompute::None, Recompute::Selective, Recompute::Full])
+    prop::sample::select(vec![
+        Recompute::None,
+        Recompute::Selective,
+        Recompute::SelectiveOp,
+        Recompute::Full,
+    ])
 }
 
 /// The shape `tests/fixtures/measure_*.py` builds for a measured row: GPT-2

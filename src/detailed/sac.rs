@@ -1,0 +1,177 @@
+//! Per-operator selective activation checkpointing, as torchtitan applies
+//! it by default (`activation_checkpoint.mode = "selective"`,
+//! `selective_ac_option = "op"`, `torchtitan/distributed/activation_checkpoint.py`).
+//!
+//! Every decoder layer is checkpointed (`torch.utils.checkpoint`,
+//! non-reentrant) under a `create_selective_checkpoint_contexts` policy: the
+//! outputs of the operators on a save list are cached during the forward
+//! pass, everything else is run again in backward. The list holds the
+//! matrix multiplies (`aten.mm`), the attention kernels (SDPA's flash and
+//! memory-efficient ones) and `aten.max`; of the matrix multiplies, every
+//! second one of a layer is recomputed anyway (the count restarts in each
+//! layer's forward). A projection with a bias runs as `aten.addmm`, which
+//! the list neither keeps nor counts.
+//!
+//! So a layer keeps its input, the attention kernel's output and
+//! log-sum-exp, and the outputs of its first, third, … bias-free
+//! projections in forward order; backward reruns the rest of the layer's
+//! forward (every memory-bound kernel and the even-numbered projections)
+//! and, while that layer's backward runs, holds what the forward pass
+//! without checkpointing would have kept for it. The cache is popped as the
+//! recomputation consumes it, so nothing is held twice.
+//!
+//! Measured on the CPU (`tests/fixtures/measure_sac.py`,
+//! `tests/sac_vs_measured.rs`): the cache exactly, the step's peak within
+//! ±5 %.
+
+use super::{Architecture, AttentionKernel, DetailedConfig, Family};
+
+/// One bias-free projection of a layer, in forward order.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Projection {
+    /// The width of its output, per token.
+    pub out: u64,
+    /// Its weight's elements: the multiply-adds per token.
+    pub weights: u64,
+}
+
+/// A layer's projections that run as `aten.mm` (no bias), in the order the
+/// forward pass calls them: q, k, v unless they carry biases (Qwen2), the
+/// attention output, then the gated MLP's gate, up and down. GPT-2's
+/// `Conv1D` layers all add a bias (`torch.addmm`): none.
+pub fn bias_free_projections(a: &Architecture) -> Vec<Projection> {
+    let (h, q, kv, f) = (a.hidden, a.q_dim(), a.kv_dim(), a.ffn);
+    if a.family == Family::Gpt2 {
+        return Vec::new();
+    }
+    let mut out = Vec::with_capacity(7);
+    if !a.qkv_bias {
+        out.push(Projection {
+            out: q,
+            weights: h * q,
+        });
+        out.push(Projection {
+            out: kv,
+            weights: h * kv,
+        });
+        out.push(Projection {
+            out: kv,
+            weights: h * kv,
+        });
+    }
+    out.push(Projection {
+        out: h,
+        weights: a.o_dim() * h,
+    });
+    out.push(Projection {
+        out: f,
+        weights: h * f,
+    });
+    out.push(Projection {
+        out: f,
+        weights: h * f,
+    });
+    out.push(Projection {
+        out: h,
+        weights: f * h,
+    });
+    out
+}
+
+/// Bytes one layer caches for one micro-batch of `tokens` tokens besides
+/// its input: the odd-numbered projections' outputs and, under flash
+/// attention, the kernel's output and its fp32 log-sum-exp (one value per
+/// head and token). Eager attention's products are `aten.bmm`, off the
+/// list: nothing of the attention core is cached.
+pub fn cached_bytes(cfg: &DetailedConfig, tokens: f64, bytes_per_value: f64) -> f64 {
+    let a = &cfg.arch;
+    let projections: u64 = bias_free_projections(a)
+        .iter()
+        .step_by(2)
+        .map(|p| p.out)
+        .sum();
+    let attention = match cfg.attention {
+        AttentionKernel::Flash => a.o_dim() as f64 * bytes_per_value + 4.0 * a.heads as f64,
+        AttentionKernel::Eager => 0.0,
+    };
+    tokens * (projections as f64 * bytes_per_value + attention)
+}
+
+/// Weight elements per token of the projections backward runs again: the
+/// even-numbered ones.
+pub fn recomputed_weights(a: &Architecture) -> f64 {
+    bias_free_projections(a)
+        .iter()
+        .skip(1)
+        .step_by(2)
+        .map(|p| p.weights as f64)
+        .sum()
+}
+
+/// Why the policy cannot be priced for `cfg`, if it cannot: the cases not
+/// measured (its projections or kernels differ from a dense layer's).
+pub fn unsupported(cfg: &DetailedConfig) -> Option<&'static str> {
+    let a = &cfg.arch;
+    let p = &cfg.parallel;
+    if a.moe.is_some() || a.mla.is_some() || a.ssm.is_some() {
+        Some("per-operator checkpointing is modelled for dense layers (no experts, latent attention or Mamba-2 mixer)")
+    } else if cfg.lora_rank.is_some() {
+        Some("per-operator checkpointing with LoRA is not modelled (the adapters' matrix multiplies join the count): choose full or none")
+    } else if cfg.fp8 != super::Fp8::None {
+        Some("per-operator checkpointing with float8 matmuls is not modelled: choose full or none")
+    } else if p.tp > 1 || p.cp > 1 {
+        Some("per-operator checkpointing under tensor or context parallelism is not modelled: set tp and cp to 1, or choose full")
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detailed::preset;
+
+    #[test]
+    fn llama_keeps_q_v_gate_down_and_recomputes_k_o_up() {
+        let a = preset("llama-3.1-8b").unwrap().arch;
+        let p = bias_free_projections(&a);
+        assert_eq!(p.len(), 7);
+        let kept: Vec<u64> = p.iter().step_by(2).map(|p| p.out).collect();
+        assert_eq!(kept, vec![4096, 1024, 14336, 4096]);
+        assert_eq!(
+            recomputed_weights(&a),
+            (4096 * 1024 + 4096 * 4096 + 4096 * 14336) as f64
+        );
+    }
+
+    #[test]
+    fn biased_qkv_start_the_count_at_the_output_projection() {
+        // Qwen2.5: q, k, v are addmm; o (kept), gate, up (kept), down.
+        let a = preset("qwen2.5-7b").unwrap().arch;
+        let kept: Vec<u64> = bias_free_projections(&a)
+            .iter()
+            .step_by(2)
+            .map(|p| p.out)
+            .collect();
+        assert_eq!(kept, vec![a.hidden, a.ffn]);
+        let gpt2 = preset("gpt2").unwrap().arch;
+        assert!(bias_free_projections(&gpt2).is_empty());
+    }
+
+    #[test]
+    fn cache_of_a_measured_layer() {
+        // tests/fixtures/sac_measured.tsv's first row: 2 × 128 tokens,
+        // fp32, h 256, 4 heads, 2 kv heads, ffn 688: q 256, v 128, gate
+        // 688, down 256, SDPA's output 256 and log-sum-exp 4 × 4 bytes.
+        let a = Architecture::llama(2, 256, 4, 2, 688, 32000);
+        let mut cfg = DetailedConfig::new(a, 128, 2);
+        cfg.attention = AttentionKernel::Flash;
+        assert_eq!(cached_bytes(&cfg, 256.0, 4.0), 1_626_112.0);
+        // Eager attention's products are `aten.bmm`: none of it cached.
+        cfg.attention = AttentionKernel::Eager;
+        assert_eq!(
+            cached_bytes(&cfg, 256.0, 4.0),
+            1_626_112.0 - 256.0 * (256.0 * 4.0 + 16.0)
+        );
+    }
+}
