@@ -112,3 +112,68 @@ fn per_op_step_peak_within_five_percent_and_right_phase() {
     eprintln!("worst {:.2} %", worst * 100.0);
     assert!(failures.is_empty(), "{failures:#?}");
 }
+
+/// The rows of docs/validation.md's table, from the fixture and the model.
+fn table_lines() -> Vec<String> {
+    rows()
+        .iter()
+        .map(|r| {
+            let c: Vec<&str> = r.line.split('\t').collect();
+            let t = timeline(&r.cfg, &r.opts).unwrap();
+            let cache = if r.cfg.recompute == Recompute::SelectiveOp {
+                let full = DetailedConfig {
+                    recompute: Recompute::Full,
+                    ..r.cfg
+                };
+                format!(
+                    "{:.3} MB",
+                    (estimate(&r.cfg).unwrap().activations - estimate(&full).unwrap().activations)
+                        / 1e6
+                )
+            } else {
+                "—".into()
+            };
+            format!(
+                "| {} L{} h{} a{}/{} f{}, s{} b{}{} {} {}{} | {} | {} | {cache} | {:.2} MB | {:.2} MB | {:+.2} % | {} |",
+                c[0],
+                c[1],
+                c[2],
+                c[3],
+                c[4],
+                c[5],
+                c[7],
+                c[8],
+                if c[9] == "1" { String::new() } else { format!("×{}", c[9]) },
+                c[10],
+                c[11],
+                if c[12] == "True" { ", foreach" } else { "" },
+                if c[13] == "op" { "per-operator" } else { "full" },
+                c[14],
+                r.peak / 1e6,
+                t.peak_bytes() / 1e6,
+                100.0 * (t.peak_bytes() / r.peak - 1.0),
+                r.phase
+            )
+        })
+        .collect()
+}
+
+/// docs/validation.md shows the code's figures.
+#[test]
+fn docs_show_the_measured_table() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/validation.md"))
+        .unwrap();
+    for line in table_lines() {
+        assert!(doc.contains(&line), "docs/validation.md lacks {line}");
+    }
+}
+
+/// `cargo test --test sac_vs_measured -- --ignored --nocapture` prints the
+/// table for docs/validation.md.
+#[test]
+#[ignore]
+fn print_table() {
+    for line in table_lines() {
+        println!("{line}");
+    }
+}

@@ -1,13 +1,14 @@
 //! The step-time model against published training throughputs
 //! (`tests/fixtures/published_throughput.tsv`, written by
-//! `published_throughput.py` from three independent publications): one set
+//! `published_throughput.py` from five independent publications): one set
 //! of efficiencies ([`Efficiency::default`]) for every row, each source's
 //! rows checked on their own.
 
 use membudget::detailed::hardware::gpu;
 use membudget::detailed::steptime::{step_time, Cluster, Efficiency, StepTime};
 use membudget::detailed::{
-    preset, Architecture, AttentionKernel, DetailedConfig, Parallelism, Profile, Recompute,
+    preset, Architecture, AttentionKernel, DetailedConfig, Framework, Parallelism, Profile,
+    Recompute,
 };
 
 /// One published measurement and what the model says.
@@ -76,6 +77,7 @@ pub fn rows() -> Vec<Row> {
             cfg.recompute = match c[12] {
                 "full" => Recompute::Full,
                 "selective" => Recompute::Selective,
+                "selective-op" => Recompute::SelectiveOp,
                 _ => Recompute::None,
             };
             cfg.attention = if c[13].starts_with("flash") {
@@ -84,6 +86,11 @@ pub fn rows() -> Vec<Row> {
                 AttentionKernel::Eager
             };
             cfg.dropout = c[14] == "1";
+            if c[20] == "fsdp2" {
+                cfg.framework = Framework::Fsdp2 {
+                    reshard_after_forward: true,
+                };
+            }
             cfg.profile = if c[17] == "hf" {
                 Profile::Hf
             } else {
@@ -172,15 +179,16 @@ const BEYOND: [&str; 4] = [
 
 /// The sources held to the bounds: independent publications that
 /// give every setting the model needs.
-const BOUNDED: [&str; 3] = ["mpt", "korthikanti", "narayanan"];
+const BOUNDED: [&str; 4] = ["mpt", "korthikanti", "narayanan", "torchtitan"];
 
 /// Every source, in the order docs/steptime.md shows them: the bounded
 /// ones, then IBM's (whose 7B and 13B rows the model runs fast, see
 /// docs/steptime.md) and the H100 rows.
-const SOURCES: [&str; 6] = [
+const SOURCES: [&str; 7] = [
     "mpt",
     "korthikanti",
     "narayanan",
+    "torchtitan",
     "ibm",
     "mpt-h100",
     "ibm-h100",

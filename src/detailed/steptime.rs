@@ -765,7 +765,34 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
     // behind that micro-batch's compute.
     if p.zero >= 3 && shard > 1 {
         let frac = (shard - 1) as f64 / shard as f64;
-        let comm = frac * (2.0 * param_bytes + trainable_bytes) / shard_bw;
+        let gathers = match cfg.framework {
+            super::Framework::Fsdp2 {
+                reshard_after_forward: false,
+            } => 1.0,
+            _ => 2.0,
+        };
+        // FSDP2 under mixed precision reduce-scatters in fp32
+        // (`MixedPrecisionPolicy(reduce_dtype=fp32)`, `states::fsdp2_policy`).
+        let fsdp2 = matches!(cfg.framework, super::Framework::Fsdp2 { .. });
+        let reduce_bytes = if fsdp2 && cfg.precision == Precision::Mixed && !lora {
+            2.0 * trainable_bytes
+        } else {
+            trainable_bytes
+        };
+        let comm = frac * (gathers * param_bytes + reduce_bytes) / shard_bw;
+        // FSDP2 copies on the compute stream: each all-gather's flat output
+        // out into the unsharded weights (read and write,
+        // `FSDPParamGroup.wait_for_unshard`, `foreach_all_gather_copy_out`),
+        // and the unsharded gradients into the reduce-scatter's flat input
+        // in the reduce dtype (`foreach_reduce`, copy-in before the
+        // reduce-scatter stream waits on the compute stream). FSDP1 and
+        // Megatron gather into and reduce from flat buffers the weights and
+        // gradients are views of: no copies.
+        if fsdp2 {
+            let copies = gathers * 2.0 * param_bytes + trainable_bytes + reduce_bytes;
+            micro.memory_bound += copies / r.bytes;
+        }
+        let compute = micro.matmul + micro.attention + micro.memory_bound;
         micro.data_parallel = (comm - compute).max(0.0);
     }
     // Hybrid sharding's all-reduce of each group's gradient shard across
