@@ -668,7 +668,7 @@ fn note(key: &str) -> &'static str {
             "AdamW 2 moments; Lion, Muon's and SGD-momentum's 1; Adafactor a row and column per matrix; 8-bit Adam 2 bytes"
         }
         "activations_without_logits" => {
-            "Korthikanti et al. 2022 per layer (a hybrid's Mamba-2 mixer added), for the micro-batch"
+            "Korthikanti et al. 2022 per layer (a hybrid's Mamba-2 mixer added; recomputation keeps less), for the micro-batch"
         }
         "logits" => "fp32 log-probabilities kept by the loss, 4·s·b·V (none under GRPO: TRL's fused head)",
         _ => "sum",

@@ -274,5 +274,20 @@ mod tests {
         assert!(none.hardware < selective.hardware && selective.hardware < full.hardware);
         // Full recomputation: about a third more (the logits are not redone).
         assert!((full.hardware / full.model - 4.0 / 3.0).abs() < 0.02);
+        // torchtitan's per-operator policy: k, o and up again, 2 operations
+        // per weight per token, in every layer (Llama-2-7B: 4096² each for
+        // k and o, 4096 × 11008 for up); eager attention's products too.
+        cfg.recompute = Recompute::SelectiveOp;
+        let op = step_flops(&cfg);
+        let per_token = 32.0 * 2.0 * (2.0 * 4096.0 * 4096.0 + 4096.0 * 11008.0);
+        let eager = cfg.attention == crate::detailed::AttentionKernel::Eager;
+        let attention = if eager {
+            forward_per_token(&cfg.arch, 4096).1.attention
+        } else {
+            0.0
+        };
+        let want = (per_token + attention) * op.tokens;
+        assert!(((op.hardware - op.model) / want - 1.0).abs() < 1e-12);
+        assert_eq!(op.model, full.model);
     }
 }

@@ -921,6 +921,20 @@ mod tests {
         // A full recompute is about one more forward: a third of the step.
         let extra = full.step_s / none.step_s - 1.0;
         assert!(extra > 0.25 && extra < 0.36, "{extra}");
+        // torchtitan's per-operator policy under flash attention reruns k,
+        // o and up (3 of Llama's 7 projections: at 8B's shape 79.7 M of a
+        // layer's 218.1 M weights) and the memory-bound kernels, not the
+        // attention.
+        c.recompute = Recompute::SelectiveOp;
+        let op = at(&c);
+        assert!(none.step_s < op.step_s && op.step_s < full.step_s);
+        let mm = (op.parts.matmul - none.parts.matmul) / (full.parts.matmul - none.parts.matmul);
+        let weights = super::super::sac::recomputed_weights(&c.arch)
+            / super::super::flops::layer_matmul_weights(&c.arch, false);
+        assert!((weights - 79.69 / 218.1).abs() < 1e-3, "{weights}");
+        assert!((mm / weights - 1.0).abs() < 0.02, "{mm} {weights}");
+        assert_eq!(op.parts.attention, none.parts.attention);
+        assert_eq!(op.parts.memory_bound, full.parts.memory_bound);
     }
 
     /// The pipeline's bubble is (p−1)/v micro-batches of the stage's work
@@ -1046,6 +1060,39 @@ mod tests {
         let l40s = Efficiency::for_gpu(&gpu("l40s").unwrap());
         assert_eq!(l40s.matmul, 0.80);
         assert!(Efficiency::for_gpu(&gpu("mi300x").unwrap()).matmul < 0.5);
+    }
+
+    /// FSDP2 copies on the compute stream, per micro-batch: each gather's
+    /// output out into the weights (read and write, twice with
+    /// resharding after forward) and the bf16 gradients into the fp32
+    /// reduce-scatter input; the flat buffers of Megatron's ZeRO-3 copy
+    /// nothing. The time is those bytes at the memory's rate.
+    #[test]
+    fn fsdp2_copies_in_and_out_of_its_collectives() {
+        let mut c = llama(4096, 64);
+        c.micro_batch = Some(1);
+        c.parallel.dp = 64;
+        c.parallel.zero = 3;
+        c.precision = Precision::Mixed;
+        let flat = at(&c);
+        c.framework = super::super::Framework::Fsdp2 {
+            reshard_after_forward: true,
+        };
+        let fsdp2 = at(&c);
+        let p = c.arch.params() as f64;
+        let bytes = 2.0 * 2.0 * 2.0 * p + 2.0 * p + 4.0 * p;
+        let rate = gpu("a100-80gb").unwrap().memory_gbps * 1e9 * 0.8;
+        let extra = fsdp2.parts.memory_bound - flat.parts.memory_bound;
+        assert!((extra / (bytes / rate) - 1.0).abs() < 1e-9, "{extra}");
+        // Kept from forward to backward: one gather, one copy-out.
+        c.framework = super::super::Framework::Fsdp2 {
+            reshard_after_forward: false,
+        };
+        let kept = at(&c).parts.memory_bound - flat.parts.memory_bound;
+        assert!(
+            (kept / ((bytes - 4.0 * p) / rate) - 1.0).abs() < 1e-9,
+            "{kept}"
+        );
     }
 
     /// Hybrid sharding: FSDP inside each node of 8, the nodes all-reducing
