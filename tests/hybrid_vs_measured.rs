@@ -12,7 +12,7 @@
 mod common;
 
 use membudget::detailed::{
-    estimate, timeline, Architecture, DetailedConfig, Mamba2, Recompute, Step, StepOptions,
+    estimate, Architecture, DetailedConfig, Mamba2, Recompute, Step, StepOptions,
 };
 
 struct Row {
@@ -103,24 +103,15 @@ fn hybrid_parameters_exact_and_saved_activations_within_five_percent() {
 
 #[test]
 fn hybrid_step_peak_within_five_percent_and_right_phase() {
-    let mut failures = Vec::new();
-    let mut worst: f64 = 0.0;
-    for r in rows() {
-        let t = timeline(&r.cfg, &r.opts).unwrap();
-        let err = t.peak_bytes() / r.peak - 1.0;
-        let phase = t.peak_event().phase.name();
-        eprintln!(
-            "{:+.2} % {phase:>9} vs {:>9} {:.0}  {}",
-            err * 100.0,
-            r.phase,
-            t.peak_bytes(),
-            r.line
-        );
-        worst = worst.max(err.abs());
-        if err.abs() > 0.05 || phase != r.phase {
-            failures.push(format!("{}: {:+.2} %, {phase}", r.line, err * 100.0));
-        }
-    }
-    eprintln!("worst {:.2} %", worst * 100.0);
-    assert!(failures.is_empty(), "{failures:#?}");
+    let rows = rows();
+    common::assert_peaks(
+        rows.iter().map(|r| common::MeasuredPeak {
+            line: &r.line,
+            cfg: &r.cfg,
+            opts: &r.opts,
+            peak: r.peak,
+            phase: &r.phase,
+        }),
+        0.05,
+    );
 }

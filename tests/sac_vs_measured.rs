@@ -91,26 +91,17 @@ fn per_op_cache_is_exact() {
 
 #[test]
 fn per_op_step_peak_within_five_percent_and_right_phase() {
-    let mut failures = Vec::new();
-    let mut worst: f64 = 0.0;
-    for r in rows() {
-        let t = timeline(&r.cfg, &r.opts).unwrap();
-        let err = t.peak_bytes() / r.peak - 1.0;
-        let phase = t.peak_event().phase.name();
-        eprintln!(
-            "{:+.2} % {phase:>9} vs {:>9} {:.0}  {}",
-            err * 100.0,
-            r.phase,
-            t.peak_bytes(),
-            r.line
-        );
-        worst = worst.max(err.abs());
-        if err.abs() > 0.05 || phase != r.phase {
-            failures.push(r.line);
-        }
-    }
-    eprintln!("worst {:.2} %", worst * 100.0);
-    assert!(failures.is_empty(), "{failures:#?}");
+    let rows = rows();
+    common::assert_peaks(
+        rows.iter().map(|r| common::MeasuredPeak {
+            line: &r.line,
+            cfg: &r.cfg,
+            opts: &r.opts,
+            peak: r.peak,
+            phase: &r.phase,
+        }),
+        0.05,
+    );
 }
 
 /// The rows of docs/validation.md's table, from the fixture and the model.
