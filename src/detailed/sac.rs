@@ -29,10 +29,17 @@ use super::{Architecture, AttentionKernel, DetailedConfig, Family};
 /// One bias-free projection of a layer, in forward order.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Projection {
+    /// The width of its input, per token.
+    pub input: u64,
     /// The width of its output, per token.
     pub out: u64,
+}
+
+impl Projection {
     /// Its weight's elements: the multiply-adds per token.
-    pub weights: u64,
+    pub fn weights(&self) -> u64 {
+        self.input * self.out
+    }
 }
 
 /// A layer's projections that run as `aten.mm` (no bias), in the order the
@@ -44,38 +51,15 @@ pub fn bias_free_projections(a: &Architecture) -> Vec<Projection> {
     if a.family == Family::Gpt2 {
         return Vec::new();
     }
-    let mut out = Vec::with_capacity(7);
-    if !a.qkv_bias {
-        out.push(Projection {
-            out: q,
-            weights: h * q,
-        });
-        out.push(Projection {
-            out: kv,
-            weights: h * kv,
-        });
-        out.push(Projection {
-            out: kv,
-            weights: h * kv,
-        });
-    }
-    out.push(Projection {
-        out: h,
-        weights: a.o_dim() * h,
-    });
-    out.push(Projection {
-        out: f,
-        weights: h * f,
-    });
-    out.push(Projection {
-        out: f,
-        weights: h * f,
-    });
-    out.push(Projection {
-        out: h,
-        weights: f * h,
-    });
-    out
+    let qkv: &[(u64, u64)] = if a.qkv_bias {
+        &[]
+    } else {
+        &[(h, q), (h, kv), (h, kv)]
+    };
+    qkv.iter()
+        .chain(&[(a.o_dim(), h), (h, f), (h, f), (f, h)])
+        .map(|&(input, out)| Projection { input, out })
+        .collect()
 }
 
 /// Bytes one layer caches for one micro-batch of `tokens` tokens besides
@@ -104,7 +88,7 @@ pub fn recomputed_weights(a: &Architecture) -> f64 {
         .iter()
         .skip(1)
         .step_by(2)
-        .map(|p| p.weights as f64)
+        .map(|p| p.weights() as f64)
         .sum()
 }
 

@@ -640,15 +640,7 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
                 .iter()
                 .skip(1)
                 .step_by(2)
-                .map(|w| {
-                    gemm(
-                        m,
-                        (w.weights / w.out) as f64,
-                        w.out as f64,
-                        r.linear,
-                        r.bytes,
-                    )
-                })
+                .map(|w| gemm(m, w.input as f64, w.out as f64, r.linear, r.bytes))
                 .sum();
             let attention = match cfg.attention {
                 AttentionKernel::Flash => 0.0,
@@ -792,8 +784,8 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
             let copies = gathers * 2.0 * param_bytes + trainable_bytes + reduce_bytes;
             micro.memory_bound += copies / r.bytes;
         }
-        let compute = micro.matmul + micro.attention + micro.memory_bound;
-        micro.data_parallel = (comm - compute).max(0.0);
+        let with_copies = micro.matmul + micro.attention + micro.memory_bound;
+        micro.data_parallel = (comm - with_copies).max(0.0);
     }
     // Hybrid sharding's all-reduce of each group's gradient shard across
     // the replicas: its own stream, behind the last micro-batch's backward.
