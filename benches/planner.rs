@@ -2,10 +2,10 @@
 //! asserts nothing about time (`cargo bench --bench planner`; `.ci/bench`
 //! runs it beside the page's benchmark).
 
-use membudget::detailed::hardware::gpu;
-use membudget::detailed::planner::make_it_fit;
-use membudget::detailed::search::search;
-use membudget::detailed::steptime::{step_time, Cluster, Efficiency};
+use membudget::detailed::plan::planner::make_it_fit;
+use membudget::detailed::plan::search::search;
+use membudget::detailed::time::hardware::gpu;
+use membudget::detailed::time::steptime::{step_time, Cluster, Efficiency};
 use membudget::detailed::{preset, timeline, AttentionKernel, DetailedConfig, StepOptions};
 use std::time::Instant;
 

@@ -2,15 +2,17 @@
 //! or, with any of the detailed flags, the detailed model's per-GPU budget.
 
 use crate::budget::{estimate, Breakdown, Field, TrainingConfig};
-use crate::detailed::planner::{make_it_fit, smallest_card};
-use crate::detailed::steptime::{step_time, Cluster, Efficiency, Parts};
+use crate::detailed::config::defaults;
+use crate::detailed::plan::planner::{make_it_fit, smallest_card};
+use crate::detailed::plan::search;
+use crate::detailed::time::hardware;
+use crate::detailed::time::steptime::{step_time, Cluster, Efficiency, Parts};
 use crate::detailed::{
     self, preset, AdamImpl, Architecture, AttentionKernel, BaseQuant, CpComm, DetailedBreakdown,
     DetailedConfig, Device, ExpertsImpl, Family, Fp8, Framework, LoraTargets, Objective, Optimizer,
     Overhead, OverheadBytes, Precision, Profile, Recompute, Schedule, Step, StepOptions,
     StepTimeline,
 };
-use crate::detailed::{defaults, hardware, search};
 use crate::report::{
     whole, ChangeReport, DetailedParts, DetailedReport, FitReport, LessonReport, PlanReport,
     PlanRowReport, TimeReport, TrainingCost,
@@ -772,7 +774,7 @@ impl Args {
                 let micro = match self.training.generations {
                     _ if !grpo => defaults::MICRO_BATCH,
                     Some(g) => g,
-                    None => detailed::grpo::Rollout::default().generations,
+                    None => detailed::config::Rollout::default().generations,
                 };
                 self.training.micro_batch.unwrap_or(micro) * self.parallel.dp.unwrap_or(1)
             }
@@ -904,7 +906,7 @@ impl Args {
             let (_, capacity) = self.card()?.ok_or(
                 "--vllm-colocate takes a fraction of the card: give --gpu or --gpu-memory",
             )?;
-            cfg.rollout.vllm = Some(detailed::grpo::Vllm {
+            cfg.rollout.vllm = Some(detailed::config::Vllm {
                 reserved: (f * capacity) as u64,
                 sleep: t.vllm_sleep,
             });
@@ -1047,9 +1049,9 @@ pub fn render_detailed(
         (t.peak_bytes() / b.total - 1.0) * 100.0
     );
     if matches!(cfg.objective, Objective::Grpo { .. }) {
-        let g = detailed::grpo::generation(cfg);
+        let g = detailed::memory::grpo::generation(cfg);
         if let Some(v) = cfg.rollout.vllm {
-            let weights = detailed::grpo::engine_weights(cfg);
+            let weights = detailed::memory::grpo::engine_weights(cfg);
             let room = v.reserved as f64 - weights;
             out += &format!(
                 "vllm: a colocated engine reserves {:.1} GB{}: its weights {:.1} GB, {:.1} GB of room for a cache of {:.1} GB{}\n",
@@ -1094,7 +1096,7 @@ pub fn render_detailed(
             h.states / 1e9,
             h.activations / 1e9,
             h.load / 1e9,
-            detailed::offload::BUFFER_FACTOR,
+            detailed::memory::offload::BUFFER_FACTOR,
         );
     }
     if let Some(o) = overhead {
@@ -1202,8 +1204,11 @@ pub fn run(args: &Args) -> Result<String, CliError> {
         let overhead = settings.map(|o| o.bytes(&cfg, t.peak_bytes()));
         let cluster = args.cluster();
         let eff = args.time.efficiency(cluster.as_ref().map(|c| &c.gpu))?;
-        if let Some(c) = cluster.as_ref().filter(|_| detailed::fp8::enabled(&cfg)) {
-            if !detailed::fp8::runs_on(&cfg, &c.gpu) {
+        if let Some(c) = cluster
+            .as_ref()
+            .filter(|_| detailed::memory::fp8::enabled(&cfg))
+        {
+            if !detailed::time::hardware::fp8_runs_on(&cfg, &c.gpu) {
                 return Err(format!(
                     "--fp8 {} needs {}: the {} has none",
                     cfg.fp8.name(),
@@ -1276,7 +1281,7 @@ pub fn run(args: &Args) -> Result<String, CliError> {
                 profile_reason: reason,
                 adam: opts
                     .adam
-                    .unwrap_or_else(|| detailed::timeline::default_adam(&cfg)),
+                    .unwrap_or_else(|| detailed::memory::timeline::default_adam(&cfg)),
                 fit,
                 time,
                 plan,

@@ -18,8 +18,8 @@
 //! ```
 
 use crate::budget::{Breakdown, TrainingConfig};
-use crate::detailed::search::Search;
-use crate::detailed::steptime::{Cluster, Efficiency, Parts, StepTime};
+use crate::detailed::plan::search::Search;
+use crate::detailed::time::steptime::{Cluster, Efficiency, Parts, StepTime};
 use crate::detailed::{
     self, AdamImpl, DetailedBreakdown, DetailedConfig, HostRam, Offload, OverheadBytes,
     Parallelism, StepTimeline,
@@ -346,7 +346,7 @@ pub struct FitReport {
     pub card: Option<String>,
 }
 
-/// One change [`crate::detailed::planner::make_it_fit`] tried.
+/// One change [`crate::detailed::plan::planner::make_it_fit`] tried.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ChangeReport {
     /// What it is.
@@ -514,10 +514,10 @@ impl PlanReport {
 
 impl ChangeReport {
     /// The report of a planner's change to `from`.
-    pub fn new(from: &DetailedConfig, c: &crate::detailed::planner::Change) -> Self {
+    pub fn new(from: &DetailedConfig, c: &crate::detailed::plan::planner::Change) -> Self {
         Self {
             change: c.name.clone(),
-            flags: crate::detailed::planner::flags(from, &c.cfg),
+            flags: crate::detailed::plan::planner::flags(from, &c.cfg),
             need: whole(c.need),
             saved: c.saved.round() as i64,
             term: c.term.into(),
@@ -675,7 +675,7 @@ impl DetailedReport {
                 objective: cfg.objective.name().into(),
                 rollout: matches!(cfg.objective, crate::detailed::Objective::Grpo { .. }).then(
                     || {
-                        let g = crate::detailed::grpo::generation(cfg);
+                        let g = crate::detailed::memory::grpo::generation(cfg);
                         RolloutReport {
                             completion: cfg.rollout.completion_tokens(cfg.seq),
                             generations: cfg.rollout.generations,
@@ -698,7 +698,7 @@ impl DetailedReport {
                 accumulation_steps: cfg.accumulation_steps(),
                 effective_batch: cfg.effective_batch(),
                 gpus: cfg.gpus(),
-                ignored: detailed::defaults::ignored(cfg)
+                ignored: detailed::config::defaults::ignored(cfg)
                     .into_iter()
                     .map(String::from)
                     .collect(),

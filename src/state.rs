@@ -32,7 +32,7 @@ impl GpuCapacity {
     /// nothing for a key the table lacks.
     pub fn of_card(key: &str) -> Self {
         Self {
-            amount: crate::detailed::hardware::memory_of(key).map_or(0.0, |(_, gib)| gib),
+            amount: crate::detailed::time::hardware::memory_of(key).map_or(0.0, |(_, gib)| gib),
             unit: Unit::Gib,
         }
     }
@@ -265,7 +265,7 @@ pub struct DetailedOptions {
     /// Activation recomputation.
     pub recompute: Recompute,
     /// Kernel profile as chosen; `None`: the default that follows the rest
-    /// of the set-up ([`crate::detailed::defaults::profile`]).
+    /// of the set-up ([`crate::detailed::config::defaults::profile`]).
     pub profile: Option<Profile>,
     /// Parallelism.
     pub parallel: Parallelism,
@@ -286,7 +286,7 @@ pub struct DetailedOptions {
     /// Supervised, DPO or GRPO.
     pub objective: Objective,
     /// GRPO's completion length and completions per prompt.
-    pub rollout: crate::detailed::grpo::Rollout,
+    pub rollout: crate::detailed::config::Rollout,
     /// GRPO: a colocated vLLM engine's share of the card, percent.
     pub vllm_percent: Option<u64>,
     /// GRPO: that engine sleeps during training.
@@ -365,7 +365,7 @@ impl Default for DetailedOptions {
             base_quant: BaseQuant::None,
             offload: Offload::default(),
             objective: Objective::Sft,
-            rollout: crate::detailed::grpo::Rollout::default(),
+            rollout: crate::detailed::config::Rollout::default(),
             vllm_percent: None,
             vllm_sleep: false,
             framework: crate::detailed::Framework::Megatron,
@@ -421,13 +421,13 @@ impl PageState {
     }
 
     /// The card of the table picked by name, if any.
-    pub fn card(&self) -> Option<crate::detailed::hardware::Gpu> {
-        crate::detailed::hardware::gpu(self.card?)
+    pub fn card(&self) -> Option<crate::detailed::time::hardware::Gpu> {
+        crate::detailed::time::hardware::gpu(self.card?)
     }
 
     /// Picks the card of the table with key `key`: its name and memory.
     pub fn choose_card(&mut self, key: &str) {
-        if let Some((key, gib)) = crate::detailed::hardware::memory_of(key) {
+        if let Some((key, gib)) = crate::detailed::time::hardware::memory_of(key) {
             self.card = Some(key);
             self.gpu = Some(GpuCapacity {
                 amount: gib,
@@ -466,7 +466,7 @@ impl PageState {
     pub fn profile_reason(&self) -> &'static str {
         match self.detailed.profile {
             Some(_) => "chosen",
-            None => crate::detailed::defaults::profile(&self.detailed_config(), false).1,
+            None => crate::detailed::config::defaults::profile(&self.detailed_config(), false).1,
         }
     }
 
@@ -508,7 +508,7 @@ impl PageState {
         cfg.rollout.vllm =
             d.vllm_percent
                 .zip(self.gpu)
-                .map(|(pct, g)| crate::detailed::grpo::Vllm {
+                .map(|(pct, g)| crate::detailed::config::Vllm {
                     reserved: (g.bytes() * pct as f64 / 100.0) as u64,
                     sleep: d.vllm_sleep,
                 });
@@ -516,7 +516,7 @@ impl PageState {
         // Last: the default kernels follow LoRA, QLoRA, DPO and GRPO.
         cfg.profile = d
             .profile
-            .unwrap_or_else(|| crate::detailed::defaults::profile(&cfg, false).0);
+            .unwrap_or_else(|| crate::detailed::config::defaults::profile(&cfg, false).0);
         cfg
     }
 
@@ -560,7 +560,7 @@ impl PageState {
 
 /// The peak of one (later) training step of `cfg` per GPU, plus the
 /// runtime overhead when one is given: what must fit on the GPU.
-pub use crate::detailed::planner::need as detailed_need;
+pub use crate::detailed::plan::planner::need as detailed_need;
 
 /// The largest `v` in `1..=max` with `fits(v)`, for a `fits` that holds up
 /// to some value and fails above it; `None` when even 1 does not fit.

@@ -110,7 +110,8 @@ pub fn decode_with(query: &str, to_f64: ToF64) -> Decoded {
     // Recomputation left out follows the objective (GRPO checkpoints by
     // default), as the command line and the objective select do.
     if !recompute_given {
-        state.detailed.recompute = crate::detailed::defaults::recompute(state.detailed.objective);
+        state.detailed.recompute =
+            crate::detailed::config::defaults::recompute(state.detailed.objective);
     }
     Decoded {
         state: state.normalized(),
@@ -205,10 +206,12 @@ fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result
         "base" => state.baseline = Some(parse_config(value, to_f64)?),
         "gpu" => state.gpu = Some(parse_gpu(value, to_f64)?),
         "card" => {
-            let (key, _) = crate::detailed::hardware::memory_of(value).ok_or_else(|| {
+            let (key, _) = crate::detailed::time::hardware::memory_of(value).ok_or_else(|| {
                 format!(
                     "card must be one of {}",
-                    crate::detailed::hardware::MEMORY.map(|(k, _)| k).join(", ")
+                    crate::detailed::time::hardware::MEMORY
+                        .map(|(k, _)| k)
+                        .join(", ")
                 )
             })?;
             state.choose_card(key);
@@ -581,7 +584,7 @@ fn encode_detailed(state: &PageState, out: &mut form_urlencoded::Serializer<'_, 
     pair(
         "recompute",
         d.recompute.name(),
-        crate::detailed::defaults::recompute(d.objective).name(),
+        crate::detailed::config::defaults::recompute(d.objective).name(),
     );
     pair("impl", d.profile.map_or("auto", Profile::name), "auto");
     let p = &d.parallel;

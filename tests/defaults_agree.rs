@@ -6,7 +6,7 @@
 
 use clap::Parser;
 use membudget::cli::Args;
-use membudget::detailed::{defaults, DetailedConfig, Profile};
+use membudget::detailed::{config::defaults, DetailedConfig, Profile};
 
 /// (what the reader set up, the page's address, the same as flags, the
 /// kernels that must price it).

@@ -4,8 +4,8 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use membudget::detailed::{
-    estimate, sac, timeline, AdamImpl, AttentionKernel, DetailedConfig, Device, Moment, Profile,
-    Recompute, Step, StepOptions, PRESETS,
+    estimate, memory::sac, timeline, AdamImpl, AttentionKernel, DetailedConfig, Device, Moment,
+    Profile, Recompute, Step, StepOptions, PRESETS,
 };
 use proptest::prelude::*;
 
@@ -171,7 +171,7 @@ proptest! {
         (hf, cpu, lora, vllm) in any::<(bool, bool, bool, Option<(u8, bool)>)>(),
         (zero, fsdp2) in (0u8..=3, any::<bool>()),
     ) {
-        use membudget::detailed::{grpo::Vllm, hardware::gpu, steptime::{step_time, Cluster, Efficiency}, Framework};
+        use membudget::detailed::{config::Vllm, time::hardware::gpu, time::steptime::{step_time, Cluster, Efficiency}, Framework};
         let mut cfg = DetailedConfig::new(PRESETS[m].arch, seq, micro * accum * 2);
         cfg.micro_batch = Some(micro);
         cfg.parallel.dp = 2;

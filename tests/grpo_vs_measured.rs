@@ -12,7 +12,7 @@
 mod common;
 
 use membudget::detailed::{
-    grpo::Rollout, timeline, AdamImpl, Architecture, DetailedConfig, LoraTargets, Moment,
+    config::Rollout, timeline, AdamImpl, Architecture, DetailedConfig, LoraTargets, Moment,
     Objective, Phase, Recompute, Step, StepOptions,
 };
 

@@ -67,7 +67,7 @@ fn peft_lora_states_exact_and_activations_within_five_percent() {
 /// a known gap, held here within ±10 %.
 #[test]
 fn peft_lora_peak_within_five_percent_and_right_phase() {
-    use membudget::detailed::timeline;
+    use membudget::detailed::memory::timeline;
     let text = include_str!("fixtures/lora_peak_measured.tsv");
     let mut rows = 0;
     let mut failures = Vec::new();

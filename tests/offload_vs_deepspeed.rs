@@ -1,13 +1,13 @@
 //! Offload against DeepSpeed's own estimators: `fixtures/deepspeed_estimates.tsv`
 //! (written by `fixtures/deepspeed_estimates.py`, DeepSpeed 0.19.8) holds
 //! their per-CPU and per-GPU bytes for 192 settings; the reproductions in
-//! `membudget::detailed::offload` must give every one to the byte, and the
+//! `membudget::detailed::memory::offload` must give every one to the byte, and the
 //! model's own figures must agree with them where their assumptions meet.
 #![cfg(not(target_arch = "wasm32"))]
 
 mod common;
 
-use membudget::detailed::offload::{deepspeed_zero2, deepspeed_zero3, BUFFER_FACTOR};
+use membudget::detailed::memory::offload::{deepspeed_zero2, deepspeed_zero3, BUFFER_FACTOR};
 use membudget::detailed::{estimate, host_ram, preset, DetailedConfig};
 
 #[test]

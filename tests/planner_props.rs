@@ -6,7 +6,7 @@
 
 use clap::Parser;
 use membudget::cli::Args;
-use membudget::detailed::planner::{flags, make_it_fit, need};
+use membudget::detailed::plan::planner::{flags, make_it_fit, need};
 use membudget::detailed::PRESETS;
 use proptest::prelude::*;
 

@@ -8,7 +8,7 @@
 
 mod common;
 
-use membudget::detailed::quant::quantized_base;
+use membudget::detailed::memory::quant::quantized_base;
 use membudget::detailed::{Architecture, BaseQuant};
 
 #[test]

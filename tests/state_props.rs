@@ -242,7 +242,7 @@ fn recipes_decode_compute_and_fit() {
         let s = d.state;
         let cfg = s.detailed_config();
         let b = membudget::detailed::estimate(&cfg).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let t = membudget::detailed::timeline(&cfg, &Default::default()).unwrap();
+        let t = membudget::detailed::memory::timeline(&cfg, &Default::default()).unwrap();
         let gpu = s.gpu.expect("a GPU").bytes();
         assert!(
             t.peak_bytes() < gpu,
@@ -268,7 +268,7 @@ fn recipes_decode_compute_and_fit() {
 /// planner priced, so the page then shows that row's figures.
 #[test]
 fn applying_a_planned_change_gives_its_configuration() {
-    use membudget::detailed::planner::make_it_fit;
+    use membudget::detailed::plan::planner::make_it_fit;
     for query in [
         "mode=detailed&model=llama-3.1-8b&seq=8192&batch=1&gpu=80",
         "mode=detailed&model=llama-2-13b&seq=4096&batch=8&micro=4&dp=2&attn=eager&gpu=40",

@@ -4,8 +4,8 @@
 //! of efficiencies ([`Efficiency::default`]) for every row, each source's
 //! rows checked on their own.
 
-use membudget::detailed::hardware::gpu;
-use membudget::detailed::steptime::{step_time, Cluster, Efficiency, StepTime};
+use membudget::detailed::time::hardware::gpu;
+use membudget::detailed::time::steptime::{step_time, Cluster, Efficiency, StepTime};
 use membudget::detailed::{
     preset, Architecture, AttentionKernel, DetailedConfig, Framework, Parallelism, Profile,
     Recompute,

@@ -9,7 +9,7 @@
 
 #![cfg(not(target_arch = "wasm32"))]
 
-use membudget::detailed::timeline;
+use membudget::detailed::memory::timeline;
 
 mod common;
 

@@ -302,7 +302,7 @@ fn drawn(spec: &membudget::chart::ChartSpec, batch: bool) -> Vec<u8> {
 /// The step timeline of `s` as the page draws it: a bar per event, the
 /// peak marked and its terms in the legend, the others faded.
 fn timeline_spec(s: &membudget::state::PageState) -> membudget::chart::ChartSpec {
-    let t = membudget::detailed::timeline(
+    let t = membudget::detailed::memory::timeline(
         &s.detailed_config(),
         &membudget::detailed::StepOptions::default(),
     )

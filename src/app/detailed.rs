@@ -8,7 +8,7 @@ use super::reactive::{cond, not, on_event, text};
 use super::{DetailedBudget, DetailedTimeline, Options, State};
 use crate::budget::Term;
 use crate::chart::{term_colour_hex, LOGITS_COLOUR};
-use crate::detailed::offload::BUFFER_FACTOR;
+use crate::detailed::memory::offload::BUFFER_FACTOR;
 use crate::detailed::{
     host_ram, import_config, Architecture, AttentionKernel, BaseQuant, CpComm, DetailedBreakdown,
     Family, Framework, LoraTargets, Objective, Optimizer, Overhead, Precision, Profile, Recompute,
@@ -602,7 +602,7 @@ pub fn DetailedControls() -> impl IntoView {
                 {choice("objective-select", "Training objective", OBJECTIVE_NAMES, |d| index_of(&OBJECTIVES, d.objective), |d, i| {
                     // Choosing GRPO brings TRL's default checkpointing.
                     if !matches!(d.objective, Objective::Grpo { .. }) && matches!(OBJECTIVES[i], Objective::Grpo { .. }) {
-                        d.recompute = crate::detailed::defaults::recompute(OBJECTIVES[i]);
+                        d.recompute = crate::detailed::config::defaults::recompute(OBJECTIVES[i]);
                     }
                     d.objective = OBJECTIVES[i];
                 })}
@@ -728,7 +728,7 @@ pub fn DetailedTable() -> impl IntoView {
             return None;
         }
         detailed.get().ok()?;
-        let g = crate::detailed::grpo::generation(&cfg);
+        let g = crate::detailed::memory::grpo::generation(&cfg);
         let peak = step.get()?.phase_peak(crate::detailed::Phase::Generation)?;
         let c = cfg.rollout.completion_tokens(cfg.seq);
         let u = s.unit;
@@ -791,10 +791,10 @@ pub fn DetailedTable() -> impl IntoView {
         let cfg = s.detailed_config();
         let mut out = format!(
             "Computed: {}; {}.",
-            crate::detailed::defaults::layout(&cfg),
-            crate::detailed::defaults::kernels(&cfg, s.profile_reason())
+            crate::detailed::config::defaults::layout(&cfg),
+            crate::detailed::config::defaults::kernels(&cfg, s.profile_reason())
         );
-        for note in crate::detailed::defaults::ignored(&cfg) {
+        for note in crate::detailed::config::defaults::ignored(&cfg) {
             out += &format!(" Note: {note}.");
         }
         out

@@ -5,7 +5,7 @@ use super::canvas::Charts;
 use super::reactive::{cond, not, on_event, text};
 use super::{browser_to_f64, Budget, DetailedTimeline, State};
 use crate::budget::Field;
-use crate::detailed::hardware::GPUS;
+use crate::detailed::time::hardware::GPUS;
 use crate::number::read;
 use crate::state::{
     detailed_need, max_detailed_seq, max_fitting, max_micro_batch, GpuCapacity, Mode, Unit,

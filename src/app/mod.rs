@@ -70,7 +70,9 @@ pub struct DetailedTimeline(pub Memo<Option<StepTimeline>>);
 /// The step timeline the page shows: a later step, in detailed mode only.
 fn step_timeline(s: &PageState) -> Option<StepTimeline> {
     (s.mode == Mode::Detailed)
-        .then(|| crate::detailed::timeline(&s.detailed_config(), &StepOptions::default()).ok())
+        .then(|| {
+            crate::detailed::memory::timeline(&s.detailed_config(), &StepOptions::default()).ok()
+        })
         .flatten()
 }
 

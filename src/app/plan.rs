@@ -8,9 +8,9 @@
 use super::canvas::Charts;
 use super::reactive::{on_click, text};
 use super::State;
-use crate::detailed::planner::{flags, make_it_fit, need, Change, Plan};
-use crate::detailed::search::{search, Row};
-use crate::detailed::steptime::{Cluster, Efficiency};
+use crate::detailed::plan::planner::{flags, make_it_fit, need, Change, Plan};
+use crate::detailed::plan::search::{search, Row};
+use crate::detailed::time::steptime::{Cluster, Efficiency};
 use crate::detailed::DetailedConfig;
 use crate::state::{Mode, PageState, GPU_PRESETS};
 use leptos::prelude::*;
@@ -52,7 +52,7 @@ fn answer(q: &Question, overhead: Option<&crate::detailed::Overhead>) -> Answer 
     let fits = need(cfg, overhead).is_some_and(|n| n <= *capacity);
     match timed {
         Some((cluster, eff)) if fits => {
-            let now = crate::detailed::steptime::step_time(cfg, cluster, eff).step_s;
+            let now = crate::detailed::time::steptime::step_time(cfg, cluster, eff).step_s;
             let rows = search(cfg, cluster, cfg.gpus(), overhead, eff)
                 .rows
                 .into_iter()

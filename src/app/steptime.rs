@@ -1,12 +1,12 @@
 //! What a step costs in time on the card picked by name (detailed mode):
 //! the step time, tokens per second per GPU, MFU, a bar of where the time
-//! goes ([`crate::detailed::steptime`]) and, for a token budget, the days
+//! goes ([`crate::detailed::time::steptime`]) and, for a token budget, the days
 //! and GPU-hours.
 
 use super::detailed::grouped;
 use super::reactive::{cond, not, on_event, text};
 use super::{browser_to_f64, State};
-use crate::detailed::steptime::{step_time, Cluster, Efficiency, StepTime};
+use crate::detailed::time::steptime::{step_time, Cluster, Efficiency, StepTime};
 use crate::number::read;
 use crate::state::{Mode, PageState};
 use leptos::prelude::*;
@@ -71,11 +71,11 @@ fn shown(s: &PageState) -> Option<Shown> {
         .zip(s.gpu)
         .is_none_or(|(need, g)| need <= g.bytes());
     let cfg = s.detailed_config();
-    let fp8 = if !crate::detailed::fp8::enabled(&cfg) {
+    let fp8 = if !crate::detailed::memory::fp8::enabled(&cfg) {
         ""
     } else if s
         .card()
-        .is_some_and(|g| crate::detailed::fp8::runs_on(&cfg, &g))
+        .is_some_and(|g| crate::detailed::time::hardware::fp8_runs_on(&cfg, &g))
     {
         " Float8 matmuls at the card's fp8 rate; MFU and HFU stay against its bf16 peak."
     } else {

@@ -231,7 +231,7 @@ pub fn assert_peaks<'a>(rows: impl IntoIterator<Item = MeasuredPeak<'a>>, tolera
     let mut failures = Vec::new();
     let mut worst: f64 = 0.0;
     for r in rows {
-        let t = membudget::detailed::timeline(r.cfg, r.opts).unwrap();
+        let t = membudget::detailed::memory::timeline(r.cfg, r.opts).unwrap();
         let err = t.peak_bytes() / r.peak - 1.0;
         let phase = t.peak_event().phase.name();
         eprintln!(

@@ -13,7 +13,7 @@
 //! | kernels (profile) | `hf` with LoRA, a quantized base, DPO, GRPO or an imported config.json; `fused` otherwise | PEFT, bitsandbytes and TRL (DPO, GRPO) run stock `transformers`; pre-training at scale runs Megatron-style fused kernels |
 //!
 //! ```
-//! use membudget::detailed::{defaults, preset, DetailedConfig, Profile};
+//! use membudget::detailed::{config::defaults, preset, DetailedConfig, Profile};
 //!
 //! let mut cfg = DetailedConfig::new(preset("llama-3.1-8b").unwrap().arch, 4096, 1);
 //! cfg.lora_rank = Some(16);

@@ -3,7 +3,7 @@
 //! peak, as its own band, with defaults from cited measurements that a
 //! reader can change.
 
-use super::DetailedConfig;
+use crate::detailed::config::DetailedConfig;
 
 /// 2²⁰ bytes, in GB.
 const MIB_GB: f64 = 1_048_576.0 / 1e9;

@@ -24,62 +24,13 @@
 //! only a GPU runs (Triton's tile kernel, vLLM's engine) is modelled from
 //! the code named here.
 
-use super::activations::act_bytes;
-use super::{DetailedConfig, Device};
+use super::bytes::act_bytes;
+use crate::detailed::config::{DetailedConfig, Device};
 
 /// TRL's token tile of the fused LM head (`TOKEN_CHUNK_SIZE`).
 const TOKEN_TILE: f64 = 4096.0;
 /// TRL's vocabulary tile (`_CHUNKED_LOGPROB_CHUNK_SIZE`, `trainer/utils.py`).
 const VOCAB_TILE: f64 = 32768.0;
-
-/// What GRPO generates per prompt.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Rollout {
-    /// Tokens of each completion (`max_completion_length`, every
-    /// completion assumed to run to it); the sequence is prompt +
-    /// completion.
-    pub completion: u64,
-    /// Completions per prompt, G (`num_generations`): it must divide the
-    /// batch.
-    pub generations: u64,
-    /// Generation by a vLLM engine colocated on the training GPUs
-    /// (`use_vllm=True`, `vllm_mode="colocate"`) instead of `model.generate`.
-    pub vllm: Option<Vllm>,
-}
-
-/// A colocated vLLM engine (TRL's `VLLMGeneration`, `vllm_generation.py`):
-/// `LLM(gpu_memory_utilization=f)` takes that fraction of the card for its
-/// own copy of the weights, its activations and its paged key/value cache,
-/// whatever the step needs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Vllm {
-    /// Bytes it reserves: `vllm_gpu_memory_utilization` (TRL's default 0.3)
-    /// × the card's memory.
-    pub reserved: u64,
-    /// `vllm_enable_sleep_mode`: after generating, `llm.sleep(level=2)`
-    /// discards its weights and cache, so training runs without the
-    /// reservation (woken for the next rollout).
-    pub sleep: bool,
-}
-
-impl Default for Rollout {
-    /// TRL's defaults: 512 tokens, 8 completions per prompt.
-    fn default() -> Self {
-        Self {
-            completion: 512,
-            generations: 8,
-            vllm: None,
-        }
-    }
-}
-
-impl Rollout {
-    /// Completion tokens in a sequence of `seq`: at most seq − 1 (a prompt
-    /// has at least one token).
-    pub fn completion_tokens(&self, seq: u64) -> u64 {
-        self.completion.clamp(1, seq.saturating_sub(1).max(1))
-    }
-}
 
 /// Sequences one GPU generates at once: micro-batch × the accumulation
 /// steps (`generation_batch_size` = `per_device_train_batch_size` ×
@@ -115,29 +66,29 @@ pub fn kv_cache(cfg: &DetailedConfig, b: f64, tokens: f64) -> f64 {
 
 /// The fused head of one micro-batch.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(super) struct Head {
+pub(crate) struct Head {
     /// Saved for backward: the scored positions' hidden states (a copy),
     /// their int64 targets, the fp32 log-normaliser and entropy
     /// (`ctx.save_for_backward`), the masks, and the GRPO loss's fp32
     /// per-token tensors (ratio, clipped ratio, the two surrogate terms,
     /// the log-ratio and the mask product: six, `_compute_loss`).
-    pub(super) saved: f64,
+    pub(crate) saved: f64,
     /// Forward, at its largest: the product tile (`mm_buf`, min(N, 4,096)
     /// × 32,768 in the compute dtype, whatever the vocabulary) and seven
     /// fp32 running statistics per position; on the CPU, `_forward_tile`'s
     /// fp32 tensors of a tile's size (the scaled logits, `z − max` and its
     /// exponential: three at once).
-    pub(super) forward: f64,
+    pub(crate) forward: f64,
     /// Backward, at its largest: the fp32 input gradient (N × h), the fp32
     /// weight gradient (V × h, when the output layer is trained), the tile,
     /// and either their casts to the dtype or, on the CPU,
     /// `_backward_tile`'s fp32 tensors of a tile's size at their most (the
     /// scaled logits twice, log p, p, the gradient, and the target mask as
     /// bool, as fp32 and minus p: seven fp32 and one bool).
-    pub(super) backward: f64,
+    pub(crate) backward: f64,
 }
 
-pub(super) fn head(cfg: &DetailedConfig) -> Head {
+pub(crate) fn head(cfg: &DetailedConfig) -> Head {
     let a = &cfg.arch;
     let n = scored(cfg);
     let (h, v) = (a.hidden as f64, a.vocab as f64);
@@ -208,7 +159,12 @@ pub fn engine_weights(cfg: &DetailedConfig) -> f64 {
 /// unless it sleeps between rollouts.
 pub fn engine_during_training(cfg: &DetailedConfig) -> f64 {
     match cfg.rollout.vllm {
-        Some(v) if matches!(cfg.objective, super::Objective::Grpo { .. }) && !v.sleep => {
+        Some(v)
+            if matches!(
+                cfg.objective,
+                crate::detailed::config::Objective::Grpo { .. }
+            ) && !v.sleep =>
+        {
             v.reserved as f64
         }
         _ => 0.0,
@@ -218,7 +174,7 @@ pub fn engine_during_training(cfg: &DetailedConfig) -> f64 {
 /// The widest of an MLP's three F-wide tensors under no grad: the dense
 /// width, or with experts the larger of the shared expert's and the top-k
 /// routed ones'.
-fn mlp_width(a: &super::Architecture) -> f64 {
+fn mlp_width(a: &crate::detailed::model::Architecture) -> f64 {
     a.moe
         .map_or(a.ffn, |m| m.shared_ffn.max(m.expert_ffn * m.top_k)) as f64
 }
@@ -226,7 +182,7 @@ fn mlp_width(a: &super::Architecture) -> f64 {
 /// The reference model scoring one micro-batch without grad (`grpo-kl`):
 /// the backbone's output and its copy for the head, one layer's MLP
 /// tensors and the fused head's forward.
-pub(super) fn reference_forward(cfg: &DetailedConfig) -> f64 {
+pub(crate) fn reference_forward(cfg: &DetailedConfig) -> f64 {
     let a = &cfg.arch;
     let p = act_bytes(cfg);
     let n = (cfg.micro() * cfg.seq) as f64;
@@ -272,6 +228,7 @@ pub fn generation(cfg: &DetailedConfig) -> Generation {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::detailed::config::{Rollout, Vllm};
     use crate::detailed::{estimate, preset, timeline, Moment, Objective, Phase, StepOptions};
 
     fn qwen3_8b_grpo(kl: bool) -> DetailedConfig {

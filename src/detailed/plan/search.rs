@@ -10,12 +10,12 @@
 //! and replicated across them), recomputation, the
 //! micro-batch, the 8-bit optimizer and optimizer offload; it keeps the
 //! layouts whose step peak (plus the runtime overhead, when given) fits the
-//! card, and ranks them by the step time of [`super::steptime`]. Every
+//! card, and ranks them by the step time of [`crate::detailed::time::steptime`]. Every
 //! layout's memory is the detailed model's step peak, its time the
 //! step-time model's: the search adds no figure of its own.
 //!
 //! ```
-//! use membudget::detailed::{hardware::gpu, preset, search, steptime, DetailedConfig};
+//! use membudget::detailed::{plan::search, preset, time::hardware::gpu, time::steptime, DetailedConfig};
 //!
 //! let mut cfg = DetailedConfig::new(preset("llama-3.1-8b").unwrap().arch, 8192, 8);
 //! cfg.attention = membudget::detailed::AttentionKernel::Flash;
@@ -26,10 +26,12 @@
 //! assert!(plan.rows.windows(2).all(|w| w[0].time.step_s <= w[1].time.step_s));
 //! ```
 
-use super::steptime::{step_time, Cluster, Efficiency, StepTime};
-use super::{
-    planner, DetailedConfig, Optimizer, Overhead, Parallelism, Profile, Recompute, Schedule,
+use super::planner;
+use crate::detailed::config::{
+    DetailedConfig, Optimizer, Parallelism, Profile, Recompute, Schedule,
 };
+use crate::detailed::memory::Overhead;
+use crate::detailed::time::steptime::{step_time, Cluster, Efficiency, StepTime};
 
 /// One layout that fits.
 #[derive(Clone, Debug, PartialEq)]
@@ -132,7 +134,8 @@ pub fn layouts(cfg: &DetailedConfig, gpus: u64, gpus_per_node: u64) -> Vec<Detai
     .into_iter()
     .filter(|r| match r {
         Recompute::Selective => {
-            cfg.attention == super::AttentionKernel::Eager && cfg.profile == Profile::Fused
+            cfg.attention == crate::detailed::config::AttentionKernel::Eager
+                && cfg.profile == Profile::Fused
         }
         Recompute::SelectiveOp => cfg.profile == Profile::Hf,
         _ => true,
@@ -151,7 +154,7 @@ pub fn layouts(cfg: &DetailedConfig, gpus: u64, gpus_per_node: u64) -> Vec<Detai
         .filter(|&cp| {
             cp == 1
                 || (cfg.seq >= 32768
-                    && cfg.attention == super::AttentionKernel::Flash
+                    && cfg.attention == crate::detailed::config::AttentionKernel::Flash
                     && cfg.seq.is_multiple_of(2 * cp))
         })
         .collect();
@@ -294,7 +297,7 @@ pub fn search(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::detailed::hardware::gpu;
+    use crate::detailed::time::hardware::gpu;
     use crate::detailed::{preset, AttentionKernel};
 
     fn cluster() -> Cluster {

@@ -32,7 +32,7 @@ use serde::Deserialize;
 use std::fmt;
 
 use super::arch::{Architecture, Mla, Moe, Router};
-use super::ssm::Mamba2;
+use super::mamba::Mamba2;
 
 /// The keys that change training memory; `#[serde(default)]` leaves an
 /// absent key `None` (or empty), and unknown keys are ignored.

@@ -15,7 +15,8 @@
 //! them whole); all by pp. ZeRO then divides the expert part by the
 //! expert-data-parallel group dp·tp / (ep·etp) and the rest by dp.
 
-use super::{quant, DetailedConfig, Optimizer, Precision, Profile};
+use super::quant;
+use crate::detailed::config::{DetailedConfig, Optimizer, Precision, Profile};
 
 /// Bytes of the model states on one GPU.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -34,12 +35,12 @@ pub struct ModelStates {
 /// model's dtype (`LoraConfig`'s `autocast_adapter_dtype=True`), so they,
 /// their gradients and their optimizer state are fp32, with no separate
 /// master copy. Checked against `tests/fixtures/lora_measured.tsv`.
-pub(super) fn peft(cfg: &DetailedConfig) -> bool {
+pub(crate) fn peft(cfg: &DetailedConfig) -> bool {
     cfg.profile == Profile::Hf && cfg.lora_rank.is_some()
 }
 
 /// Bytes per weight: 4 in fp32, 2 otherwise.
-pub(super) fn weight_bytes(cfg: &DetailedConfig) -> f64 {
+pub(crate) fn weight_bytes(cfg: &DetailedConfig) -> f64 {
     if cfg.precision == Precision::Fp32 {
         4.0
     } else {
@@ -50,9 +51,9 @@ pub(super) fn weight_bytes(cfg: &DetailedConfig) -> f64 {
 /// Copies of the gradients on a GPU: two under DDP without
 /// `gradient_as_bucket_view` (the reducer's buckets and `param.grad`), else
 /// one.
-pub(super) fn ddp_copies(cfg: &DetailedConfig) -> f64 {
+pub(crate) fn ddp_copies(cfg: &DetailedConfig) -> f64 {
     match cfg.framework {
-        super::Framework::Ddp { bucket_view: false } => 2.0,
+        crate::detailed::config::Framework::Ddp { bucket_view: false } => 2.0,
         _ => 1.0,
     }
 }
@@ -65,17 +66,22 @@ pub(super) fn ddp_copies(cfg: &DetailedConfig) -> f64 {
 /// bf16 gradients are cast to fp32 to be reduce-scattered into fp32 sharded
 /// gradients (`_fsdp_collectives.py`, `foreach_reduce`). Measured,
 /// `tests/fixtures/fsdp2_mp_measured.tsv`.
-pub(super) fn fsdp2_policy(cfg: &DetailedConfig) -> bool {
-    matches!(cfg.framework, super::Framework::Fsdp2 { .. })
-        && cfg.precision == Precision::Mixed
+pub(crate) fn fsdp2_policy(cfg: &DetailedConfig) -> bool {
+    matches!(
+        cfg.framework,
+        crate::detailed::config::Framework::Fsdp2 { .. }
+    ) && cfg.precision == Precision::Mixed
         && !peft(cfg)
 }
 
 /// The ZeRO stage from which gradients are partitioned: 2, or 1 under
 /// DeepSpeed, whose stage 1 also reduces them into partitions as backward
 /// produces them (`stage_1_and_2.py`; measured: stages 1 and 2 peak alike).
-pub(super) fn grad_stage(cfg: &DetailedConfig) -> u8 {
-    if matches!(cfg.framework, super::Framework::DeepSpeed { .. }) {
+pub(crate) fn grad_stage(cfg: &DetailedConfig) -> u8 {
+    if matches!(
+        cfg.framework,
+        crate::detailed::config::Framework::DeepSpeed { .. }
+    ) {
         1
     } else {
         2
@@ -84,9 +90,9 @@ pub(super) fn grad_stage(cfg: &DetailedConfig) -> u8 {
 
 /// DeepSpeed's flat gradient bucket (`ipg_buffer`): `reduce_bucket_size`
 /// values in the weights' dtype, 0 under other frameworks.
-pub(super) fn deepspeed_bucket(cfg: &DetailedConfig) -> f64 {
+pub(crate) fn deepspeed_bucket(cfg: &DetailedConfig) -> f64 {
     match cfg.framework {
-        super::Framework::DeepSpeed {
+        crate::detailed::config::Framework::DeepSpeed {
             reduce_bucket_size, ..
         } => reduce_bucket_size as f64 * weight_bytes(cfg),
         _ => 0.0,
@@ -96,7 +102,7 @@ pub(super) fn deepspeed_bucket(cfg: &DetailedConfig) -> f64 {
 /// Bytes per value of the gradients kept between steps: 4 in fp32, with
 /// fp32 gradients or as FSDP2's mixed-precision policy reduces them, 2
 /// otherwise. (Under that policy backward computes them in bf16 first.)
-pub(super) fn grad_bytes(cfg: &DetailedConfig) -> f64 {
+pub(crate) fn grad_bytes(cfg: &DetailedConfig) -> f64 {
     if cfg.precision == Precision::Fp32 || cfg.fp32_grads || peft(cfg) || fsdp2_policy(cfg) {
         4.0
     } else {
@@ -106,7 +112,7 @@ pub(super) fn grad_bytes(cfg: &DetailedConfig) -> f64 {
 
 /// Bytes per value of the tensors the optimizer updates: the fp32 master
 /// under mixed precision, else the weights themselves.
-pub(super) fn update_bytes(cfg: &DetailedConfig) -> f64 {
+pub(crate) fn update_bytes(cfg: &DetailedConfig) -> f64 {
     if cfg.precision == Precision::Bf16 && !peft(cfg) {
         2.0
     } else {
@@ -123,7 +129,7 @@ pub(super) fn update_bytes(cfg: &DetailedConfig) -> f64 {
 /// `col_var`, `variance`). Measured to the byte
 /// (`tests/fixtures/measure_optimizers.py`). `None` where the matrices are
 /// not enumerated (experts, latent attention).
-pub(super) fn state_values(cfg: &DetailedConfig) -> Option<f64> {
+pub(crate) fn state_values(cfg: &DetailedConfig) -> Option<f64> {
     let a = &cfg.arch;
     let per_layer = a.layer_matrices()?;
     let layers = a.layers as f64;
@@ -148,10 +154,10 @@ pub(super) fn state_values(cfg: &DetailedConfig) -> Option<f64> {
 /// measured in `tests/fixtures/moe_measured.tsv`'s bf16 rows). None
 /// otherwise (other routers follow the model's dtype; with LoRA the router
 /// is frozen and stored as loaded, not modelled here).
-pub(super) fn router_values_fp32(cfg: &DetailedConfig) -> f64 {
+pub(crate) fn router_values_fp32(cfg: &DetailedConfig) -> f64 {
     match cfg.arch.moe {
         Some(m)
-            if m.router == super::Router::DeepSeek
+            if m.router == crate::detailed::model::Router::DeepSeek
                 && cfg.profile == Profile::Hf
                 && cfg.precision == Precision::Bf16
                 && cfg.lora_rank.is_none() =>
@@ -197,7 +203,7 @@ fn state_bytes(cfg: &DetailedConfig) -> f64 {
 }
 
 /// Parameters that are trained: LoRA's adapters, or the whole model.
-pub(super) fn trained_params(cfg: &DetailedConfig) -> f64 {
+pub(crate) fn trained_params(cfg: &DetailedConfig) -> f64 {
     match cfg.lora_rank {
         Some(r) => cfg.arch.lora_params(r, cfg.lora_targets) as f64,
         None => cfg.arch.params() as f64,
@@ -206,7 +212,7 @@ pub(super) fn trained_params(cfg: &DetailedConfig) -> f64 {
 
 /// Tensors that are trained (PyTorch's AdamW keeps a 0-d fp32 `step` for
 /// each, `torch/optim/adamw.py`, `_init_group`).
-pub(super) fn trained_tensors(cfg: &DetailedConfig) -> u64 {
+pub(crate) fn trained_tensors(cfg: &DetailedConfig) -> u64 {
     match cfg.lora_rank {
         Some(_) => 2 * cfg.lora_targets.count() * cfg.arch.layers,
         None => cfg.arch.param_tensors(),
@@ -217,7 +223,7 @@ pub(super) fn trained_tensors(cfg: &DetailedConfig) -> u64 {
 /// and Adafactor's for every trained tensor, Muon's AdamW part's for the
 /// tensors outside the layers' matrices (Muon keeps none), under the
 /// stock-`transformers` profile.
-pub(super) fn step_tensor_count(cfg: &DetailedConfig) -> u64 {
+pub(crate) fn step_tensor_count(cfg: &DetailedConfig) -> u64 {
     if cfg.profile != Profile::Hf {
         return 0;
     }
@@ -233,7 +239,7 @@ pub(super) fn step_tensor_count(cfg: &DetailedConfig) -> u64 {
 
 /// Parameters on one GPU before ZeRO: (outside the routed experts, routed
 /// experts), as the module docs' rule splits them.
-pub(super) fn params_per_gpu(cfg: &DetailedConfig) -> (f64, f64) {
+pub(crate) fn params_per_gpu(cfg: &DetailedConfig) -> (f64, f64) {
     let a = &cfg.arch;
     let par = &cfg.parallel;
     let (tp, pp) = (par.tp as f64, par.pp as f64);
@@ -247,7 +253,7 @@ pub(super) fn params_per_gpu(cfg: &DetailedConfig) -> (f64, f64) {
 
 /// The model states on one GPU for `cfg` (checked), what is offloaded
 /// ([`super::offload`]) left out.
-pub(super) fn model_states(cfg: &DetailedConfig) -> ModelStates {
+pub(crate) fn model_states(cfg: &DetailedConfig) -> ModelStates {
     model_states_on_gpu(cfg, true)
 }
 
@@ -260,10 +266,13 @@ pub(super) fn model_states(cfg: &DetailedConfig) -> ModelStates {
 /// (TRL's `ref_model`, prepared with the policy's ZeRO-3 partitioning, or
 /// replicated under stages 0–2; `DPOTrainer._prepare_deepspeed`); with LoRA
 /// the reference is the base with the adapters disabled, nothing more.
-pub(super) fn model_states_on_gpu(cfg: &DetailedConfig, offload: bool) -> ModelStates {
+pub(crate) fn model_states_on_gpu(cfg: &DetailedConfig, offload: bool) -> ModelStates {
     let par = &cfg.parallel;
     let (base, experts) = params_per_gpu(cfg);
-    let deepspeed = matches!(cfg.framework, super::Framework::DeepSpeed { .. });
+    let deepspeed = matches!(
+        cfg.framework,
+        crate::detailed::config::Framework::DeepSpeed { .. }
+    );
     let master_bytes =
         if (cfg.precision == Precision::Mixed || deepspeed) && !peft(cfg) && !fsdp2_policy(cfg) {
             4.0
@@ -332,6 +341,22 @@ pub(super) fn model_states_on_gpu(cfg: &DetailedConfig, offload: bool) -> ModelS
         s.params = 0.0;
     }
     s
+}
+
+/// Parameters of the input embedding, the output layer (0 when tied) and
+/// one layer, on one GPU before ZeRO: tensor parallelism splits the first
+/// two; a layer's share is what [`params_per_gpu`] leaves per layer
+/// (routed experts split by ep · etp, norms and router whole).
+pub(crate) fn param_split(cfg: &DetailedConfig) -> (f64, f64, f64) {
+    let a = &cfg.arch;
+    let par = &cfg.parallel;
+    let embedding = a.embedding_params() as f64 / par.outer_divisor();
+    let head = a.head_params() as f64 / par.outer_divisor();
+    let (base, experts) = params_per_gpu(cfg);
+    let per_gpu = (base + experts) * par.pp as f64;
+    // The final norm rides with the layers, as it always has here.
+    let layer = (per_gpu - embedding - head) / a.layers as f64;
+    (embedding, head, layer)
 }
 
 #[cfg(test)]

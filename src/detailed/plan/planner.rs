@@ -6,14 +6,14 @@
 //! bytes it saves, the term of the budget it cuts and the compute it adds.
 //!
 //! The memory is the detailed model's step peak (checked against PyTorch's
-//! allocations); the compute is [`super::flops`]'s hardware FLOPs per GPU
+//! allocations); the compute is [`crate::detailed::time::flops`]'s hardware FLOPs per GPU
 //! per step. Given a card with its speeds, each change is also priced in
-//! time by [`super::steptime`]: GPU-seconds per token against the reader's
+//! time by [`crate::detailed::time::steptime`]: GPU-seconds per token against the reader's
 //! configuration, which counts what recomputation, communication, PCIe
 //! transfers and the CPU's optimizer step cost, and what more GPUs give.
 //!
 //! ```
-//! use membudget::detailed::{planner::make_it_fit, preset, DetailedConfig};
+//! use membudget::detailed::{plan::planner::make_it_fit, preset, DetailedConfig};
 //!
 //! // Llama-3.1-8B at 8,192 tokens on one 80 GB card: 179 GB, a dead end.
 //! let cfg = DetailedConfig::new(preset("llama-3.1-8b").unwrap().arch, 8192, 1);
@@ -22,12 +22,15 @@
 //! assert!(plan.changes.iter().any(|c| c.fits));
 //! ```
 
-use super::hardware::GPUS;
-use super::steptime::{step_time, Cluster, Efficiency};
-use super::{
-    estimate, flops, timeline, AttentionKernel, BaseQuant, DetailedBreakdown, DetailedConfig,
-    LoraTargets, Optimizer, Overhead, Precision, Profile, Recompute, StepOptions,
+use crate::detailed::config::{
+    AttentionKernel, BaseQuant, DetailedConfig, Optimizer, Precision, Profile, Recompute,
+    StepOptions,
 };
+use crate::detailed::memory::{estimate, timeline, DetailedBreakdown, Overhead};
+use crate::detailed::model::LoraTargets;
+use crate::detailed::time::flops;
+use crate::detailed::time::hardware::GPUS;
+use crate::detailed::time::steptime::{step_time, Cluster, Efficiency};
 
 /// What must fit on a GPU for `cfg`: the peak of a later step, plus the
 /// runtime overhead when one is given; `None` when it cannot be computed.
@@ -196,7 +199,7 @@ fn levers() -> Vec<Lever> {
             |c| {
                 let v = c.rollout.vllm.filter(|v| !v.sleep)?;
                 let mut to = *c;
-                to.rollout.vllm = Some(super::grpo::Vllm { sleep: true, ..v });
+                to.rollout.vllm = Some(crate::detailed::config::Vllm { sleep: true, ..v });
                 Some(to)
             },
         ),
@@ -229,7 +232,7 @@ fn levers() -> Vec<Lever> {
             |c| {
                 (c.recompute == Recompute::None
                     && c.profile == Profile::Hf
-                    && super::sac::unsupported(c).is_none())
+                    && crate::detailed::memory::sac::unsupported(c).is_none())
                 .then_some(DetailedConfig {
                     recompute: Recompute::SelectiveOp,
                     ..*c
@@ -612,7 +615,7 @@ mod tests {
         cfg.lora_rank = Some(16);
         cfg.objective = crate::detailed::Objective::Grpo { kl: false };
         cfg.rollout.completion = 4096;
-        cfg.rollout.vllm = Some(crate::detailed::grpo::Vllm {
+        cfg.rollout.vllm = Some(crate::detailed::config::Vllm {
             reserved: (0.6 * H100) as u64,
             sleep: false,
         });

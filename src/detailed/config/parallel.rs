@@ -1,7 +1,7 @@
 //! Parallelism: how data, tensor, sequence and pipeline parallelism and
 //! ZeRO split the model states and activations across GPUs.
 
-use super::Architecture;
+use crate::detailed::model::Architecture;
 
 /// Parallelism, per GPU (in `--json` as `inputs.parallel`, these names).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

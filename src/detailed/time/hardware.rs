@@ -13,13 +13,15 @@
 //! (an "80 GB" card shows 81,920 MiB in `nvidia-smi`).
 //!
 //! ```
-//! use membudget::detailed::hardware::{gpu, Dtype};
+//! use membudget::detailed::time::hardware::{gpu, Dtype};
 //!
 //! let h100 = gpu("h100-sxm").unwrap();
 //! assert_eq!(h100.peak_tflops(Dtype::Bf16), Some(989.4));
 //! assert_eq!(h100.peak_tflops(Dtype::Fp8), Some(1978.9));
 //! assert_eq!(gpu("a100-80gb").unwrap().peak_tflops(Dtype::Fp8), None);
 //! ```
+
+use crate::detailed::config::{DetailedConfig, Fp8};
 
 /// The number formats a card's matrix units are rated in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -247,6 +249,16 @@ pub fn gpu(key: &str) -> Option<Gpu> {
         .copied()
 }
 
+/// Whether `gpu` can run `cfg`'s fp8 recipe: any card with
+/// fp8 tensor cores, and for MXFP8 a Blackwell one (the table's B200).
+pub fn fp8_runs_on(cfg: &DetailedConfig, gpu: &Gpu) -> bool {
+    match cfg.fp8 {
+        Fp8::None => true,
+        Fp8::TeMxfp8 => gpu.key == "b200",
+        _ => gpu.peak_tflops(Dtype::Fp8).is_some(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -295,7 +307,7 @@ mod tests {
     /// docs/hardware.md shows every card as this table has it.
     #[test]
     fn the_docs_table_is_this_one() {
-        let doc = include_str!("../../docs/hardware.md");
+        let doc = include_str!("../../../docs/hardware.md");
         let v = |x: Option<f64>| x.map_or("—".to_string(), |x| x.to_string());
         for g in GPUS {
             let row = format!(

@@ -10,31 +10,32 @@
 //!   Python, fp32 softmax and loss), read off `transformers` 5.x and checked
 //!   byte for byte against `tests/fixtures/hf_measured.tsv`.
 
-use super::{
-    AttentionKernel, DetailedConfig, Device, ExpertsImpl, Family, Moe, Precision, Profile,
-    Recompute, Router,
+use super::bytes::act_bytes;
+use crate::detailed::config::{
+    AttentionKernel, DetailedConfig, Device, ExpertsImpl, Profile, Recompute,
 };
+use crate::detailed::model::{Family, Moe, Router};
 
 /// Activation bytes of one layer for one micro-batch, split the way tensor
 /// and sequence parallelism split them (Korthikanti §4.2).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub(super) struct LayerActivations {
+pub(crate) struct LayerActivations {
     /// Kept whole on every tensor-parallel rank unless sequence parallel:
     /// norm inputs and statistics, block inputs, block-output dropout masks.
-    pub(super) replicated: f64,
+    pub(crate) replicated: f64,
     /// Split across tensor-parallel ranks: Q, K, V, projections' inputs, MLP.
-    pub(super) sharded: f64,
+    pub(crate) sharded: f64,
     /// The a·s² terms (scores, their mask and dropout output), sharded;
     /// selective recomputation drops them.
-    pub(super) scores: f64,
+    pub(crate) scores: f64,
     /// Routed experts' tensors for the layer's n·k token–expert pairs
     /// (routing assumed balanced, so the expert parallelism does not change
     /// how many pairs a GPU computes): see [`expert_bytes_on_gpu`].
-    pub(super) experts: f64,
+    pub(crate) experts: f64,
     /// The part of `experts` that is the experts' FFN width (4·F per pair:
     /// SwiGLU's gate/up output, activation and product), which expert
     /// tensor parallelism splits; the rest is per pair at full width.
-    pub(super) experts_ffn: f64,
+    pub(crate) experts_ffn: f64,
 }
 
 impl LayerActivations {
@@ -81,7 +82,11 @@ fn moe_ffn_bytes(cfg: &DetailedConfig, n: f64, m: Moe) -> f64 {
 /// tensor parallelism e the pairs are gathered over the e ranks that split
 /// each expert, whose FFN width they divide. So the per-pair tensors at full
 /// width scale by e/t and the FFN-wide ones by 1/t, whatever e.
-pub(super) fn expert_bytes_on_gpu(par: &super::Parallelism, experts: f64, ffn: f64) -> f64 {
+pub(crate) fn expert_bytes_on_gpu(
+    par: &crate::detailed::config::Parallelism,
+    experts: f64,
+    ffn: f64,
+) -> f64 {
     let tokens = if par.sp { par.tp.max(1) as f64 } else { 1.0 };
     ((experts - ffn) * par.etp.max(1) as f64 + ffn) / tokens
 }
@@ -248,7 +253,7 @@ fn peft_llama(cfg: &DetailedConfig) -> bool {
 ///   input norm keeps nothing, nor attention unless q, k or v is adapted,
 ///   nor the next norm and the MLP unless an adapter came before them.
 fn peft_layer(cfg: &DetailedConfig, n: f64, first: bool) -> LayerActivations {
-    use super::LoraTargets as T;
+    use crate::detailed::model::LoraTargets as T;
     let a = &cfg.arch;
     let p = act_bytes(cfg);
     let (h, f) = (a.hidden as f64, a.ffn as f64);
@@ -346,7 +351,7 @@ fn peft_layer(cfg: &DetailedConfig, n: f64, first: bool) -> LayerActivations {
 /// One layer's activations for `b` sequences, averaged over the layers
 /// (dense layers and mixture-of-experts layers differ; under PEFT's LoRA
 /// the first layer does too).
-pub(super) fn layer_activations(cfg: &DetailedConfig, b: f64) -> LayerActivations {
+pub(crate) fn layer_activations(cfg: &DetailedConfig, b: f64) -> LayerActivations {
     let a = &cfg.arch;
     if peft_llama(cfg) {
         let n = cfg.seq as f64 * b;
@@ -366,20 +371,6 @@ pub(super) fn layer_activations(cfg: &DetailedConfig, b: f64) -> LayerActivation
         .plus(layer_activations_of(cfg, b, true).scaled(moe as f64 / l))
 }
 
-/// Bytes per activation value: 4 in fp32, 2 otherwise. A quantized base
-/// in the "hf" profile computes in fp32: PEFT's `prepare_model_for_kbit_training`
-/// casts the embedding, norms and output layer to fp32, so the residual
-/// stream and everything computed from it is fp32 (bitsandbytes returns
-/// its matmuls in the input's dtype); measured in `tests/fixtures/lora_measured.tsv`.
-pub(super) fn act_bytes(cfg: &DetailedConfig) -> f64 {
-    let kbit = cfg.profile == Profile::Hf && cfg.base_quant != super::BaseQuant::None;
-    if cfg.precision == Precision::Fp32 || kbit {
-        4.0
-    } else {
-        2.0
-    }
-}
-
 /// Bytes per value of a dropout mask in the "hf" profile: none without
 /// dropout, `bool` on CUDA, the input's dtype on the CPU.
 fn mask_bytes(cfg: &DetailedConfig) -> f64 {
@@ -392,12 +383,12 @@ fn mask_bytes(cfg: &DetailedConfig) -> f64 {
 
 /// One layer's activations for `b` sequences; `moe_layer`: a
 /// mixture-of-experts layer. A hybrid layer adds its Mamba-2 mixer's
-/// ([`super::ssm::saved`]).
+/// ([`super::mixer::saved`]).
 fn layer_activations_of(cfg: &DetailedConfig, b: f64, moe_layer: bool) -> LayerActivations {
     let block = block_activations_of(cfg, b, moe_layer);
     match cfg.arch.ssm {
         Some(m) => {
-            let (replicated, sharded) = super::ssm::saved(cfg, m, b);
+            let (replicated, sharded) = super::mixer::saved(cfg, m, b);
             LayerActivations {
                 replicated: block.replicated + replicated,
                 sharded: block.sharded + sharded,
@@ -652,21 +643,21 @@ fn block_activations_of(cfg: &DetailedConfig, b: f64, moe_layer: bool) -> LayerA
 
 /// Bytes outside the layers for `b` sequences.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(super) struct OuterActivations {
+pub(crate) struct OuterActivations {
     /// Before the first layer (first pipeline stage): embedding dropout
     /// mask, position ids.
-    pub(super) embedding: f64,
+    pub(crate) embedding: f64,
     /// After the last layer (last stage): final norm, output-layer input,
     /// loss bookkeeping.
-    pub(super) head: f64,
+    pub(crate) head: f64,
     /// Of `head`, the final norm's tensors: what a DTensor plan's sequence
     /// parallelism splits (the output layer's input it gathers whole).
-    pub(super) head_norm: f64,
+    pub(crate) head_norm: f64,
     /// The loss's fp32 log-probabilities, 4·s·b·V (Korthikanti §4.3).
-    pub(super) logits: f64,
+    pub(crate) logits: f64,
 }
 
-pub(super) fn outer_activations(cfg: &DetailedConfig, b: f64) -> OuterActivations {
+pub(crate) fn outer_activations(cfg: &DetailedConfig, b: f64) -> OuterActivations {
     let a = &cfg.arch;
     let s = cfg.seq as f64;
     let n = s * b;
@@ -721,7 +712,10 @@ pub(super) fn outer_activations(cfg: &DetailedConfig, b: f64) -> OuterActivation
                     // PEFT's LoRA: the final norm and the output layer are
                     // frozen; the norm keeps its fp32 input and reciprocal
                     // root, the output layer nothing.
-                    let grpo = matches!(cfg.objective, super::Objective::Grpo { .. });
+                    let grpo = matches!(
+                        cfg.objective,
+                        crate::detailed::config::Objective::Grpo { .. }
+                    );
                     if peft_llama(cfg) {
                         let norm = 4.0 * n * h + 4.0 * n;
                         let (head, logits) = if grpo {
@@ -767,25 +761,25 @@ pub(super) fn outer_activations(cfg: &DetailedConfig, b: f64) -> OuterActivation
 /// Saved activations on one GPU for one micro-batch, as recomputation and
 /// tensor and sequence parallelism leave them.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(super) struct Saved {
+pub(crate) struct Saved {
     /// One layer, LoRA's intermediates included.
-    pub(super) per_layer: f64,
+    pub(crate) per_layer: f64,
     /// One layer as the forward pass without recomputation keeps it: what
     /// recomputation materialises again during that layer's backward.
-    pub(super) per_layer_full: f64,
+    pub(crate) per_layer_full: f64,
     /// Before the first layer (first pipeline stage).
-    pub(super) embedding: f64,
+    pub(crate) embedding: f64,
     /// After the last layer (last stage), the logits excepted.
-    pub(super) head: f64,
+    pub(crate) head: f64,
     /// The loss's fp32 log-probabilities (last stage).
-    pub(super) logits: f64,
+    pub(crate) logits: f64,
 }
 
 /// Bytes of saved activations one GPU moves to the host with activation
 /// offload: every layer's (`save_on_cpu` packs each saved tensor into pinned
 /// host memory; DeepSpeed's `cpu_checkpointing` moves the checkpoints); the
 /// GPU keeps the layer in flight, copied back for its backward.
-pub(super) fn offloaded(cfg: &DetailedConfig) -> f64 {
+pub(crate) fn offloaded(cfg: &DetailedConfig) -> f64 {
     let s = saved(cfg);
     // The first pipeline stage holds the micro-batches in flight.
     let in_flight = cfg.parallel.first_stage_in_flight(cfg.accumulation_steps());
@@ -801,7 +795,7 @@ pub(super) fn offloaded(cfg: &DetailedConfig) -> f64 {
 ///
 /// Context parallelism: each GPU keeps its seq / cp tokens' tensors
 /// ([`DetailedConfig::context_local`]).
-pub(super) fn saved(cfg: &DetailedConfig) -> Saved {
+pub(crate) fn saved(cfg: &DetailedConfig) -> Saved {
     let local = cfg.context_local();
     let cfg = &local;
     let par = &cfg.parallel;

@@ -50,10 +50,10 @@
 //! shapes, 2 and 4 processes, the default buckets and smaller ones, first
 //! and later steps; `tests/deepspeed_vs_measured.rs`).
 
-use super::arch::Family;
-use super::states::{grad_bytes, weight_bytes};
-use super::timeline::{param_split, Moment};
-use super::{DetailedConfig, Framework};
+use super::events::Moment;
+use super::states::{grad_bytes, param_split, weight_bytes};
+use crate::detailed::config::{DetailedConfig, Framework};
+use crate::detailed::model::Family;
 
 /// `stage3_param_persistence_threshold` (`runtime/zero/config.py`).
 const PERSISTENCE_THRESHOLD: f64 = 1e5;
@@ -62,7 +62,7 @@ const MAX_REUSE_DISTANCE: f64 = 1e9;
 /// `stage3_max_live_parameters` (`runtime/zero/config.py`).
 const MAX_LIVE_PARAMETERS: f64 = 1e9;
 /// `sub_group_size` (`runtime/zero/config.py`).
-pub(super) const SUB_GROUP_SIZE: f64 = 1e9;
+pub(crate) const SUB_GROUP_SIZE: f64 = 1e9;
 
 /// One module as ZeRO-3's trace sees it: its weights (indices into the
 /// weights' sizes) and the values it counts towards reuse distances.
@@ -92,7 +92,7 @@ enum Status {
 /// What ZeRO-3 holds gathered on one GPU, in bytes, at each moment of one
 /// step: the largest at any module of that moment.
 #[derive(Clone, Debug, PartialEq)]
-pub(super) struct Zero3 {
+pub(crate) struct Zero3 {
     first_step: bool,
     /// All persistent weights.
     persistent: f64,
@@ -102,7 +102,7 @@ pub(super) struct Zero3 {
     last_bucket: f64,
     /// A layer's largest weight gradient: what backward holds of a layer's
     /// gradients at once.
-    pub(super) largest_grad: f64,
+    pub(crate) largest_grad: f64,
     /// Gathered weights, in-flight all-gather buffers and bucket
     /// reductions at each moment (the largest over its modules).
     at: Vec<(Moment, f64)>,
@@ -111,7 +111,7 @@ pub(super) struct Zero3 {
 impl Zero3 {
     /// ZeRO-3's bookkeeping for `cfg`, `None` unless it runs DeepSpeed at
     /// stage 3.
-    pub(super) fn new(cfg: &DetailedConfig, first_step: bool) -> Option<Self> {
+    pub(crate) fn new(cfg: &DetailedConfig, first_step: bool) -> Option<Self> {
         let Framework::DeepSpeed {
             reduce_bucket_size,
             prefetch_bucket_size,
@@ -303,7 +303,7 @@ impl Zero3 {
 
     /// Gathered weights and ZeRO-3's own buffers at `moment`, beyond the
     /// partitions: part of the transient bytes.
-    pub(super) fn gathered(&self, moment: Moment) -> f64 {
+    pub(crate) fn gathered(&self, moment: Moment) -> f64 {
         match moment {
             Moment::Start | Moment::End if self.first_step => 0.0,
             Moment::Start | Moment::End => self.persistent,

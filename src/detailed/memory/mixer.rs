@@ -1,81 +1,9 @@
-//! State-space layers: Mamba-2's mixer as hybrid models run it beside
-//! their attention (Falcon-H1), its parameters, what its forward pass keeps
-//! for backward in each profile, and its operations.
+//! What a hybrid's Mamba-2 mixer keeps for backward, in each profile (its
+//! shape is [`crate::detailed::model::mamba`]).
 
-use super::{DetailedConfig, Profile};
-
-/// Mamba-2's mixer (Dao & Gu 2024, "Transformers are SSMs", §7, Fig. 6:
-/// one input projection to z, x, B, C and Δ, a causal depthwise
-/// convolution over x, B and C, the SSD scan, a gated RMSNorm and an output
-/// projection), run beside the attention in every layer of Falcon-H1's
-/// parallel hybrid (Zuo et al. 2025, "Falcon-H1", §2.1; `FalconH1Mixer`
-/// and `FalconH1DecoderLayer`, whose outputs are summed).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Mamba2 {
-    /// SSM heads, H (`mamba_n_heads`).
-    pub heads: u64,
-    /// Width of each head, P (`mamba_d_head`); the inner width is H·P
-    /// (`mamba_d_ssm`).
-    pub head_dim: u64,
-    /// Groups sharing B and C, G (`mamba_n_groups`).
-    pub groups: u64,
-    /// State size per group, N (`mamba_d_state`).
-    pub state: u64,
-    /// Convolution kernel width, K (`mamba_d_conv`).
-    pub conv: u64,
-    /// Chunk length of the SSD scan, Q (`mamba_chunk_size`).
-    pub chunk: u64,
-    /// The gated RMSNorm before the output projection (`mamba_rms_norm`);
-    /// without it the scan's output is gated by SiLU(z) alone.
-    pub gated_norm: bool,
-    /// A bias on the convolution (`mamba_conv_bias`).
-    pub conv_bias: bool,
-    /// A bias on the input projection (`mamba_proj_bias`).
-    pub in_bias: bool,
-    /// A bias on the output projection (`projectors_bias`).
-    pub out_bias: bool,
-}
-
-impl Mamba2 {
-    /// Inner width, d = H·P.
-    pub fn inner(&self) -> u64 {
-        self.heads * self.head_dim
-    }
-
-    /// Channels the convolution runs over: x, B and C (d + 2·G·N).
-    pub fn conv_dim(&self) -> u64 {
-        self.inner() + 2 * self.groups * self.state
-    }
-
-    /// Output width of the input projection: z, x, B, C and one Δ per head
-    /// (2d + 2·G·N + H).
-    pub fn in_width(&self) -> u64 {
-        self.inner() + self.conv_dim() + self.heads
-    }
-
-    /// Parameters of one mixer: `in_proj`, `conv1d`, `dt_bias`, `A_log`,
-    /// `D`, the gated norm's weight, `out_proj`.
-    pub fn params(&self, hidden: u64) -> u64 {
-        let (d, c, w) = (self.inner(), self.conv_dim(), self.in_width());
-        hidden * w
-            + if self.in_bias { w } else { 0 }
-            + c * self.conv
-            + if self.conv_bias { c } else { 0 }
-            + 3 * self.heads
-            + if self.gated_norm { d } else { 0 }
-            + d * hidden
-            + if self.out_bias { hidden } else { 0 }
-    }
-
-    /// Parameter tensors of one mixer.
-    pub fn tensors(&self) -> u64 {
-        // in_proj, conv1d, dt_bias, A_log, D, out_proj; the optional ones.
-        6 + u64::from(self.in_bias)
-            + u64::from(self.conv_bias)
-            + u64::from(self.gated_norm)
-            + u64::from(self.out_bias)
-    }
-}
+use super::bytes::act_bytes;
+use crate::detailed::config::{DetailedConfig, Profile};
+use crate::detailed::model::Mamba2;
 
 /// What one mixer keeps for backward for `b` sequences of `s` tokens, in
 /// bytes: (`replicated`, `sharded`), split as tensor parallelism splits a
@@ -92,11 +20,11 @@ impl Mamba2 {
 ///   convolution as `F.conv1d`, the scan as `mamba2_chunk_scan`'s einsums in
 ///   fp32, chunk by chunk) keeps every operand autograd needs, term by term
 ///   below; measured in `tests/fixtures/hybrid_measured.tsv`.
-pub(super) fn saved(cfg: &DetailedConfig, m: Mamba2, b: f64) -> (f64, f64) {
+pub(crate) fn saved(cfg: &DetailedConfig, m: Mamba2, b: f64) -> (f64, f64) {
     let s = cfg.seq as f64;
     let n = s * b;
     let h = cfg.arch.hidden as f64;
-    let p = super::activations::act_bytes(cfg);
+    let p = act_bytes(cfg);
     let (heads, pd, g, st) = (
         m.heads as f64,
         m.head_dim as f64,
@@ -168,24 +96,11 @@ pub(super) fn saved(cfg: &DetailedConfig, m: Mamba2, b: f64) -> (f64, f64) {
     (input, conv + dt + x + scan + small + gate)
 }
 
-/// Forward operations per token of one mixer over a sequence of `seq`,
-/// beyond its two projections (which [`super::flops`] counts as weights):
-/// the depthwise convolution (2·K per channel) and the SSD scan's matrix
-/// products chunk by chunk (Dao & Gu 2024, §6): C·Bᵀ within a chunk
-/// (2·Q·G·N), its product with x (2·Q·d), the chunk states Bᵀ·x and their
-/// output C·h (2·N·d each). Megatron-LM's `mamba_layer_flops` estimates the
-/// scan as 7·d·N instead (5.5 M per token for Falcon-H1-7B against these
-/// 4.9 M, beside its projections' 60 M).
-pub fn scan_flops(m: Mamba2, seq: u64) -> f64 {
-    let q = m.chunk.min(seq.max(1)) as f64;
-    let (d, g, n) = (m.inner() as f64, m.groups as f64, m.state as f64);
-    2.0 * m.conv as f64 * m.conv_dim() as f64 + 2.0 * q * g * n + 2.0 * q * d + 4.0 * n * d
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::detailed::{flops::step_flops, import_config, preset, Precision};
+    use crate::detailed::time::flops::{scan_flops, step_flops};
+    use crate::detailed::{import_config, preset, Precision};
 
     /// `mamba_ssm`'s combined kernel keeps `zxbcdt`, `out_x` and `rstd`
     /// (`ssd_combined.py`, `MambaSplitConv1dScanCombinedFn.forward`'s

@@ -45,7 +45,7 @@
 //!   host memory's rate.
 //!
 //! ```
-//! use membudget::detailed::{hardware::gpu, preset, steptime, DetailedConfig};
+//! use membudget::detailed::{preset, time::hardware::gpu, time::steptime, DetailedConfig};
 //!
 //! let cfg = DetailedConfig::new(preset("llama-3.1-8b").unwrap().arch, 4096, 8);
 //! let t = steptime::step_time(&cfg, &steptime::Cluster::new(gpu("h100-sxm").unwrap(), 8),
@@ -55,10 +55,10 @@
 
 use super::flops::step_flops;
 use super::hardware::{Dtype, Gpu};
-use super::{
-    AttentionKernel, DetailedConfig, Family, Objective, Optimizer, Precision, Profile, Recompute,
-    Reference,
+use crate::detailed::config::{
+    AttentionKernel, DetailedConfig, Objective, Optimizer, Precision, Profile, Recompute, Reference,
 };
+use crate::detailed::model::Family;
 
 /// The sustained fractions of the data sheet's rates: one set for every
 /// model, card and layout (none is fitted to a row of the validation).
@@ -357,14 +357,14 @@ struct Rates {
 /// micro-batch's forward seconds: `micro_forward`).
 fn generation_time(cfg: &DetailedConfig, r: &Rates, micro_forward: f64) -> f64 {
     let a = &cfg.arch;
-    let g = super::grpo::generation(cfg);
+    let g = crate::detailed::memory::grpo::generation(cfg);
     let b = g.sequences as f64;
     let c = cfg.rollout.completion_tokens(cfg.seq) as f64;
     let prompt = cfg.seq as f64 - c;
     let active = a.active_params() as f64;
-    let weights = a.params() as f64 * super::states::weight_bytes(cfg);
+    let weights = a.params() as f64 * crate::detailed::memory::states::weight_bytes(cfg);
     let prefill = 2.0 * active * b * prompt / r.flops;
-    let avg_cache = super::grpo::kv_cache(cfg, b, prompt + c / 2.0);
+    let avg_cache = crate::detailed::memory::grpo::kv_cache(cfg, b, prompt + c / 2.0);
     let token = ((weights + avg_cache) / r.bytes).max(2.0 * active * b / r.flops);
     let reference = if cfg.objective == (Objective::Grpo { kl: true }) {
         micro_forward * cfg.accumulation_steps() as f64
@@ -407,7 +407,9 @@ fn layer_forward(cfg: &DetailedConfig, moe: bool, m: f64, r: &Rates) -> (f64, f6
             // `transformers` runs Llama 4's every expert on every token
             // (`Llama4TextMoe`: `hidden_states.repeat(E, 1)`, one bmm):
             // under the "hf" profile E pairs per token, not k.
-            let pairs = if cfg.profile == Profile::Hf && e.router == super::Router::Llama4 {
+            let pairs = if cfg.profile == Profile::Hf
+                && e.router == crate::detailed::model::Router::Llama4
+            {
                 e.experts
             } else {
                 e.top_k
@@ -476,7 +478,7 @@ fn layer_forward(cfg: &DetailedConfig, moe: bool, m: f64, r: &Rates) -> (f64, f6
     // attention output that is merged into an fp32 accumulator (read and
     // written, 8 bytes a value: Transformer Engine's
     // `AttnFuncWithCPAndKVP2P`, `flash_attn_fwd_out_correction`).
-    if p.cp > 1 && p.cp_comm == super::CpComm::P2p {
+    if p.cp > 1 && p.cp_comm == crate::detailed::config::CpComm::P2p {
         per_token += p.cp as f64 * 8.0 * o / t;
     }
     // Float8: each converted linear casts its input and its weight (read
@@ -486,8 +488,8 @@ fn layer_forward(cfg: &DetailedConfig, moe: bool, m: f64, r: &Rates) -> (f64, f6
     // gradient and again of the input and weight follow the forward's
     // factor of two.
     let mut cast = 0.0;
-    if super::fp8::enabled(cfg) {
-        let p16 = super::activations::act_bytes(cfg) + 1.0;
+    if crate::detailed::memory::fp8::enabled(cfg) {
+        let p16 = crate::detailed::memory::bytes::act_bytes(cfg) + 1.0;
         let widths = match a.moe.filter(|_| moe) {
             Some(e) if e.shared_ffn > 0 => 5.0 * h + o + e.shared_ffn as f64,
             Some(_) => 3.0 * h + o,
@@ -502,7 +504,7 @@ fn layer_forward(cfg: &DetailedConfig, moe: bool, m: f64, r: &Rates) -> (f64, f6
     }
     // A hybrid layer's Mamba-2 mixer (Falcon-H1), its heads split by t:
     // the two projections as linear layers; the convolution and the SSD
-    // scan's chunked products ([`super::ssm::scan_flops`]) at the fused
+    // scan's chunked products ([`super::flops::scan_flops`]) at the fused
     // kernels' rate, or as PyTorch's einsums in fp32 under "hf"; and
     // memory traffic: `mamba_ssm`'s combined kernel reads the projection's
     // output and writes the scan's and the gated output, while the eager
@@ -510,11 +512,11 @@ fn layer_forward(cfg: &DetailedConfig, moe: bool, m: f64, r: &Rates) -> (f64, f6
     if let Some(mx) = a.ssm {
         let (d, w) = (mx.inner() as f64, mx.in_width() as f64);
         mm += gemm(m, h, w / t, r.linear, r.bytes) + gemm(m, d / t, h, r.linear, r.bytes);
-        let scan = super::ssm::scan_flops(mx, cfg.seq) / t * m;
-        let p16 = super::activations::act_bytes(cfg);
+        let scan = super::flops::scan_flops(mx, cfg.seq) / t * m;
+        let p16 = crate::detailed::memory::bytes::act_bytes(cfg);
         if eager {
             attn += scan / r.flops;
-            let (_, kept) = super::ssm::saved(cfg, mx, 1.0);
+            let (_, kept) = crate::detailed::memory::mixer::saved(cfg, mx, 1.0);
             per_token += 2.0 * kept / s / t;
         } else {
             attn += scan / r.attention;
@@ -559,7 +561,9 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
     // (Bekman's MAMF tables measure bf16; fp8 is assumed alike). A card
     // without fp8 keeps its rate (torchao refuses it; the command line and
     // the page say so).
-    let linear_peak = if super::fp8::enabled(cfg) && super::fp8::runs_on(cfg, gpu) {
+    let linear_peak = if crate::detailed::memory::fp8::enabled(cfg)
+        && crate::detailed::time::hardware::fp8_runs_on(cfg, gpu)
+    {
         gpu.peak_tflops(Dtype::Fp8).map_or(peak, |t| t * 1e12)
     } else {
         peak
@@ -636,7 +640,7 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
         // bias-free projections, every memory-bound kernel, and the
         // attention only when eager (flash's output is cached).
         Recompute::SelectiveOp => {
-            let projections: f64 = super::sac::bias_free_projections(a)
+            let projections: f64 = crate::detailed::memory::sac::bias_free_projections(a)
                 .iter()
                 .skip(1)
                 .step_by(2)
@@ -706,7 +710,7 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
     // queries, keys, values and the output each cross once forward and
     // their gradients once backward, (cp − 1)/cp of this GPU's share of
     // each, exposed.
-    if cp > 1 && p.cp_comm == super::CpComm::A2a {
+    if cp > 1 && p.cp_comm == crate::detailed::config::CpComm::A2a {
         let local = (cfg.sequences() * cfg.seq) as f64 / cp as f64;
         let bytes = local * 2.0 * (2.0 * a.q_dim() as f64 + 2.0 * a.kv_dim() as f64) / t as f64
             * (cp - 1) as f64
@@ -758,14 +762,17 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
     if p.zero >= 3 && shard > 1 {
         let frac = (shard - 1) as f64 / shard as f64;
         let gathers = match cfg.framework {
-            super::Framework::Fsdp2 {
+            crate::detailed::config::Framework::Fsdp2 {
                 reshard_after_forward: false,
             } => 1.0,
             _ => 2.0,
         };
         // FSDP2 under mixed precision reduce-scatters in fp32
         // (`MixedPrecisionPolicy(reduce_dtype=fp32)`, `states::fsdp2_policy`).
-        let fsdp2 = matches!(cfg.framework, super::Framework::Fsdp2 { .. });
+        let fsdp2 = matches!(
+            cfg.framework,
+            crate::detailed::config::Framework::Fsdp2 { .. }
+        );
         let reduce_bytes = if fsdp2 && cfg.precision == Precision::Mixed && !lora {
             2.0 * trainable_bytes
         } else {
@@ -804,7 +811,7 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
     step.bubble = match p.schedule {
         // (p − 1)(T_F + T_B − T_W): W, the weights' gradients (one of the
         // backward's two products per weight), fills the bubble.
-        super::parallel::Schedule::ZbH1 if !lora => {
+        crate::detailed::config::parallel::Schedule::ZbH1 if !lora => {
             let weights = fwd_mm + logits_mm;
             (pp - 1) as f64 * (stage - 2.0 * weights).max(0.0)
         }
@@ -830,7 +837,7 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
     }
     // The optimizer update: read and write the state and master weights,
     // read the gradients, write the weights, on whatever stays on the GPU.
-    let breakdown = super::estimate(cfg).ok();
+    let breakdown = crate::detailed::memory::estimate(cfg).ok();
     if let Some(b) = breakdown {
         let bytes = 2.0 * (b.master_weights + b.optimizer_state) + b.grads + b.params;
         step.optimizer = bytes / r.bytes;
@@ -880,8 +887,8 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::detailed::hardware::gpu;
     use crate::detailed::preset;
+    use crate::detailed::time::hardware::gpu;
 
     fn at(cfg: &DetailedConfig) -> StepTime {
         step_time(
@@ -921,7 +928,7 @@ mod tests {
         let op = at(&c);
         assert!(none.step_s < op.step_s && op.step_s < full.step_s);
         let mm = (op.parts.matmul - none.parts.matmul) / (full.parts.matmul - none.parts.matmul);
-        let weights = super::super::sac::recomputed_weights(&c.arch)
+        let weights = crate::detailed::memory::sac::recomputed_weights(&c.arch)
             / super::super::flops::layer_matmul_weights(&c.arch, false);
         assert!((weights - 79.69 / 218.1).abs() < 1e-3, "{weights}");
         assert!((mm / weights - 1.0).abs() < 0.02, "{mm} {weights}");
@@ -964,7 +971,7 @@ mod tests {
         assert!(ratio > 0.3 && ratio < 0.5, "{ratio}");
         assert!(zb.step_s < one.step_s);
         let peak = |c: &DetailedConfig| {
-            crate::detailed::timeline(c, &Default::default())
+            crate::detailed::memory::timeline(c, &Default::default())
                 .unwrap()
                 .peak_bytes()
         };
@@ -1067,7 +1074,7 @@ mod tests {
         c.parallel.zero = 3;
         c.precision = Precision::Mixed;
         let flat = at(&c);
-        c.framework = super::super::Framework::Fsdp2 {
+        c.framework = crate::detailed::Framework::Fsdp2 {
             reshard_after_forward: true,
         };
         let fsdp2 = at(&c);
@@ -1077,7 +1084,7 @@ mod tests {
         let extra = fsdp2.parts.memory_bound - flat.parts.memory_bound;
         assert!((extra / (bytes / rate) - 1.0).abs() < 1e-9, "{extra}");
         // Kept from forward to backward: one gather, one copy-out.
-        c.framework = super::super::Framework::Fsdp2 {
+        c.framework = crate::detailed::Framework::Fsdp2 {
             reshard_after_forward: false,
         };
         let kept = at(&c).parts.memory_bound - flat.parts.memory_bound;

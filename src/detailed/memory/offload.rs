@@ -20,8 +20,9 @@
 //! max(4·total_gpus, 16)`), this model divides the partitions among the
 //! nodes, as ZeRO does.
 
+use super::activations;
 use super::states::{self, trained_params};
-use super::{activations, DetailedConfig, Objective, Reference};
+use crate::detailed::config::{DetailedConfig, Objective, Reference};
 
 /// DeepSpeed's ZeRO-2 estimate, bytes: (per CPU, per GPU).
 pub fn deepspeed_zero2(
@@ -119,7 +120,7 @@ impl HostRam {
 /// Host bytes of the model states one GPU offloads (before the buffer
 /// factor): fp32 master, optimizer state and fp32 gradient partition with
 /// the optimizer; the 16-bit weights with the parameters.
-pub(super) fn host_states_per_gpu(cfg: &DetailedConfig) -> f64 {
+pub(crate) fn host_states_per_gpu(cfg: &DetailedConfig) -> f64 {
     let o = &cfg.offload;
     if !o.optimizer {
         return 0.0;

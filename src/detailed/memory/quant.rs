@@ -29,7 +29,8 @@
 //! `transformers` models on the CPU (`tests/fixtures/qlora_measured.tsv`,
 //! `tests/qlora_vs_measured.rs`).
 
-use super::{Architecture, BaseQuant, Family};
+use crate::detailed::config::BaseQuant;
+use crate::detailed::model::{Architecture, Family};
 
 /// The projections of one layer, as (in, out) pairs.
 pub fn layer_projections(a: &Architecture) -> Vec<(u64, u64)> {

@@ -7,9 +7,10 @@
 //! in the saved activations (`ctx.save_for_backward(input_hp,
 //! weight_hp_t)`: the high-precision input), only the transients around
 //! each matmul. What it changes in time: the layers' matmuls run at the
-//! card's fp8 rate ([`super::steptime`]).
+//! card's fp8 rate ([`crate::detailed::time::steptime`]).
 
-use super::{DetailedConfig, Fp8};
+use super::bytes::act_bytes;
+use crate::detailed::config::{DetailedConfig, Fp8};
 
 /// Whether `cfg` trains its layers' matmuls in float8.
 pub fn enabled(cfg: &DetailedConfig) -> bool {
@@ -24,21 +25,11 @@ pub fn enabled(cfg: &DetailedConfig) -> bool {
 /// TransformerEngine at d0067d0): one byte per value (and a per-tensor
 /// scale) where the model keeps two; under MXFP8 a one-byte E8M0 scale is
 /// shared by each block of 32 values. `None` outside Transformer Engine.
-pub(super) fn te_bytes_per_value(cfg: &DetailedConfig) -> Option<f64> {
+pub(crate) fn te_bytes_per_value(cfg: &DetailedConfig) -> Option<f64> {
     match cfg.fp8 {
         Fp8::Te => Some(1.0),
         Fp8::TeMxfp8 => Some(1.0 + 1.0 / 32.0),
         _ => None,
-    }
-}
-
-/// Whether `gpu` can run `cfg`'s fp8 recipe: any card with
-/// fp8 tensor cores, and for MXFP8 a Blackwell one (the table's B200).
-pub fn runs_on(cfg: &DetailedConfig, gpu: &super::hardware::Gpu) -> bool {
-    match cfg.fp8 {
-        Fp8::None => true,
-        Fp8::TeMxfp8 => gpu.key == "b200",
-        _ => gpu.peak_tflops(super::hardware::Dtype::Fp8).is_some(),
     }
 }
 
@@ -50,7 +41,7 @@ pub fn runs_on(cfg: &DetailedConfig, gpu: &super::hardware::Gpu) -> bool {
 /// column-wise (the transpose) for backward: two bytes per weight of the
 /// layers' linear layers (not the embedding or the output layer), on the
 /// GPU's tensor- and pipeline-parallel share.
-pub(super) fn te_weight_workspace(cfg: &DetailedConfig) -> f64 {
+pub(crate) fn te_weight_workspace(cfg: &DetailedConfig) -> f64 {
     let Some(bytes) = te_bytes_per_value(cfg) else {
         return 0.0;
     };
@@ -93,15 +84,15 @@ fn largest_weight(cfg: &DetailedConfig) -> f64 {
 /// fp8 result only.
 fn cast_bytes(cfg: &DetailedConfig) -> f64 {
     match cfg.device {
-        super::Device::Cpu => 9.0,
-        super::Device::Cuda => 1.0,
+        crate::detailed::config::Device::Cpu => 9.0,
+        crate::detailed::config::Device::Cuda => 1.0,
     }
 }
 
 /// The forward's extra bytes in a layer, at the widest matmul: the cast of
 /// its n × width input (the fp8 copy, and on the CPU its temporaries), then
 /// the fp8 weight beside the fp8 input. `tokens`: n on this GPU.
-pub(super) fn forward_extra(cfg: &DetailedConfig, tokens: f64) -> f64 {
+pub(crate) fn forward_extra(cfg: &DetailedConfig, tokens: f64) -> f64 {
     if !enabled(cfg) {
         return 0.0;
     }
@@ -110,15 +101,15 @@ pub(super) fn forward_extra(cfg: &DetailedConfig, tokens: f64) -> f64 {
     let weight = largest_weight(cfg) / tp;
     // Under full recomputation nothing of the layer is saved, so the input
     // being cast (the SwiGLU product) is a transient of its own.
-    let unsaved = if cfg.recompute == super::Recompute::Full {
-        input * super::activations::act_bytes(cfg)
+    let unsaved = if cfg.recompute == crate::detailed::config::Recompute::Full {
+        input * act_bytes(cfg)
     } else {
         0.0
     };
     // On the CPU one more byte per element of the input is alive under its
     // cast, beyond what the cast's code holds (located with the profiler's
     // memory events, in every measured layer, not identified).
-    let unlocated = if cfg.device == super::Device::Cpu {
+    let unlocated = if cfg.device == crate::detailed::config::Device::Cpu {
         input
     } else {
         0.0
@@ -135,21 +126,21 @@ pub(super) fn forward_extra(cfg: &DetailedConfig, tokens: f64) -> f64 {
 /// projection's input gradient, consumed by the SiLU product's backward:
 /// one of the three is taken off (located with the profiler's memory
 /// events).
-pub(super) fn backward_extra(cfg: &DetailedConfig, tokens: f64) -> f64 {
+pub(crate) fn backward_extra(cfg: &DetailedConfig, tokens: f64) -> f64 {
     if !enabled(cfg) {
         return 0.0;
     }
     let tp = cfg.parallel.tp as f64;
     let grad = tokens * widest(cfg) / tp;
-    let consumed = grad * super::activations::act_bytes(cfg);
+    let consumed = grad * act_bytes(cfg);
     (grad + cast_bytes(cfg) * grad + largest_weight(cfg) / tp - consumed).max(0.0)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::detailed::hardware::gpu;
-    use crate::detailed::steptime::{step_time, Cluster, Efficiency};
+    use crate::detailed::time::hardware::gpu;
+    use crate::detailed::time::steptime::{step_time, Cluster, Efficiency};
     use crate::detailed::{
         estimate, preset, timeline, AttentionKernel, Framework, Precision, Recompute, StepOptions,
     };
@@ -247,11 +238,23 @@ mod tests {
             2.0 * (1.0 + 1.0 / 32.0) * (layers.dense + layers.experts) as f64
         );
         // It runs on Blackwell only; the other recipes on any fp8 card.
-        assert!(runs_on(&cfg, &gpu("b200").unwrap()));
-        assert!(!runs_on(&cfg, &gpu("h100-sxm").unwrap()));
+        assert!(crate::detailed::time::hardware::fp8_runs_on(
+            &cfg,
+            &gpu("b200").unwrap()
+        ));
+        assert!(!crate::detailed::time::hardware::fp8_runs_on(
+            &cfg,
+            &gpu("h100-sxm").unwrap()
+        ));
         cfg.fp8 = Fp8::Te;
-        assert!(runs_on(&cfg, &gpu("h100-sxm").unwrap()));
-        assert!(!runs_on(&cfg, &gpu("a100-80gb").unwrap()));
+        assert!(crate::detailed::time::hardware::fp8_runs_on(
+            &cfg,
+            &gpu("h100-sxm").unwrap()
+        ));
+        assert!(!crate::detailed::time::hardware::fp8_runs_on(
+            &cfg,
+            &gpu("a100-80gb").unwrap()
+        ));
         // Stock transformers has no Transformer Engine layers.
         cfg.profile = crate::detailed::Profile::Hf;
         assert!(estimate(&cfg).is_err());

@@ -24,7 +24,8 @@
 //! `tests/sac_vs_measured.rs`): the cache exactly, the step's peak within
 //! ±5 %.
 
-use super::{Architecture, AttentionKernel, DetailedConfig, Family};
+use crate::detailed::config::{AttentionKernel, DetailedConfig};
+use crate::detailed::model::{Architecture, Family};
 
 /// One bias-free projection of a layer, in forward order.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -101,7 +102,7 @@ pub fn unsupported(cfg: &DetailedConfig) -> Option<&'static str> {
         Some("per-operator checkpointing is modelled for dense layers (no experts, latent attention or Mamba-2 mixer)")
     } else if cfg.lora_rank.is_some() {
         Some("per-operator checkpointing with LoRA is not modelled (the adapters' matrix multiplies join the count): choose full or none")
-    } else if cfg.fp8 != super::Fp8::None {
+    } else if cfg.fp8 != crate::detailed::config::Fp8::None {
         Some("per-operator checkpointing with float8 matmuls is not modelled: choose full or none")
     } else if p.tp > 1 || p.cp > 1 {
         Some("per-operator checkpointing under tensor or context parallelism is not modelled: set tp and cp to 1, or choose full")

@@ -139,7 +139,7 @@ pub struct Architecture {
     /// Mixture of experts in the MLP.
     pub moe: Option<Moe>,
     /// A Mamba-2 mixer beside the attention in every layer (Falcon-H1).
-    pub ssm: Option<super::ssm::Mamba2>,
+    pub ssm: Option<super::mamba::Mamba2>,
 }
 
 /// Where one layer's parameters sit, since parallelism splits them apart.
@@ -508,7 +508,7 @@ impl Architecture {
     }
 
     /// Input and output widths of one adaptable projection.
-    pub(super) fn projection(&self, target: u8) -> (u64, u64) {
+    pub(crate) fn projection(&self, target: u8) -> (u64, u64) {
         let (h, f) = (self.hidden, self.ffn);
         match target {
             LoraTargets::Q => (h, self.q_dim()),

@@ -27,7 +27,7 @@
 //!   96·B·s·l·h²·(1 + s/6h + V/16lh) for GPT models, exactly.
 //!
 //! ```
-//! use membudget::detailed::{flops::step_flops, preset, DetailedConfig};
+//! use membudget::detailed::{time::flops::step_flops, preset, DetailedConfig};
 //!
 //! let cfg = DetailedConfig::new(preset("llama-3.1-8b").unwrap().arch, 8192, 1);
 //! let f = step_flops(&cfg);
@@ -38,7 +38,8 @@
 //! assert_eq!(f.hardware, f.model); // nothing recomputed
 //! ```
 
-use super::{Architecture, DetailedConfig, Family, Recompute};
+use crate::detailed::config::{DetailedConfig, Recompute};
+use crate::detailed::model::{Architecture, Family, Mamba2};
 
 /// Forward operations per token of one layer, split by what recomputation
 /// repeats.
@@ -49,7 +50,7 @@ pub struct LayerFlops {
     /// The attention's score and value products over a sequence.
     pub attention: f64,
     /// A hybrid layer's state-space scan and convolution
-    /// ([`super::ssm::scan_flops`]).
+    /// ([`scan_flops`]).
     pub scan: f64,
 }
 
@@ -108,7 +109,7 @@ pub fn layer_flops(arch: &Architecture, seq: u64, moe: bool) -> LayerFlops {
     LayerFlops {
         weights: 2.0 * layer_matmul_weights(arch, moe),
         attention,
-        scan: arch.ssm.map_or(0.0, |m| super::ssm::scan_flops(m, seq)),
+        scan: arch.ssm.map_or(0.0, |m| scan_flops(m, seq)),
     }
 }
 
@@ -153,10 +154,12 @@ pub fn step_flops(cfg: &DetailedConfig) -> StepFlops {
         // The even-numbered bias-free projections, and under eager
         // attention its products (dense layers only, `super::sac`).
         Recompute::SelectiveOp => {
-            cfg.arch.layers as f64 * 2.0 * super::sac::recomputed_weights(&cfg.arch)
+            cfg.arch.layers as f64
+                * 2.0
+                * crate::detailed::memory::sac::recomputed_weights(&cfg.arch)
                 + match cfg.attention {
-                    super::AttentionKernel::Eager => layers.attention,
-                    super::AttentionKernel::Flash => 0.0,
+                    crate::detailed::config::AttentionKernel::Eager => layers.attention,
+                    crate::detailed::config::AttentionKernel::Flash => 0.0,
                 }
         }
     };
@@ -165,6 +168,20 @@ pub fn step_flops(cfg: &DetailedConfig) -> StepFlops {
         hardware: (3.0 * forward + recompute) * tokens,
         tokens,
     }
+}
+
+/// Forward operations per token of one mixer over a sequence of `seq`,
+/// beyond its two projections (which [`step_flops`] counts as weights):
+/// the depthwise convolution (2·K per channel) and the SSD scan's matrix
+/// products chunk by chunk (Dao & Gu 2024, §6): C·Bᵀ within a chunk
+/// (2·Q·G·N), its product with x (2·Q·d), the chunk states Bᵀ·x and their
+/// output C·h (2·N·d each). Megatron-LM's `mamba_layer_flops` estimates the
+/// scan as 7·d·N instead (5.5 M per token for Falcon-H1-7B against these
+/// 4.9 M, beside its projections' 60 M).
+pub fn scan_flops(m: Mamba2, seq: u64) -> f64 {
+    let q = m.chunk.min(seq.max(1)) as f64;
+    let (d, g, n) = (m.inner() as f64, m.groups as f64, m.state as f64);
+    2.0 * m.conv as f64 * m.conv_dim() as f64 + 2.0 * q * g * n + 2.0 * q * d + 4.0 * n * d
 }
 
 #[cfg(test)]

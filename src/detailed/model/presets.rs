@@ -2,7 +2,7 @@
 //! counts checked against the published figures.
 
 use super::arch::{Architecture, Mla, Moe, Router};
-use super::ssm::Mamba2;
+use super::mamba::Mamba2;
 
 /// A model with its published configuration.
 #[derive(Clone, Copy, Debug)]

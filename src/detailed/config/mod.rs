@@ -1,0 +1,554 @@
+//! What is asked: the options of a detailed configuration, as the command
+//! line, the page's address and (next) the trainers' files set them. Plain
+//! data with their names and defaults; nothing here prices anything.
+//!
+//! - this file: [`DetailedConfig`] and its choices (precision, optimizer,
+//!   kernels, recomputation, objective, framework, offload, fp8);
+//! - [`parallel`]: the parallel layout and the divisors it implies;
+//! - [`step`]: which optimizer step, and AdamW's implementation;
+//! - [`rollout`]: GRPO's generation settings;
+//! - [`defaults`]: the defaults the page and the command line share.
+
+pub mod defaults;
+pub mod parallel;
+pub mod rollout;
+pub mod step;
+
+use std::fmt;
+
+pub use parallel::{CpComm, Parallelism, Schedule};
+pub use rollout::{Rollout, Vllm};
+pub use step::{AdamImpl, Step, StepOptions};
+
+use crate::detailed::model::{Architecture, Family, LoraTargets, Router};
+
+/// How weights, gradients and optimizer state are stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Precision {
+    /// Everything fp32.
+    Fp32,
+    /// bf16 weights, gradients and activations with an fp32 master copy and
+    /// fp32 optimizer state (Micikevicius et al. 2018; the lesson's).
+    Mixed,
+    /// Everything bf16, optimizer state in bf16 too (PyTorch's AdamW keeps
+    /// its moments in the parameters' dtype).
+    Bf16,
+}
+
+/// The optimizer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Optimizer {
+    /// Adam with decoupled weight decay (Loshchilov & Hutter 2019): two moments.
+    AdamW,
+    /// Plain SGD: no state.
+    Sgd,
+    /// SGD with momentum: one buffer.
+    SgdMomentum,
+    /// 8-bit Adam (Dettmers et al. 2022): two 1-byte moments plus one fp32
+    /// absmax per 2048-value block for each.
+    Adam8bit,
+    /// bitsandbytes' paged AdamW (`PagedAdamW`, Dettmers et al. 2023,
+    /// "QLoRA", §3 "Paged Optimizers"): AdamW's 32-bit state in CUDA unified
+    /// memory, which the driver pages out to host RAM under memory pressure.
+    PagedAdamW,
+    /// Paged 8-bit AdamW (`PagedAdamW8bit`): 8-bit Adam's state, paged.
+    PagedAdam8bit,
+    /// Lion (Chen et al. 2023, "Symbolic Discovery of Optimization
+    /// Algorithms", Algorithm 2): one moment per parameter, as
+    /// `lion-pytorch` and bitsandbytes keep it.
+    Lion,
+    /// Muon (Jordan et al. 2024; `torch.optim.Muon`) on the layers' weight
+    /// matrices, one momentum buffer each, and AdamW on the rest
+    /// (embeddings, output layer, norms and biases): the usual split, since
+    /// Muon orthogonalizes 2-D updates only.
+    Muon,
+    /// Adafactor (Shazeer & Stern 2018; `torch.optim.Adafactor`): the
+    /// second moment of each matrix factored into a row and a column
+    /// vector, of each vector kept whole; no first moment.
+    Adafactor,
+}
+
+impl Optimizer {
+    /// Whether the state lives in unified memory that can page to the host.
+    pub fn paged(self) -> bool {
+        matches!(self, Optimizer::PagedAdamW | Optimizer::PagedAdam8bit)
+    }
+}
+
+/// A frozen base stored quantized, as bitsandbytes does for QLoRA
+/// (Dettmers et al. 2023) and LLM.int8() (Dettmers et al. 2022).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BaseQuant {
+    /// The base in the training precision.
+    None,
+    /// 4-bit NormalFloat, blocks of 64, with or without double
+    /// quantization of the block constants (QLoRA §3).
+    Nf4 {
+        /// Quantize the fp32 absmax constants to 8 bits in blocks of 256.
+        double_quant: bool,
+    },
+    /// LLM.int8(): one int8 per weight and one fp32 scale per output row.
+    Int8,
+}
+
+/// What ZeRO-Offload / ZeRO-Infinity (or FSDP's CPU offload) keeps in host
+/// memory instead of on the GPU (Ren et al. 2021, "ZeRO-Offload";
+/// Rajbhandari et al. 2021, "ZeRO-Infinity").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Offload {
+    /// Optimizer state, fp32 master weights and fp32 gradients on the CPU,
+    /// updated there (DeepSpeed's `offload_optimizer`, CPU Adam).
+    pub optimizer: bool,
+    /// The 16-bit parameters on the CPU too, fetched layer by layer
+    /// (`offload_param`, ZeRO-3 only).
+    pub params: bool,
+    /// Saved activations on the CPU (`torch.autograd.graph.save_on_cpu`,
+    /// DeepSpeed's `cpu_checkpointing` under full recomputation).
+    pub activations: bool,
+    /// GPUs per node, for the host memory per node.
+    pub gpus_per_node: u64,
+}
+
+impl Default for Offload {
+    fn default() -> Self {
+        Self {
+            optimizer: false,
+            params: false,
+            activations: false,
+            gpus_per_node: 8,
+        }
+    }
+}
+
+/// What the step trains for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Objective {
+    /// Next-token prediction (supervised fine-tuning, pre-training).
+    Sft,
+    /// Direct preference optimisation (Rafailov et al. 2023) as TRL's
+    /// `DPOTrainer` runs it: chosen and rejected sequences in one forward.
+    Dpo {
+        /// Where the reference model's log-probabilities come from.
+        reference: Reference,
+    },
+    /// Group relative policy optimisation (Shao et al. 2024, "DeepSeekMath",
+    /// §4.1) as TRL's `GRPOTrainer` runs it: each step first generates the
+    /// completions it trains on (the rollout, [`Rollout`]), then
+    /// trains on prompt and completion with a fused LM head that keeps no
+    /// logits.
+    Grpo {
+        /// A KL penalty against a frozen reference (`beta` > 0): the
+        /// reference model on the GPUs (none with LoRA: the base with the
+        /// adapters disabled). TRL's default `beta = 0` loads none.
+        kl: bool,
+    },
+}
+
+impl Objective {
+    /// Whether a frozen reference model sits beside the policy on the GPUs
+    /// (with LoRA the base with adapters disabled serves instead).
+    pub fn reference_model(self) -> bool {
+        matches!(
+            self,
+            Objective::Dpo {
+                reference: Reference::Model
+            } | Objective::Grpo { kl: true }
+        )
+    }
+}
+
+/// DPO's reference model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reference {
+    /// A frozen copy of the model on the same GPUs, in the weights' 16-bit
+    /// precision (TRL's `ref_model`; none with LoRA: the base with the
+    /// adapters disabled is the reference).
+    Model,
+    /// Log-probabilities computed once before training
+    /// (`precompute_ref_log_probs=True`): no reference in memory.
+    Precomputed,
+}
+
+/// Float8 training of the layers' linear layers, as torchao's
+/// `convert_to_float8_training` runs it (torchtitan's float8 converter:
+/// every `nn.Linear` but the output layer): each matmul casts its input and
+/// weight to fp8 with a dynamic scale (`hp_tensor_to_float8_dynamic`) and
+/// runs `torch._scaled_mm`; backward casts the output's gradient too. See
+/// [`crate::detailed::memory::fp8`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fp8 {
+    /// No float8: the matmuls run in the precision's dtype.
+    None,
+    /// One scale per tensor (`Float8LinearConfig`'s default, "tensorwise").
+    Tensorwise,
+    /// One scale per row (the "rowwise" recipe: e4m3 throughout,
+    /// power-of-2 scales).
+    Rowwise,
+    /// NVIDIA Transformer Engine's fp8 linear layers as Megatron-Core runs
+    /// them (`--fp8-format hybrid`; `transformer_engine/pytorch/module/
+    /// linear.py`): the inputs saved in fp8, the weights' fp8 copies cached
+    /// across micro-batches. Modelled from the code, not measured (it needs
+    /// a GPU).
+    Te,
+    /// Transformer Engine's MXFP8 block scaling on Blackwell
+    /// (`MXFP8BlockScaling`): as [`Fp8::Te`], each value with a shared
+    /// E8M0 scale per 32 (`mxfp8_tensor.py`): 1/32 byte more per value.
+    /// Modelled, not measured.
+    TeMxfp8,
+}
+
+/// What the attention keeps for backward.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttentionKernel {
+    /// Materialised a·s² scores (softmax output, dropout mask and output).
+    Eager,
+    /// FlashAttention / PyTorch SDPA (Dao et al. 2022): only Q, K, V, the
+    /// output and the log-sum-exp.
+    Flash,
+}
+
+/// Activation recomputation (Korthikanti et al. 2022, §5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recompute {
+    /// Keep everything.
+    None,
+    /// Recompute the attention core: the a·s² terms are not kept.
+    Selective,
+    /// Recompute each layer from its input.
+    Full,
+    /// torchtitan's per-operator selective checkpointing: each layer keeps
+    /// its input, the attention kernel's output and every other bias-free
+    /// projection's output ([`crate::detailed::memory::sac`]).
+    SelectiveOp,
+}
+
+/// Whose kernels, and so which tensors autograd keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Profile {
+    /// Megatron-style fused kernels, as Korthikanti et al. count.
+    Fused,
+    /// Stock Hugging Face `transformers`.
+    Hf,
+}
+
+/// Who runs data parallelism, and so which buffers it keeps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Framework {
+    /// Megatron-LM / Megatron-Core: gradients in buffers allocated once
+    /// (with the "fused" profile), ZeRO as its distributed optimizer.
+    #[default]
+    Megatron,
+    /// PyTorch's `DistributedDataParallel`: the reducer's buckets, one flat
+    /// buffer per bucket, hold a copy of every gradient for the whole run
+    /// (`torch/csrc/distributed/c10d/reducer.cpp`, `initialize_buckets`);
+    /// with `gradient_as_bucket_view=True` the gradients are views into
+    /// them instead of a second copy (and so are never freed by
+    /// `zero_grad`). The bucket size changes how many buffers, not their
+    /// sum (measured, `tests/fixtures/ddp_measured.tsv`). No ZeRO.
+    Ddp {
+        /// `gradient_as_bucket_view=True`.
+        bucket_view: bool,
+    },
+    /// PyTorch's FSDP2 (`fully_shard` on each layer, then the model), ZeRO-3
+    /// over dp (`torch/distributed/fsdp/_fully_shard`): each all-gather
+    /// fills a flat output copied out into unsharded weights; the root
+    /// module (embedding, final norm, output layer) is gathered when forward
+    /// starts; each layer gathers its parameters for forward and again for
+    /// backward, or, with `reshard_after_forward=False`, keeps them from its
+    /// forward to its backward, and so does the root (the flag given to
+    /// every `fully_shard` call, the model's included). Under mixed
+    /// precision, a bf16 `MixedPrecisionPolicy` over fp32 shards
+    /// (`states::fsdp2_policy`).
+    Fsdp2 {
+        /// `reshard_after_forward=True` (the default).
+        reshard_after_forward: bool,
+    },
+    /// DeepSpeed's ZeRO stages 1 and 2 (`deepspeed/runtime/zero/
+    /// stage_1_and_2.py`): the optimizer keeps an fp32 copy of its partition
+    /// of the weights whatever the precision
+    /// (`single_partition_of_fp32_groups`), stage 1 reduces the gradients
+    /// into partitions bucket by bucket as stage 2 does, and the first
+    /// gradient of backward allocates the flat bucket they are copied into
+    /// (`ipg_buffer`, `reduce_bucket_size` values in the weights' dtype),
+    /// freed when the step ends. Stage 3 (`stage3.py`) as
+    /// [`crate::detailed::memory::zero3`] walks it. Measured, `tests/fixtures/deepspeed_measured.tsv`.
+    DeepSpeed {
+        /// `reduce_bucket_size`, in values (DeepSpeed's default 5e8).
+        reduce_bucket_size: u64,
+        /// `stage3_prefetch_bucket_size`, in values (DeepSpeed's default
+        /// 5e7): how far ahead stage 3 all-gathers once it has traced a step.
+        prefetch_bucket_size: u64,
+    },
+}
+
+impl Framework {
+    /// Every framework by its name, as the command line and the address
+    /// spell it.
+    pub const ALL: [(&'static str, Framework); 6] = [
+        ("megatron", Framework::Megatron),
+        ("ddp", Framework::Ddp { bucket_view: false }),
+        ("ddp-bucket-view", Framework::Ddp { bucket_view: true }),
+        (
+            "fsdp2",
+            Framework::Fsdp2 {
+                reshard_after_forward: true,
+            },
+        ),
+        (
+            "fsdp2-no-reshard",
+            Framework::Fsdp2 {
+                reshard_after_forward: false,
+            },
+        ),
+        ("deepspeed", Framework::DEEPSPEED),
+    ];
+
+    /// DeepSpeed with its default buckets, 5e8 values to reduce and 5e7 to
+    /// prefetch (`deepspeed/runtime/zero/config.py`, `reduce_bucket_size`,
+    /// `prefetch_bucket_size`).
+    pub const DEEPSPEED: Framework = Framework::DeepSpeed {
+        reduce_bucket_size: 500_000_000,
+        prefetch_bucket_size: 50_000_000,
+    };
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        if let Framework::DeepSpeed { .. } = self {
+            return "deepspeed";
+        }
+        Self::ALL
+            .iter()
+            .find(|(_, f)| *f == self)
+            .map_or("megatron", |(n, _)| n)
+    }
+}
+
+impl std::str::FromStr for Framework {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(s))
+            .map(|(_, f)| *f)
+            .ok_or_else(|| {
+                "framework must be megatron, ddp, ddp-bucket-view, fsdp2, fsdp2-no-reshard or deepspeed"
+                    .to_string()
+            })
+    }
+}
+
+/// Where it runs; it changes two details of the "hf" profile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Device {
+    /// Dropout masks are `bool` (1 byte); SDPA keeps no scores even with dropout.
+    Cuda,
+    /// Dropout masks in the input's dtype; SDPA with dropout falls back to
+    /// the math kernel, which keeps the scores.
+    Cpu,
+}
+
+/// How `transformers` runs the routed experts (`experts_implementation`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExpertsImpl {
+    /// One grouped matmul over tokens sorted by expert (`grouped_mm`, the
+    /// default in `transformers` 5.x, `integrations/moe.py`).
+    Grouped,
+    /// A Python loop over the experts that received tokens (the modules'
+    /// own `forward`, `experts_implementation="eager"`).
+    Loop,
+}
+
+/// Implements `FromStr` (and `name()`) for a choice enum from its spellings.
+macro_rules! choices {
+    ($t:ty, $what:literal, $($name:literal => $v:expr),+ $(,)?) => {
+        impl std::str::FromStr for $t {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                match s.to_ascii_lowercase().as_str() {
+                    $($name => Ok($v),)+
+                    _ => Err(format!(concat!($what, " must be one of: {}"), [$($name),+].join(", "))),
+                }
+            }
+        }
+        impl $t {
+            /// Every name the command line and URL accept, in order.
+            pub const NAMES: &'static [&'static str] = &[$($name),+];
+            /// The name the command line and URL use.
+            pub fn name(self) -> &'static str {
+                $(if self == $v { return $name; })+
+                unreachable!()
+            }
+        }
+    };
+}
+
+choices!(Router, "router", "mixtral" => Router::Mixtral, "qwen" => Router::Qwen,
+    "qwen2" => Router::Qwen2, "gpt-oss" => Router::GptOss, "deepseek" => Router::DeepSeek,
+    "llama4" => Router::Llama4);
+choices!(ExpertsImpl, "experts implementation", "grouped" => ExpertsImpl::Grouped,
+    "loop" => ExpertsImpl::Loop);
+choices!(Family, "architecture", "gpt2" => Family::Gpt2, "llama" => Family::Llama);
+choices!(Precision, "precision", "mixed" => Precision::Mixed, "bf16" => Precision::Bf16, "fp32" => Precision::Fp32);
+choices!(Optimizer, "optimizer", "adamw" => Optimizer::AdamW, "sgd" => Optimizer::Sgd,
+    "sgd-momentum" => Optimizer::SgdMomentum, "adam8bit" => Optimizer::Adam8bit,
+    "paged-adamw" => Optimizer::PagedAdamW, "paged-adam8bit" => Optimizer::PagedAdam8bit,
+    "lion" => Optimizer::Lion, "muon" => Optimizer::Muon, "adafactor" => Optimizer::Adafactor);
+choices!(BaseQuant, "quantized base", "none" => BaseQuant::None,
+    "nf4" => BaseQuant::Nf4 { double_quant: true }, "nf4-nodq" => BaseQuant::Nf4 { double_quant: false },
+    "int8" => BaseQuant::Int8);
+choices!(Objective, "objective", "sft" => Objective::Sft,
+    "dpo" => Objective::Dpo { reference: Reference::Model },
+    "dpo-precomputed" => Objective::Dpo { reference: Reference::Precomputed },
+    "grpo" => Objective::Grpo { kl: false }, "grpo-kl" => Objective::Grpo { kl: true });
+choices!(Fp8, "fp8 recipe", "none" => Fp8::None, "tensorwise" => Fp8::Tensorwise,
+    "rowwise" => Fp8::Rowwise, "te" => Fp8::Te, "te-mxfp8" => Fp8::TeMxfp8);
+choices!(AttentionKernel, "attention", "eager" => AttentionKernel::Eager, "flash" => AttentionKernel::Flash);
+choices!(Recompute, "recompute", "none" => Recompute::None, "selective" => Recompute::Selective,
+    "selective-op" => Recompute::SelectiveOp, "full" => Recompute::Full);
+choices!(Profile, "implementation", "fused" => Profile::Fused, "hf" => Profile::Hf);
+choices!(Device, "device", "cuda" => Device::Cuda, "cpu" => Device::Cpu);
+choices!(AdamImpl, "AdamW implementation", "loop" => AdamImpl::ForLoop,
+    "foreach" => AdamImpl::Foreach, "fused" => AdamImpl::Fused);
+
+/// Everything the detailed model needs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DetailedConfig {
+    /// The model.
+    pub arch: Architecture,
+    /// Sequence length, s.
+    pub seq: u64,
+    /// Global batch, sequences per optimizer step.
+    pub batch: u64,
+    /// Sequences per GPU per forward pass; `None`: batch / dp.
+    pub micro_batch: Option<u64>,
+    /// Storage precision.
+    pub precision: Precision,
+    /// Float8 matmuls in the layers (torchao).
+    pub fp8: Fp8,
+    /// Keep gradients in fp32 under mixed or bf16 precision.
+    pub fp32_grads: bool,
+    /// The optimizer.
+    pub optimizer: Optimizer,
+    /// Attention kernel.
+    pub attention: AttentionKernel,
+    /// Dropout in the model (attention, residual, embedding).
+    pub dropout: bool,
+    /// Recomputation.
+    pub recompute: Recompute,
+    /// Kernel profile.
+    pub profile: Profile,
+    /// Device (details of the "hf" profile).
+    pub device: Device,
+    /// Parallelism.
+    pub parallel: Parallelism,
+    /// LoRA rank (base frozen), if any.
+    pub lora_rank: Option<u64>,
+    /// The projections LoRA adapts.
+    pub lora_targets: LoraTargets,
+    /// How the routed experts run (mixture of experts, "hf" profile).
+    pub experts_impl: ExpertsImpl,
+    /// A quantized frozen base (QLoRA): needs LoRA.
+    pub base_quant: BaseQuant,
+    /// What lives in host memory instead.
+    pub offload: Offload,
+    /// Supervised, DPO or GRPO.
+    pub objective: Objective,
+    /// GRPO's generation: completion length and completions per prompt.
+    pub rollout: Rollout,
+    /// Who runs data parallelism.
+    pub framework: Framework,
+    /// Megatron's expert capacity factor with padding to capacity
+    /// (`--moe-expert-capacity-factor` with `--moe-pad-expert-input-to-capacity`),
+    /// "fused" profile: every expert holds c·n·k/E token slots. `None`:
+    /// dropless, as Megatron's default.
+    pub capacity_factor: Option<f64>,
+}
+
+impl DetailedConfig {
+    /// Mixed precision AdamW, eager attention with dropout, no
+    /// recomputation, fused kernels on CUDA, one GPU.
+    pub fn new(arch: Architecture, seq: u64, batch: u64) -> Self {
+        Self {
+            arch,
+            seq,
+            batch,
+            micro_batch: None,
+            precision: Precision::Mixed,
+            fp8: Fp8::None,
+            fp32_grads: false,
+            optimizer: Optimizer::AdamW,
+            attention: AttentionKernel::Eager,
+            dropout: true,
+            recompute: Recompute::None,
+            profile: Profile::Fused,
+            device: Device::Cuda,
+            parallel: Parallelism::default(),
+            lora_rank: None,
+            lora_targets: LoraTargets::default(),
+            experts_impl: ExpertsImpl::Grouped,
+            capacity_factor: None,
+            base_quant: BaseQuant::None,
+            offload: Offload::default(),
+            objective: Objective::Sft,
+            rollout: Rollout::default(),
+            framework: Framework::Megatron,
+        }
+    }
+
+    /// Forward and backward passes per optimizer step on one GPU (gradient
+    /// accumulation): batch / (micro-batch × dp), at least 1.
+    pub fn accumulation_steps(&self) -> u64 {
+        (self.batch / (self.micro() * self.parallel.dp.max(1))).max(1)
+    }
+
+    /// Sequences one optimizer step trains on: micro-batch × accumulation
+    /// steps × dp (the batch asked for, rounded down to what divides).
+    pub fn effective_batch(&self) -> u64 {
+        self.micro() * self.accumulation_steps() * self.parallel.dp.max(1)
+    }
+
+    /// GPUs the layout needs: dp × tp × pp × cp (experts share them: ep ×
+    /// etp divides dp × cp × tp).
+    pub fn gpus(&self) -> u64 {
+        let p = &self.parallel;
+        p.dp.max(1) * p.tp.max(1) * p.pp.max(1) * p.cp.max(1)
+    }
+
+    /// What one GPU's activations see: under context parallelism each GPU
+    /// holds seq / cp tokens of every sequence, and with flash attention
+    /// (which context parallelism needs) every saved tensor is per token.
+    pub fn context_local(&self) -> Self {
+        let mut c = *self;
+        c.seq = (self.seq / self.parallel.cp.max(1)).max(1);
+        c
+    }
+
+    /// Sequences in one forward pass on one GPU.
+    pub fn micro(&self) -> u64 {
+        self.micro_batch
+            .unwrap_or(self.batch / self.parallel.dp.max(1))
+            .max(1)
+    }
+
+    /// Sequences the model runs per micro-batch: DPO concatenates each
+    /// pair's chosen and rejected sequences into one forward (TRL,
+    /// `DPOTrainer.concatenated_forward`), so twice the micro-batch.
+    pub fn sequences(&self) -> u64 {
+        match self.objective {
+            Objective::Sft | Objective::Grpo { .. } => self.micro(),
+            Objective::Dpo { .. } => 2 * self.micro(),
+        }
+    }
+}
+
+/// What is wrong with a detailed configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DetailedError(pub String);
+
+impl fmt::Display for DetailedError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for DetailedError {}

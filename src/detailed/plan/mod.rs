@@ -1,0 +1,7 @@
+//! What to change: the levers that make a step fit a card, priced by its
+//! peak and in GPU-time ([`planner`]), and the search over every layout
+//! that fits, fastest first ([`search`]). The top room: it reads every
+//! other and nothing reads it but the command line and the page.
+
+pub mod planner;
+pub mod search;
