@@ -9,8 +9,8 @@ use crate::detailed::time::hardware;
 use crate::detailed::time::steptime::{step_time, Cluster, Efficiency, Parts};
 use crate::detailed::{
     self, preset, AdamImpl, Architecture, AttentionKernel, BaseQuant, CpComm, DetailedBreakdown,
-    DetailedConfig, Device, ExpertsImpl, Family, Fp8, Framework, LoraTargets, Objective, Optimizer,
-    Overhead, OverheadBytes, Precision, Profile, Recompute, Schedule, Step, StepOptions,
+    DetailedConfig, Device, ExpertsImpl, Family, Fp8, Framework, HostRam, LoraTargets, Objective,
+    Optimizer, Overhead, OverheadBytes, Precision, Profile, Recompute, Schedule, Step, StepOptions,
     StepTimeline,
 };
 use crate::report::{
@@ -484,6 +484,24 @@ impl TimeArgs {
             link: pick(self.eff_link, "eff-link", d.link)?,
         })
     }
+
+    /// `--price`, checked: the price of a GPU-hour [default: 2.00].
+    fn checked_price(&self) -> Result<f64, CliError> {
+        match self.price {
+            Some(p) if p.is_finite() && (0.0..=1e6).contains(&p) => Ok(p),
+            Some(p) => Err(format!("--price must be 0 to 1000000 (got {p})")),
+            None => Ok(DEFAULT_PRICE),
+        }
+    }
+
+    /// `--tokens`, checked: the tokens to train on, if given.
+    fn checked_tokens(&self) -> Result<Option<f64>, CliError> {
+        match self.tokens {
+            Some(n) if n.is_finite() && (1.0..=1e18).contains(&n) => Ok(Some(n)),
+            Some(n) => Err(format!("--tokens must be 1 to 1e18 (got {n})")),
+            None => Ok(None),
+        }
+    }
 }
 
 /// Every card's key, for `--gpu`.
@@ -750,33 +768,62 @@ impl Args {
     /// The detailed configuration these flags describe, and why its kernel
     /// profile (`"chosen"`, or the default's reason).
     pub fn detailed_config(&self) -> Result<(DetailedConfig, &'static str), CliError> {
+        self.refuse_lesson_flags()?;
+        // Sizes in the detailed model use the lesson's ranges and messages.
+        let layers = size(Field::Layers, self.lesson.layers.as_deref())?;
+        let hidden = size(Field::Hidden, self.lesson.hidden.as_deref())?;
+        let seq = size(Field::SeqLen, self.training.seq.as_deref())?.unwrap_or(defaults::SEQ);
+        let batch = self.read_batch()?;
+        let (arch, imported) = self.architecture(layers, hidden)?;
+        let mut cfg = DetailedConfig::new(arch, seq, batch);
+        self.read_precision(&mut cfg);
+        self.read_kernels(&mut cfg);
+        self.read_parallelism(&mut cfg)?;
+        self.read_offload(&mut cfg);
+        self.read_training(&mut cfg)?;
+        self.read_finetuning(&mut cfg)?;
+        let (profile, reason) = match self.kernels.implementation {
+            Some(chosen) => (chosen, "chosen"),
+            None => defaults::profile(&cfg, imported),
+        };
+        cfg.profile = profile;
+        if cfg.micro_batch.is_none() && !batch.is_multiple_of(cfg.parallel.dp) {
+            return Err(format!(
+                "--batch ({batch}) must be a multiple of --dp ({}), or give --micro-batch",
+                cfg.parallel.dp
+            ));
+        }
+        Ok((cfg, reason))
+    }
+
+    /// Refuses the lesson's own flags, `--params` and `--fp32`, which the
+    /// detailed model has no use for.
+    fn refuse_lesson_flags(&self) -> Result<(), CliError> {
         if self.lesson.params.is_some() {
             return Err("--params is the lesson model's; the detailed model counts parameters from the architecture".into());
         }
         if self.lesson.fp32 {
             return Err("use --precision fp32 with the detailed model".into());
         }
-        // Sizes in the detailed model use the lesson's ranges and messages.
-        let size = |field: Field, text: &Option<String>| -> Result<Option<u64>, CliError> {
-            text.as_deref()
-                .map(|t| field.parse(t).map(|v| v as u64).map_err(|e| e.to_string()))
-                .transpose()
-        };
-        let layers = size(Field::Layers, &self.lesson.layers)?;
-        let hidden = size(Field::Hidden, &self.lesson.hidden)?;
-        let seq = size(Field::SeqLen, &self.training.seq)?.unwrap_or(defaults::SEQ);
-        let batch = match self.training.batch.as_deref() {
+        Ok(())
+    }
+
+    /// `--batch`, the global batch in sequences, checked; without it one
+    /// micro-batch per data-parallel GPU.
+    fn read_batch(&self) -> Result<u64, CliError> {
+        let t = &self.training;
+        Ok(match t.batch.as_deref() {
             // One micro-batch per data-parallel GPU: no accumulation. GRPO's
             // micro-batch defaults to one prompt's completions (TRL's
             // defaults: 8 per device, 8 per prompt).
             None => {
-                let grpo = matches!(self.training.objective, Some(Objective::Grpo { .. }));
-                let micro = match self.training.generations {
+                let grpo = matches!(t.objective, Some(Objective::Grpo { .. }));
+                let micro = match t.generations {
                     _ if !grpo => defaults::MICRO_BATCH,
                     Some(g) => g,
                     None => detailed::config::Rollout::default().generations,
                 };
-                self.training.micro_batch.unwrap_or(micro) * self.parallel.dp.unwrap_or(1)
+                t.micro_batch.unwrap_or(micro) * self.parallel.dp.unwrap_or(1)
             }
             Some(t) => t
                 .trim()
@@ -789,29 +836,39 @@ impl Args {
                         1 << 20
                     )
                 })?,
-        };
-        let (arch, imported) = self.architecture(layers, hidden)?;
+        })
+    }
 
-        let (t, p, k, par, f, o) = (
-            &self.training,
-            &self.precision,
-            &self.kernels,
-            &self.parallel,
-            &self.finetune,
-            &self.offload,
-        );
-        let mut cfg = DetailedConfig::new(arch, seq, batch);
-        cfg.micro_batch = t.micro_batch;
+    /// The precision and optimizer flags: `--precision`, `--grad-fp32`,
+    /// `--fp8`, `--optimizer`.
+    fn read_precision(&self, cfg: &mut DetailedConfig) {
+        let p = &self.precision;
         cfg.precision = p.precision.unwrap_or(Precision::Mixed);
         cfg.fp32_grads = p.grad_fp32;
         cfg.fp8 = p.fp8.unwrap_or(Fp8::None);
         cfg.optimizer = p.optimizer.unwrap_or(Optimizer::AdamW);
+    }
+
+    /// The kernel flags but `--impl` (whose default looks at the whole
+    /// configuration): attention, dropout, recomputation, device, experts.
+    fn read_kernels(&self, cfg: &mut DetailedConfig) {
+        let k = &self.kernels;
         cfg.attention = k.attention.unwrap_or(defaults::ATTENTION);
         cfg.dropout = k.dropout || defaults::DROPOUT;
-        cfg.recompute = k
-            .recompute
-            .unwrap_or_else(|| defaults::recompute(t.objective.unwrap_or(Objective::Sft)));
+        cfg.recompute = k.recompute.unwrap_or_else(|| {
+            defaults::recompute(self.training.objective.unwrap_or(Objective::Sft))
+        });
         cfg.device = k.device.unwrap_or(Device::Cuda);
+        if let Some(i) = k.experts_impl {
+            cfg.experts_impl = i;
+        }
+        cfg.capacity_factor = k.capacity_factor;
+    }
+
+    /// The parallelism flags: the degrees, the schedule and the framework,
+    /// checked.
+    fn read_parallelism(&self, cfg: &mut DetailedConfig) -> Result<(), CliError> {
+        let par = &self.parallel;
         cfg.parallel.dp = par.dp.unwrap_or(1);
         cfg.parallel.zero = par.zero.unwrap_or(0);
         cfg.parallel.tp = par.tp.unwrap_or(1);
@@ -822,7 +879,18 @@ impl Args {
         cfg.parallel.etp = par.etp.unwrap_or(1);
         cfg.parallel.cp = par.cp.unwrap_or(1);
         cfg.parallel.cp_comm = par.cp_comm.unwrap_or_default();
-        cfg.framework = match (
+        cfg.framework = self.read_framework()?;
+        cfg.parallel.schedule = par.schedule.unwrap_or_default();
+        cfg.parallel.tp_layers_only = par.tp_layers_only;
+        cfg.parallel.dp_shard = par.dp_shard;
+        Ok(())
+    }
+
+    /// `--framework` with its own flags (`--grad-as-bucket-view`,
+    /// `--reshard-after-forward`, DeepSpeed's bucket sizes), checked.
+    fn read_framework(&self) -> Result<Framework, CliError> {
+        let par = &self.parallel;
+        let mut framework = match (
             par.framework.unwrap_or_default(),
             par.grad_as_bucket_view,
             par.reshard_after_forward,
@@ -838,7 +906,7 @@ impl Args {
         if let Framework::DeepSpeed {
             reduce_bucket_size,
             prefetch_bucket_size,
-        } = &mut cfg.framework
+        } = &mut framework
         {
             if let Some(values) = par.reduce_bucket_size {
                 if !(1e3..=1e10).contains(&values) {
@@ -861,22 +929,25 @@ impl Args {
         } else if par.prefetch_bucket_size.is_some() {
             return Err("--prefetch-bucket-size needs --framework deepspeed".into());
         }
-        cfg.parallel.schedule = par.schedule.unwrap_or_default();
-        cfg.parallel.tp_layers_only = par.tp_layers_only;
-        cfg.parallel.dp_shard = par.dp_shard;
-        if let Some(i) = k.experts_impl {
-            cfg.experts_impl = i;
-        }
-        cfg.capacity_factor = k.capacity_factor;
-        if let Some(q) = f.quant_base {
-            cfg.base_quant = q;
-        }
+        Ok(framework)
+    }
+
+    /// The offload flags: optimizer, parameters, activations, GPUs per node.
+    fn read_offload(&self, cfg: &mut DetailedConfig) {
+        let o = &self.offload;
         cfg.offload.optimizer = o.offload_optimizer;
         cfg.offload.params = o.offload_params;
         cfg.offload.activations = o.offload_activations;
         if let Some(n) = o.gpus_per_node {
             cfg.offload.gpus_per_node = n;
         }
+    }
+
+    /// The training flags: `--micro-batch`, `--objective` and GRPO's
+    /// rollout (`--completion`, `--generations`, the vLLM engine), checked.
+    fn read_training(&self, cfg: &mut DetailedConfig) -> Result<(), CliError> {
+        let t = &self.training;
+        cfg.micro_batch = t.micro_batch;
         if let Some(obj) = t.objective {
             cfg.objective = obj;
         }
@@ -895,21 +966,41 @@ impl Args {
             return Err("--vllm-sleep needs --vllm-colocate".into());
         }
         if let Some(f) = t.vllm_colocate {
-            if !matches!(cfg.objective, Objective::Grpo { .. }) {
-                return Err("--vllm-colocate needs --objective grpo or grpo-kl".into());
-            }
-            if !(f.is_finite() && (0.05..=0.95).contains(&f)) {
-                return Err(format!(
-                    "--vllm-colocate must be a fraction from 0.05 to 0.95 (got {f})"
-                ));
-            }
-            let (_, capacity) = self.card()?.ok_or(
-                "--vllm-colocate takes a fraction of the card: give --gpu or --gpu-memory",
-            )?;
-            cfg.rollout.vllm = Some(detailed::config::Vllm {
-                reserved: (f * capacity) as u64,
-                sleep: t.vllm_sleep,
-            });
+            cfg.rollout.vllm = Some(self.read_vllm(cfg.objective, f)?);
+        }
+        Ok(())
+    }
+
+    /// `--vllm-colocate FRACTION` (and `--vllm-sleep`) under `objective`:
+    /// the engine's share of the card, checked.
+    fn read_vllm(
+        &self,
+        objective: Objective,
+        fraction: f64,
+    ) -> Result<detailed::config::Vllm, CliError> {
+        if !matches!(objective, Objective::Grpo { .. }) {
+            return Err("--vllm-colocate needs --objective grpo or grpo-kl".into());
+        }
+        if !(fraction.is_finite() && (0.05..=0.95).contains(&fraction)) {
+            return Err(format!(
+                "--vllm-colocate must be a fraction from 0.05 to 0.95 (got {fraction})"
+            ));
+        }
+        let (_, capacity) = self
+            .card()?
+            .ok_or("--vllm-colocate takes a fraction of the card: give --gpu or --gpu-memory")?;
+        Ok(detailed::config::Vllm {
+            reserved: (fraction * capacity) as u64,
+            sleep: self.training.vllm_sleep,
+        })
+    }
+
+    /// The fine-tuning flags: `--quant-base`, `--lora-rank`,
+    /// `--lora-targets`, checked.
+    fn read_finetuning(&self, cfg: &mut DetailedConfig) -> Result<(), CliError> {
+        let f = &self.finetune;
+        if let Some(q) = f.quant_base {
+            cfg.base_quant = q;
         }
         cfg.lora_rank = f.lora_rank;
         if let Some(targets) = f.lora_targets {
@@ -918,19 +1009,15 @@ impl Args {
             }
             cfg.lora_targets = targets;
         }
-        let (profile, reason) = match k.implementation {
-            Some(chosen) => (chosen, "chosen"),
-            None => defaults::profile(&cfg, imported),
-        };
-        cfg.profile = profile;
-        if cfg.micro_batch.is_none() && !batch.is_multiple_of(cfg.parallel.dp) {
-            return Err(format!(
-                "--batch ({batch}) must be a multiple of --dp ({}), or give --micro-batch",
-                cfg.parallel.dp
-            ));
-        }
-        Ok((cfg, reason))
+        Ok(())
     }
+}
+
+/// A size flag of the detailed model (`--layers`, `--hidden`, `--seq`),
+/// read with the lesson's ranges and messages.
+fn size(field: Field, text: Option<&str>) -> Result<Option<u64>, CliError> {
+    text.map(|t| field.parse(t).map(|v| v as u64).map_err(|e| e.to_string()))
+        .transpose()
 }
 
 /// The lesson's six lines, then the dominant term and its share.
@@ -961,9 +1048,43 @@ pub fn render_detailed(
     overhead: Option<&OverheadBytes>,
     fit: Option<&FitReport>,
 ) -> String {
+    let mut out = description_line(cfg);
+    // Under it, the architecture's notes: a hybrid's mixer, then the experts.
+    out += &hybrid_line(cfg).unwrap_or_default();
+    out += &experts_line(cfg).unwrap_or_default();
+    out += &figure_lines(b);
+    out += &computed_lines(cfg, profile_reason);
+    out += &dominant_line(&b.terms());
+    out += &peak_lines(b, t);
+    if matches!(cfg.objective, Objective::Grpo { .. }) {
+        out += &rollout_lines(cfg, t);
+    }
+    if cfg.parallel.pp > 1 {
+        out += &format!(
+            "# shown: pipeline stage {} of {} (the higher peak); its {} GPUs are alike\n",
+            t.stage,
+            cfg.parallel.pp,
+            cfg.gpus() / cfg.parallel.pp
+        );
+    }
+    if let Some(h) = detailed::host_ram(cfg) {
+        out += &host_ram_line(cfg, &h);
+    }
+    if let Some(o) = overhead {
+        out += &overhead_lines(o, t);
+    }
+    if let Some(f) = fit {
+        out += &fit_lines(f);
+    }
+    out
+}
+
+/// `# detailed, per GPU: …`: the shape, sequence, micro-batch, precision,
+/// kernels and layout priced.
+fn description_line(cfg: &DetailedConfig) -> String {
     let a = &cfg.arch;
     let p = &cfg.parallel;
-    let mut out = format!(
+    format!(
         "# detailed, per GPU: {} L{} h{} a{} kv{} ffn{} V{}, {} parameters; seq {}, micro-batch {}; \
          {}, {}, {} attention{}, recompute {}, {} kernels; dp {} (ZeRO {}), tp {}{}, pp {}{}\n",
         a.family.name(),
@@ -988,7 +1109,52 @@ pub fn render_detailed(
         if p.sp { " with SP" } else { "" },
         p.pp,
         cfg.lora_rank.map_or(String::new(), |r| format!(", LoRA rank {r} on {}", cfg.lora_targets.names())),
-    );
+    )
+}
+
+/// `# experts: …` for a mixture of experts: its routing, widths, active
+/// parameters and expert parallelism.
+fn experts_line(cfg: &DetailedConfig) -> Option<String> {
+    let a = &cfg.arch;
+    let p = &cfg.parallel;
+    let m = a.moe?;
+    Some(format!(
+        "# experts: {} routed (top-{}, width {}), shared width {}, {} dense layers first; \
+         {} active parameters per token; ep {}, etp {}\n",
+        m.experts,
+        m.top_k,
+        m.expert_ffn,
+        m.shared_ffn,
+        m.first_dense,
+        a.active_params(),
+        p.ep,
+        p.etp
+    ))
+}
+
+/// `# hybrid: …` for a model with a Mamba-2 mixer: its shape and
+/// parameters.
+fn hybrid_line(cfg: &DetailedConfig) -> Option<String> {
+    let a = &cfg.arch;
+    let m = a.ssm?;
+    Some(format!(
+        "# hybrid: a Mamba-2 mixer beside the attention in every layer: {} heads of {}, {} group{} of state {}, conv {}, chunk {}{}; {} of its parameters\n",
+        m.heads,
+        m.head_dim,
+        m.groups,
+        if m.groups == 1 { "" } else { "s" },
+        m.state,
+        m.conv,
+        m.chunk,
+        if m.gated_norm { ", gated norm" } else { "" },
+        a.layers * m.params(a.hidden),
+    ))
+}
+
+/// The budget's rows in the lesson's layout, logits indented under
+/// activations.
+fn figure_lines(b: &DetailedBreakdown) -> String {
+    let mut out = String::new();
     for (key, bytes) in crate::export::detailed_figures(b) {
         let label = match key {
             "logits" => "  of which logits_gb".to_string(),
@@ -996,46 +1162,14 @@ pub fn render_detailed(
         };
         out += &format!("{label:20} {:8.1} GB\n", bytes / 1e9);
     }
-    if let Some(m) = a.moe {
-        out = out.replacen(
-            "\n",
-            &format!(
-                "\n# experts: {} routed (top-{}, width {}), shared width {}, {} dense layers first; \
-                 {} active parameters per token; ep {}, etp {}\n",
-                m.experts,
-                m.top_k,
-                m.expert_ffn,
-                m.shared_ffn,
-                m.first_dense,
-                a.active_params(),
-                p.ep,
-                p.etp
-            ),
-            1,
-        );
-    }
-    if let Some(m) = a.ssm {
-        out = out.replacen(
-            "\n",
-            &format!(
-                "\n# hybrid: a Mamba-2 mixer beside the attention in every layer: {} heads of {}, {} group{} of state {}, conv {}, chunk {}{}; {} of its parameters\n",
-                m.heads,
-                m.head_dim,
-                m.groups,
-                if m.groups == 1 { "" } else { "s" },
-                m.state,
-                m.conv,
-                m.chunk,
-                if m.gated_norm { ", gated norm" } else { "" },
-                a.layers * m.params(a.hidden),
-            ),
-            1,
-        );
-    }
-    out += &computed_lines(cfg, profile_reason);
-    out += &dominant_line(&b.terms());
+    out
+}
+
+/// `peak_gb` and where the peak falls: its phase, event and step, against
+/// the budget's total.
+fn peak_lines(b: &DetailedBreakdown, t: &StepTimeline) -> String {
     let peak = t.peak_event();
-    out += &format!("{:20} {:8.1} GB\n", "peak_gb", t.peak_bytes() / 1e9);
+    let mut out = format!("{:20} {:8.1} GB\n", "peak_gb", t.peak_bytes() / 1e9);
     out += &format!(
         "peak: {} phase, {}{} ({} step; {:+.0} % of total_gb)\n",
         peak.phase.name(),
@@ -1048,76 +1182,74 @@ pub fn render_detailed(
         if t.first_step { "first" } else { "later" },
         (t.peak_bytes() / b.total - 1.0) * 100.0
     );
-    if matches!(cfg.objective, Objective::Grpo { .. }) {
-        let g = detailed::memory::grpo::generation(cfg);
-        if let Some(v) = cfg.rollout.vllm {
-            let weights = detailed::memory::grpo::engine_weights(cfg);
-            let room = v.reserved as f64 - weights;
-            out += &format!(
-                "vllm: a colocated engine reserves {:.1} GB{}: its weights {:.1} GB, {:.1} GB of room for a cache of {:.1} GB{}\n",
-                v.reserved as f64 / 1e9,
-                if v.sleep { " while generating (asleep during training)" } else { " through the whole step" },
-                weights / 1e9,
-                room / 1e9,
-                g.cache / 1e9,
-                if g.cache > room { " (it runs fewer sequences at once)" } else { "" }
-            );
-        }
-        let c = cfg.rollout.completion_tokens(cfg.seq);
+    out
+}
+
+/// GRPO's generation: the colocated vLLM engine, if any, then the
+/// rollout's completions, key/value cache and peak.
+fn rollout_lines(cfg: &DetailedConfig, t: &StepTimeline) -> String {
+    let g = detailed::memory::grpo::generation(cfg);
+    let mut out = String::new();
+    if let Some(v) = cfg.rollout.vllm {
+        let weights = detailed::memory::grpo::engine_weights(cfg);
+        let room = v.reserved as f64 - weights;
         out += &format!(
-            "rollout: {} completions of {} tokens after {}-token prompts generated at once per GPU \
-             ({} × {} completions per step); key/value cache {:.1} GB; generation phase peaks at {:.1} GB\n",
-            g.sequences,
-            c,
-            cfg.seq - c,
-            {
-                let prompts = cfg.effective_batch() / cfg.rollout.generations;
-                format!("{prompts} prompt{}", if prompts == 1 { "" } else { "s" })
-            },
-            cfg.rollout.generations,
+            "vllm: a colocated engine reserves {:.1} GB{}: its weights {:.1} GB, {:.1} GB of room for a cache of {:.1} GB{}\n",
+            v.reserved as f64 / 1e9,
+            if v.sleep { " while generating (asleep during training)" } else { " through the whole step" },
+            weights / 1e9,
+            room / 1e9,
             g.cache / 1e9,
-            t.phase_peak(detailed::Phase::Generation).unwrap_or(0.0) / 1e9
+            if g.cache > room { " (it runs fewer sequences at once)" } else { "" }
         );
     }
-    if cfg.parallel.pp > 1 {
-        out += &format!(
-            "# shown: pipeline stage {} of {} (the higher peak); its {} GPUs are alike\n",
-            t.stage,
-            cfg.parallel.pp,
-            cfg.gpus() / cfg.parallel.pp
-        );
-    }
-    if let Some(h) = detailed::host_ram(cfg) {
-        out += &format!(
-            "{:20} {:8.1} GB per node of {} GPUs (offloaded states {:.1}, activations {:.1}, start-up load {:.1}; × {} for pinned buffers)\n",
-            "host_ram_gb",
-            h.total() / 1e9,
-            cfg.offload.gpus_per_node,
-            h.states / 1e9,
-            h.activations / 1e9,
-            h.load / 1e9,
-            detailed::memory::offload::BUFFER_FACTOR,
-        );
-    }
-    if let Some(o) = overhead {
-        out += &format!(
-            "{:20} {:8.1} GB (CUDA context {:.2}, workspaces {:.2}, communication {:.2}, fragmentation {:.2})\n",
-            "overhead_gb",
-            o.total() / 1e9,
-            o.cuda_context / 1e9,
-            o.workspaces / 1e9,
-            o.communication / 1e9,
-            o.fragmentation / 1e9,
-        );
-        out += &format!(
-            "{:20} {:8.1} GB\n",
-            "peak_with_overhead_gb",
-            (t.peak_bytes() + o.total()) / 1e9
-        );
-    }
-    if let Some(f) = fit {
-        out += &fit_lines(f);
-    }
+    let c = cfg.rollout.completion_tokens(cfg.seq);
+    let prompts = cfg.effective_batch() / cfg.rollout.generations;
+    let prompts = format!("{prompts} prompt{}", if prompts == 1 { "" } else { "s" });
+    out += &format!(
+        "rollout: {} completions of {} tokens after {}-token prompts generated at once per GPU \
+         ({} × {} completions per step); key/value cache {:.1} GB; generation phase peaks at {:.1} GB\n",
+        g.sequences,
+        c,
+        cfg.seq - c,
+        prompts,
+        cfg.rollout.generations,
+        g.cache / 1e9,
+        t.phase_peak(detailed::Phase::Generation).unwrap_or(0.0) / 1e9
+    );
+    out
+}
+
+/// `host_ram_gb`: host memory per node with offload, by what fills it.
+fn host_ram_line(cfg: &DetailedConfig, h: &HostRam) -> String {
+    format!(
+        "{:20} {:8.1} GB per node of {} GPUs (offloaded states {:.1}, activations {:.1}, start-up load {:.1}; × {} for pinned buffers)\n",
+        "host_ram_gb",
+        h.total() / 1e9,
+        cfg.offload.gpus_per_node,
+        h.states / 1e9,
+        h.activations / 1e9,
+        h.load / 1e9,
+        detailed::memory::offload::BUFFER_FACTOR,
+    )
+}
+
+/// `overhead_gb` by part, then the peak with it.
+fn overhead_lines(o: &OverheadBytes, t: &StepTimeline) -> String {
+    let mut out = format!(
+        "{:20} {:8.1} GB (CUDA context {:.2}, workspaces {:.2}, communication {:.2}, fragmentation {:.2})\n",
+        "overhead_gb",
+        o.total() / 1e9,
+        o.cuda_context / 1e9,
+        o.workspaces / 1e9,
+        o.communication / 1e9,
+        o.fragmentation / 1e9,
+    );
+    out += &format!(
+        "{:20} {:8.1} GB\n",
+        "peak_with_overhead_gb",
+        (t.peak_bytes() + o.total()) / 1e9
+    );
     out
 }
 
@@ -1196,111 +1328,13 @@ fn computed_lines(cfg: &DetailedConfig, profile_reason: &str) -> String {
 /// Runs the command for parsed flags: the text to print, or the error.
 pub fn run(args: &Args) -> Result<String, CliError> {
     if args.is_detailed() {
-        let (cfg, reason) = args.detailed_config()?;
-        let b = detailed::estimate(&cfg).map_err(|e| e.to_string())?;
-        let opts = args.step_options();
-        let t = detailed::timeline(&cfg, &opts).map_err(|e| e.to_string())?;
-        let settings = args.overhead_settings()?;
-        let overhead = settings.map(|o| o.bytes(&cfg, t.peak_bytes()));
-        let cluster = args.cluster();
-        let eff = args.time.efficiency(cluster.as_ref().map(|c| &c.gpu))?;
-        if let Some(c) = cluster
-            .as_ref()
-            .filter(|_| detailed::memory::fp8::enabled(&cfg))
-        {
-            if !detailed::time::hardware::fp8_runs_on(&cfg, &c.gpu) {
-                return Err(format!(
-                    "--fp8 {} needs {}: the {} has none",
-                    cfg.fp8.name(),
-                    if cfg.fp8 == Fp8::TeMxfp8 {
-                        "Blackwell's MXFP8 tensor cores (B200)"
-                    } else {
-                        "fp8 tensor cores (H100, H200, B200, L40S, RTX 4090, MI300X)"
-                    },
-                    c.gpu.name
-                ));
-            }
-        }
-        if args.time.given() && cluster.is_none() {
-            return Err(
-                "step time, --tokens and --plan need --gpu CARD: a card of the table, whose speeds are known"
-                    .into(),
-            );
-        }
-        let timed = cluster.as_ref().map(|c| (c, &eff));
-        let fit = args.card()?.map(|(gpu, capacity)| {
-            let need = t.peak_bytes() + overhead.as_ref().map_or(0.0, |o| o.total());
-            let plan =
-                (need > capacity).then(|| make_it_fit(&cfg, capacity, settings.as_ref(), timed));
-            FitReport {
-                gpu,
-                capacity: whole(capacity),
-                need: whole(need),
-                fits: need <= capacity,
-                max_micro_batch: max_micro_batch(&cfg, capacity, settings.as_ref()),
-                max_seq: max_detailed_seq(&cfg, capacity, settings.as_ref()),
-                changes: plan.as_ref().map_or(Vec::new(), |p| {
-                    p.changes
-                        .iter()
-                        .map(|c| ChangeReport::new(&cfg, c))
-                        .collect()
-                }),
-                card: plan.and_then(|p| smallest_card(p.need).map(String::from)),
-            }
-        });
-        let price = match args.time.price {
-            Some(p) if p.is_finite() && (0.0..=1e6).contains(&p) => p,
-            Some(p) => return Err(format!("--price must be 0 to 1000000 (got {p})")),
-            None => DEFAULT_PRICE,
-        };
-        let tokens = match args.time.tokens {
-            Some(n) if n.is_finite() && (1.0..=1e18).contains(&n) => Some(n),
-            Some(n) => return Err(format!("--tokens must be 1 to 1e18 (got {n})")),
-            None => None,
-        };
-        let time = cluster.as_ref().map(|c| {
-            let st = step_time(&cfg, c, &eff);
-            let training = tokens.map(|n| TrainingCost::new(n, cfg.gpus(), &st, price));
-            TimeReport::new(c, &eff, &st, training)
-        });
-        let plan = match (&cluster, args.time.plan) {
-            (Some(c), true) => {
-                let gpus = args.time.gpus.unwrap_or(cfg.gpus());
-                let found = search::search(&cfg, c, gpus, settings.as_ref(), &eff);
-                Some(PlanReport::new(gpus, &found))
-            }
-            _ => None,
-        };
-        return Ok(if args.output.json {
-            let host = detailed::host_ram(&cfg);
-            let parts = DetailedParts {
-                breakdown: &b,
-                timeline: &t,
-                overhead: overhead.as_ref(),
-                host: host.as_ref(),
-                profile_reason: reason,
-                adam: opts
-                    .adam
-                    .unwrap_or_else(|| detailed::memory::timeline::default_adam(&cfg)),
-                fit,
-                time,
-                plan,
-            };
-            json(&DetailedReport::new(&cfg, &parts))
-        } else {
-            let mut out = render_detailed(&cfg, reason, &b, &t, overhead.as_ref(), fit.as_ref());
-            if let Some(time) = &time {
-                if fit.as_ref().is_some_and(|f| !f.fits) {
-                    out += "(the step does not fit the card: its time below is what it would take if it did)\n";
-                }
-                out += &time_lines(time, cfg.gpus());
-            }
-            if let Some(plan) = &plan {
-                out += &plan_lines(&cfg, plan);
-            }
-            out
-        });
+        return run_detailed(args);
     }
+    run_lesson(args)
+}
+
+/// The lesson's printout (or JSON) for its flags.
+fn run_lesson(args: &Args) -> Result<String, CliError> {
     let cfg = args.config()?;
     let b = estimate(&cfg).map_err(|e| e.to_string())?;
     Ok(if args.output.json {
@@ -1308,6 +1342,209 @@ pub fn run(args: &Args) -> Result<String, CliError> {
     } else {
         render_text(&b)
     })
+}
+
+/// The detailed model's printout (or JSON) for its flags.
+fn run_detailed(args: &Args) -> Result<String, CliError> {
+    let priced = DetailedRun::new(args)?;
+    Ok(if args.output.json {
+        priced.into_json()
+    } else {
+        priced.text()
+    })
+}
+
+/// What the detailed model prints for one command: the configuration's
+/// budget and step, and the card's verdict, step time and plan when asked.
+struct DetailedRun {
+    /// The configuration priced.
+    cfg: DetailedConfig,
+    /// Why its kernel profile: `"chosen"`, or the default's reason.
+    reason: &'static str,
+    /// The budget by term.
+    breakdown: DetailedBreakdown,
+    /// The step's events and peak.
+    timeline: StepTimeline,
+    /// The runtime overhead, if asked for.
+    overhead: Option<OverheadBytes>,
+    /// `--adam`, if given.
+    adam: Option<AdamImpl>,
+    /// The verdict on `--gpu` or `--gpu-memory`.
+    fit: Option<FitReport>,
+    /// The step's time on `--gpu`.
+    time: Option<TimeReport>,
+    /// `--plan`'s layouts.
+    plan: Option<PlanReport>,
+}
+
+impl DetailedRun {
+    /// Prices the flags' configuration, checking them in the order the
+    /// errors are reported.
+    fn new(args: &Args) -> Result<Self, CliError> {
+        let (cfg, reason) = args.detailed_config()?;
+        let breakdown = detailed::estimate(&cfg).map_err(|e| e.to_string())?;
+        let opts = args.step_options();
+        let timeline = detailed::timeline(&cfg, &opts).map_err(|e| e.to_string())?;
+        let settings = args.overhead_settings()?;
+        let overhead = settings.map(|o| o.bytes(&cfg, timeline.peak_bytes()));
+        let cluster = args.cluster();
+        let eff = args.time.efficiency(cluster.as_ref().map(|c| &c.gpu))?;
+        check_card_speeds(args, &cfg, cluster.as_ref())?;
+        let need = timeline.peak_bytes() + overhead.as_ref().map_or(0.0, |o| o.total());
+        let timed = cluster.as_ref().map(|c| (c, &eff));
+        let fit = args
+            .card()?
+            .map(|(gpu, capacity)| fit_report(&cfg, gpu, capacity, need, settings.as_ref(), timed));
+        let price = args.time.checked_price()?;
+        let tokens = args.time.checked_tokens()?;
+        let time = cluster
+            .as_ref()
+            .map(|c| time_report(&cfg, c, &eff, tokens, price));
+        let plan = cluster
+            .as_ref()
+            .filter(|_| args.time.plan)
+            .map(|c| plan_report(&cfg, c, args.time.gpus, settings.as_ref(), &eff));
+        Ok(Self {
+            cfg,
+            reason,
+            breakdown,
+            timeline,
+            overhead,
+            adam: opts.adam,
+            fit,
+            time,
+            plan,
+        })
+    }
+
+    /// The JSON document (docs/json.md).
+    fn into_json(self) -> String {
+        let host = detailed::host_ram(&self.cfg);
+        let parts = DetailedParts {
+            breakdown: &self.breakdown,
+            timeline: &self.timeline,
+            overhead: self.overhead.as_ref(),
+            host: host.as_ref(),
+            profile_reason: self.reason,
+            adam: self
+                .adam
+                .unwrap_or_else(|| detailed::memory::timeline::default_adam(&self.cfg)),
+            fit: self.fit,
+            time: self.time,
+            plan: self.plan,
+        };
+        json(&DetailedReport::new(&self.cfg, &parts))
+    }
+
+    /// The printout: the budget, then the step's time and the plan.
+    fn text(&self) -> String {
+        let cfg = &self.cfg;
+        let mut out = render_detailed(
+            cfg,
+            self.reason,
+            &self.breakdown,
+            &self.timeline,
+            self.overhead.as_ref(),
+            self.fit.as_ref(),
+        );
+        if let Some(time) = &self.time {
+            if self.fit.as_ref().is_some_and(|f| !f.fits) {
+                out += "(the step does not fit the card: its time below is what it would take if it did)\n";
+            }
+            out += &time_lines(time, cfg.gpus());
+        }
+        if let Some(plan) = &self.plan {
+            out += &plan_lines(cfg, plan);
+        }
+        out
+    }
+}
+
+/// Refuses what the card cannot run or time: fp8 on a card without its
+/// tensor cores, and step time, `--tokens` or `--plan` without a card of
+/// the table.
+fn check_card_speeds(
+    args: &Args,
+    cfg: &DetailedConfig,
+    cluster: Option<&Cluster>,
+) -> Result<(), CliError> {
+    if let Some(c) = cluster.filter(|_| detailed::memory::fp8::enabled(cfg)) {
+        if !detailed::time::hardware::fp8_runs_on(cfg, &c.gpu) {
+            return Err(format!(
+                "--fp8 {} needs {}: the {} has none",
+                cfg.fp8.name(),
+                if cfg.fp8 == Fp8::TeMxfp8 {
+                    "Blackwell's MXFP8 tensor cores (B200)"
+                } else {
+                    "fp8 tensor cores (H100, H200, B200, L40S, RTX 4090, MI300X)"
+                },
+                c.gpu.name
+            ));
+        }
+    }
+    if args.time.given() && cluster.is_none() {
+        return Err(
+            "step time, --tokens and --plan need --gpu CARD: a card of the table, whose speeds are known"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+/// The verdict on a card of `capacity` bytes for a step that needs `need`,
+/// and when it does not fit, the planner's changes.
+fn fit_report(
+    cfg: &DetailedConfig,
+    gpu: String,
+    capacity: f64,
+    need: f64,
+    settings: Option<&Overhead>,
+    timed: Option<(&Cluster, &Efficiency)>,
+) -> FitReport {
+    let plan = (need > capacity).then(|| make_it_fit(cfg, capacity, settings, timed));
+    FitReport {
+        gpu,
+        capacity: whole(capacity),
+        need: whole(need),
+        fits: need <= capacity,
+        max_micro_batch: max_micro_batch(cfg, capacity, settings),
+        max_seq: max_detailed_seq(cfg, capacity, settings),
+        changes: plan.as_ref().map_or(Vec::new(), |p| {
+            p.changes
+                .iter()
+                .map(|c| ChangeReport::new(cfg, c))
+                .collect()
+        }),
+        card: plan.and_then(|p| smallest_card(p.need).map(String::from)),
+    }
+}
+
+/// The step's time on `cluster` and, with `--tokens`, what training on
+/// them takes at `price` per GPU-hour.
+fn time_report(
+    cfg: &DetailedConfig,
+    cluster: &Cluster,
+    eff: &Efficiency,
+    tokens: Option<f64>,
+    price: f64,
+) -> TimeReport {
+    let st = step_time(cfg, cluster, eff);
+    let training = tokens.map(|n| TrainingCost::new(n, cfg.gpus(), &st, price));
+    TimeReport::new(cluster, eff, &st, training)
+}
+
+/// `--plan`: the layouts that fit over `gpus` GPUs (the configuration's
+/// own by default), fastest first.
+fn plan_report(
+    cfg: &DetailedConfig,
+    cluster: &Cluster,
+    gpus: Option<u64>,
+    settings: Option<&Overhead>,
+    eff: &Efficiency,
+) -> PlanReport {
+    let gpus = gpus.unwrap_or(cfg.gpus());
+    let found = search::search(cfg, cluster, gpus, settings, eff);
+    PlanReport::new(gpus, &found)
 }
 
 /// A count with thousands separators.

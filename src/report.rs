@@ -21,8 +21,8 @@ use crate::budget::{Breakdown, TrainingConfig};
 use crate::detailed::plan::search::Search;
 use crate::detailed::time::steptime::{Cluster, Efficiency, Parts, StepTime};
 use crate::detailed::{
-    self, AdamImpl, DetailedBreakdown, DetailedConfig, HostRam, Offload, OverheadBytes,
-    Parallelism, StepTimeline,
+    self, AdamImpl, Architecture, DetailedBreakdown, DetailedConfig, Event, HostRam, Offload,
+    OverheadBytes, Parallelism, StepTimeline,
 };
 use serde::{Deserialize, Serialize};
 
@@ -611,142 +611,191 @@ impl DetailedReport {
     /// The document for `cfg`.
     pub fn new(cfg: &DetailedConfig, parts: &DetailedParts<'_>) -> Self {
         let a = &cfg.arch;
-        let p = &cfg.parallel;
         let b = parts.breakdown;
         let t = parts.timeline;
         let (bytes, gb) = terms(&b.terms(), Some(b.logits));
         let peak = t.peak_event();
-        let preset = detailed::PRESETS
-            .iter()
-            .find(|x| x.arch == *a)
-            .map(|x| x.name.to_string());
-        let step = if t.first_step { "first" } else { "later" };
         Self {
             schema: SCHEMA,
             model: "detailed".into(),
-            inputs: DetailedInputs {
-                shape: ShapeInputs {
-                    preset,
-                    family: a.family.name().into(),
-                    layers: a.layers,
-                    hidden: a.hidden,
-                    heads: a.heads,
-                    kv_heads: a.kv_heads,
-                    ffn: a.ffn,
-                    vocab: a.vocab,
-                    experts: a.moe.map(|m| m.experts),
-                    top_k: a.moe.map(|m| m.top_k),
-                    mamba_heads: a.ssm.map(|m| m.heads),
-                    mamba_state: a.ssm.map(|m| m.state),
-                },
-                seq: cfg.seq,
-                batch: cfg.batch,
-                micro_batch: cfg.micro(),
-                precision: cfg.precision.name().into(),
-                grad_fp32: cfg.fp32_grads,
-                optimizer: cfg.optimizer.name().into(),
-                attention: cfg.attention.name().into(),
-                dropout: cfg.dropout,
-                recompute: cfg.recompute.name().into(),
-                profile: cfg.profile.name().into(),
-                profile_reason: parts.profile_reason.into(),
-                device: cfg.device.name().into(),
-                parallel: *p,
-                framework: cfg.framework.name().into(),
-                reduce_bucket_size: match cfg.framework {
-                    crate::detailed::Framework::DeepSpeed {
-                        reduce_bucket_size, ..
-                    } => Some(reduce_bucket_size),
-                    _ => None,
-                },
-                prefetch_bucket_size: match cfg.framework {
-                    crate::detailed::Framework::DeepSpeed {
-                        prefetch_bucket_size,
-                        ..
-                    } if p.zero == 3 => Some(prefetch_bucket_size),
-                    _ => None,
-                },
-                experts_impl: cfg.experts_impl.name().into(),
-                capacity_factor: cfg.capacity_factor,
-                lora_rank: cfg.lora_rank,
-                lora_targets: cfg.lora_targets.names(),
-                quant_base: cfg.base_quant.name().into(),
-                offload: cfg.offload,
-                objective: cfg.objective.name().into(),
-                rollout: matches!(cfg.objective, crate::detailed::Objective::Grpo { .. }).then(
-                    || {
-                        let g = crate::detailed::memory::grpo::generation(cfg);
-                        RolloutReport {
-                            completion: cfg.rollout.completion_tokens(cfg.seq),
-                            generations: cfg.rollout.generations,
-                            sequences_per_gpu: g.sequences,
-                            kv_cache: g.cache,
-                            peak: t
-                                .phase_peak(crate::detailed::Phase::Generation)
-                                .unwrap_or(0.0),
-                            vllm_reserved: cfg.rollout.vllm.map(|v| v.reserved),
-                            vllm_sleep: cfg.rollout.vllm.is_some_and(|v| v.sleep),
-                        }
-                    },
-                ),
-                step: step.into(),
-                adam: parts.adam.name().into(),
-            },
+            inputs: DetailedInputs::new(cfg, parts),
             parameters: a.params(),
             active_parameters: a.moe.map(|_| a.active_params()),
-            computed: Computed {
-                accumulation_steps: cfg.accumulation_steps(),
-                effective_batch: cfg.effective_batch(),
-                gpus: cfg.gpus(),
-                ignored: detailed::config::defaults::ignored(cfg)
-                    .into_iter()
-                    .map(String::from)
-                    .collect(),
-            },
+            computed: Computed::new(cfg),
             bytes,
             gb,
             dominant: b.terms().dominant().json_key().into(),
             peak: whole(t.peak_bytes()),
             peak_phase: peak.phase.name().into(),
             peak_event: peak.moment.label(),
-            step: step.into(),
+            step: step_name(t).into(),
             stage: t.stage,
-            timeline: t
-                .events
-                .iter()
-                .map(|e| {
-                    let l = &e.live;
-                    EventReport {
-                        phase: e.phase.name().into(),
-                        micro_batch: e.micro_batch,
-                        event: e.moment.label(),
-                        params: whole(l.params),
-                        grads: whole(l.grads),
-                        master_weights: whole(l.master_weights),
-                        optimizer_state: whole(l.optimizer_state),
-                        activations: whole(l.activations),
-                        transient: whole(l.transient),
-                        total: whole(l.total()),
-                    }
-                })
-                .collect(),
-            overhead: parts.overhead.map(|o| OverheadReport {
-                cuda_context: whole(o.cuda_context),
-                workspaces: whole(o.workspaces),
-                communication: whole(o.communication),
-                fragmentation: whole(o.fragmentation),
-                total: whole(o.total()),
-            }),
+            timeline: t.events.iter().map(EventReport::new).collect(),
+            overhead: parts.overhead.map(OverheadReport::new),
             peak_with_overhead: parts.overhead.map(|o| whole(t.peak_bytes() + o.total())),
-            host_ram: parts.host.map(|h| HostRamReport {
-                states: whole(h.states),
-                activations: whole(h.activations),
-                load: whole(h.load),
-                total: whole(h.total()),
-            }),
+            host_ram: parts.host.map(HostRamReport::new),
             fit: parts.fit.clone(),
             time: parts.time.clone(),
             plan: parts.plan.clone(),
+        }
+    }
+}
+
+/// `first` or `later`: the optimizer step the timeline shows.
+fn step_name(t: &StepTimeline) -> &'static str {
+    if t.first_step {
+        "first"
+    } else {
+        "later"
+    }
+}
+
+impl DetailedInputs {
+    /// Every setting of `cfg`, defaults resolved, with the profile's reason
+    /// and AdamW's implementation from `parts`.
+    fn new(cfg: &DetailedConfig, parts: &DetailedParts<'_>) -> Self {
+        let p = &cfg.parallel;
+        Self {
+            shape: ShapeInputs::new(&cfg.arch),
+            seq: cfg.seq,
+            batch: cfg.batch,
+            micro_batch: cfg.micro(),
+            precision: cfg.precision.name().into(),
+            grad_fp32: cfg.fp32_grads,
+            optimizer: cfg.optimizer.name().into(),
+            attention: cfg.attention.name().into(),
+            dropout: cfg.dropout,
+            recompute: cfg.recompute.name().into(),
+            profile: cfg.profile.name().into(),
+            profile_reason: parts.profile_reason.into(),
+            device: cfg.device.name().into(),
+            parallel: *p,
+            framework: cfg.framework.name().into(),
+            reduce_bucket_size: match cfg.framework {
+                crate::detailed::Framework::DeepSpeed {
+                    reduce_bucket_size, ..
+                } => Some(reduce_bucket_size),
+                _ => None,
+            },
+            prefetch_bucket_size: match cfg.framework {
+                crate::detailed::Framework::DeepSpeed {
+                    prefetch_bucket_size,
+                    ..
+                } if p.zero == 3 => Some(prefetch_bucket_size),
+                _ => None,
+            },
+            experts_impl: cfg.experts_impl.name().into(),
+            capacity_factor: cfg.capacity_factor,
+            lora_rank: cfg.lora_rank,
+            lora_targets: cfg.lora_targets.names(),
+            quant_base: cfg.base_quant.name().into(),
+            offload: cfg.offload,
+            objective: cfg.objective.name().into(),
+            rollout: matches!(cfg.objective, crate::detailed::Objective::Grpo { .. })
+                .then(|| RolloutReport::new(cfg, parts.timeline)),
+            step: step_name(parts.timeline).into(),
+            adam: parts.adam.name().into(),
+        }
+    }
+}
+
+impl ShapeInputs {
+    /// The shape of `a`, with the preset it equals if any.
+    fn new(a: &Architecture) -> Self {
+        Self {
+            preset: detailed::PRESETS
+                .iter()
+                .find(|x| x.arch == *a)
+                .map(|x| x.name.to_string()),
+            family: a.family.name().into(),
+            layers: a.layers,
+            hidden: a.hidden,
+            heads: a.heads,
+            kv_heads: a.kv_heads,
+            ffn: a.ffn,
+            vocab: a.vocab,
+            experts: a.moe.map(|m| m.experts),
+            top_k: a.moe.map(|m| m.top_k),
+            mamba_heads: a.ssm.map(|m| m.heads),
+            mamba_state: a.ssm.map(|m| m.state),
+        }
+    }
+}
+
+impl RolloutReport {
+    /// GRPO's rollout under `cfg`, its generation phase's peak read from
+    /// `t`.
+    fn new(cfg: &DetailedConfig, t: &StepTimeline) -> Self {
+        let g = crate::detailed::memory::grpo::generation(cfg);
+        Self {
+            completion: cfg.rollout.completion_tokens(cfg.seq),
+            generations: cfg.rollout.generations,
+            sequences_per_gpu: g.sequences,
+            kv_cache: g.cache,
+            peak: t
+                .phase_peak(crate::detailed::Phase::Generation)
+                .unwrap_or(0.0),
+            vllm_reserved: cfg.rollout.vllm.map(|v| v.reserved),
+            vllm_sleep: cfg.rollout.vllm.is_some_and(|v| v.sleep),
+        }
+    }
+}
+
+impl Computed {
+    /// What `cfg` means beyond its inputs.
+    fn new(cfg: &DetailedConfig) -> Self {
+        Self {
+            accumulation_steps: cfg.accumulation_steps(),
+            effective_batch: cfg.effective_batch(),
+            gpus: cfg.gpus(),
+            ignored: detailed::config::defaults::ignored(cfg)
+                .into_iter()
+                .map(String::from)
+                .collect(),
+        }
+    }
+}
+
+impl EventReport {
+    /// The live bytes at `e`, rounded to whole bytes.
+    fn new(e: &Event) -> Self {
+        let l = &e.live;
+        Self {
+            phase: e.phase.name().into(),
+            micro_batch: e.micro_batch,
+            event: e.moment.label(),
+            params: whole(l.params),
+            grads: whole(l.grads),
+            master_weights: whole(l.master_weights),
+            optimizer_state: whole(l.optimizer_state),
+            activations: whole(l.activations),
+            transient: whole(l.transient),
+            total: whole(l.total()),
+        }
+    }
+}
+
+impl OverheadReport {
+    /// The overhead `o`, rounded to whole bytes.
+    fn new(o: &OverheadBytes) -> Self {
+        Self {
+            cuda_context: whole(o.cuda_context),
+            workspaces: whole(o.workspaces),
+            communication: whole(o.communication),
+            fragmentation: whole(o.fragmentation),
+            total: whole(o.total()),
+        }
+    }
+}
+
+impl HostRamReport {
+    /// The host RAM `h`, rounded to whole bytes.
+    fn new(h: &HostRam) -> Self {
+        Self {
+            states: whole(h.states),
+            activations: whole(h.activations),
+            load: whole(h.load),
+            total: whole(h.total()),
         }
     }
 }
