@@ -9,13 +9,51 @@ use crate::detailed::config::{
 };
 use crate::detailed::model::{Family, LoraTargets};
 
-/// Refuses what cannot be priced, with the reason.
+/// Refuses what cannot be priced, with the reason: the checks below in
+/// order, the first refusal winning.
 pub fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    CHECKS.iter().try_for_each(|check| check(cfg))
+}
+
+/// One check: `Err` with the reason when the configuration is refused.
+type Check = fn(&DetailedConfig) -> Result<(), DetailedError>;
+
+/// Every check, in the order they refuse.
+const CHECKS: [Check; 22] = [
+    sizes,
+    lora,
+    optimizer,
+    fp8,
+    grpo,
+    selective_op,
+    virtual_stages,
+    heads,
+    family,
+    mamba,
+    latent_attention,
+    experts,
+    quantized_base,
+    offload,
+    expert_layout,
+    framework,
+    zero_bubble,
+    context,
+    experts_with_tp,
+    counts,
+    shard_group,
+    divides,
+];
+
+/// A refusal in words.
+fn refuse(m: &str) -> Result<(), DetailedError> {
+    Err(DetailedError(m.to_string()))
+}
+
+/// Sizes beyond any real model.
+fn sizes(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     let a = &cfg.arch;
-    let p = &cfg.parallel;
-    let err = |m: &str| Err(DetailedError(m.to_string()));
     if a.layers == 0 || a.hidden == 0 || a.heads == 0 || a.vocab == 0 || a.ffn == 0 {
-        return err("layers, hidden size, heads, FFN size and vocabulary must be at least 1");
+        return refuse("layers, hidden size, heads, FFN size and vocabulary must be at least 1");
     }
     if a.hidden > 1 << 20
         || a.ffn > 1 << 24
@@ -23,33 +61,57 @@ pub fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
         || a.heads > a.hidden
         || a.layers > 1 << 12
     {
-        return err("sizes beyond any real model: hidden ≤ 2²⁰, FFN and vocabulary ≤ 2²⁴, heads ≤ hidden, layers ≤ 4096");
+        return refuse("sizes beyond any real model: hidden ≤ 2²⁰, FFN and vocabulary ≤ 2²⁴, heads ≤ hidden, layers ≤ 4096");
     }
     if cfg.seq > 1 << 24 || cfg.batch > 1 << 24 || cfg.lora_rank.is_some_and(|r| r > a.hidden) {
-        return err("sequence and batch must be at most 2²⁴, LoRA rank at most the hidden size");
+        return refuse("sequence and batch must be at most 2²⁴, LoRA rank at most the hidden size");
     }
+    Ok(())
+}
+
+/// LoRA needs a target, and one the family has.
+fn lora(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    let a = &cfg.arch;
     if cfg.lora_rank.is_some() {
         if cfg.lora_targets.count() == 0 {
-            return err("LoRA needs at least one target projection");
+            return refuse("LoRA needs at least one target projection");
         }
         if a.family == Family::Gpt2 && cfg.lora_targets.0 & LoraTargets::GATE != 0 {
-            return err("GPT-2 has no gate projection");
+            return refuse("GPT-2 has no gate projection");
         }
     }
+    Ok(())
+}
+
+/// Muon and Adafactor: dense models without latent attention, no LoRA.
+fn optimizer(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    let a = &cfg.arch;
     if matches!(cfg.optimizer, Optimizer::Muon | Optimizer::Adafactor) {
         if a.layer_matrices().is_none() {
-            return err("Muon and Adafactor are modelled for dense models without latent attention (the experts' 3-D tensors and MLA's matrices are not enumerated yet)");
+            return refuse("Muon and Adafactor are modelled for dense models without latent attention (the experts' 3-D tensors and MLA's matrices are not enumerated yet)");
         }
         if cfg.lora_rank.is_some() {
-            return err("Muon and Adafactor with LoRA are not modelled: choose AdamW, Lion or 8-bit Adam for adapters");
+            return refuse("Muon and Adafactor with LoRA are not modelled: choose AdamW, Lion or 8-bit Adam for adapters");
         }
     }
+    Ok(())
+}
+
+/// Float8 casts 16-bit activations; Transformer Engine runs fused kernels.
+fn fp8(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     if cfg.fp8 != Fp8::None && cfg.precision == Precision::Fp32 {
-        return err("float8 matmuls cast 16-bit activations (torchtitan trains them under bf16 compute): choose mixed or bf16 precision");
+        return refuse("float8 matmuls cast 16-bit activations (torchtitan trains them under bf16 compute): choose mixed or bf16 precision");
     }
     if matches!(cfg.fp8, Fp8::Te | Fp8::TeMxfp8) && cfg.profile != Profile::Fused {
-        return err("Transformer Engine's fp8 is Megatron-Core's (the fused kernels): choose --impl fused, or torchao's tensorwise or rowwise recipe for stock transformers");
+        return refuse("Transformer Engine's fp8 is Megatron-Core's (the fused kernels): choose --impl fused, or torchao's tensorwise or rowwise recipe for stock transformers");
     }
+    Ok(())
+}
+
+/// GRPO as TRL's GRPOTrainer runs it.
+fn grpo(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    let a = &cfg.arch;
+    let p = &cfg.parallel;
     if let Objective::Grpo { .. } = cfg.objective {
         let r = &cfg.rollout;
         if r.completion == 0
@@ -57,17 +119,17 @@ pub fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
             || r.generations == 0
             || r.generations > 1 << 12
         {
-            return err(
+            return refuse(
                 "GRPO needs a completion of 1 to 2²⁴ tokens and 1 to 4096 completions per prompt",
             );
         }
         if a.family != Family::Llama {
-            return err(
+            return refuse(
                 "GRPO is modelled for the Llama family (TRL's fused LM head was measured on it)",
             );
         }
         if a.ssm.is_some() {
-            return err("GRPO on a hybrid (Mamba-2) model is not modelled: its rollout keeps a recurrent state beside the key/value cache");
+            return refuse("GRPO on a hybrid (Mamba-2) model is not modelled: its rollout keeps a recurrent state beside the key/value cache");
         }
         if let Some(v) = r.vllm {
             let weights = grpo::engine_weights(cfg);
@@ -87,82 +149,126 @@ pub fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
             )));
         }
         if p.tp > 1 || p.pp > 1 || p.cp > 1 {
-            return err("TRL's GRPOTrainer trains with data parallelism, ZeRO and FSDP: set tp, pp and cp to 1");
+            return refuse("TRL's GRPOTrainer trains with data parallelism, ZeRO and FSDP: set tp, pp and cp to 1");
         }
         if matches!(cfg.framework, Framework::DeepSpeed { .. }) && p.zero == 3 {
-            return err("GRPO under DeepSpeed's ZeRO-3 is not modelled: choose FSDP2 or the megatron framework's ZeRO-3");
+            return refuse("GRPO under DeepSpeed's ZeRO-3 is not modelled: choose FSDP2 or the megatron framework's ZeRO-3");
         }
     }
+    Ok(())
+}
+
+/// torchtitan's per-operator checkpointing where it is measured.
+fn selective_op(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     if cfg.recompute == Recompute::SelectiveOp {
         if let Some(why) = sac::unsupported(cfg) {
-            return err(why);
+            return refuse(why);
         }
     }
+    Ok(())
+}
+
+/// The interleaved schedule's virtual stages.
+fn virtual_stages(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    let a = &cfg.arch;
+    let p = &cfg.parallel;
     if p.vp == 0 || p.vp > 64 {
-        return err("virtual pipeline stages must be 1 to 64");
+        return refuse("virtual pipeline stages must be 1 to 64");
     }
     if p.vp > 1 && (p.pp < 2 || !a.layers.is_multiple_of(p.pp * p.vp)) {
-        return err("the interleaved schedule (virtual stages above 1) needs pipeline stages and layers divisible by stages × virtual stages");
+        return refuse("the interleaved schedule (virtual stages above 1) needs pipeline stages and layers divisible by stages × virtual stages");
     }
+    Ok(())
+}
+
+/// Heads that divide the hidden size and group the key/value heads.
+fn heads(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    let a = &cfg.arch;
     if a.kv_heads == 0 || !a.heads.is_multiple_of(a.kv_heads) {
-        return err("kv heads must divide the attention heads");
+        return refuse("kv heads must divide the attention heads");
     }
     if a.head_width == 0 && !a.hidden.is_multiple_of(a.heads) {
-        return err("hidden size must be a multiple of the heads (or give the head width)");
+        return refuse("hidden size must be a multiple of the heads (or give the head width)");
     }
     if a.head_width > 1 << 12 {
-        return err("head width must be at most 4096");
+        return refuse("head width must be at most 4096");
     }
+    Ok(())
+}
+
+/// What only the Llama family has.
+fn family(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    let a = &cfg.arch;
     if a.family == Family::Gpt2
         && (a.moe.is_some() || a.mla.is_some() || a.sandwich_norms || a.ssm.is_some())
     {
-        return err(
+        return refuse(
             "experts, latent attention, sandwich norms and Mamba-2 mixers need the Llama family",
         );
     }
+    Ok(())
+}
+
+/// A hybrid's Mamba-2 mixer.
+fn mamba(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    let a = &cfg.arch;
+    let p = &cfg.parallel;
     if let Some(m) = a.ssm {
         let dims = [m.heads, m.head_dim, m.groups, m.state, m.conv, m.chunk];
         if dims.contains(&0)
             || dims.iter().any(|&d| d > 1 << 16)
             || !m.heads.is_multiple_of(m.groups)
         {
-            return err("a Mamba-2 mixer needs heads, head width, groups, state, conv and chunk from 1 to 65536, the groups dividing the heads");
+            return refuse("a Mamba-2 mixer needs heads, head width, groups, state, conv and chunk from 1 to 65536, the groups dividing the heads");
         }
         if p.cp > 1 {
-            return err("context parallelism splits attention's sequence; a Mamba-2 scan across GPUs is not modelled: set cp to 1");
+            return refuse("context parallelism splits attention's sequence; a Mamba-2 scan across GPUs is not modelled: set cp to 1");
         }
         // `FalconH1ForCausalLM._tp_plan` names only `lm_head`: transformers
         // does not shard its layers; Megatron-Bridge's Falcon-H1 does.
         if p.tp > 1 && cfg.profile == Profile::Hf {
-            return err("transformers has no tensor-parallel plan for Falcon-H1's layers (only its output layer): set tp to 1, or choose the fused kernels (Megatron-Bridge shards them)");
+            return refuse("transformers has no tensor-parallel plan for Falcon-H1's layers (only its output layer): set tp to 1, or choose the fused kernels (Megatron-Bridge shards them)");
         }
         if a.moe.is_some() || a.mla.is_some() {
-            return err("a Mamba-2 mixer beside experts or latent attention is not modelled");
+            return refuse("a Mamba-2 mixer beside experts or latent attention is not modelled");
         }
     }
+    Ok(())
+}
+
+/// DeepSeek's latent attention.
+fn latent_attention(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    let a = &cfg.arch;
     if let Some(m) = a.mla {
         let dims = [m.kv_rank, m.rope_dim, m.nope_dim, m.v_dim];
         if dims.contains(&0) || dims.iter().chain([&m.q_rank]).any(|&d| d > 1 << 16) {
-            return err("latent attention needs kv rank, rope, nope and value dims from 1 to 65536 (query rank 0 to 65536)");
+            return refuse("latent attention needs kv rank, rope, nope and value dims from 1 to 65536 (query rank 0 to 65536)");
         }
     }
+    Ok(())
+}
+
+/// A mixture of experts: its counts, expert parallelism, LoRA, capacity.
+fn experts(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    let a = &cfg.arch;
+    let p = &cfg.parallel;
     if let Some(m) = a.moe {
         if m.experts == 0 || m.top_k == 0 || m.top_k > m.experts || m.experts > 1 << 12 {
-            return err("experts must be 1 to 4096 and top-k from 1 to the experts");
+            return refuse("experts must be 1 to 4096 and top-k from 1 to the experts");
         }
         if m.expert_ffn == 0 || m.expert_ffn > 1 << 20 || m.shared_ffn > 1 << 20 {
-            return err("expert FFN must be 1 to 2²⁰ (shared FFN up to 2²⁰)");
+            return refuse("expert FFN must be 1 to 2²⁰ (shared FFN up to 2²⁰)");
         }
         if m.first_dense >= a.layers {
-            return err("dense layers before the first MoE layer must be fewer than the layers");
+            return refuse("dense layers before the first MoE layer must be fewer than the layers");
         }
         if !m.experts.is_multiple_of(p.ep) {
-            return err("expert parallelism must divide the experts");
+            return refuse("expert parallelism must divide the experts");
         }
         if cfg.lora_rank.is_some()
             && cfg.lora_targets.0 & (LoraTargets::GATE | LoraTargets::UP | LoraTargets::DOWN) != 0
         {
-            return err(
+            return refuse(
                 "LoRA on experts' MLPs is not modelled: choose attention targets (q, k, v, o)",
             );
         }
@@ -171,45 +277,71 @@ pub fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
         .capacity_factor
         .is_some_and(|c| !(c.is_finite() && (0.1..=64.0).contains(&c)))
     {
-        return err("capacity factor must be from 0.1 to 64");
+        return refuse("capacity factor must be from 0.1 to 64");
     }
+    Ok(())
+}
+
+/// A quantized frozen base (QLoRA): bitsandbytes' own rules.
+fn quantized_base(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    let a = &cfg.arch;
     if cfg.base_quant != BaseQuant::None {
         if cfg.lora_rank.is_none() {
-            return err("a quantized base is frozen: QLoRA needs LoRA (a LoRA rank); full fine-tuning of a 4- or 8-bit base is not a thing bitsandbytes does");
+            return refuse("a quantized base is frozen: QLoRA needs LoRA (a LoRA rank); full fine-tuning of a 4- or 8-bit base is not a thing bitsandbytes does");
         }
         if a.moe.is_some() {
-            return err("a quantized base with mixture of experts is not modelled (bitsandbytes does not quantize fused expert tensors)");
+            return refuse("a quantized base with mixture of experts is not modelled (bitsandbytes does not quantize fused expert tensors)");
         }
         if cfg.precision == Precision::Fp32 {
-            return err("a quantized base computes in 16 bits: choose mixed or bf16 precision");
+            return refuse("a quantized base computes in 16 bits: choose mixed or bf16 precision");
         }
     }
+    Ok(())
+}
+
+/// ZeRO-Offload: what it needs, what it cannot run.
+fn offload(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    let p = &cfg.parallel;
     let o = &cfg.offload;
     if (o.optimizer || o.params) && p.zero == 0 {
-        return err(
+        return refuse(
             "offloading the optimizer or the parameters needs ZeRO (stage 1–3): it is ZeRO-Offload",
         );
     }
     if o.params && (p.zero < 3 || !o.optimizer) {
-        return err("offloading the parameters needs ZeRO-3 and the optimizer offloaded too (DeepSpeed's offload_param)");
+        return refuse("offloading the parameters needs ZeRO-3 and the optimizer offloaded too (DeepSpeed's offload_param)");
     }
     if o.optimizer && (cfg.optimizer.paged() || cfg.base_quant != BaseQuant::None) {
-        return err("paged optimizers and quantized bases are bitsandbytes' own: DeepSpeed's CPU offload does not run them");
+        return refuse("paged optimizers and quantized bases are bitsandbytes' own: DeepSpeed's CPU offload does not run them");
     }
     if o.gpus_per_node == 0 || o.gpus_per_node > 64 {
-        return err("GPUs per node must be 1 to 64");
+        return refuse("GPUs per node must be 1 to 64");
     }
+    Ok(())
+}
+
+/// Expert parallelism laid out over the data-, context- and tensor-parallel GPUs.
+fn expert_layout(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    let a = &cfg.arch;
+    let p = &cfg.parallel;
     if p.ep == 0 || p.etp == 0 {
-        return err("ep and etp must be at least 1");
+        return refuse("ep and etp must be at least 1");
     }
     if (p.ep > 1 || p.etp > 1) && a.moe.is_none() {
-        return err("expert parallelism needs a mixture-of-experts model");
+        return refuse("expert parallelism needs a mixture-of-experts model");
     }
     if !(p.data_group() * p.tp).is_multiple_of(p.ep * p.etp) {
-        return err("ep × etp must divide dp × cp × tp (experts are laid out over the data-, context- and tensor-parallel GPUs)");
+        return refuse("ep × etp must divide dp × cp × tp (experts are laid out over the data-, context- and tensor-parallel GPUs)");
     }
+    Ok(())
+}
+
+/// What each framework runs: FSDP2 is ZeRO-3, DeepSpeed stages 1–3, DDP no ZeRO.
+fn framework(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    let p = &cfg.parallel;
+    let o = &cfg.offload;
     if matches!(cfg.framework, Framework::Fsdp2 { .. }) && p.zero != 3 {
-        return err(
+        return refuse(
             "FSDP2 shards parameters, gradients and optimizer state: it is ZeRO-3 (--zero 3)",
         );
     }
@@ -219,48 +351,61 @@ pub fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     } = cfg.framework
     {
         if !(1..=3).contains(&p.zero) {
-            return err("DeepSpeed runs ZeRO stages 1 to 3 (--zero 1, 2 or 3)");
+            return refuse("DeepSpeed runs ZeRO stages 1 to 3 (--zero 1, 2 or 3)");
         }
         if !(1_000..=10_000_000_000).contains(&reduce_bucket_size) {
-            return err("DeepSpeed's reduce bucket must be 1e3 to 1e10 values");
+            return refuse("DeepSpeed's reduce bucket must be 1e3 to 1e10 values");
         }
         if prefetch_bucket_size > 10_000_000_000 {
-            return err("DeepSpeed's prefetch bucket must be 0 to 1e10 values");
+            return refuse("DeepSpeed's prefetch bucket must be 0 to 1e10 values");
         }
         if p.zero == 3 {
             // DeepSpeed's pipeline engine runs ZeRO stage 1 at most
             // (`runtime/pipe/engine.py`: "ZeRO-2 and ZeRO-3 are incompatible
             // with pipeline parallelism").
             if p.pp > 1 {
-                return err("DeepSpeed's ZeRO-3 does not run with pipeline parallelism (its pipeline engine takes stage 1 at most)");
+                return refuse("DeepSpeed's ZeRO-3 does not run with pipeline parallelism (its pipeline engine takes stage 1 at most)");
             }
             if o.params || o.optimizer || o.activations {
-                return err("DeepSpeed's ZeRO-3 is modelled without offload here: choose the megatron framework for offloaded figures");
+                return refuse("DeepSpeed's ZeRO-3 is modelled without offload here: choose the megatron framework for offloaded figures");
             }
             if cfg.lora_rank.is_some() || cfg.base_quant != BaseQuant::None {
-                return err("DeepSpeed's ZeRO-3 is modelled for full training: LoRA and quantized bases are not");
+                return refuse("DeepSpeed's ZeRO-3 is modelled for full training: LoRA and quantized bases are not");
             }
             if cfg.objective.reference_model() {
-                return err(
+                return refuse(
                     "DeepSpeed's ZeRO-3 is modelled without a reference model (DPO, GRPO with KL)",
                 );
             }
         }
     }
     if matches!(cfg.framework, Framework::Ddp { .. }) && p.zero > 0 {
-        return err("DistributedDataParallel shards nothing: ZeRO needs the Megatron framework (its distributed optimizer) here");
+        return refuse("DistributedDataParallel shards nothing: ZeRO needs the Megatron framework (its distributed optimizer) here");
     }
+    Ok(())
+}
+
+/// ZB-H1 is a schedule of its own.
+fn zero_bubble(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    let p = &cfg.parallel;
     if p.schedule == Schedule::ZbH1 && p.vp > 1 {
-        return err("ZB-H1 is a schedule of its own: give it without virtual stages (--vp 1)");
+        return refuse("ZB-H1 is a schedule of its own: give it without virtual stages (--vp 1)");
     }
+    Ok(())
+}
+
+/// Context parallelism as Megatron-Core and Transformer Engine run it.
+fn context(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    let a = &cfg.arch;
+    let p = &cfg.parallel;
     if p.cp == 0 || p.cp > 64 {
-        return err("context parallelism must be 1 to 64");
+        return refuse("context parallelism must be 1 to 64");
     }
     // Megatron-Core splits each sequence into 2·cp chunks (two per GPU, to
     // balance the causal mask) and runs context parallelism through
     // Transformer Engine's fused (flash) attention only.
     if p.cp > 1 && !cfg.seq.is_multiple_of(2 * p.cp) {
-        return err("context parallelism needs a sequence length divisible by 2 × cp");
+        return refuse("context parallelism needs a sequence length divisible by 2 × cp");
     }
     // Transformer Engine's all-to-all gives each GPU heads / cp of the
     // heads, the key/value heads included (`AttnFuncWithCPAndQKVOA2A`).
@@ -269,46 +414,74 @@ pub fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
         && (!(a.heads / p.tp.max(1)).is_multiple_of(p.cp)
             || !(a.kv_heads / p.tp.max(1)).is_multiple_of(p.cp))
     {
-        return err("all-to-all context parallelism (a2a) needs the attention and key/value heads per tensor-parallel GPU divisible by cp");
+        return refuse("all-to-all context parallelism (a2a) needs the attention and key/value heads per tensor-parallel GPU divisible by cp");
     }
     if p.cp > 1 && cfg.attention != AttentionKernel::Flash {
-        return err(
+        return refuse(
             "context parallelism needs flash attention (ring attention runs in the fused kernel)",
         );
     }
+    Ok(())
+}
+
+/// Experts with tensor parallelism need sequence parallelism.
+fn experts_with_tp(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    let a = &cfg.arch;
+    let p = &cfg.parallel;
     // Megatron-LM's arguments.py: "When using MoE and tensor parallelism,
     // sequence parallelism must be used."
     if a.moe.is_some() && p.tp > 1 && !p.sp {
-        return err("a mixture of experts with tensor parallelism needs sequence parallelism on (--sp), as Megatron-LM requires");
+        return refuse("a mixture of experts with tensor parallelism needs sequence parallelism on (--sp), as Megatron-LM requires");
     }
+    Ok(())
+}
+
+/// Sequence, batch, micro-batch, parallel degrees and ZeRO stage in range.
+fn counts(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    let p = &cfg.parallel;
     if cfg.seq == 0 || cfg.batch == 0 || cfg.micro_batch == Some(0) {
-        return err("sequence length, batch and micro-batch must be at least 1");
+        return refuse("sequence length, batch and micro-batch must be at least 1");
     }
     if p.dp == 0 || p.tp == 0 || p.pp == 0 {
-        return err("dp, tp and pp must be at least 1");
+        return refuse("dp, tp and pp must be at least 1");
     }
     if p.zero > 3 {
-        return err("ZeRO stage must be 0, 1, 2 or 3");
+        return refuse("ZeRO stage must be 0, 1, 2 or 3");
     }
+    Ok(())
+}
+
+/// Hybrid sharding's group.
+fn shard_group(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    let p = &cfg.parallel;
     if let Some(n) = p.dp_shard {
         if n == 0 || !p.dp.is_multiple_of(n) {
-            return err("the shard group (--dp-shard) must divide the data-parallel GPUs");
+            return refuse("the shard group (--dp-shard) must divide the data-parallel GPUs");
         }
         if p.zero == 0 && n < p.dp {
-            return err("hybrid sharding (--dp-shard) shards ZeRO's states: give --zero 1, 2 or 3");
+            return refuse(
+                "hybrid sharding (--dp-shard) shards ZeRO's states: give --zero 1, 2 or 3",
+            );
         }
         if matches!(cfg.framework, Framework::DeepSpeed { .. }) && n < p.dp {
-            return err("hybrid sharding (--dp-shard) is PyTorch FSDP's; DeepSpeed's ZeRO++ partitions differently and is not modelled");
+            return refuse("hybrid sharding (--dp-shard) is PyTorch FSDP's; DeepSpeed's ZeRO++ partitions differently and is not modelled");
         }
     }
+    Ok(())
+}
+
+/// The layout divides the heads, layers and batch.
+fn divides(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    let a = &cfg.arch;
+    let p = &cfg.parallel;
     if !a.heads.is_multiple_of(p.tp) {
-        return err("tensor parallelism must divide the attention heads");
+        return refuse("tensor parallelism must divide the attention heads");
     }
     if p.pp > a.layers {
-        return err("pipeline stages cannot exceed the layers");
+        return refuse("pipeline stages cannot exceed the layers");
     }
     if !cfg.batch.is_multiple_of(cfg.micro() * p.dp) {
-        return err("batch must be a multiple of micro-batch × dp");
+        return refuse("batch must be a multiple of micro-batch × dp");
     }
     Ok(())
 }
