@@ -1,12 +1,29 @@
 //! What a step keeps in memory, per GPU: the model states, the saved
-//! activations, and their walk over one step. [`estimate`] adds the model
+//! activations, and their walk over one step. [`estimate()`] adds the model
 //! states and the saved activations; [`timeline()`] walks the step and finds
 //! its peak. The configuration is first [`check()`]ed: what cannot be priced
 //! is refused in words.
+//!
+//! - [`check`](mod@check): what cannot be priced, refused in words;
+//! - [`bytes`]: bytes per value, shared by every part below;
+//! - [`states`]: weights, gradients, master weights, optimizer state, and
+//!   how they split over the parallel GPUs;
+//! - [`activations`]: what the forward pass keeps for backward, per profile,
+//!   with its parts: [`sac`] (torchtitan's per-operator checkpointing),
+//!   [`fp8`] (float8's and Transformer Engine's bytes), [`mixer`] (a
+//!   hybrid's Mamba-2 mixer), [`grpo`] (GRPO's fused head and rollout);
+//! - [`quant`]: a quantized frozen base (QLoRA's NF4, LLM.int8());
+//! - [`estimate()`]: model states plus saved activations, the step at rest;
+//! - [`events`]: a step's moments and the live bytes at each;
+//! - [`zero3`]: DeepSpeed's ZeRO-3 walk (prefetch, release, buckets);
+//! - [`timeline()`]: live memory over one step, and its peak;
+//! - [`offload`]: what ZeRO-Offload keeps in host memory, host RAM per node;
+//! - [`overhead`]: what a GPU process uses beyond its tensors.
 
 pub mod activations;
 pub mod bytes;
 pub mod check;
+pub mod estimate;
 pub mod events;
 pub mod fp8;
 pub mod grpo;
@@ -20,208 +37,9 @@ pub mod timeline;
 pub mod zero3;
 
 pub use check::check;
+pub use estimate::{estimate, DetailedBreakdown};
 pub use events::{Event, Live, Moment, Phase, StepTimeline};
 pub use offload::{host_ram, HostRam};
 pub use overhead::{Overhead, OverheadBytes};
 pub use states::ModelStates;
 pub use timeline::{stage_timelines, timeline, why_peak};
-
-use crate::detailed::config::{DetailedConfig, DetailedError};
-
-/// The budget per GPU, in bytes.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct DetailedBreakdown {
-    /// Weights.
-    pub params: f64,
-    /// Gradients.
-    pub grads: f64,
-    /// fp32 master weights (mixed precision).
-    pub master_weights: f64,
-    /// Optimizer state.
-    pub optimizer_state: f64,
-    /// Everything the forward pass keeps for backward, logits included.
-    pub activations: f64,
-    /// The part of `activations` that is the output layer's logits and loss.
-    pub logits: f64,
-    /// Sum of the first five.
-    pub total: f64,
-}
-
-impl DetailedBreakdown {
-    /// The same figures as the lesson's five terms (logits inside the
-    /// activations), to reuse its dominant term, shares and printout.
-    pub fn terms(&self) -> crate::budget::Breakdown {
-        crate::budget::Breakdown {
-            params: self.params,
-            grads: self.grads,
-            master_weights: self.master_weights,
-            optimizer_state: self.optimizer_state,
-            activations: self.activations,
-            total: self.total,
-        }
-    }
-}
-
-/// The per-GPU budget for `cfg`: model states ([`states`]) plus the saved
-/// activations ([`activations`]). With a 1F1B pipeline the first stage
-/// holds p micro-batches of its L/p layers, the last stage one plus the
-/// logits, and the larger of the two is reported (Narayanan et al. 2021).
-pub fn estimate(cfg: &DetailedConfig) -> Result<DetailedBreakdown, DetailedError> {
-    check(cfg)?;
-    let par = &cfg.parallel;
-    let ModelStates {
-        params,
-        grads,
-        master_weights,
-        optimizer_state,
-    } = states::model_states(cfg);
-    let saved = activations::saved(cfg);
-    let saved = if cfg.offload.activations {
-        // One layer in flight on the GPU; the rest on the host.
-        activations::Saved {
-            per_layer: saved.per_layer / par.stage_layers(&cfg.arch),
-            ..saved
-        }
-    } else {
-        saved
-    };
-    let (activations, logits) = if par.pp == 1 {
-        (
-            cfg.arch.layers as f64 * saved.per_layer + saved.embedding + saved.head + saved.logits,
-            saved.logits,
-        )
-    } else {
-        let layers = par.stage_layers(&cfg.arch);
-        let in_flight = par.first_stage_in_flight(cfg.accumulation_steps());
-        let first = layers * in_flight * saved.per_layer + saved.embedding;
-        let last = layers * saved.per_layer + saved.head + saved.logits;
-        if first >= last {
-            (first, 0.0)
-        } else {
-            (last, saved.logits)
-        }
-    };
-    let total = params + grads + master_weights + optimizer_state + activations;
-    Ok(DetailedBreakdown {
-        params,
-        grads,
-        master_weights,
-        optimizer_state,
-        activations,
-        logits,
-        total,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::detailed::preset;
-
-    #[test]
-    fn bad_configs_are_refused() {
-        let arch = preset("gpt2").unwrap().arch;
-        let mut cfg = DetailedConfig::new(arch, 1024, 8);
-        cfg.parallel.tp = 5;
-        assert!(estimate(&cfg)
-            .unwrap_err()
-            .to_string()
-            .contains("tensor parallelism"));
-        cfg.parallel.tp = 1;
-        cfg.parallel.dp = 3;
-        assert!(estimate(&cfg).is_err());
-        cfg.parallel.dp = 1;
-        cfg.parallel.zero = 4;
-        assert!(estimate(&cfg).is_err());
-    }
-}
-
-#[cfg(test)]
-mod objective_tests {
-    use super::*;
-    use crate::detailed::config::{BaseQuant, Framework, Objective, Reference, StepOptions};
-    use crate::detailed::preset;
-
-    /// Hybrid sharding's group must divide dp, shard something, and is
-    /// PyTorch's: each refused with its reason.
-    #[test]
-    fn hybrid_sharding_is_checked() {
-        let mut cfg = DetailedConfig::new(preset("llama-3.1-8b").unwrap().arch, 1024, 16);
-        cfg.parallel.dp = 16;
-        cfg.parallel.zero = 3;
-        cfg.parallel.dp_shard = Some(8);
-        assert!(estimate(&cfg).is_ok());
-        cfg.parallel.dp_shard = Some(6);
-        assert!(estimate(&cfg).unwrap_err().to_string().contains("divide"));
-        cfg.parallel.dp_shard = Some(8);
-        cfg.parallel.zero = 0;
-        assert!(estimate(&cfg).unwrap_err().to_string().contains("--zero"));
-        cfg.parallel.zero = 3;
-        cfg.framework = Framework::DEEPSPEED;
-        assert!(estimate(&cfg)
-            .unwrap_err()
-            .to_string()
-            .contains("DeepSpeed"));
-    }
-
-    /// TRL's DPO: chosen and rejected in one forward (twice the sequences),
-    /// a frozen reference beside the policy unless LoRA or precomputed.
-    #[test]
-    fn dpo_doubles_the_sequences_and_adds_the_reference() {
-        let arch = preset("llama-2-7b").unwrap().arch;
-        let mut cfg = DetailedConfig::new(arch, 1024, 8);
-        cfg.parallel.dp = 8;
-        cfg.parallel.zero = 3;
-        let sft = estimate(&cfg).unwrap();
-        cfg.objective = Objective::Dpo {
-            reference: Reference::Model,
-        };
-        let dpo = estimate(&cfg).unwrap();
-        assert_eq!(dpo.logits, 2.0 * sft.logits);
-        assert!((dpo.activations / sft.activations - 2.0).abs() < 1e-9);
-        // The reference: 2 bytes per parameter, partitioned by ZeRO-3 like the policy.
-        assert_eq!(dpo.params - sft.params, arch.params() as f64 * 2.0 / 8.0);
-        assert_eq!(dpo.optimizer_state, sft.optimizer_state);
-        let t = timeline(&cfg, &StepOptions::default()).unwrap();
-        let reference = t
-            .events
-            .iter()
-            .find(|e| e.moment == Moment::ReferenceForward)
-            .expect("a reference forward");
-        // Logits of 2 × 1 sequences in bf16 and one sequence's fp32 log-softmax.
-        assert_eq!(
-            reference.live.transient,
-            2048.0 * 32000.0 * 2.0 + 1024.0 * 32000.0 * 4.0
-        );
-        // Precomputed log-probabilities: no reference, no reference forward.
-        cfg.objective = Objective::Dpo {
-            reference: Reference::Precomputed,
-        };
-        assert_eq!(estimate(&cfg).unwrap().params, sft.params);
-        // LoRA: the base with adapters off is the reference.
-        cfg.lora_rank = Some(16);
-        cfg.objective = Objective::Dpo {
-            reference: Reference::Model,
-        };
-        let lora_dpo = estimate(&cfg).unwrap();
-        cfg.objective = Objective::Sft;
-        assert_eq!(lora_dpo.params, estimate(&cfg).unwrap().params);
-    }
-
-    #[test]
-    fn bad_fine_tuning_combinations_name_the_conflict() {
-        let arch = preset("llama-3.1-8b").unwrap().arch;
-        let mut cfg = DetailedConfig::new(arch, 1024, 1);
-        cfg.base_quant = BaseQuant::Nf4 { double_quant: true };
-        assert!(estimate(&cfg).unwrap_err().0.contains("QLoRA needs LoRA"));
-        cfg.lora_rank = Some(16);
-        assert!(estimate(&cfg).is_ok());
-        cfg.offload.optimizer = true;
-        assert!(estimate(&cfg).unwrap_err().0.contains("needs ZeRO"));
-        cfg.base_quant = BaseQuant::None;
-        cfg.offload.optimizer = false;
-        cfg.offload.params = true;
-        cfg.parallel.zero = 2;
-        assert!(estimate(&cfg).unwrap_err().0.contains("ZeRO-3"));
-    }
-}

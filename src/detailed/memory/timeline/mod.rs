@@ -1,7 +1,7 @@
 //! Live memory over one training step, event by event, and its peak: the
 //! answer to "will it fit".
 //!
-//! [`estimate`](super::estimate) adds the model states and what the forward
+//! [`estimate`](fn@super::estimate) adds the model states and what the forward
 //! pass saves for backward. A run runs out of memory at the *peak* of live
 //! memory during a step instead, which is above that sum when backward's
 //! transient buffers stack on what is still saved (the loss's gradients,
