@@ -182,6 +182,11 @@ const CHOICES: [Choice; 12] = [
 ];
 
 /// Applies one pair to `state`; unknown keys are accepted and do nothing.
+/// The five inputs, the tables' settings and what takes a line or a small
+/// `match` are read here, every other key by its reader below (in this
+/// order), whose outcome is returned as it is. (Readers per group of keys,
+/// each with its own `match` and a "not mine" answer, cost the light
+/// page's wasm 0.4 KB; these cost next to nothing.)
 fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result<(), String> {
     if let Some(field) = Field::ALL.into_iter().find(|f| f.key() == key) {
         let v = field.parse_with(value, to_f64).map_err(|e| e.to_string())?;
@@ -201,18 +206,12 @@ fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result
         return set(d, value);
     }
     match key {
+        // The lesson's.
         "mixed" => state.config.mixed_precision = parse_flag(value)?,
         "base" => state.baseline = Some(parse_config(value, to_f64)?),
+        // The page's.
         "gpu" => state.gpu = Some(parse_gpu(value, to_f64)?),
-        "card" => {
-            let (key, _) = crate::detailed::hardware::memory_of(value).ok_or_else(|| {
-                format!(
-                    "card must be one of {}",
-                    crate::detailed::hardware::MEMORY.map(|(k, _)| k).join(", ")
-                )
-            })?;
-            state.choose_card(key);
-        }
+        "card" => return read_card(state, value),
         "unit" => {
             state.unit = match value {
                 "gb" => Unit::Gb,
@@ -228,15 +227,7 @@ fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result
             }
         }
         "embed" => state.embed = parse_flag(value)?,
-        "ex" => {
-            state.exercise = Some(
-                value
-                    .parse::<u8>()
-                    .ok()
-                    .and_then(Exercise::from_number)
-                    .ok_or("exercise must be 1 or 2")?,
-            )
-        }
+        "ex" => return read_exercise(state, value),
         "mode" => {
             state.mode = match value {
                 "lesson" => Mode::Lesson,
@@ -244,139 +235,200 @@ fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result
                 _ => return Err("mode must be lesson or detailed".into()),
             }
         }
-        "model" => {
-            let p = preset(value).ok_or_else(|| {
-                let names: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
-                format!("model must be one of {}", names.join(", "))
-            })?;
-            state.choose_preset(&p);
-        }
-        "arch" => {
-            let family: Family = value.parse()?;
-            if family != state.detailed.arch.family {
-                let a = state.detailed.arch;
-                state.detailed.arch = match family {
-                    Family::Gpt2 => Architecture::gpt2(a.layers, a.hidden, a.heads, a.vocab),
-                    Family::Llama => {
-                        Architecture::llama(a.layers, a.hidden, a.heads, a.kv_heads, a.ffn, a.vocab)
-                    }
-                };
-            }
-        }
-        "mla" => {
-            let [q_rank, kv_rank, rope_dim, nope_dim, v_dim] = parse_counts(
-                value,
-                ["query rank", "kv rank", "rope dim", "nope dim", "value dim"],
-            )?;
-            state.detailed.arch.mla = Some(Mla {
-                q_rank,
-                kv_rank,
-                rope_dim,
-                nope_dim,
-                v_dim,
-            });
-        }
-        "ssm" => {
-            let names = [
-                "SSM heads",
-                "SSM head width",
-                "groups",
-                "state",
-                "conv",
-                "chunk",
-                "gated norm",
-                "conv bias",
-                "in bias",
-                "out bias",
-            ];
-            let [heads, head_dim, groups, state_size, conv, chunk, norm, cb, ib, ob] =
-                parse_counts(value, names)?;
-            if heads == 0 || head_dim == 0 || groups == 0 || state_size == 0 || conv == 0 {
-                return Err("ssm needs heads, head width, groups, state and conv ≥ 1".into());
-            }
-            if !heads.is_multiple_of(groups)
-                || chunk == 0
-                || [norm, cb, ib, ob].iter().any(|&f| f > 1)
-            {
-                return Err(
-                    "ssm needs groups dividing the heads, a chunk ≥ 1 and 0/1 flags".into(),
-                );
-            }
-            state.detailed.arch.ssm = Some(crate::detailed::Mamba2 {
-                heads,
-                head_dim,
-                groups,
-                state: state_size,
-                conv,
-                chunk,
-                gated_norm: norm == 1,
-                conv_bias: cb == 1,
-                in_bias: ib == 1,
-                out_bias: ob == 1,
-            });
-        }
-        "moe" => {
-            let (numbers, router) = value
-                .rsplit_once(',')
-                .ok_or("moe must be experts,top_k,expert_ffn,shared_ffn,dense_layers,router")?;
-            // An un-normalised router is written `qwen-raw` (and so on).
-            let (router, normalized) = match router.strip_suffix("-raw") {
-                Some(r) => (r, false),
-                None => (router, true),
-            };
-            let names = [
-                "experts",
-                "top-k",
-                "expert FFN",
-                "shared FFN",
-                "dense layers",
-            ];
-            let [experts, top_k, expert_ffn, shared_ffn, first_dense] =
-                parse_counts(numbers, names)?;
-            if experts == 0 || top_k == 0 || top_k > experts || expert_ffn == 0 {
-                return Err("moe needs experts ≥ top-k ≥ 1 and an expert FFN ≥ 1".into());
-            }
-            state.detailed.arch.moe = Some(Moe {
-                experts,
-                top_k,
-                expert_ffn,
-                shared_ffn,
-                first_dense,
-                router: router.parse()?,
-                normalized,
-            });
-        }
-        "impl" => {
-            state.detailed.profile = match value {
-                "auto" => None,
-                _ => Some(value.parse()?),
-            }
-        }
+        // The model's shape (its sizes and traits are in the tables).
+        "model" => return read_model(state, value),
+        "arch" => return read_family(&mut state.detailed.arch, value),
+        "mla" => return read_mla(&mut state.detailed.arch, value),
+        "ssm" => return read_ssm(&mut state.detailed.arch, value),
+        "moe" => return read_moe(&mut state.detailed.arch, value),
+        // The run's, outside the tables.
+        "impl" => return read_profile(&mut state.detailed, value),
         "zero" => state.detailed.parallel.zero = parse_count(value, 0, 3)? as u8,
         "micro" => state.detailed.micro_batch = Some(parse_count(value, 1, 4096)?),
         "vllm" => state.detailed.vllm_percent = Some(parse_count(value, 5, 95)?),
         "shard" => state.detailed.parallel.dp_shard = Some(parse_count(value, 1, 4096)?),
         "lora" => state.detailed.lora_rank = Some(parse_count(value, 1, 1024)?),
+        // The runtime overhead.
         "oh" => {
             state.detailed.overhead =
                 parse_flag(value)?.then(|| state.detailed.overhead.unwrap_or_default())
         }
         "ohctx" | "ohws" | "ohcomm" | "ohfrag" => {
-            let v = read(value, to_f64).ok_or("must be a number")?;
-            let mut o = state.detailed.overhead.unwrap_or_default();
-            match key {
-                "ohctx" => o.cuda_context_gb = v,
-                "ohws" => o.workspaces_gb = v,
-                "ohcomm" => o.communication_gb = v,
-                _ => o.fragmentation_percent = v,
-            }
-            if !o.is_valid() {
-                return Err("overhead sizes must be 0 to 1000 GB, fragmentation 0 to 100 %".into());
-            }
-            state.detailed.overhead = Some(o);
+            return read_overhead(&mut state.detailed.overhead, key, value, to_f64)
         }
         _ => {}
     }
+    Ok(())
+}
+
+/// `card`: a card of the table by its key (any case), its memory and name.
+fn read_card(state: &mut PageState, value: &str) -> Result<(), String> {
+    let (key, _) = crate::detailed::hardware::memory_of(value).ok_or_else(|| {
+        format!(
+            "card must be one of {}",
+            crate::detailed::hardware::MEMORY.map(|(k, _)| k).join(", ")
+        )
+    })?;
+    state.choose_card(key);
+    Ok(())
+}
+
+/// `ex`: the exercise by its number, `1` or `2`.
+fn read_exercise(state: &mut PageState, value: &str) -> Result<(), String> {
+    state.exercise = Some(
+        value
+            .parse::<u8>()
+            .ok()
+            .and_then(Exercise::from_number)
+            .ok_or("exercise must be 1 or 2")?,
+    );
+    Ok(())
+}
+
+/// `model`: a preset by its name, which sets the shape (and what follows it).
+fn read_model(state: &mut PageState, value: &str) -> Result<(), String> {
+    let p = preset(value).ok_or_else(|| {
+        let names: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
+        format!("model must be one of {}", names.join(", "))
+    })?;
+    state.choose_preset(&p);
+    Ok(())
+}
+
+/// `arch`: the family (`gpt2`, `llama`). Another family's shape keeps the
+/// sizes; the same family leaves the shape as it is.
+fn read_family(arch: &mut Architecture, value: &str) -> Result<(), String> {
+    let family: Family = value.parse()?;
+    if family != arch.family {
+        let a = *arch;
+        *arch = match family {
+            Family::Gpt2 => Architecture::gpt2(a.layers, a.hidden, a.heads, a.vocab),
+            Family::Llama => {
+                Architecture::llama(a.layers, a.hidden, a.heads, a.kv_heads, a.ffn, a.vocab)
+            }
+        };
+    }
+    Ok(())
+}
+
+/// `mla`: latent attention, `q_rank,kv_rank,rope,nope,v`.
+fn read_mla(arch: &mut Architecture, value: &str) -> Result<(), String> {
+    let [q_rank, kv_rank, rope_dim, nope_dim, v_dim] = parse_counts(
+        value,
+        ["query rank", "kv rank", "rope dim", "nope dim", "value dim"],
+    )?;
+    arch.mla = Some(Mla {
+        q_rank,
+        kv_rank,
+        rope_dim,
+        nope_dim,
+        v_dim,
+    });
+    Ok(())
+}
+
+/// `ssm`: a Mamba-2 mixer beside the attention,
+/// `heads,head_dim,groups,state,conv,chunk` and four 0/1 flags (gated norm,
+/// conv bias, in_proj bias, out_proj bias).
+fn read_ssm(arch: &mut Architecture, value: &str) -> Result<(), String> {
+    let names = [
+        "SSM heads",
+        "SSM head width",
+        "groups",
+        "state",
+        "conv",
+        "chunk",
+        "gated norm",
+        "conv bias",
+        "in bias",
+        "out bias",
+    ];
+    let [heads, head_dim, groups, state, conv, chunk, norm, cb, ib, ob] =
+        parse_counts(value, names)?;
+    if heads == 0 || head_dim == 0 || groups == 0 || state == 0 || conv == 0 {
+        return Err("ssm needs heads, head width, groups, state and conv ≥ 1".into());
+    }
+    if !heads.is_multiple_of(groups) || chunk == 0 || [norm, cb, ib, ob].iter().any(|&f| f > 1) {
+        return Err("ssm needs groups dividing the heads, a chunk ≥ 1 and 0/1 flags".into());
+    }
+    arch.ssm = Some(crate::detailed::Mamba2 {
+        heads,
+        head_dim,
+        groups,
+        state,
+        conv,
+        chunk,
+        gated_norm: norm == 1,
+        conv_bias: cb == 1,
+        in_bias: ib == 1,
+        out_bias: ob == 1,
+    });
+    Ok(())
+}
+
+/// `moe`: mixture of experts,
+/// `experts,top_k,expert_ffn,shared_ffn,dense_layers,router`.
+fn read_moe(arch: &mut Architecture, value: &str) -> Result<(), String> {
+    let (numbers, router) = value
+        .rsplit_once(',')
+        .ok_or("moe must be experts,top_k,expert_ffn,shared_ffn,dense_layers,router")?;
+    // An un-normalised router is written `qwen-raw` (and so on).
+    let (router, normalized) = match router.strip_suffix("-raw") {
+        Some(r) => (r, false),
+        None => (router, true),
+    };
+    let names = [
+        "experts",
+        "top-k",
+        "expert FFN",
+        "shared FFN",
+        "dense layers",
+    ];
+    let [experts, top_k, expert_ffn, shared_ffn, first_dense] = parse_counts(numbers, names)?;
+    if experts == 0 || top_k == 0 || top_k > experts || expert_ffn == 0 {
+        return Err("moe needs experts ≥ top-k ≥ 1 and an expert FFN ≥ 1".into());
+    }
+    arch.moe = Some(Moe {
+        experts,
+        top_k,
+        expert_ffn,
+        shared_ffn,
+        first_dense,
+        router: router.parse()?,
+        normalized,
+    });
+    Ok(())
+}
+
+/// `impl`: the kernels' implementation, `auto` (none chosen) or a profile.
+fn read_profile(d: &mut DetailedOptions, value: &str) -> Result<(), String> {
+    d.profile = match value {
+        "auto" => None,
+        _ => Some(value.parse()?),
+    };
+    Ok(())
+}
+
+/// `ohctx`, `ohws`, `ohcomm` (GB) and `ohfrag` (percent): one of the
+/// runtime overhead's sizes, which turns it on, if the whole stays valid.
+fn read_overhead(
+    overhead: &mut Option<Overhead>,
+    key: &str,
+    value: &str,
+    to_f64: ToF64,
+) -> Result<(), String> {
+    let v = read(value, to_f64).ok_or("must be a number")?;
+    let mut o = overhead.unwrap_or_default();
+    match key {
+        "ohctx" => o.cuda_context_gb = v,
+        "ohws" => o.workspaces_gb = v,
+        "ohcomm" => o.communication_gb = v,
+        _ => o.fragmentation_percent = v,
+    }
+    if !o.is_valid() {
+        return Err("overhead sizes must be 0 to 1000 GB, fragmentation 0 to 100 %".into());
+    }
+    *overhead = Some(o);
     Ok(())
 }
 
