@@ -547,8 +547,13 @@ pub fn encode(state: &PageState) -> String {
     out.finish()
 }
 
-/// The detailed model's keys, where they differ from the defaults.
-fn encode_detailed(state: &PageState, out: &mut form_urlencoded::Serializer<'_, String>) {
+/// The query string being written.
+type Query<'a> = form_urlencoded::Serializer<'a, String>;
+
+/// The detailed model's keys, where they differ from the defaults, in this
+/// order: the model, training and precision, parallelism, fine-tuning,
+/// offload, the objective, the settings absent by default, the overhead.
+fn encode_detailed(state: &PageState, out: &mut Query<'_>) {
     let d = &state.detailed;
     let def = DetailedOptions::default();
     out.append_pair("mode", "detailed");
@@ -556,128 +561,189 @@ fn encode_detailed(state: &PageState, out: &mut form_urlencoded::Serializer<'_, 
         Some(name) => {
             out.append_pair("model", name);
         }
-        None => {
-            let a = &d.arch;
-            out.append_pair("arch", a.family.name());
-            out.append_pair("heads", &a.heads.to_string());
-            out.append_pair("kv", &a.kv_heads.to_string());
-            out.append_pair("ffn", &a.ffn.to_string());
-            out.append_pair("vocab", &a.vocab.to_string());
-            let gpt2 = a.family == Family::Gpt2;
-            if a.tied_embeddings != gpt2 {
-                out.append_pair("tied", flag(a.tied_embeddings));
-            }
-            if a.qkv_bias != gpt2 {
-                out.append_pair("qkvbias", flag(a.qkv_bias));
-            }
-            if a.rotary_dims > 0 {
-                out.append_pair("rot", &a.rotary_dims.to_string());
-            }
-            if a.head_width > 0 {
-                out.append_pair("hd", &a.head_width.to_string());
-            }
-            if a.qk_norm {
-                out.append_pair("qknorm", "1");
-            }
-            if a.sandwich_norms {
-                out.append_pair("sandwich", "1");
-            }
-            if a.softcap {
-                out.append_pair("softcap", "1");
-            }
-            if a.attention_sinks {
-                out.append_pair("sinks", "1");
-            }
-            if let Some(m) = a.mla {
-                let v = [m.q_rank, m.kv_rank, m.rope_dim, m.nope_dim, m.v_dim];
-                out.append_pair("mla", &join(&v));
-            }
-            if let Some(m) = a.moe {
-                let v = [
-                    m.experts,
-                    m.top_k,
-                    m.expert_ffn,
-                    m.shared_ffn,
-                    m.first_dense,
-                ];
-                let raw = if m.normalized { "" } else { "-raw" };
-                out.append_pair("moe", &format!("{},{}{raw}", join(&v), m.router.name()));
-            }
-            if let Some(m) = a.ssm {
-                let v = [
-                    m.heads,
-                    m.head_dim,
-                    m.groups,
-                    m.state,
-                    m.conv,
-                    m.chunk,
-                    u64::from(m.gated_norm),
-                    u64::from(m.conv_bias),
-                    u64::from(m.in_bias),
-                    u64::from(m.out_bias),
-                ];
-                out.append_pair("ssm", &join(&v));
-            }
-        }
+        None => encode_arch(&d.arch, out),
     }
-    let mut pair = |key: &str, value: &str, default: &str| {
-        if value != default {
-            out.append_pair(key, value);
-        }
-    };
-    pair("prec", d.precision.name(), def.precision.name());
-    pair("fp8", d.fp8.name(), def.fp8.name());
-    pair("opt", d.optimizer.name(), def.optimizer.name());
-    pair("attn", d.attention.name(), def.attention.name());
-    pair("dropout", flag(d.dropout), flag(def.dropout));
+    encode_training(d, &def, out);
+    encode_parallel(d, &def, out);
+    encode_fine_tuning(d, &def, out);
+    encode_offload(d, &def, out);
+    encode_objective(d, &def, out);
+    encode_optional(d, out);
+    if let Some(o) = d.overhead {
+        encode_overhead(o, out);
+    }
+}
+
+/// Writes `key=value` unless `value` is the default's.
+fn pair(out: &mut Query<'_>, key: &str, value: &str, default: &str) {
+    if value != default {
+        out.append_pair(key, value);
+    }
+}
+
+/// A shape that is no preset: its family and sizes always, its traits where
+/// set (tied embeddings and QKV bias where not the family's), then its
+/// optional blocks.
+fn encode_arch(a: &Architecture, out: &mut Query<'_>) {
+    out.append_pair("arch", a.family.name());
+    out.append_pair("heads", &a.heads.to_string());
+    out.append_pair("kv", &a.kv_heads.to_string());
+    out.append_pair("ffn", &a.ffn.to_string());
+    out.append_pair("vocab", &a.vocab.to_string());
+    let gpt2 = a.family == Family::Gpt2;
+    if a.tied_embeddings != gpt2 {
+        out.append_pair("tied", flag(a.tied_embeddings));
+    }
+    if a.qkv_bias != gpt2 {
+        out.append_pair("qkvbias", flag(a.qkv_bias));
+    }
+    if a.rotary_dims > 0 {
+        out.append_pair("rot", &a.rotary_dims.to_string());
+    }
+    if a.head_width > 0 {
+        out.append_pair("hd", &a.head_width.to_string());
+    }
+    if a.qk_norm {
+        out.append_pair("qknorm", "1");
+    }
+    if a.sandwich_norms {
+        out.append_pair("sandwich", "1");
+    }
+    if a.softcap {
+        out.append_pair("softcap", "1");
+    }
+    if a.attention_sinks {
+        out.append_pair("sinks", "1");
+    }
+    encode_blocks(a, out);
+}
+
+/// The shape's optional blocks: latent attention (`mla`), mixture of experts
+/// (`moe`) and a Mamba-2 mixer (`ssm`).
+fn encode_blocks(a: &Architecture, out: &mut Query<'_>) {
+    if let Some(m) = a.mla {
+        let v = [m.q_rank, m.kv_rank, m.rope_dim, m.nope_dim, m.v_dim];
+        out.append_pair("mla", &join(&v));
+    }
+    if let Some(m) = a.moe {
+        let v = [
+            m.experts,
+            m.top_k,
+            m.expert_ffn,
+            m.shared_ffn,
+            m.first_dense,
+        ];
+        let raw = if m.normalized { "" } else { "-raw" };
+        out.append_pair("moe", &format!("{},{}{raw}", join(&v), m.router.name()));
+    }
+    if let Some(m) = a.ssm {
+        let v = [
+            m.heads,
+            m.head_dim,
+            m.groups,
+            m.state,
+            m.conv,
+            m.chunk,
+            u64::from(m.gated_norm),
+            u64::from(m.conv_bias),
+            u64::from(m.in_bias),
+            u64::from(m.out_bias),
+        ];
+        out.append_pair("ssm", &join(&v));
+    }
+}
+
+/// Training and precision: storage precision, fp8, optimizer, attention
+/// kernel, dropout, recomputation (against the objective's default) and the
+/// kernels' implementation.
+fn encode_training(d: &DetailedOptions, def: &DetailedOptions, out: &mut Query<'_>) {
+    pair(out, "prec", d.precision.name(), def.precision.name());
+    pair(out, "fp8", d.fp8.name(), def.fp8.name());
+    pair(out, "opt", d.optimizer.name(), def.optimizer.name());
+    pair(out, "attn", d.attention.name(), def.attention.name());
+    pair(out, "dropout", flag(d.dropout), flag(def.dropout));
     pair(
+        out,
         "recompute",
         d.recompute.name(),
         crate::detailed::defaults::recompute(d.objective).name(),
     );
-    pair("impl", d.profile.map_or("auto", Profile::name), "auto");
+    pair(out, "impl", d.profile.map_or("auto", Profile::name), "auto");
+}
+
+/// Parallelism: the layout, the context ring's communication, the pipeline
+/// stage the step chart shows, the framework and the pipeline schedule.
+fn encode_parallel(d: &DetailedOptions, def: &DetailedOptions, out: &mut Query<'_>) {
     let p = &d.parallel;
-    pair("dp", &p.dp.to_string(), "1");
-    pair("zero", &p.zero.to_string(), "0");
-    pair("tp", &p.tp.to_string(), "1");
-    pair("sp", flag(p.sp), "0");
-    pair("pp", &p.pp.to_string(), "1");
-    pair("vp", &p.vp.to_string(), "1");
-    pair("ep", &p.ep.to_string(), "1");
-    pair("etp", &p.etp.to_string(), "1");
-    pair("cp", &p.cp.to_string(), "1");
-    pair("cpcomm", p.cp_comm.name(), "p2p");
-    pair("stage", d.stage_shown.name(), "peak");
-    pair("framework", d.framework.name(), def.framework.name());
-    pair("schedule", p.schedule.name(), "1f1b");
-    pair("lorat", &d.lora_targets.names(), &def.lora_targets.names());
-    pair("quant", d.base_quant.name(), def.base_quant.name());
-    pair("offopt", flag(d.offload.optimizer), "0");
-    pair("offparams", flag(d.offload.params), "0");
-    pair("offacts", flag(d.offload.activations), "0");
+    pair(out, "dp", &p.dp.to_string(), "1");
+    pair(out, "zero", &p.zero.to_string(), "0");
+    pair(out, "tp", &p.tp.to_string(), "1");
+    pair(out, "sp", flag(p.sp), "0");
+    pair(out, "pp", &p.pp.to_string(), "1");
+    pair(out, "vp", &p.vp.to_string(), "1");
+    pair(out, "ep", &p.ep.to_string(), "1");
+    pair(out, "etp", &p.etp.to_string(), "1");
+    pair(out, "cp", &p.cp.to_string(), "1");
+    pair(out, "cpcomm", p.cp_comm.name(), "p2p");
+    pair(out, "stage", d.stage_shown.name(), "peak");
+    pair(out, "framework", d.framework.name(), def.framework.name());
+    pair(out, "schedule", p.schedule.name(), "1f1b");
+}
+
+/// Fine-tuning: LoRA's targets and the quantized base (the rank is among the
+/// settings absent by default).
+fn encode_fine_tuning(d: &DetailedOptions, def: &DetailedOptions, out: &mut Query<'_>) {
     pair(
+        out,
+        "lorat",
+        &d.lora_targets.names(),
+        &def.lora_targets.names(),
+    );
+    pair(out, "quant", d.base_quant.name(), def.base_quant.name());
+}
+
+/// Offload: the optimizer, the weights and the activations to the host, and
+/// the GPUs per node that share its memory.
+fn encode_offload(d: &DetailedOptions, def: &DetailedOptions, out: &mut Query<'_>) {
+    pair(out, "offopt", flag(d.offload.optimizer), "0");
+    pair(out, "offparams", flag(d.offload.params), "0");
+    pair(out, "offacts", flag(d.offload.activations), "0");
+    pair(
+        out,
         "gpn",
         &d.offload.gpus_per_node.to_string(),
         &def.offload.gpus_per_node.to_string(),
     );
-    pair("objective", d.objective.name(), def.objective.name());
+}
+
+/// The objective, and GRPO's rollout: completion length, completions per
+/// prompt and a colocated vLLM engine (its share, whether it sleeps).
+fn encode_objective(d: &DetailedOptions, def: &DetailedOptions, out: &mut Query<'_>) {
+    pair(out, "objective", d.objective.name(), def.objective.name());
     if matches!(d.objective, crate::detailed::Objective::Grpo { .. }) {
         let (r, dr) = (&d.rollout, &def.rollout);
         pair(
+            out,
             "completion",
             &r.completion.to_string(),
             &dr.completion.to_string(),
         );
         pair(
+            out,
             "gens",
             &r.generations.to_string(),
             &dr.generations.to_string(),
         );
         if let Some(pct) = d.vllm_percent {
-            pair("vllm", &pct.to_string(), "");
-            pair("vllmsleep", flag(d.vllm_sleep), "0");
+            pair(out, "vllm", &pct.to_string(), "");
+            pair(out, "vllmsleep", flag(d.vllm_sleep), "0");
         }
     }
+}
+
+/// The settings absent by default, written when set: the micro-batch,
+/// hybrid sharding's group, the LoRA rank and the lesson's bar beside.
+fn encode_optional(d: &DetailedOptions, out: &mut Query<'_>) {
     if let Some(m) = d.micro_batch {
         out.append_pair("micro", &m.to_string());
     }
@@ -690,19 +756,22 @@ fn encode_detailed(state: &PageState, out: &mut form_urlencoded::Serializer<'_, 
     if d.show_lesson {
         out.append_pair("both", "1");
     }
-    if let Some(o) = d.overhead {
-        out.append_pair("oh", "1");
-        let def = Overhead::default();
-        let mut pair = |key: &str, v: f64, default: f64| {
-            if v != default {
-                out.append_pair(key, &v.to_string());
-            }
-        };
-        pair("ohctx", o.cuda_context_gb, def.cuda_context_gb);
-        pair("ohws", o.workspaces_gb, def.workspaces_gb);
-        pair("ohcomm", o.communication_gb, def.communication_gb);
-        pair("ohfrag", o.fragmentation_percent, def.fragmentation_percent);
-    }
+}
+
+/// The runtime overhead, on: `oh=1`, then its sizes where they differ from
+/// the defaults.
+fn encode_overhead(o: Overhead, out: &mut Query<'_>) {
+    out.append_pair("oh", "1");
+    let def = Overhead::default();
+    let mut pair = |key: &str, v: f64, default: f64| {
+        if v != default {
+            out.append_pair(key, &v.to_string());
+        }
+    };
+    pair("ohctx", o.cuda_context_gb, def.cuda_context_gb);
+    pair("ohws", o.workspaces_gb, def.workspaces_gb);
+    pair("ohcomm", o.communication_gb, def.communication_gb);
+    pair("ohfrag", o.fragmentation_percent, def.fragmentation_percent);
 }
 
 fn join(values: &[u64]) -> String {
