@@ -183,6 +183,11 @@ const CHOICES: [Choice; 12] = [
 ];
 
 /// Applies one pair to `state`; unknown keys are accepted and do nothing.
+/// The five inputs, the tables' settings and what takes a line or a small
+/// `match` are read here, every other key by its reader below (in this
+/// order), whose outcome is returned as it is. (Readers per group of keys,
+/// each with its own `match` and a "not mine" answer, cost the light
+/// page's wasm 0.4 KB; these cost next to nothing.)
 fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result<(), String> {
     if let Some(field) = Field::ALL.into_iter().find(|f| f.key() == key) {
         let v = field.parse_with(value, to_f64).map_err(|e| e.to_string())?;
@@ -202,20 +207,12 @@ fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result
         return set(d, value);
     }
     match key {
+        // The lesson's.
         "mixed" => state.config.mixed_precision = parse_flag(value)?,
         "base" => state.baseline = Some(parse_config(value, to_f64)?),
+        // The page's.
         "gpu" => state.gpu = Some(parse_gpu(value, to_f64)?),
-        "card" => {
-            let (key, _) = crate::detailed::time::hardware::memory_of(value).ok_or_else(|| {
-                format!(
-                    "card must be one of {}",
-                    crate::detailed::time::hardware::MEMORY
-                        .map(|(k, _)| k)
-                        .join(", ")
-                )
-            })?;
-            state.choose_card(key);
-        }
+        "card" => return read_card(state, value),
         "unit" => {
             state.unit = match value {
                 "gb" => Unit::Gb,
@@ -231,15 +228,7 @@ fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result
             }
         }
         "embed" => state.embed = parse_flag(value)?,
-        "ex" => {
-            state.exercise = Some(
-                value
-                    .parse::<u8>()
-                    .ok()
-                    .and_then(Exercise::from_number)
-                    .ok_or("exercise must be 1 or 2")?,
-            )
-        }
+        "ex" => return read_exercise(state, value),
         "mode" => {
             state.mode = match value {
                 "lesson" => Mode::Lesson,
@@ -247,139 +236,202 @@ fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result
                 _ => return Err("mode must be lesson or detailed".into()),
             }
         }
-        "model" => {
-            let p = preset(value).ok_or_else(|| {
-                let names: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
-                format!("model must be one of {}", names.join(", "))
-            })?;
-            state.choose_preset(&p);
-        }
-        "arch" => {
-            let family: Family = value.parse()?;
-            if family != state.detailed.arch.family {
-                let a = state.detailed.arch;
-                state.detailed.arch = match family {
-                    Family::Gpt2 => Architecture::gpt2(a.layers, a.hidden, a.heads, a.vocab),
-                    Family::Llama => {
-                        Architecture::llama(a.layers, a.hidden, a.heads, a.kv_heads, a.ffn, a.vocab)
-                    }
-                };
-            }
-        }
-        "mla" => {
-            let [q_rank, kv_rank, rope_dim, nope_dim, v_dim] = parse_counts(
-                value,
-                ["query rank", "kv rank", "rope dim", "nope dim", "value dim"],
-            )?;
-            state.detailed.arch.mla = Some(Mla {
-                q_rank,
-                kv_rank,
-                rope_dim,
-                nope_dim,
-                v_dim,
-            });
-        }
-        "ssm" => {
-            let names = [
-                "SSM heads",
-                "SSM head width",
-                "groups",
-                "state",
-                "conv",
-                "chunk",
-                "gated norm",
-                "conv bias",
-                "in bias",
-                "out bias",
-            ];
-            let [heads, head_dim, groups, state_size, conv, chunk, norm, cb, ib, ob] =
-                parse_counts(value, names)?;
-            if heads == 0 || head_dim == 0 || groups == 0 || state_size == 0 || conv == 0 {
-                return Err("ssm needs heads, head width, groups, state and conv ≥ 1".into());
-            }
-            if !heads.is_multiple_of(groups)
-                || chunk == 0
-                || [norm, cb, ib, ob].iter().any(|&f| f > 1)
-            {
-                return Err(
-                    "ssm needs groups dividing the heads, a chunk ≥ 1 and 0/1 flags".into(),
-                );
-            }
-            state.detailed.arch.ssm = Some(crate::detailed::Mamba2 {
-                heads,
-                head_dim,
-                groups,
-                state: state_size,
-                conv,
-                chunk,
-                gated_norm: norm == 1,
-                conv_bias: cb == 1,
-                in_bias: ib == 1,
-                out_bias: ob == 1,
-            });
-        }
-        "moe" => {
-            let (numbers, router) = value
-                .rsplit_once(',')
-                .ok_or("moe must be experts,top_k,expert_ffn,shared_ffn,dense_layers,router")?;
-            // An un-normalised router is written `qwen-raw` (and so on).
-            let (router, normalized) = match router.strip_suffix("-raw") {
-                Some(r) => (r, false),
-                None => (router, true),
-            };
-            let names = [
-                "experts",
-                "top-k",
-                "expert FFN",
-                "shared FFN",
-                "dense layers",
-            ];
-            let [experts, top_k, expert_ffn, shared_ffn, first_dense] =
-                parse_counts(numbers, names)?;
-            if experts == 0 || top_k == 0 || top_k > experts || expert_ffn == 0 {
-                return Err("moe needs experts ≥ top-k ≥ 1 and an expert FFN ≥ 1".into());
-            }
-            state.detailed.arch.moe = Some(Moe {
-                experts,
-                top_k,
-                expert_ffn,
-                shared_ffn,
-                first_dense,
-                router: router.parse()?,
-                normalized,
-            });
-        }
-        "impl" => {
-            state.detailed.profile = match value {
-                "auto" => None,
-                _ => Some(value.parse()?),
-            }
-        }
+        // The model's shape (its sizes and traits are in the tables).
+        "model" => return read_model(state, value),
+        "arch" => return read_family(&mut state.detailed.arch, value),
+        "mla" => return read_mla(&mut state.detailed.arch, value),
+        "ssm" => return read_ssm(&mut state.detailed.arch, value),
+        "moe" => return read_moe(&mut state.detailed.arch, value),
+        // The run's, outside the tables.
+        "impl" => return read_profile(&mut state.detailed, value),
         "zero" => state.detailed.parallel.zero = parse_count(value, 0, 3)? as u8,
         "micro" => state.detailed.micro_batch = Some(parse_count(value, 1, 4096)?),
         "vllm" => state.detailed.vllm_percent = Some(parse_count(value, 5, 95)?),
         "shard" => state.detailed.parallel.dp_shard = Some(parse_count(value, 1, 4096)?),
         "lora" => state.detailed.lora_rank = Some(parse_count(value, 1, 1024)?),
+        // The runtime overhead.
         "oh" => {
             state.detailed.overhead =
                 parse_flag(value)?.then(|| state.detailed.overhead.unwrap_or_default())
         }
         "ohctx" | "ohws" | "ohcomm" | "ohfrag" => {
-            let v = read(value, to_f64).ok_or("must be a number")?;
-            let mut o = state.detailed.overhead.unwrap_or_default();
-            match key {
-                "ohctx" => o.cuda_context_gb = v,
-                "ohws" => o.workspaces_gb = v,
-                "ohcomm" => o.communication_gb = v,
-                _ => o.fragmentation_percent = v,
-            }
-            if !o.is_valid() {
-                return Err("overhead sizes must be 0 to 1000 GB, fragmentation 0 to 100 %".into());
-            }
-            state.detailed.overhead = Some(o);
+            return read_overhead(&mut state.detailed.overhead, key, value, to_f64)
         }
         _ => {}
     }
+    Ok(())
+}
+
+/// `card`: a card of the table by its key (any case), its memory and name.
+fn read_card(state: &mut PageState, value: &str) -> Result<(), String> {
+    let (key, _) = crate::detailed::time::hardware::memory_of(value).ok_or_else(|| {
+        format!(
+            "card must be one of {}",
+            crate::detailed::time::hardware::MEMORY
+                .map(|(k, _)| k)
+                .join(", ")
+        )
+    })?;
+    state.choose_card(key);
+    Ok(())
+}
+
+/// `ex`: the exercise by its number, `1` or `2`.
+fn read_exercise(state: &mut PageState, value: &str) -> Result<(), String> {
+    state.exercise = Some(
+        value
+            .parse::<u8>()
+            .ok()
+            .and_then(Exercise::from_number)
+            .ok_or("exercise must be 1 or 2")?,
+    );
+    Ok(())
+}
+
+/// `model`: a preset by its name, which sets the shape (and what follows it).
+fn read_model(state: &mut PageState, value: &str) -> Result<(), String> {
+    let p = preset(value).ok_or_else(|| {
+        let names: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
+        format!("model must be one of {}", names.join(", "))
+    })?;
+    state.choose_preset(&p);
+    Ok(())
+}
+
+/// `arch`: the family (`gpt2`, `llama`). Another family's shape keeps the
+/// sizes; the same family leaves the shape as it is.
+fn read_family(arch: &mut Architecture, value: &str) -> Result<(), String> {
+    let family: Family = value.parse()?;
+    if family != arch.family {
+        let a = *arch;
+        *arch = match family {
+            Family::Gpt2 => Architecture::gpt2(a.layers, a.hidden, a.heads, a.vocab),
+            Family::Llama => {
+                Architecture::llama(a.layers, a.hidden, a.heads, a.kv_heads, a.ffn, a.vocab)
+            }
+        };
+    }
+    Ok(())
+}
+
+/// `mla`: latent attention, `q_rank,kv_rank,rope,nope,v`.
+fn read_mla(arch: &mut Architecture, value: &str) -> Result<(), String> {
+    let [q_rank, kv_rank, rope_dim, nope_dim, v_dim] = parse_counts(
+        value,
+        ["query rank", "kv rank", "rope dim", "nope dim", "value dim"],
+    )?;
+    arch.mla = Some(Mla {
+        q_rank,
+        kv_rank,
+        rope_dim,
+        nope_dim,
+        v_dim,
+    });
+    Ok(())
+}
+
+/// `ssm`: a Mamba-2 mixer beside the attention,
+/// `heads,head_dim,groups,state,conv,chunk` and four 0/1 flags (gated norm,
+/// conv bias, in_proj bias, out_proj bias).
+fn read_ssm(arch: &mut Architecture, value: &str) -> Result<(), String> {
+    let names = [
+        "SSM heads",
+        "SSM head width",
+        "groups",
+        "state",
+        "conv",
+        "chunk",
+        "gated norm",
+        "conv bias",
+        "in bias",
+        "out bias",
+    ];
+    let [heads, head_dim, groups, state, conv, chunk, norm, cb, ib, ob] =
+        parse_counts(value, names)?;
+    if heads == 0 || head_dim == 0 || groups == 0 || state == 0 || conv == 0 {
+        return Err("ssm needs heads, head width, groups, state and conv ≥ 1".into());
+    }
+    if !heads.is_multiple_of(groups) || chunk == 0 || [norm, cb, ib, ob].iter().any(|&f| f > 1) {
+        return Err("ssm needs groups dividing the heads, a chunk ≥ 1 and 0/1 flags".into());
+    }
+    arch.ssm = Some(crate::detailed::Mamba2 {
+        heads,
+        head_dim,
+        groups,
+        state,
+        conv,
+        chunk,
+        gated_norm: norm == 1,
+        conv_bias: cb == 1,
+        in_bias: ib == 1,
+        out_bias: ob == 1,
+    });
+    Ok(())
+}
+
+/// `moe`: mixture of experts,
+/// `experts,top_k,expert_ffn,shared_ffn,dense_layers,router`.
+fn read_moe(arch: &mut Architecture, value: &str) -> Result<(), String> {
+    let (numbers, router) = value
+        .rsplit_once(',')
+        .ok_or("moe must be experts,top_k,expert_ffn,shared_ffn,dense_layers,router")?;
+    // An un-normalised router is written `qwen-raw` (and so on).
+    let (router, normalized) = match router.strip_suffix("-raw") {
+        Some(r) => (r, false),
+        None => (router, true),
+    };
+    let names = [
+        "experts",
+        "top-k",
+        "expert FFN",
+        "shared FFN",
+        "dense layers",
+    ];
+    let [experts, top_k, expert_ffn, shared_ffn, first_dense] = parse_counts(numbers, names)?;
+    if experts == 0 || top_k == 0 || top_k > experts || expert_ffn == 0 {
+        return Err("moe needs experts ≥ top-k ≥ 1 and an expert FFN ≥ 1".into());
+    }
+    arch.moe = Some(Moe {
+        experts,
+        top_k,
+        expert_ffn,
+        shared_ffn,
+        first_dense,
+        router: router.parse()?,
+        normalized,
+    });
+    Ok(())
+}
+
+/// `impl`: the kernels' implementation, `auto` (none chosen) or a profile.
+fn read_profile(d: &mut DetailedOptions, value: &str) -> Result<(), String> {
+    d.profile = match value {
+        "auto" => None,
+        _ => Some(value.parse()?),
+    };
+    Ok(())
+}
+
+/// `ohctx`, `ohws`, `ohcomm` (GB) and `ohfrag` (percent): one of the
+/// runtime overhead's sizes, which turns it on, if the whole stays valid.
+fn read_overhead(
+    overhead: &mut Option<Overhead>,
+    key: &str,
+    value: &str,
+    to_f64: ToF64,
+) -> Result<(), String> {
+    let v = read(value, to_f64).ok_or("must be a number")?;
+    let mut o = overhead.unwrap_or_default();
+    match key {
+        "ohctx" => o.cuda_context_gb = v,
+        "ohws" => o.workspaces_gb = v,
+        "ohcomm" => o.communication_gb = v,
+        _ => o.fragmentation_percent = v,
+    }
+    if !o.is_valid() {
+        return Err("overhead sizes must be 0 to 1000 GB, fragmentation 0 to 100 %".into());
+    }
+    *overhead = Some(o);
     Ok(())
 }
 
@@ -498,8 +550,13 @@ pub fn encode(state: &PageState) -> String {
     out.finish()
 }
 
-/// The detailed model's keys, where they differ from the defaults.
-fn encode_detailed(state: &PageState, out: &mut form_urlencoded::Serializer<'_, String>) {
+/// The query string being written.
+type Query<'a> = form_urlencoded::Serializer<'a, String>;
+
+/// The detailed model's keys, where they differ from the defaults, in this
+/// order: the model, training and precision, parallelism, fine-tuning,
+/// offload, the objective, the settings absent by default, the overhead.
+fn encode_detailed(state: &PageState, out: &mut Query<'_>) {
     let d = &state.detailed;
     let def = DetailedOptions::default();
     out.append_pair("mode", "detailed");
@@ -507,128 +564,189 @@ fn encode_detailed(state: &PageState, out: &mut form_urlencoded::Serializer<'_, 
         Some(name) => {
             out.append_pair("model", name);
         }
-        None => {
-            let a = &d.arch;
-            out.append_pair("arch", a.family.name());
-            out.append_pair("heads", &a.heads.to_string());
-            out.append_pair("kv", &a.kv_heads.to_string());
-            out.append_pair("ffn", &a.ffn.to_string());
-            out.append_pair("vocab", &a.vocab.to_string());
-            let gpt2 = a.family == Family::Gpt2;
-            if a.tied_embeddings != gpt2 {
-                out.append_pair("tied", flag(a.tied_embeddings));
-            }
-            if a.qkv_bias != gpt2 {
-                out.append_pair("qkvbias", flag(a.qkv_bias));
-            }
-            if a.rotary_dims > 0 {
-                out.append_pair("rot", &a.rotary_dims.to_string());
-            }
-            if a.head_width > 0 {
-                out.append_pair("hd", &a.head_width.to_string());
-            }
-            if a.qk_norm {
-                out.append_pair("qknorm", "1");
-            }
-            if a.sandwich_norms {
-                out.append_pair("sandwich", "1");
-            }
-            if a.softcap {
-                out.append_pair("softcap", "1");
-            }
-            if a.attention_sinks {
-                out.append_pair("sinks", "1");
-            }
-            if let Some(m) = a.mla {
-                let v = [m.q_rank, m.kv_rank, m.rope_dim, m.nope_dim, m.v_dim];
-                out.append_pair("mla", &join(&v));
-            }
-            if let Some(m) = a.moe {
-                let v = [
-                    m.experts,
-                    m.top_k,
-                    m.expert_ffn,
-                    m.shared_ffn,
-                    m.first_dense,
-                ];
-                let raw = if m.normalized { "" } else { "-raw" };
-                out.append_pair("moe", &format!("{},{}{raw}", join(&v), m.router.name()));
-            }
-            if let Some(m) = a.ssm {
-                let v = [
-                    m.heads,
-                    m.head_dim,
-                    m.groups,
-                    m.state,
-                    m.conv,
-                    m.chunk,
-                    u64::from(m.gated_norm),
-                    u64::from(m.conv_bias),
-                    u64::from(m.in_bias),
-                    u64::from(m.out_bias),
-                ];
-                out.append_pair("ssm", &join(&v));
-            }
-        }
+        None => encode_arch(&d.arch, out),
     }
-    let mut pair = |key: &str, value: &str, default: &str| {
-        if value != default {
-            out.append_pair(key, value);
-        }
-    };
-    pair("prec", d.precision.name(), def.precision.name());
-    pair("fp8", d.fp8.name(), def.fp8.name());
-    pair("opt", d.optimizer.name(), def.optimizer.name());
-    pair("attn", d.attention.name(), def.attention.name());
-    pair("dropout", flag(d.dropout), flag(def.dropout));
+    encode_training(d, &def, out);
+    encode_parallel(d, &def, out);
+    encode_fine_tuning(d, &def, out);
+    encode_offload(d, &def, out);
+    encode_objective(d, &def, out);
+    encode_optional(d, out);
+    if let Some(o) = d.overhead {
+        encode_overhead(o, out);
+    }
+}
+
+/// Writes `key=value` unless `value` is the default's.
+fn pair(out: &mut Query<'_>, key: &str, value: &str, default: &str) {
+    if value != default {
+        out.append_pair(key, value);
+    }
+}
+
+/// A shape that is no preset: its family and sizes always, its traits where
+/// set (tied embeddings and QKV bias where not the family's), then its
+/// optional blocks.
+fn encode_arch(a: &Architecture, out: &mut Query<'_>) {
+    out.append_pair("arch", a.family.name());
+    out.append_pair("heads", &a.heads.to_string());
+    out.append_pair("kv", &a.kv_heads.to_string());
+    out.append_pair("ffn", &a.ffn.to_string());
+    out.append_pair("vocab", &a.vocab.to_string());
+    let gpt2 = a.family == Family::Gpt2;
+    if a.tied_embeddings != gpt2 {
+        out.append_pair("tied", flag(a.tied_embeddings));
+    }
+    if a.qkv_bias != gpt2 {
+        out.append_pair("qkvbias", flag(a.qkv_bias));
+    }
+    if a.rotary_dims > 0 {
+        out.append_pair("rot", &a.rotary_dims.to_string());
+    }
+    if a.head_width > 0 {
+        out.append_pair("hd", &a.head_width.to_string());
+    }
+    if a.qk_norm {
+        out.append_pair("qknorm", "1");
+    }
+    if a.sandwich_norms {
+        out.append_pair("sandwich", "1");
+    }
+    if a.softcap {
+        out.append_pair("softcap", "1");
+    }
+    if a.attention_sinks {
+        out.append_pair("sinks", "1");
+    }
+    encode_blocks(a, out);
+}
+
+/// The shape's optional blocks: latent attention (`mla`), mixture of experts
+/// (`moe`) and a Mamba-2 mixer (`ssm`).
+fn encode_blocks(a: &Architecture, out: &mut Query<'_>) {
+    if let Some(m) = a.mla {
+        let v = [m.q_rank, m.kv_rank, m.rope_dim, m.nope_dim, m.v_dim];
+        out.append_pair("mla", &join(&v));
+    }
+    if let Some(m) = a.moe {
+        let v = [
+            m.experts,
+            m.top_k,
+            m.expert_ffn,
+            m.shared_ffn,
+            m.first_dense,
+        ];
+        let raw = if m.normalized { "" } else { "-raw" };
+        out.append_pair("moe", &format!("{},{}{raw}", join(&v), m.router.name()));
+    }
+    if let Some(m) = a.ssm {
+        let v = [
+            m.heads,
+            m.head_dim,
+            m.groups,
+            m.state,
+            m.conv,
+            m.chunk,
+            u64::from(m.gated_norm),
+            u64::from(m.conv_bias),
+            u64::from(m.in_bias),
+            u64::from(m.out_bias),
+        ];
+        out.append_pair("ssm", &join(&v));
+    }
+}
+
+/// Training and precision: storage precision, fp8, optimizer, attention
+/// kernel, dropout, recomputation (against the objective's default) and the
+/// kernels' implementation.
+fn encode_training(d: &DetailedOptions, def: &DetailedOptions, out: &mut Query<'_>) {
+    pair(out, "prec", d.precision.name(), def.precision.name());
+    pair(out, "fp8", d.fp8.name(), def.fp8.name());
+    pair(out, "opt", d.optimizer.name(), def.optimizer.name());
+    pair(out, "attn", d.attention.name(), def.attention.name());
+    pair(out, "dropout", flag(d.dropout), flag(def.dropout));
     pair(
+        out,
         "recompute",
         d.recompute.name(),
         crate::detailed::config::defaults::recompute(d.objective).name(),
     );
-    pair("impl", d.profile.map_or("auto", Profile::name), "auto");
+    pair(out, "impl", d.profile.map_or("auto", Profile::name), "auto");
+}
+
+/// Parallelism: the layout, the context ring's communication, the pipeline
+/// stage the step chart shows, the framework and the pipeline schedule.
+fn encode_parallel(d: &DetailedOptions, def: &DetailedOptions, out: &mut Query<'_>) {
     let p = &d.parallel;
-    pair("dp", &p.dp.to_string(), "1");
-    pair("zero", &p.zero.to_string(), "0");
-    pair("tp", &p.tp.to_string(), "1");
-    pair("sp", flag(p.sp), "0");
-    pair("pp", &p.pp.to_string(), "1");
-    pair("vp", &p.vp.to_string(), "1");
-    pair("ep", &p.ep.to_string(), "1");
-    pair("etp", &p.etp.to_string(), "1");
-    pair("cp", &p.cp.to_string(), "1");
-    pair("cpcomm", p.cp_comm.name(), "p2p");
-    pair("stage", d.stage_shown.name(), "peak");
-    pair("framework", d.framework.name(), def.framework.name());
-    pair("schedule", p.schedule.name(), "1f1b");
-    pair("lorat", &d.lora_targets.names(), &def.lora_targets.names());
-    pair("quant", d.base_quant.name(), def.base_quant.name());
-    pair("offopt", flag(d.offload.optimizer), "0");
-    pair("offparams", flag(d.offload.params), "0");
-    pair("offacts", flag(d.offload.activations), "0");
+    pair(out, "dp", &p.dp.to_string(), "1");
+    pair(out, "zero", &p.zero.to_string(), "0");
+    pair(out, "tp", &p.tp.to_string(), "1");
+    pair(out, "sp", flag(p.sp), "0");
+    pair(out, "pp", &p.pp.to_string(), "1");
+    pair(out, "vp", &p.vp.to_string(), "1");
+    pair(out, "ep", &p.ep.to_string(), "1");
+    pair(out, "etp", &p.etp.to_string(), "1");
+    pair(out, "cp", &p.cp.to_string(), "1");
+    pair(out, "cpcomm", p.cp_comm.name(), "p2p");
+    pair(out, "stage", d.stage_shown.name(), "peak");
+    pair(out, "framework", d.framework.name(), def.framework.name());
+    pair(out, "schedule", p.schedule.name(), "1f1b");
+}
+
+/// Fine-tuning: LoRA's targets and the quantized base (the rank is among the
+/// settings absent by default).
+fn encode_fine_tuning(d: &DetailedOptions, def: &DetailedOptions, out: &mut Query<'_>) {
     pair(
+        out,
+        "lorat",
+        &d.lora_targets.names(),
+        &def.lora_targets.names(),
+    );
+    pair(out, "quant", d.base_quant.name(), def.base_quant.name());
+}
+
+/// Offload: the optimizer, the weights and the activations to the host, and
+/// the GPUs per node that share its memory.
+fn encode_offload(d: &DetailedOptions, def: &DetailedOptions, out: &mut Query<'_>) {
+    pair(out, "offopt", flag(d.offload.optimizer), "0");
+    pair(out, "offparams", flag(d.offload.params), "0");
+    pair(out, "offacts", flag(d.offload.activations), "0");
+    pair(
+        out,
         "gpn",
         &d.offload.gpus_per_node.to_string(),
         &def.offload.gpus_per_node.to_string(),
     );
-    pair("objective", d.objective.name(), def.objective.name());
+}
+
+/// The objective, and GRPO's rollout: completion length, completions per
+/// prompt and a colocated vLLM engine (its share, whether it sleeps).
+fn encode_objective(d: &DetailedOptions, def: &DetailedOptions, out: &mut Query<'_>) {
+    pair(out, "objective", d.objective.name(), def.objective.name());
     if matches!(d.objective, crate::detailed::Objective::Grpo { .. }) {
         let (r, dr) = (&d.rollout, &def.rollout);
         pair(
+            out,
             "completion",
             &r.completion.to_string(),
             &dr.completion.to_string(),
         );
         pair(
+            out,
             "gens",
             &r.generations.to_string(),
             &dr.generations.to_string(),
         );
         if let Some(pct) = d.vllm_percent {
-            pair("vllm", &pct.to_string(), "");
-            pair("vllmsleep", flag(d.vllm_sleep), "0");
+            pair(out, "vllm", &pct.to_string(), "");
+            pair(out, "vllmsleep", flag(d.vllm_sleep), "0");
         }
     }
+}
+
+/// The settings absent by default, written when set: the micro-batch,
+/// hybrid sharding's group, the LoRA rank and the lesson's bar beside.
+fn encode_optional(d: &DetailedOptions, out: &mut Query<'_>) {
     if let Some(m) = d.micro_batch {
         out.append_pair("micro", &m.to_string());
     }
@@ -641,19 +759,22 @@ fn encode_detailed(state: &PageState, out: &mut form_urlencoded::Serializer<'_, 
     if d.show_lesson {
         out.append_pair("both", "1");
     }
-    if let Some(o) = d.overhead {
-        out.append_pair("oh", "1");
-        let def = Overhead::default();
-        let mut pair = |key: &str, v: f64, default: f64| {
-            if v != default {
-                out.append_pair(key, &v.to_string());
-            }
-        };
-        pair("ohctx", o.cuda_context_gb, def.cuda_context_gb);
-        pair("ohws", o.workspaces_gb, def.workspaces_gb);
-        pair("ohcomm", o.communication_gb, def.communication_gb);
-        pair("ohfrag", o.fragmentation_percent, def.fragmentation_percent);
-    }
+}
+
+/// The runtime overhead, on: `oh=1`, then its sizes where they differ from
+/// the defaults.
+fn encode_overhead(o: Overhead, out: &mut Query<'_>) {
+    out.append_pair("oh", "1");
+    let def = Overhead::default();
+    let mut pair = |key: &str, v: f64, default: f64| {
+        if v != default {
+            out.append_pair(key, &v.to_string());
+        }
+    };
+    pair("ohctx", o.cuda_context_gb, def.cuda_context_gb);
+    pair("ohws", o.workspaces_gb, def.workspaces_gb);
+    pair("ohcomm", o.communication_gb, def.communication_gb);
+    pair("ohfrag", o.fragmentation_percent, def.fragmentation_percent);
 }
 
 fn join(values: &[u64]) -> String {

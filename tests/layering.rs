@@ -179,7 +179,10 @@ fn target(
     names: &BTreeMap<String, (BTreeSet<String>, BTreeMap<String, String>)>,
 ) -> Option<(String, String)> {
     let (to_room, name) = if path[0] == "crate" {
-        (path.get(1)?.clone(), path.get(2).cloned().unwrap_or_default())
+        (
+            path.get(1)?.clone(),
+            path.get(2).cloned().unwrap_or_default(),
+        )
     } else {
         let supers = path.iter().take_while(|s| *s == "super").count();
         // `super` from a part's own file is the room; from deeper files,
@@ -190,7 +193,10 @@ fn target(
         if supers > depth + 1 {
             return Some(("detailed".into(), String::new()));
         }
-        (room.to_string(), path.get(supers).cloned().unwrap_or_default())
+        (
+            room.to_string(),
+            path.get(supers).cloned().unwrap_or_default(),
+        )
     };
     let Some((parts, reexports)) = names.get(&to_room) else {
         return Some((to_room, String::new()));
@@ -234,10 +240,7 @@ fn dependencies() -> (
             };
             let at = file.strip_prefix(detailed()).unwrap().display().to_string();
             if to_room != room {
-                rooms
-                    .entry(room.clone())
-                    .or_default()
-                    .insert((to_room, at));
+                rooms.entry(room.clone()).or_default().insert((to_room, at));
             } else if to_part != part {
                 parts
                     .entry((room.clone(), part.clone()))
@@ -261,7 +264,11 @@ fn each_room_uses_only_the_rooms_below_it() {
             }
         }
     }
-    assert!(wrong.is_empty(), "imports running up the rooms:\n{}", wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "imports running up the rooms:\n{}",
+        wrong.join("\n")
+    );
     // The rule can fail: memory is read by time, and plan by nobody.
     assert!(rooms["time"].iter().any(|(to, _)| to == "memory"));
     assert!(rooms.values().flatten().all(|(to, _)| to != "plan"));
@@ -278,7 +285,12 @@ fn no_import_circle_between_the_parts_of_a_room() {
         done: &mut BTreeSet<(String, String)>,
     ) -> Option<String> {
         if let Some(i) = stack.iter().position(|p| *p == node.1) {
-            return Some(format!("{}: {} -> {}", node.0, stack[i..].join(" -> "), node.1));
+            return Some(format!(
+                "{}: {} -> {}",
+                node.0,
+                stack[i..].join(" -> "),
+                node.1
+            ));
         }
         if !done.insert(node.clone()) {
             return None;
@@ -313,9 +325,15 @@ fn no_function_is_longer_than_a_screen() {
         let lines: Vec<&str> = text.lines().collect();
         for (i, line) in lines.iter().enumerate() {
             let t = line.trim_start();
-            let is_fn = ["fn ", "pub fn ", "pub(crate) fn ", "const fn ", "pub const fn "]
-                .iter()
-                .any(|p| t.starts_with(p));
+            let is_fn = [
+                "fn ",
+                "pub fn ",
+                "pub(crate) fn ",
+                "const fn ",
+                "pub const fn ",
+            ]
+            .iter()
+            .any(|p| t.starts_with(p));
             if !is_fn {
                 continue;
             }
@@ -344,5 +362,9 @@ fn no_function_is_longer_than_a_screen() {
             }
         }
     }
-    assert!(long.is_empty(), "functions longer than {MAX_LINES} lines:\n{}", long.join("\n"));
+    assert!(
+        long.is_empty(),
+        "functions longer than {MAX_LINES} lines:\n{}",
+        long.join("\n")
+    );
 }
