@@ -1,0 +1,205 @@
+//! Compute: one micro-batch's matrix multiplies, attention and
+//! memory-bound kernels on the slowest pipeline stage: its layers' forward
+//! ([`super::layer`]), the logits and the loss (PyTorch autocast's fp32
+//! cross-entropy, or GRPO's fused head as TRL runs it), backward (two
+//! products per trained weight, FlashAttention's 2.5×, Dao 2023, §3.1.2),
+//! DPO's reference forward and recomputation (Korthikanti et al. 2022;
+//! torchtitan's per-operator policy).
+
+use super::layer::layer_forward;
+use super::rates::{gemm, Rates};
+use crate::detailed::config::{AttentionKernel, DetailedConfig, Objective, Recompute, Reference};
+
+/// One stage's forward of one micro-batch, seconds.
+#[derive(Clone, Copy)]
+pub(super) struct Forward {
+    /// Matrix multiplies.
+    pub mm: f64,
+    /// Attention.
+    pub attn: f64,
+    /// Memory-bound kernels.
+    pub mem: f64,
+}
+
+/// One micro-batch's compute on the slowest stage, seconds, with the
+/// figures other parts are priced against.
+pub(super) struct Compute {
+    /// The layers' forward.
+    pub forward: Forward,
+    /// The output layer's matrix multiply (GRPO's fused head), forward.
+    pub logits: f64,
+    /// The attention's backward.
+    pub backward_attention: f64,
+    /// Matrix multiplies, forward, backward and recomputed ([`super::Parts::matmul`]).
+    pub matmul: f64,
+    /// Attention, forward, backward and recomputed.
+    pub attention: f64,
+    /// Memory-bound kernels, forward, backward and recomputed, the loss's
+    /// included.
+    pub memory_bound: f64,
+}
+
+/// One micro-batch of `m` tokens per GPU on a stage holding `share` of the
+/// layers: forward, backward, DPO's reference forward and recomputation.
+pub(super) fn micro_batch(cfg: &DetailedConfig, r: &Rates, m: f64, share: f64) -> Compute {
+    let fwd = stage_forward(cfg, r, m, share);
+    // Backward: the frozen weights of LoRA need only the input's gradient.
+    let lora = cfg.lora_rank.is_some();
+    let bwd_mm_factor = if lora { 1.0 } else { 2.0 };
+    let backward_attn = backward_attention(cfg, r, fwd.attn);
+    let recompute = recomputation(cfg, r, m, share, &fwd);
+    let reference = reference_forwards(cfg);
+    let (logits_mm, loss_mem) = head(cfg, r, m, bwd_mm_factor);
+    Compute {
+        forward: fwd,
+        logits: logits_mm,
+        backward_attention: backward_attn,
+        matmul: (1.0 + bwd_mm_factor + reference) * (fwd.mm + logits_mm) + recompute.0,
+        attention: (1.0 + reference) * fwd.attn + backward_attn + recompute.1,
+        memory_bound: (1.0 + 2.0 + reference) * fwd.mem + recompute.2 + loss_mem,
+    }
+}
+
+/// The forward of a stage's layers for `m` tokens: a dense and a MoE
+/// layer priced once each ([`layer_forward`]), times their numbers, times
+/// the stage's `share` of the layers.
+fn stage_forward(cfg: &DetailedConfig, r: &Rates, m: f64, share: f64) -> Forward {
+    let a = &cfg.arch;
+    let moe_layers = a.moe_layers();
+    let dense_layers = a.layers - moe_layers;
+    let (dm, da, dmem) = layer_forward(cfg, false, m, r);
+    let (em, ea, emem) = if moe_layers > 0 {
+        layer_forward(cfg, true, m, r)
+    } else {
+        (0.0, 0.0, 0.0)
+    };
+    Forward {
+        mm: (dense_layers as f64 * dm + moe_layers as f64 * em) * share,
+        attn: (dense_layers as f64 * da + moe_layers as f64 * ea) * share,
+        mem: (dense_layers as f64 * dmem + moe_layers as f64 * emem) * share,
+    }
+}
+
+/// The output layer and the loss for `m` tokens: the logits' matrix
+/// multiply, forward, and the loss's memory-bound kernels, forward and
+/// backward, seconds (GRPO's fused head's, its backward's products
+/// folded in, given backward's `bwd_mm_factor` products per weight).
+fn head(cfg: &DetailedConfig, r: &Rates, m: f64, bwd_mm_factor: f64) -> (f64, f64) {
+    let h = cfg.arch.hidden as f64;
+    let vocab = cfg.arch.vocab as f64 / cfg.parallel.outer_divisor();
+    // GRPO's fused head (TRL's `ChunkedLogProbFunction`) projects only the
+    // completion's positions, and again in backward before its two
+    // gradient products; its tiles are written and read once each way
+    // (about 10 bytes per logit) instead of the cross-entropy's 36.
+    if matches!(cfg.objective, Objective::Grpo { .. }) {
+        let scored = (cfg.micro() * cfg.rollout.completion_tokens(cfg.seq)) as f64;
+        let head = gemm(scored, h, vocab, r.flops, r.bytes);
+        return (
+            head * (2.0 + bwd_mm_factor) / (1.0 + bwd_mm_factor),
+            10.0 * scored * vocab / r.bytes,
+        );
+    }
+    let logits_mm = gemm(m, h, vocab, r.flops, r.bytes);
+    // Cross-entropy as PyTorch's autocast runs it (`log_softmax` and
+    // `nll_loss` are on its fp32 list, `aten/src/ATen/autocast_mode.cpp`):
+    // cast the 16-bit logits up (read 2, write 4 bytes each), log-softmax
+    // (read 4, write 4); backward writes the fp32 gradient (4), runs the
+    // log-softmax backward (read 8, write 4) and casts down (read 4,
+    // write 2): 36 bytes per logit.
+    let loss_mem = 36.0 * m * vocab / r.bytes;
+    (logits_mm, loss_mem)
+}
+
+/// The attention's backward, seconds, from its forward's `fwd_attn`.
+fn backward_attention(cfg: &DetailedConfig, r: &Rates, fwd_attn: f64) -> f64 {
+    // FlashAttention's backward runs 2.5× the forward's products (five
+    // matrix multiplies for two, Dao 2023, §3.1.2) at its own rate; eager
+    // attention's backward is twice its forward, like any product.
+    match cfg.attention {
+        AttentionKernel::Flash => 2.5 * fwd_attn * r.attention / r.attention_backward,
+        AttentionKernel::Eager => 2.0 * fwd_attn,
+    }
+}
+
+/// Recomputation in backward: seconds of matrix multiplies, attention
+/// and memory-bound kernels the forward `fwd` runs again.
+fn recomputation(
+    cfg: &DetailedConfig,
+    r: &Rates,
+    m: f64,
+    share: f64,
+    fwd: &Forward,
+) -> (f64, f64, f64) {
+    let a = &cfg.arch;
+    let (fwd_mm, fwd_attn, fwd_mem) = (fwd.mm, fwd.attn, fwd.mem);
+    match cfg.recompute {
+        Recompute::None => (0.0, 0.0, 0.0),
+        Recompute::Selective => (0.0, fwd_attn, 0.0),
+        Recompute::Full => (fwd_mm, fwd_attn, fwd_mem),
+        // Per-operator checkpointing (torchtitan): the even-numbered
+        // bias-free projections, every memory-bound kernel, and the
+        // attention only when eager (flash's output is cached).
+        Recompute::SelectiveOp => {
+            let projections: f64 = crate::detailed::memory::sac::bias_free_projections(a)
+                .iter()
+                .skip(1)
+                .step_by(2)
+                .map(|w| gemm(m, w.input as f64, w.out as f64, r.linear, r.bytes))
+                .sum();
+            let attention = match cfg.attention {
+                AttentionKernel::Flash => 0.0,
+                AttentionKernel::Eager => fwd_attn,
+            };
+            (a.layers as f64 * share * projections, attention, fwd_mem)
+        }
+    }
+}
+
+/// Forwards of a reference model per micro-batch: one for DPO with a
+/// reference model, else none.
+fn reference_forwards(cfg: &DetailedConfig) -> f64 {
+    // DPO with a reference model runs one more forward, without grad.
+    match cfg.objective {
+        Objective::Dpo {
+            reference: Reference::Model,
+        } => 1.0,
+        _ => 0.0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{at, llama};
+    use crate::detailed::config::Recompute;
+
+    /// Recomputation costs time in the order of the work it repeats, and
+    /// HFU counts it while MFU does not.
+    #[test]
+    fn recomputation_costs_in_order() {
+        let mut c = llama(4096, 4);
+        let none = at(&c);
+        c.recompute = Recompute::Selective;
+        let selective = at(&c);
+        c.recompute = Recompute::Full;
+        let full = at(&c);
+        assert!(none.step_s < selective.step_s && selective.step_s < full.step_s);
+        assert!(full.hfu > full.mfu && (none.hfu - none.mfu).abs() < 1e-12);
+        // A full recompute is about one more forward: a third of the step.
+        let extra = full.step_s / none.step_s - 1.0;
+        assert!(extra > 0.25 && extra < 0.36, "{extra}");
+        // torchtitan's per-operator policy under flash attention reruns k,
+        // o and up (3 of Llama's 7 projections: at 8B's shape 79.7 M of a
+        // layer's 218.1 M weights) and the memory-bound kernels, not the
+        // attention.
+        c.recompute = Recompute::SelectiveOp;
+        let op = at(&c);
+        assert!(none.step_s < op.step_s && op.step_s < full.step_s);
+        let mm = (op.parts.matmul - none.parts.matmul) / (full.parts.matmul - none.parts.matmul);
+        let weights = crate::detailed::memory::sac::recomputed_weights(&c.arch)
+            / crate::detailed::time::flops::layer_matmul_weights(&c.arch, false);
+        assert!((weights - 79.69 / 218.1).abs() < 1e-3, "{weights}");
+        assert!((mm / weights - 1.0).abs() < 0.02, "{mm} {weights}");
+        assert_eq!(op.parts.attention, none.parts.attention);
+        assert_eq!(op.parts.memory_bound, full.parts.memory_bound);
+    }
+}

@@ -1,0 +1,232 @@
+//! Data parallelism's communication: ZeRO-3 / FSDP's gathers and
+//! reduce-scatters per micro-batch, hidden behind its compute (Zhao et al.
+//! 2023, §3.3), with FSDP2's copies in and out of its collectives; the
+//! gradients' reduction once per step behind the last micro-batch's
+//! backward (PyTorch DDP's buckets, Li et al. 2020, §3.2.3), ZeRO-1/2's
+//! gather of the updated parameters, and hybrid sharding's all-reduce
+//! across replicas (PyTorch FSDP's `HYBRID_SHARD`); ring collectives
+//! (Patarasuk & Yuan 2009) over the links of [`Rates::link`].
+
+use super::rates::{all_reduce, Rates};
+use super::Parts;
+use crate::detailed::config::{DetailedConfig, Precision};
+
+/// The weights one GPU holds and trains, as counts and bytes.
+pub(super) struct Weights {
+    /// Parameters this GPU holds (its stage and tensor shard).
+    pub n_params: f64,
+    /// Their bytes, 16-bit (32 in fp32).
+    pub param_bytes: f64,
+    /// The trained weights' bytes, whose gradients are reduced: LoRA's
+    /// adapters, or every parameter.
+    pub trainable_bytes: f64,
+}
+
+impl Weights {
+    /// `cfg`'s weights on one GPU.
+    pub fn new(cfg: &DetailedConfig) -> Self {
+        let (a, p) = (&cfg.arch, &cfg.parallel);
+        let (t, pp) = (p.tp.max(1), p.pp.max(1));
+        // Parameters this GPU holds (its stage and tensor shard), 16-bit.
+        let n_params = a.params() as f64 / (t * pp) as f64;
+        let param_bytes = match cfg.precision {
+            Precision::Fp32 => 4.0,
+            _ => 2.0,
+        } * n_params;
+        let trainable_bytes = if cfg.lora_rank.is_some() {
+            2.0 * a.lora_params(cfg.lora_rank.unwrap_or(0), cfg.lora_targets) as f64
+                / (t * pp) as f64
+        } else {
+            param_bytes
+        };
+        Self {
+            n_params,
+            param_bytes,
+            trainable_bytes,
+        }
+    }
+}
+
+/// ZeRO-3 / FSDP, per micro-batch: FSDP2's copies added to `micro`'s
+/// memory-bound kernels, and the gathers and reduce-scatter its compute
+/// (copies included) does not hide set as its data-parallel time.
+pub(super) fn sharded(cfg: &DetailedConfig, r: &Rates, w: &Weights, micro: &mut Parts) {
+    let p = &cfg.parallel;
+    let t = p.tp.max(1);
+    let lora = cfg.lora_rank.is_some();
+    // Gradients are reduced, and ZeRO shards, over dp × cp GPUs; under
+    // hybrid sharding ZeRO shards over groups of `shard` GPUs and the
+    // `replicas` groups all-reduce their gradient shards (PyTorch FSDP's
+    // `HYBRID_SHARD`: reduce-scatter in the group, then all-reduce across
+    // groups on its own stream, `_post_backward_hook`).
+    let shard = p.shard_group();
+    let shard_bw = r.link(shard, t);
+    // ZeRO-3 / FSDP: gather the parameters for forward and again for
+    // backward, reduce-scatter the gradients, per micro-batch, hidden
+    // behind that micro-batch's compute.
+    if p.zero < 3 || shard <= 1 {
+        return;
+    }
+    let frac = (shard - 1) as f64 / shard as f64;
+    let gathers = match cfg.framework {
+        crate::detailed::config::Framework::Fsdp2 {
+            reshard_after_forward: false,
+        } => 1.0,
+        _ => 2.0,
+    };
+    // FSDP2 under mixed precision reduce-scatters in fp32
+    // (`MixedPrecisionPolicy(reduce_dtype=fp32)`, `states::fsdp2_policy`).
+    let fsdp2 = matches!(
+        cfg.framework,
+        crate::detailed::config::Framework::Fsdp2 { .. }
+    );
+    let reduce_bytes = if fsdp2 && cfg.precision == Precision::Mixed && !lora {
+        2.0 * w.trainable_bytes
+    } else {
+        w.trainable_bytes
+    };
+    let comm = frac * (gathers * w.param_bytes + reduce_bytes) / shard_bw;
+    // FSDP2 copies on the compute stream: each all-gather's flat output
+    // out into the unsharded weights (read and write,
+    // `FSDPParamGroup.wait_for_unshard`, `foreach_all_gather_copy_out`),
+    // and the unsharded gradients into the reduce-scatter's flat input
+    // in the reduce dtype (`foreach_reduce`, copy-in before the
+    // reduce-scatter stream waits on the compute stream). FSDP1 and
+    // Megatron gather into and reduce from flat buffers the weights and
+    // gradients are views of: no copies.
+    if fsdp2 {
+        let copies = gathers * 2.0 * w.param_bytes + w.trainable_bytes + reduce_bytes;
+        micro.memory_bound += copies / r.bytes;
+    }
+    let with_copies = micro.matmul + micro.attention + micro.memory_bound;
+    micro.data_parallel = (comm - with_copies).max(0.0);
+}
+
+/// Hybrid sharding's all-reduce of each group's gradient shard across
+/// the replicas, seconds.
+fn across_replicas(cfg: &DetailedConfig, r: &Rates, w: &Weights) -> f64 {
+    let p = &cfg.parallel;
+    let t = p.tp.max(1);
+    let (shard, replicas) = (p.shard_group(), p.replicas());
+    // Hybrid sharding's all-reduce of each group's gradient shard across
+    // the replicas: its own stream, behind the last micro-batch's backward.
+    if replicas > 1 && p.zero >= 1 {
+        all_reduce(
+            w.trainable_bytes / shard as f64,
+            replicas,
+            r.link(replicas, t * shard),
+        )
+    } else {
+        0.0
+    }
+}
+
+/// Data parallelism once per step, seconds, the part the last
+/// micro-batch's backward (two thirds of its `compute`) does not hide.
+pub(super) fn per_step(cfg: &DetailedConfig, r: &Rates, w: &Weights, compute: f64) -> f64 {
+    let p = &cfg.parallel;
+    let t = p.tp.max(1);
+    let dp = p.data_group();
+    let shard = p.shard_group();
+    let shard_bw = r.link(shard, t);
+    let cross = across_replicas(cfg, r, w);
+    let trainable_bytes = w.trainable_bytes;
+    // ZeRO 0–2 and DDP: reduce the gradients once per step, overlapped with
+    // the last micro-batch's backward; ZeRO-1/2 then gather the updated
+    // parameters before the next forward (in the shard group).
+    let backward = compute * (2.0 / 3.0);
+    if p.zero < 3 && dp > 1 {
+        let reduce = if p.replicas() > 1 {
+            0.5 * all_reduce(trainable_bytes, shard, shard_bw) + cross
+        } else {
+            all_reduce(trainable_bytes, dp, r.link(dp, t))
+        };
+        let mut exposed = (reduce - backward).max(0.0);
+        if p.zero >= 1 {
+            exposed += 0.5 * all_reduce(trainable_bytes, shard, shard_bw);
+        }
+        exposed
+    } else if p.zero >= 3 {
+        (cross - backward).max(0.0)
+    } else {
+        0.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{at, llama};
+    use super::super::{step_time, Cluster, Efficiency};
+    use crate::detailed::config::Precision;
+    use crate::detailed::time::hardware::gpu;
+
+    /// FSDP2 copies on the compute stream, per micro-batch: each gather's
+    /// output out into the weights (read and write, twice with
+    /// resharding after forward) and the bf16 gradients into the fp32
+    /// reduce-scatter input; the flat buffers of Megatron's ZeRO-3 copy
+    /// nothing. The time is those bytes at the memory's rate.
+    #[test]
+    fn fsdp2_copies_in_and_out_of_its_collectives() {
+        let mut c = llama(4096, 64);
+        c.micro_batch = Some(1);
+        c.parallel.dp = 64;
+        c.parallel.zero = 3;
+        c.precision = Precision::Mixed;
+        let flat = at(&c);
+        c.framework = crate::detailed::Framework::Fsdp2 {
+            reshard_after_forward: true,
+        };
+        let fsdp2 = at(&c);
+        let p = c.arch.params() as f64;
+        let bytes = 2.0 * 2.0 * 2.0 * p + 2.0 * p + 4.0 * p;
+        let rate = gpu("a100-80gb").unwrap().memory_gbps * 1e9 * 0.8;
+        let extra = fsdp2.parts.memory_bound - flat.parts.memory_bound;
+        assert!((extra / (bytes / rate) - 1.0).abs() < 1e-9, "{extra}");
+        // Kept from forward to backward: one gather, one copy-out.
+        c.framework = crate::detailed::Framework::Fsdp2 {
+            reshard_after_forward: false,
+        };
+        let kept = at(&c).parts.memory_bound - flat.parts.memory_bound;
+        assert!(
+            (kept / ((bytes - 4.0 * p) / rate) - 1.0).abs() < 1e-9,
+            "{kept}"
+        );
+    }
+
+    /// Hybrid sharding: FSDP inside each node of 8, the nodes all-reducing
+    /// their gradient shards. Over a slow network the all-reduce outlasts
+    /// the backward and shows; with one shard group it is plain ZeRO-3.
+    #[test]
+    fn hybrid_sharding_all_reduces_across_nodes() {
+        // One micro-batch per step: its backward is the step's.
+        let mut c = llama(4096, 128);
+        c.micro_batch = Some(1);
+        c.parallel.dp = 128;
+        c.parallel.zero = 3;
+        let whole = at(&c);
+        c.parallel.dp_shard = Some(128);
+        assert_eq!(at(&c), whole);
+        c.parallel.dp_shard = Some(8);
+        let fast = at(&c);
+        let mut slow_net = gpu("a100-80gb").unwrap();
+        slow_net.inter_node_gbps = 1.0;
+        let slow = step_time(&c, &Cluster::new(slow_net, 8), &Efficiency::default());
+        assert_eq!(fast.parts.matmul, slow.parts.matmul);
+        // 8B's 2-byte gradients over 8 shards, ring all-reduce over 16
+        // nodes at 0.8 GB/s per GPU, less a backward of the model's own.
+        let params = c.arch.params() as f64;
+        let cross = 2.0 * 15.0 / 16.0 * (2.0 * params / 8.0) / 0.8e9;
+        let compute = fast.parts.matmul + fast.parts.attention + fast.parts.memory_bound;
+        let exposed = cross - compute * 2.0 / 3.0;
+        assert!(exposed > 1.0, "{exposed}");
+        assert!((slow.parts.data_parallel - exposed).abs() < 1e-9 * exposed);
+        // The states are sharded over 8, as on 8 GPUs.
+        let shard8 = crate::detailed::estimate(&c).unwrap();
+        c.parallel.dp = 8;
+        c.parallel.dp_shard = None;
+        c.batch = 8;
+        let eight = crate::detailed::estimate(&c).unwrap();
+        assert_eq!(shard8.optimizer_state, eight.optimizer_state);
+        assert_eq!(shard8.params, eight.params);
+    }
+}

@@ -1,0 +1,96 @@
+//! A layer's memory-bound kernels, in bytes at the memory's sustained
+//! rate: norms, residual adds, the MLP's activation, rotary embeddings and
+//! dropout as Megatron's fused kernels or `transformers`' eager ops run
+//! them, context parallelism's merging of partial attention outputs
+//! (Transformer Engine), and float8's casts (torchao's `Float8Linear`).
+
+use super::layer::Widths;
+use crate::detailed::config::{DetailedConfig, Profile};
+
+/// Bytes per token one layer's memory-bound kernels read and write,
+/// forward, with the MLP's activation `act_width` elements wide.
+pub(super) fn per_token_bytes(cfg: &DetailedConfig, w: &Widths, act_width: f64) -> f64 {
+    let p = &cfg.parallel;
+    let Widths {
+        t,
+        h,
+        q,
+        kv,
+        o,
+        gated,
+        up,
+        ..
+    } = *w;
+    // Memory-bound kernels, bytes per token at 16 bits. Fused kernels
+    // (Megatron, MPT): two norms (read h, write h), two residual adds
+    // (read 2h, write h), the MLP's activation (read the up and gate
+    // outputs, write f), rotary embeddings on q and k (read, write),
+    // dropout after attention and MLP (read, write, 1-byte mask). The "hf"
+    // profile runs them as PyTorch's eager ops, one kernel each
+    // (`transformers`' `LlamaRMSNorm`: cast to fp32, square, mean, scale,
+    // cast back, weight: 36 bytes an element; `apply_rotary_pos_emb`: two
+    // products, the rotated half's negation and concatenation, the sum: 20;
+    // SwiGLU's SiLU then product: 10 bytes per FFN element instead of 6).
+    // Norms, residuals and dropout run on every tensor-parallel rank unless
+    // sequence parallelism splits them.
+    let sp = if p.sp { t } else { 1.0 };
+    let eager = cfg.profile == Profile::Hf;
+    // GPT-2's LayerNorm is one kernel in either profile.
+    let (norm, rope, act) = if eager && gated {
+        (36.0, 20.0, 10.0)
+    } else {
+        (4.0, 4.0, 2.0 * (up + 1.0))
+    };
+    let mut per_token = (2.0 * norm * h + 2.0 * 6.0 * h) / sp + act * act_width;
+    if gated {
+        per_token += rope * (q + kv) / t;
+    }
+    if cfg.dropout {
+        per_token += 2.0 * 5.0 * h / sp;
+    }
+    // Context parallelism: each of the cp ring steps yields a partial
+    // attention output that is merged into an fp32 accumulator (read and
+    // written, 8 bytes a value: Transformer Engine's
+    // `AttnFuncWithCPAndKVP2P`, `flash_attn_fwd_out_correction`).
+    if p.cp > 1 && p.cp_comm == crate::detailed::config::CpComm::P2p {
+        per_token += p.cp as f64 * 8.0 * o / t;
+    }
+    per_token
+}
+
+/// Bytes float8's casts read and write in one layer's forward for `m`
+/// tokens (a MoE layer's when `moe`): none without float8.
+pub(super) fn fp8_cast_bytes(cfg: &DetailedConfig, w: &Widths, moe: bool, m: f64) -> f64 {
+    let a = &cfg.arch;
+    let Widths {
+        t,
+        h,
+        q,
+        kv,
+        o,
+        gated,
+        up,
+        ..
+    } = *w;
+    // Float8: each converted linear casts its input and its weight (read
+    // in the dtype, write one byte; compiled into one kernel each), the
+    // inputs of q, k, v, gate and up separately though they are the same
+    // tensor (`Float8Linear.forward`); backward's casts of the output
+    // gradient and again of the input and weight follow the forward's
+    // factor of two.
+    if !crate::detailed::memory::fp8::enabled(cfg) {
+        return 0.0;
+    }
+    let p16 = crate::detailed::memory::bytes::act_bytes(cfg) + 1.0;
+    let widths = match a.moe.filter(|_| moe) {
+        Some(e) if e.shared_ffn > 0 => 5.0 * h + o + e.shared_ffn as f64,
+        Some(_) => 3.0 * h + o,
+        None if gated => 5.0 * h + o + a.ffn as f64,
+        None => 2.0 * h + o + a.ffn as f64,
+    };
+    let weights = match a.moe.filter(|_| moe) {
+        Some(e) => h * (q + 2.0 * kv) + o * h + 3.0 * h * e.shared_ffn as f64,
+        None => h * (q + 2.0 * kv) + o * h + (up + 1.0) * h * a.ffn as f64,
+    };
+    p16 * (m * widths + weights) / t
+}

@@ -1,0 +1,155 @@
+//! What the GPUs sustain: the card's peak and the sustained rates a step's
+//! kernels run at ([`Rates`], from [`Efficiency`]), the links between GPUs
+//! inside a node and across nodes, and the two prices every part is built
+//! from: a matrix multiply at the roofline without overlap (Williams et
+//! al. 2009) and a ring all-reduce (Patarasuk & Yuan 2009).
+
+use super::efficiency::Efficiency;
+use super::offload::HOST_GBPS_PER_GPU;
+use crate::detailed::config::{DetailedConfig, Precision};
+use crate::detailed::time::hardware::{Dtype, Gpu};
+
+/// The GPUs a step runs on.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Cluster {
+    /// The card.
+    pub gpu: Gpu,
+    /// GPUs per node: groups that fit in one talk over NVLink.
+    pub gpus_per_node: u64,
+}
+
+impl Cluster {
+    /// `gpu` in nodes of `gpus_per_node`.
+    pub fn new(gpu: Gpu, gpus_per_node: u64) -> Self {
+        Self {
+            gpu,
+            gpus_per_node: gpus_per_node.max(1),
+        }
+    }
+}
+
+/// Seconds for an m × k by k × n product at the roofline without overlap.
+pub(super) fn gemm(m: f64, k: f64, n: f64, peak: f64, bw: f64) -> f64 {
+    2.0 * m * k * n / peak + 2.0 * (m * k + k * n + m * n) / bw
+}
+
+/// Seconds for a ring all-reduce of `bytes` over `n` GPUs at `bw` bytes/s.
+pub(super) fn all_reduce(bytes: f64, n: u64, bw: f64) -> f64 {
+    if n <= 1 {
+        return 0.0;
+    }
+    2.0 * (n - 1) as f64 / n as f64 * bytes / bw
+}
+
+/// Rates for a step: sustained FLOP/s and bytes/s.
+pub(super) struct Rates {
+    /// The card's dense peak, FLOP/s ([`peak`]): MFU's denominator.
+    pub peak: f64,
+    pub flops: f64,
+    /// The layers' `nn.Linear` matmuls: at the card's fp8 rate under
+    /// float8 training ([`crate::detailed::memory::fp8`]), otherwise
+    /// `flops`.
+    pub linear: f64,
+    pub attention: f64,
+    pub attention_backward: f64,
+    pub bytes: f64,
+    /// The card, for its links.
+    gpu: Gpu,
+    /// GPUs per node ([`Cluster::gpus_per_node`]).
+    gpus_per_node: u64,
+    /// The links' and the host memory's sustained fractions.
+    eff: Efficiency,
+}
+
+/// The card's dense peak, FLOP/s: bf16's (tf32's for an fp32 step), or
+/// fp32's for a card without it.
+fn peak(cfg: &DetailedConfig, gpu: &Gpu) -> f64 {
+    let dtype = match cfg.precision {
+        Precision::Fp32 => Dtype::Tf32,
+        _ => Dtype::Bf16,
+    };
+    gpu.peak_tflops(dtype)
+        .or(gpu.peak_tflops(Dtype::Fp32))
+        .unwrap_or(1.0)
+        * 1e12
+}
+
+/// The layers' linear layers' peak, FLOP/s.
+fn linear_peak(cfg: &DetailedConfig, gpu: &Gpu, peak: f64) -> f64 {
+    // Float8 (torchao): the layers' linear layers run `torch._scaled_mm` at
+    // the fp8 tensor cores' dense peak, at the same achievable fraction
+    // (Bekman's MAMF tables measure bf16; fp8 is assumed alike). A card
+    // without fp8 keeps its rate (torchao refuses it; the command line and
+    // the page say so).
+    if crate::detailed::memory::fp8::enabled(cfg)
+        && crate::detailed::time::hardware::fp8_runs_on(cfg, gpu)
+    {
+        gpu.peak_tflops(Dtype::Fp8).map_or(peak, |t| t * 1e12)
+    } else {
+        peak
+    }
+}
+
+impl Rates {
+    /// The rates of `cfg`'s step on `cluster` at the fractions `eff`.
+    pub fn new(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> Self {
+        let gpu = &cluster.gpu;
+        let peak = peak(cfg, gpu);
+        let linear_peak = linear_peak(cfg, gpu, peak);
+        Rates {
+            peak,
+            flops: peak * eff.matmul,
+            linear: linear_peak * eff.matmul,
+            attention: peak * eff.attention_forward,
+            attention_backward: peak * eff.attention_backward,
+            bytes: gpu.memory_gbps * 1e9 * eff.memory,
+            gpu: *gpu,
+            gpus_per_node: cluster.gpus_per_node,
+            eff: *eff,
+        }
+    }
+
+    /// Bytes/s per GPU of a ring over a group of `n` GPUs with stride
+    /// `stride` in the rank order.
+    pub fn link(&self, n: u64, stride: u64) -> f64 {
+        let (gpu, gpn) = (&self.gpu, self.gpus_per_node);
+        // Megatron's rank order puts tensor parallelism innermost, then data,
+        // then pipeline: a group of n with stride k stays in a node when
+        // n·k ≤ GPUs per node. A group that spans nodes runs its rings through
+        // every member's NIC at once (NCCL builds one ring per NIC), so the
+        // members a node holds share the step across nodes: their NICs
+        // together, up to NVLink's rate.
+        let gbps = if n * stride <= gpn {
+            gpu.intra_node_gbps
+        } else {
+            let members = (gpn / stride.max(1)).clamp(1, n) as f64;
+            (gpu.inter_node_gbps * members).min(gpu.intra_node_gbps)
+        };
+        gbps * 1e9 * self.eff.link
+    }
+
+    /// Bytes/s over PCIe between the GPU and the host.
+    pub fn pcie(&self) -> f64 {
+        self.gpu.pcie_gbps * 1e9 * self.eff.link
+    }
+
+    /// Bytes/s of the host's memory per GPU ([`HOST_GBPS_PER_GPU`]).
+    pub fn host(&self) -> f64 {
+        HOST_GBPS_PER_GPU * 1e9 * self.eff.memory
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gemm;
+
+    /// The roofline without overlap: a narrow product is slower per
+    /// operation than a wide one.
+    #[test]
+    fn narrow_products_pay_for_their_bytes() {
+        let (peak, bw) = (312e12 * 0.8, 2039e9 * 0.8);
+        let wide = gemm(8192.0, 8192.0, 8192.0, peak, bw) / (8192.0f64.powi(3));
+        let narrow = gemm(8192.0, 512.0, 512.0, peak, bw) / (8192.0 * 512.0 * 512.0);
+        assert!(narrow > 1.2 * wide);
+    }
+}
