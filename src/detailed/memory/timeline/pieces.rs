@@ -1,0 +1,392 @@
+//! What one micro-batch's pieces weigh on one GPU, as the step's walk needs
+//! them: what a layer saves and recomputes, the transient buffers inside a
+//! layer's forward and backward (attention, MLP, context parallelism, a
+//! quantized base's dequantized weight, fp8's casts), the loss's (GRPO's
+//! fused head instead), the gradients as backward produces them, the
+//! weights ZeRO-3 and FSDP2 gather, and DPO's reference forward.
+
+use crate::detailed::config::{
+    AttentionKernel, BaseQuant, CpComm, DetailedConfig, Device, Framework, Objective, Profile,
+    Reference,
+};
+use crate::detailed::memory::activations::{self, Saved};
+use crate::detailed::memory::bytes::act_bytes;
+use crate::detailed::memory::states::{
+    self, grad_bytes, param_split, trained_params, weight_bytes,
+};
+use crate::detailed::memory::{fp8, grpo, mixer, quant};
+use crate::detailed::model::Family;
+
+/// Bytes of one micro-batch's pieces on one GPU, as the walk needs them.
+pub(super) struct Pieces {
+    /// Saved by one layer, and what its backward materialises again.
+    pub(super) per_layer: f64,
+    pub(super) recomputed: f64,
+    pub(super) embedding: f64,
+    pub(super) head: f64,
+    pub(super) logits: f64,
+    /// Token ids (int64).
+    pub(super) ids: f64,
+    /// Inside one layer's forward and backward, beyond what is saved.
+    pub(super) layer_forward: f64,
+    pub(super) layer_backward: f64,
+    /// The loss: forward and backward transients, and the output layer's.
+    pub(super) loss_forward: f64,
+    pub(super) loss_backward: f64,
+    pub(super) head_backward: f64,
+    /// Trained bytes of one layer's gradients, of the output layer's and of
+    /// the embedding's, on this GPU before ZeRO's sharding.
+    pub(super) layer_grads: f64,
+    /// Of `layer_grads`, the share of a hybrid layer's Mamba-2 mixer, whose
+    /// gradients come after `freed_before_mixer` bytes of the layer's saved
+    /// tensors are freed; 0 for other layers.
+    pub(super) mixer_share: f64,
+    pub(super) freed_before_mixer: f64,
+    pub(super) head_grads: f64,
+    pub(super) embedding_grads: f64,
+    /// Tied embeddings: the size of the shared table's gradient. Autograd
+    /// holds the output layer's gradient of it in the table's input buffer
+    /// until the embedding's backward gives the second, then sums the two
+    /// out of place (`torch/csrc/autograd/input_buffer.cpp`, `accumulate`):
+    /// three tables at once.
+    pub(super) tied_gradient: f64,
+    /// ZeRO-3: a gathered layer's weights beyond this GPU's shard.
+    pub(super) gathered_layer: f64,
+    pub(super) gathered_outer: f64,
+    /// Bytes of the gradient shard kept per byte of gradient backward
+    /// produces: 2 under FSDP2's mixed-precision policy (bf16 produced, fp32
+    /// kept), else 1.
+    pub(super) shard_scale: f64,
+    /// FSDP2: the root's reduce-scatter when its backward ends, its
+    /// unsharded gradients cast to the reduce dtype beside the flat input
+    /// they are copied into (`foreach_reduce`: `_to_dtype_if_needed`,
+    /// `foreach_reduce_scatter_copy_in`), measured.
+    /// (the embedding's, the output layer's).
+    pub(super) root_reduce: (f64, f64),
+    /// DPO's reference forward (no grad) before the policy's: its logits
+    /// and one sequence's log-softmax.
+    pub(super) reference_forward: f64,
+}
+
+/// The sizes the pieces are priced from, on one GPU.
+struct Sizes {
+    /// The tokens of each sequence this GPU holds (context parallelism).
+    seq: f64,
+    /// Sequences in the micro-batch.
+    micro: f64,
+    /// Tokens of the micro-batch on this GPU.
+    n: f64,
+    /// Bytes of one activation value.
+    p: f64,
+    /// Tensor parallelism's degree.
+    tp: f64,
+    /// What sequence parallelism divides the residual stream by.
+    sp_div: f64,
+    /// Logit values on this GPU (vocabulary-parallel under tensor
+    /// parallelism).
+    nv: f64,
+}
+
+impl Sizes {
+    /// The sizes of `cfg`'s micro-batch on one GPU.
+    fn of(cfg: &DetailedConfig) -> Self {
+        let par = &cfg.parallel;
+        // The tokens of each sequence this GPU holds (context parallelism).
+        let local = cfg.context_local();
+        let micro = cfg.sequences() as f64;
+        let n = local.seq as f64 * micro;
+        Sizes {
+            seq: local.seq as f64,
+            micro,
+            n,
+            p: act_bytes(cfg),
+            tp: par.tp as f64,
+            sp_div: par.sp_divisor(),
+            nv: n * cfg.arch.vocab as f64 / par.outer_divisor(),
+        }
+    }
+}
+
+/// The pieces of one micro-batch of `cfg` on one GPU.
+pub(super) fn pieces(cfg: &DetailedConfig) -> Pieces {
+    let s = Sizes::of(cfg);
+    let saved = activations::saved(cfg);
+    let ring = context_parallel(cfg, &s);
+    let dequant = dequantized(cfg, &s);
+    let (loss_forward, loss_backward, head_backward) = match cfg.objective {
+        Objective::Grpo { .. } => grpo_loss(cfg, &s),
+        _ => loss(cfg, &s),
+    };
+    let (layer_grads, head_grads, embedding_grads, tied_gradient) = gradients(cfg);
+    let (mixer_share, freed_before_mixer) = mixer_gradients(cfg, &s, &saved);
+    let (gathered_layer, gathered_outer) = gathered_weights(cfg);
+    Pieces {
+        per_layer: saved.per_layer,
+        // Per-operator checkpointing's cache is popped as the layer's
+        // recomputation consumes it: the layer then holds its whole set.
+        recomputed: (saved.per_layer_full - saved.per_layer).max(0.0),
+        embedding: saved.embedding,
+        head: saved.head,
+        logits: saved.logits,
+        ids: 8.0 * s.n,
+        layer_forward: layer_forward(cfg, &s) + dequant + ring + fp8::forward_extra(cfg, s.n),
+        layer_backward: layer_backward(cfg, &s)
+            + dequant
+            + 2.0 * ring
+            + fp8::backward_extra(cfg, s.n),
+        loss_forward,
+        loss_backward,
+        head_backward,
+        layer_grads,
+        mixer_share,
+        freed_before_mixer,
+        head_grads,
+        embedding_grads,
+        tied_gradient,
+        gathered_layer,
+        gathered_outer,
+        shard_scale: shard_scale(cfg),
+        root_reduce: root_reduce(cfg),
+        reference_forward: dpo_reference_forward(cfg, &s),
+    }
+}
+
+/// Eager attention's score values on this GPU: heads × local queries ×
+/// keys × sequences.
+fn scores(cfg: &DetailedConfig, s: &Sizes) -> f64 {
+    cfg.arch.heads as f64 * s.seq * cfg.seq as f64 * s.micro
+}
+
+/// Inside a layer's forward, beyond what it saves.
+fn layer_forward(cfg: &DetailedConfig, s: &Sizes) -> f64 {
+    // Forward, inside a layer: eager attention's pre-softmax scores, alive
+    // while the softmax output is written (`modeling_llama.eager_attention_forward`).
+    if cfg.attention == AttentionKernel::Eager {
+        scores(cfg, s) * s.p / s.tp
+    } else {
+        0.0
+    }
+}
+
+/// Inside a layer's backward, beyond what it saves: the activation
+/// gradients of the residual stream and of the larger of the MLP and the
+/// attention.
+fn layer_backward(cfg: &DetailedConfig, s: &Sizes) -> f64 {
+    let a = &cfg.arch;
+    let (n, p, tp) = (s.n, s.p, s.tp);
+    let (h, f) = (a.hidden as f64, a.ffn as f64);
+    let kvd = a.kv_dim() as f64;
+    // Backward, inside a layer: the residual stream's gradient and the
+    // branch input's (2·n·h), plus the larger of the MLP's activation
+    // gradients (Llama: the down projection's input gradient, then the
+    // gate's and the up projection's; GPT-2: the GELU written in Python
+    // adds a fourth n·F) and the attention's (eager: the softmax's fp32
+    // input and output gradients, a·s² each; SDPA/flash: dQ, dK, dV and the
+    // output's gradient).
+    let stream = 2.0 * n * h * p / s.sp_div;
+    // Under mixture of experts the routed experts' backward frees its saved
+    // tensors (the n·k-row gate/up output, SiLU output, product and down
+    // output) as fast as it allocates their gradients: measured
+    // (`tests/fixtures/moe_peak_measured.tsv`), the layer peaks when its
+    // weight gradients exist, with nothing of the experts' on top. The
+    // shared experts are a dense MLP.
+    let mlp = match (a.family, a.moe) {
+        (Family::Llama, Some(m)) => 3.0 * n * m.shared_ffn as f64 * p / tp,
+        (Family::Llama, None) => 3.0 * n * f * p / tp,
+        (Family::Gpt2, _) => 4.0 * n * f * p / tp,
+    };
+    let attention = if cfg.attention == AttentionKernel::Eager {
+        // Llama's eager attention runs its softmax in fp32
+        // (`softmax(..., dtype=torch.float32)`); GPT-2's in the dtype.
+        let softmax = if cfg.profile == Profile::Hf && a.family == Family::Llama {
+            4.0
+        } else {
+            p
+        };
+        2.0 * scores(cfg, s) * softmax
+    } else {
+        2.0 * (n * h + 2.0 * n * kvd) * p
+    } / tp;
+    stream + mlp.max(attention)
+}
+
+/// Context parallelism's buffers in a layer's forward (twice that in its
+/// backward).
+fn context_parallel(cfg: &DetailedConfig, s: &Sizes) -> f64 {
+    let a = &cfg.arch;
+    let par = &cfg.parallel;
+    let (n, p, tp) = (s.n, s.p, s.tp);
+    let kvd = a.kv_dim() as f64;
+    // Context parallelism: ring attention receives the next GPU's keys and
+    // values while it works on the current ones, two chunks of this GPU's
+    // tokens (Megatron-Core / Transformer Engine, `AttnFuncWithCPAndKVP2P`:
+    // send and receive buffers); backward passes their gradients too.
+    // All-to-all (Ulysses): the queries, keys and values arrive in new
+    // buffers of their size (the whole sequence, heads / cp of the heads)
+    // while the sent ones are still held; backward passes their gradients
+    // the same way. Modelled from `AttnFuncWithCPAndQKVOA2A`, not measured.
+    match (par.cp > 1, par.cp_comm) {
+        (false, _) => 0.0,
+        (true, CpComm::P2p) => 2.0 * 2.0 * n * kvd * p / tp,
+        (true, CpComm::A2a) => n * (a.q_dim() as f64 + 2.0 * kvd) * p / tp,
+    }
+}
+
+/// A quantized base: the 16-bit copy of the widest projection that the
+/// layer's matmul dequantizes, forward and backward ([`quant`]).
+fn dequantized(cfg: &DetailedConfig, s: &Sizes) -> f64 {
+    if cfg.base_quant == BaseQuant::None {
+        0.0
+    } else {
+        quant::largest_projection(&cfg.arch) as f64 * s.p / s.tp
+    }
+}
+
+/// The loss's forward and backward transients and the output layer's
+/// backward: (forward, backward, output layer's backward).
+fn loss(cfg: &DetailedConfig, s: &Sizes) -> (f64, f64, f64) {
+    let (nv, p) = (s.nv, s.p);
+    // The loss (vocabulary-parallel under tensor parallelism).
+    let (loss_forward, loss_backward) = match cfg.profile {
+        // Logits in the dtype and their fp32 copy (the log-probabilities are
+        // saved, counted in `logits`); backward: two fp32 gradients.
+        Profile::Hf => (nv * p + if p == 4.0 { 0.0 } else { 4.0 * nv }, 8.0 * nv),
+        // Megatron: logits in the dtype while the fp32 softmax is formed;
+        // backward in place, then the cast to the dtype.
+        Profile::Fused => (nv * p, nv * p),
+    };
+    // The output layer's backward: the logits' gradient in the dtype and the
+    // gradient of its input.
+    let head_backward = nv * p + s.n * cfg.arch.hidden as f64 * p / s.sp_div;
+    (loss_forward, loss_backward, head_backward)
+}
+
+/// GRPO's loss instead of [`loss`]: (forward, backward, output layer's
+/// backward).
+fn grpo_loss(cfg: &DetailedConfig, s: &Sizes) -> (f64, f64, f64) {
+    let (n, h, p) = (s.n, cfg.arch.hidden as f64, s.p);
+    // GRPO's fused head instead (`super::grpo`): its tile and statistics
+    // forward, fp32 gradients backward; then the gradient of the scored
+    // positions scattered back into the sequence (on CUDA through the
+    // boolean index, one more n·h).
+    let head = grpo::head(cfg);
+    let index = match cfg.device {
+        Device::Cuda => n * h * p,
+        Device::Cpu => 0.0,
+    };
+    (head.forward, head.backward, index + n * h * p)
+}
+
+/// Bytes of a gradient as backward produces it.
+fn produced_grad_bytes(cfg: &DetailedConfig) -> f64 {
+    // Gradients as backward produces them: in bf16 under FSDP2's
+    // mixed-precision policy, which keeps them in fp32 once reduced.
+    if states::fsdp2_policy(cfg) {
+        2.0
+    } else {
+        grad_bytes(cfg)
+    }
+}
+
+/// Bytes of gradient shard kept per byte produced ([`Pieces::shard_scale`]).
+fn shard_scale(cfg: &DetailedConfig) -> f64 {
+    grad_bytes(cfg) / produced_grad_bytes(cfg)
+}
+
+/// The gradients backward produces on this GPU before ZeRO's sharding:
+/// (a layer's, the output layer's, the embedding's, a tied table's).
+fn gradients(cfg: &DetailedConfig) -> (f64, f64, f64, f64) {
+    let a = &cfg.arch;
+    let par = &cfg.parallel;
+    let (emb_params, head_params, layer_params) = param_split(cfg);
+    let gb = produced_grad_bytes(cfg);
+    let table = (a.vocab * a.hidden) as f64;
+    match cfg.lora_rank {
+        Some(_) => (
+            trained_params(cfg) / a.layers as f64 * gb / par.tp as f64,
+            0.0,
+            0.0,
+            0.0,
+        ),
+        // The shared table's gradient first comes from the output layer.
+        None if a.tied_embeddings => (
+            layer_params * gb,
+            table * gb / par.outer_divisor(),
+            emb_params * gb - table * gb / par.outer_divisor(),
+            table * gb / par.outer_divisor(),
+        ),
+        None => (layer_params * gb, head_params * gb, emb_params * gb, 0.0),
+    }
+}
+
+/// A hybrid layer's Mamba-2 mixer: (its share of the layer's gradients,
+/// the saved bytes freed before they come).
+fn mixer_gradients(cfg: &DetailedConfig, s: &Sizes, saved: &Saved) -> (f64, f64) {
+    let a = &cfg.arch;
+    // A hybrid layer (Falcon-H1): autograd reaches the Mamba-2 mixer last,
+    // as it ran first in forward, after the MLP's and the attention's
+    // backward have freed their saved tensors; the mixer's weight
+    // gradients are allocated then, in their place (measured in
+    // `tests/fixtures/hybrid_measured.tsv`, the layer's sub-modules hooked).
+    match a.ssm.filter(|_| cfg.lora_rank.is_none()) {
+        Some(m) => {
+            let (replicated, sharded) = mixer::saved(cfg, m, s.micro);
+            let mixer = replicated / s.sp_div + sharded / s.tp;
+            let share = m.params(a.hidden) as f64 / a.layer_param_split(false).total() as f64;
+            (share, (saved.per_layer_full - mixer).max(0.0))
+        }
+        None => (0.0, 0.0),
+    }
+}
+
+/// ZeRO-3 and FSDP2: the gathered weights beyond this GPU's shard, (two
+/// layers', the embedding's and output layer's).
+fn gathered_weights(cfg: &DetailedConfig) -> (f64, f64) {
+    let par = &cfg.parallel;
+    let (emb_params, head_params, layer_params) = param_split(cfg);
+    let wb = weight_bytes(cfg);
+    // With the parameters offloaded, none of a gathered layer is resident;
+    // FSDP2 all-gathers into new full-size tensors beside the shards
+    // (`_fsdp_collectives.py`, `foreach_all_gather`), measured.
+    // DeepSpeed's ZeRO-3 counts its gathered weights itself
+    // ([`Zero3`](crate::detailed::memory::zero3::Zero3)).
+    let unsharded = if cfg.offload.params || matches!(cfg.framework, Framework::Fsdp2 { .. }) {
+        1.0
+    } else if matches!(cfg.framework, Framework::DeepSpeed { .. }) {
+        0.0
+    } else if par.zero >= 3 {
+        1.0 - 1.0 / par.zero_divisor(3)
+    } else {
+        0.0
+    };
+    (
+        2.0 * layer_params * wb * unsharded,
+        (emb_params + head_params) * wb * unsharded,
+    )
+}
+
+/// FSDP2: the root's reduce-scatter ([`Pieces::root_reduce`]).
+fn root_reduce(cfg: &DetailedConfig) -> (f64, f64) {
+    if matches!(cfg.framework, Framework::Fsdp2 { .. }) && cfg.lora_rank.is_none() {
+        let (emb_params, head_params, _) = param_split(cfg);
+        let kept = grad_bytes(cfg);
+        (2.0 * emb_params * kept, 2.0 * head_params * kept)
+    } else {
+        (0.0, 0.0)
+    }
+}
+
+/// DPO's reference forward before the policy's ([`Pieces::reference_forward`]).
+fn dpo_reference_forward(cfg: &DetailedConfig, s: &Sizes) -> f64 {
+    // TRL's DPO runs the reference model first under `no_grad`: its logits
+    // for the chosen and rejected sequences in the dtype, and
+    // `selective_log_softmax`'s one-sequence-at-a-time log-softmax. GRPO's
+    // reference scores the rollout a micro-batch at a time in the
+    // generation phase (`Walk::generation`).
+    match cfg.objective {
+        Objective::Dpo {
+            reference: Reference::Model,
+        } => s.nv * s.p + s.seq * cfg.arch.vocab as f64 / cfg.parallel.outer_divisor() * 4.0,
+        _ => 0.0,
+    }
+}

@@ -1,0 +1,527 @@
+//! The walk over one step of one pipeline stage: what every stage starts
+//! from ([`Start`]), GRPO's rollout, each micro-batch's forward (layer by
+//! layer, the loss) and backward (the loss's, the output layer's, layer by
+//! layer, the embedding's), the optimizer step and `zero_grad`, an event
+//! recorded at each moment with the live bytes by category.
+
+use super::optimizer;
+use super::pieces::{pieces, Pieces};
+use crate::detailed::config::{
+    AdamImpl, DetailedConfig, Framework, Objective, Profile, Step, StepOptions,
+};
+use crate::detailed::memory::events::{Event, Live, Moment, Phase, StepTimeline};
+use crate::detailed::memory::grpo;
+use crate::detailed::memory::states::{self, weight_bytes, ModelStates};
+use crate::detailed::memory::zero3::Zero3;
+
+/// What every stage's walk starts from.
+pub(super) struct Start {
+    /// The model states on this GPU.
+    states: ModelStates,
+    /// One micro-batch's pieces; under FSDP2 without the outer weights,
+    /// which its root holds instead.
+    pieces: Pieces,
+    /// FSDP2: the root's unsharded parameters, 0 under other frameworks.
+    root: f64,
+    /// Layers on one pipeline stage.
+    pub(super) stage_layers: u64,
+    /// Micro-batches of one step on one GPU.
+    pub(super) micro_batches: u64,
+    /// AdamW's implementation.
+    adam: AdamImpl,
+    /// DeepSpeed's ZeRO-3: its gathered weights and buffers.
+    zero3: Option<Zero3>,
+    /// Gradients live in buffers kept for the whole run.
+    persistent_grads: bool,
+    /// DDP without `gradient_as_bucket_view`: its buckets, a second copy of
+    /// the gradients kept through the step.
+    buckets: f64,
+    /// Which step is modelled.
+    step: Step,
+}
+
+impl Start {
+    /// What every stage's walk of `cfg`'s step starts from.
+    pub(super) fn new(cfg: &DetailedConfig, opts: &StepOptions) -> Self {
+        let par = &cfg.parallel;
+        let states = states::model_states(cfg);
+        let mut pc = pieces(cfg);
+        // FSDP2's root holds the outer weights unsharded throughout (below),
+        // instead of gathering them around their use.
+        let root = if matches!(cfg.framework, Framework::Fsdp2 { .. }) {
+            std::mem::take(&mut pc.gathered_outer)
+        } else {
+            0.0
+        };
+        let stage_layers = par.stage_layers(&cfg.arch) as u64;
+        let micro_batches = cfg.batch / (cfg.micro() * par.dp);
+        let adam = opts.adam.unwrap_or_else(|| super::default_adam(cfg));
+        // Megatron keeps gradients in buffers allocated once and zeroed each
+        // step (`distributed/param_and_grad_buffer.py`; weights' gradients are
+        // added into them as backward produces them); PyTorch's `zero_grad()`
+        // frees them.
+        // DDP with `gradient_as_bucket_view` keeps them too: they are views
+        // into its buckets. Without it the buckets are a second copy that
+        // lives through the step, and `param.grad` comes and goes.
+        let ddp = match cfg.framework {
+            Framework::Ddp { bucket_view } => Some(bucket_view),
+            _ => None,
+        };
+        // DeepSpeed's partitions of the gradients are freed when the step ends
+        // under stages 1 and 2; stage 3 allocates its flat partition and its
+        // bucket when it starts and keeps them.
+        let zero3 = Zero3::new(cfg, opts.step == Step::First);
+        let persistent_grads = (cfg.profile == Profile::Fused
+            && !matches!(cfg.framework, Framework::DeepSpeed { .. }))
+            || ddp == Some(true)
+            || zero3.is_some();
+        let buckets = if ddp == Some(false) {
+            states.grads / 2.0
+        } else {
+            0.0
+        };
+        Start {
+            states,
+            pieces: pc,
+            root,
+            stage_layers,
+            micro_batches,
+            adam,
+            zero3,
+            persistent_grads,
+            buckets,
+            step: opts.step,
+        }
+    }
+}
+
+/// Walks one step of one pipeline stage and records its events.
+pub(super) struct Walk<'a> {
+    cfg: &'a DetailedConfig,
+    pieces: &'a Pieces,
+    events: Vec<Event>,
+    live: Live,
+    /// Transient bytes held across events (a tied table's first gradient on
+    /// later micro-batches).
+    held: f64,
+    /// Gradients live in buffers kept for the whole run.
+    persistent_grads: bool,
+    /// FSDP2: the root's unsharded parameters while they are held (from
+    /// the start of forward to the end of backward, or, resharding after
+    /// forward, again from the start of backward); and, without resharding
+    /// after forward, each layer's from its forward to its backward.
+    root: f64,
+    /// FSDP2: the root's unsharded parameters, 0 under other frameworks.
+    root_bytes: f64,
+    /// FSDP2 with `reshard_after_forward=True` on the root too (as
+    /// Accelerate's FSDP2 plugin and `fully_shard(model,
+    /// reshard_after_forward=True)` set it; left unset, FSDP2 keeps the
+    /// root's weights, `_fsdp_state.py`, `_lazy_init`).
+    reshard_root: bool,
+    unsharded_layer: f64,
+    layers_held: f64,
+    /// FSDP2 resharding after forward: the last layer, all-gathered again
+    /// when the root's backward starts (its backward prefetch), held
+    /// through the loss's backward.
+    prefetched: f64,
+    /// FSDP2: the root's unsharded gradients, held until its backward ends.
+    root_grads: f64,
+    /// DeepSpeed's gradient bucket, once allocated.
+    bucket: f64,
+    /// GRPO: a colocated vLLM engine's reservation, held through training
+    /// unless it sleeps ([`grpo::engine_during_training`]).
+    pub(super) engine: f64,
+    /// DeepSpeed's ZeRO-3: its gathered weights and buffers.
+    zero3: Option<Zero3>,
+    phase: Phase,
+    /// Which micro-batch is walked: 1, or 2 for every later one.
+    pub(super) micro_batch: u64,
+}
+
+impl<'a> Walk<'a> {
+    /// A walk of `cfg`'s step from `start`, before its first event: the
+    /// model states live, and FSDP2's root set up.
+    pub(super) fn new(cfg: &'a DetailedConfig, start: &'a Start) -> Self {
+        let states = &start.states;
+        let pc = &start.pieces;
+        let persistent_grads = start.persistent_grads;
+        let mut walk = Walk {
+            cfg,
+            pieces: pc,
+            events: Vec::new(),
+            held: 0.0,
+            persistent_grads,
+            root: 0.0,
+            root_bytes: 0.0,
+            reshard_root: false,
+            unsharded_layer: 0.0,
+            layers_held: 0.0,
+            prefetched: 0.0,
+            root_grads: 0.0,
+            bucket: if start.zero3.is_some() {
+                states::deepspeed_bucket(cfg)
+            } else {
+                0.0
+            },
+            zero3: start.zero3.clone(),
+            engine: 0.0,
+            live: Live {
+                grads: if persistent_grads {
+                    states.grads
+                } else {
+                    start.buckets
+                },
+                params: states.params,
+                master_weights: states.master_weights,
+                optimizer_state: if start.step == Step::Later {
+                    states.optimizer_state
+                } else {
+                    0.0
+                },
+                ..Live::default()
+            },
+            phase: Phase::Forward,
+            micro_batch: 1,
+        };
+        if let Framework::Fsdp2 {
+            reshard_after_forward,
+        } = cfg.framework
+        {
+            walk.root_bytes = start.root;
+            walk.reshard_root = reshard_after_forward;
+            if reshard_after_forward {
+                walk.prefetched = pc.gathered_layer / 2.0;
+            } else {
+                walk.unsharded_layer = pc.gathered_layer / 2.0;
+            }
+        }
+        walk
+    }
+
+    /// GRPO's rollout, before the step trains ([`grpo`]): the
+    /// prompts' prefill, the last decoding step with the whole cache, and,
+    /// with a KL penalty, the reference scoring one micro-batch without
+    /// grad (the backbone's output, its copy for the head, one layer's MLP
+    /// tensors and the head's tile). Sharded weights are gathered as the
+    /// forward gathers them: under FSDP2 a layer at a time (TRL's
+    /// `summon_full_params(..., recurse=False)` unshards only the root's
+    /// own), under other ZeRO-3 whole for generation.
+    pub(super) fn generation(&mut self) {
+        let cfg = self.cfg;
+        let g = grpo::generation(cfg);
+        let gathered = if matches!(cfg.framework, Framework::Fsdp2 { .. }) {
+            self.pieces.gathered_layer + self.root_bytes
+        } else if cfg.parallel.zero >= 3 && cfg.lora_rank.is_none() {
+            cfg.arch.params() as f64
+                * weight_bytes(cfg)
+                * (1.0 - 1.0 / cfg.parallel.zero_divisor(3))
+        } else {
+            0.0
+        };
+        self.phase = Phase::Generation;
+        self.record(Moment::Prefill, g.prefill + gathered);
+        self.record(Moment::Decode, g.decode + gathered);
+        if cfg.objective == (Objective::Grpo { kl: true }) {
+            self.record(Moment::ReferenceForward, grpo::reference_forward(cfg));
+        }
+    }
+
+    /// Records an event at `moment` with `transient` bytes on top of what
+    /// is held across events.
+    fn record(&mut self, moment: Moment, transient: f64) {
+        self.events.push(Event {
+            phase: self.phase,
+            micro_batch: self.micro_batch,
+            moment,
+            live: Live {
+                transient: transient
+                    + self.held
+                    + self.root
+                    + self.layers_held
+                    + self.root_grads
+                    + self.bucket
+                    + self.engine
+                    + self.zero3.as_ref().map_or(0.0, |z| z.gathered(moment)),
+                ..self.live
+            },
+        });
+    }
+
+    /// Adds `bytes` of a gradient: a new `.grad` on the first micro-batch,
+    /// an in-place add of a transient of that size on later ones. Returns the
+    /// transient. ZeRO-2/3 keep a shard of it.
+    fn accumulate(&mut self, bytes: f64) -> f64 {
+        let par = &self.cfg.parallel;
+        // With the optimizer offloaded the shard goes to the host too.
+        let shard = if self.cfg.offload.optimizer {
+            0.0
+        } else {
+            bytes * self.pieces.shard_scale / par.zero_divisor(states::grad_stage(self.cfg))
+        };
+        // Until reduce-scattered, the full gradient is held.
+        let unreduced = bytes - shard / self.pieces.shard_scale;
+        // DeepSpeed's bucket, from the first gradient of backward on.
+        self.bucket = states::deepspeed_bucket(self.cfg);
+        if self.micro_batch == 1 && !self.persistent_grads {
+            self.live.grads += shard;
+            unreduced
+        } else {
+            bytes
+        }
+    }
+
+    /// One micro-batch on a stage with `layers` layers, `first`/`last`
+    /// saying whether it holds the embedding and the loss, with `in_flight`
+    /// micro-batches' activations alive when its backward starts.
+    pub(super) fn micro_batch(&mut self, layers: u64, first: bool, last: bool, in_flight: f64) {
+        let others = self.forward_start(layers, first, in_flight);
+        self.forward_layers(layers);
+        if last {
+            self.loss();
+        }
+        self.backward_start();
+        if last {
+            self.head_backward();
+        }
+        // The prefetched layer is the first backward's own gathered one.
+        self.layers_held -= self.prefetched;
+        if last && self.zero3.is_some() {
+            self.record(Moment::NormBackward, 0.0);
+        }
+        for i in (0..layers).rev() {
+            self.layer_backward(i);
+        }
+        if first {
+            self.embedding_backward();
+        }
+        self.root_reduce(first, last);
+        self.live.activations = others;
+        self.layers_held = 0.0;
+        // FSDP2's root reshards when its backward ends.
+        self.root = 0.0;
+    }
+
+    /// The start of a micro-batch's forward: the other micro-batches'
+    /// activations in flight and the token ids, FSDP2's root gathered, the
+    /// embedding's output, DPO's reference forward. Returns the activations
+    /// of the other micro-batches.
+    fn forward_start(&mut self, layers: u64, first: bool, in_flight: f64) -> f64 {
+        let pc = self.pieces;
+        self.phase = Phase::Forward;
+        let resident = if self.cfg.offload.activations {
+            0.0
+        } else {
+            layers as f64 * pc.per_layer
+        };
+        let others = (in_flight - 1.0) * (resident + if first { pc.embedding } else { 0.0 });
+        self.live.activations = others + pc.ids;
+        self.record(Moment::Start, 0.0);
+        // FSDP2 gathers the root before its forward. In forward it keeps
+        // each all-gather's output until the next all-gather completes
+        // (`FSDPParamGroup.wait_for_unshard`: `all_gather_state`, freed by
+        // `release_all_gather_state_for_comm_reuse`), so the root's lives
+        // beside the first layer's gather (measured).
+        if self.root_bytes > 0.0 {
+            self.root = self.root_bytes;
+            self.record(Moment::RootGather, self.root_bytes + pc.gathered_layer);
+        }
+        if first {
+            self.live.activations += pc.embedding;
+        }
+        if pc.reference_forward > 0.0 {
+            self.record(Moment::ReferenceForward, pc.reference_forward);
+        }
+        others
+    }
+
+    /// The layers' forward, each saving its activations.
+    fn forward_layers(&mut self, layers: u64) {
+        let pc = self.pieces;
+        // Offloaded activations: one layer's stay on the GPU at a time.
+        let offload = self.cfg.offload.activations;
+        for i in 0..layers {
+            if !offload || i == 0 {
+                self.live.activations += pc.per_layer;
+            }
+            self.record(
+                Moment::LayerForward(i),
+                pc.layer_forward + pc.gathered_layer,
+            );
+            self.layers_held += self.unsharded_layer;
+        }
+    }
+
+    /// The last stage's output layer and loss: ZeRO-3's gather of the
+    /// output layer, then the logits and the loss's transients.
+    fn loss(&mut self) {
+        let pc = self.pieces;
+        // FSDP2: the last layer's all-gather output, kept until the root's
+        // forward ends.
+        let last_gather = if self.root_bytes > 0.0 {
+            pc.gathered_layer / 2.0
+        } else {
+            0.0
+        };
+        if self.zero3.is_some() {
+            self.record(Moment::OutputGather, 0.0);
+        }
+        self.live.activations += pc.head + pc.logits;
+        self.record(
+            Moment::Loss,
+            pc.loss_forward + pc.gathered_outer + last_gather,
+        );
+    }
+
+    /// The start of backward: FSDP2's root gathered again if it resharded
+    /// after forward, and the last layer prefetched.
+    fn backward_start(&mut self) {
+        self.phase = Phase::Backward;
+        // Resharded after forward, the root is gathered again when backward
+        // starts, before the loss's backward; its all-gather output is freed
+        // once copied out, then the last layer is prefetched
+        // (`FSDPParamGroup.pre_backward`, `_backward_prefetch`).
+        if self.reshard_root {
+            self.root = 0.0;
+            self.record(Moment::RootGather, 2.0 * self.root_bytes);
+            self.root = self.root_bytes;
+        }
+        self.layers_held += self.prefetched;
+    }
+
+    /// The last stage's loss backward and output layer's backward, with the
+    /// output layer's weight gradient.
+    fn head_backward(&mut self) {
+        let pc = self.pieces;
+        self.record(Moment::LossBackward, pc.loss_backward);
+        self.live.activations -= pc.logits;
+        let extra = self.accumulate(pc.head_grads);
+        self.record(
+            Moment::HeadBackward,
+            pc.head_backward + extra + pc.gathered_outer,
+        );
+        if self.root_bytes > 0.0 {
+            self.root_grads += extra;
+        }
+        if self.micro_batch > 1 {
+            // The tied table's first gradient waits for the second.
+            self.held = pc.tied_gradient;
+        }
+        self.live.activations -= pc.head;
+    }
+
+    /// Layer `i`'s backward: its activation gradients, its recomputed
+    /// activations and its weight gradients, then its saved activations
+    /// freed.
+    fn layer_backward(&mut self, i: u64) {
+        let pc = self.pieces;
+        let offload = self.cfg.offload.activations;
+        let grads_before = self.live.grads;
+        let extra = self.accumulate(pc.layer_grads);
+        // ZeRO-3 copies each weight's gradient into its bucket as it
+        // arrives: one weight's at a time.
+        let extra = self
+            .zero3
+            .as_ref()
+            .map_or(extra, |z| extra.min(z.largest_grad));
+        // A hybrid layer's mixer gradients, new on the first
+        // micro-batch (`accumulate` counts them into `grads`) or added
+        // in place later (in `extra`), partly stand where the MLP's and
+        // attention's freed tensors stood.
+        let added = extra + self.live.grads - grads_before;
+        let relief = (added * pc.mixer_share).min(pc.freed_before_mixer);
+        let from_extra = relief.min(extra);
+        self.live.grads -= relief - from_extra;
+        self.record(
+            Moment::LayerBackward(i),
+            pc.layer_backward + pc.recomputed + extra - from_extra + pc.gathered_layer,
+        );
+        self.live.grads += relief - from_extra;
+        self.layers_held -= self.unsharded_layer;
+        if !offload || i == 0 {
+            self.live.activations -= pc.per_layer;
+        }
+    }
+
+    /// The first stage's embedding backward, the end of the micro-batch's
+    /// backward, and ZeRO-3's reduction of what is left in its bucket.
+    fn embedding_backward(&mut self) {
+        let pc = self.pieces;
+        let extra = self.accumulate(pc.embedding_grads);
+        self.live.activations -= pc.embedding;
+        self.record(
+            Moment::EmbeddingBackward,
+            extra + 2.0 * pc.tied_gradient + pc.gathered_outer,
+        );
+        self.held = 0.0;
+        if self.zero3.is_some() {
+            self.record(Moment::GradientReduce, 0.0);
+        }
+    }
+
+    /// FSDP2's root, its backward done: resharded, then its gradients
+    /// reduce-scattered (the embedding's on the first stage, the output
+    /// layer's on the last).
+    fn root_reduce(&mut self, first: bool, last: bool) {
+        let (embedding, head) = self.pieces.root_reduce;
+        let reduce = if first { embedding } else { 0.0 } + if last { head } else { 0.0 };
+        if self.root_bytes > 0.0 {
+            self.root = 0.0;
+            self.root_grads = 0.0;
+            self.record(Moment::RootReduce, reduce);
+        }
+    }
+
+    /// The optimizer step after the micro-batches: the state created on the
+    /// first step, the update with its temporaries, DeepSpeed's all-gather
+    /// of the updated weights, `zero_grad`.
+    pub(super) fn optimizer_step(&mut self, start: &Start) {
+        let cfg = self.cfg;
+        let states = &start.states;
+        // DeepSpeed frees its bucket when backward ends (stages 1 and 2).
+        if self.zero3.is_none() {
+            self.bucket = 0.0;
+        }
+        // Gradients on this GPU are exactly the states' figure now.
+        self.live.grads = states.grads;
+        self.live.activations = 0.0;
+        self.phase = Phase::Optimizer;
+        self.micro_batch = 1;
+        if start.step == Step::First {
+            self.live.optimizer_state = states.optimizer_state;
+            self.record(Moment::OptimizerState, 0.0);
+        }
+        let temporaries = optimizer::temporaries(cfg, start.adam, self.zero3.is_some());
+        self.record(Moment::OptimizerUpdate, temporaries);
+        if !self.persistent_grads {
+            self.live.grads = start.buckets;
+        }
+        // DeepSpeed frees the gradient partition, then all-gathers the
+        // updated partitions of the weights through a buffer of all of them
+        // (`all_gather_dp_groups`; measured: the whole weights' size
+        // whatever allgather_bucket_size).
+        if matches!(cfg.framework, Framework::DeepSpeed { .. }) && self.zero3.is_none() {
+            self.record(Moment::WeightsGather, states.params);
+        }
+        self.record(Moment::End, 0.0);
+    }
+
+    /// The walked stage's timeline: its events and their peak (the first
+    /// event with the most live bytes).
+    pub(super) fn finish(self, stage: u64, start: &Start) -> StepTimeline {
+        let peak = self.events.iter().enumerate().fold(0, |best, (i, e)| {
+            if e.live.total() > self.events[best].live.total() {
+                i
+            } else {
+                best
+            }
+        });
+        StepTimeline {
+            events: self.events,
+            peak,
+            stage,
+            first_step: start.step == Step::First,
+            bucket: states::deepspeed_bucket(self.cfg),
+            engine: grpo::engine_during_training(self.cfg),
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! DeepSpeed's ZeRO stage 3 (`deepspeed/runtime/zero/stage3.py`,
+//! `partitioned_param_coordinator.py`, `parameter_offload.py`): which
+//! gathered weights and buffers one GPU holds at each moment of a step, on
+//! top of the partitions the model states count.
+//!
+//! - **Partitions allocated at start-up and kept**: the weights' partition,
+//!   the optimizer's fp32 copy of it, and the flat gradient partition
+//!   (`grad_partitions_flat_buffer`, `torch.zeros` in `__init__`, in the
+//!   gradients' dtype), plus the reduce bucket (`ipg_buckets[dtype].buffer`,
+//!   `reduce_bucket_size` values), all before the first step.
+//! - **Persistent parameters**: a weight of fewer than
+//!   `stage3_param_persistence_threshold` values (1e5; norms, biases, small
+//!   projections) is gathered at its first use and kept whole
+//!   (`ds_persist`), released before the optimizer step (`_pre_step`) and
+//!   gathered again after it (`_post_step`).
+//! - **The first step** (no trace yet) gathers each module's own weights
+//!   when it runs and releases them after (`fetch_sub_module`,
+//!   `release_sub_module`): one weight at a time, its all-gather output
+//!   beside the whole tensor it is copied into while it arrives (2× the
+//!   weight, measured).
+//! - **Later steps** follow the traced order: every module's hook,
+//!   containers' too, all-gathers the next `stage3_prefetch_bucket_size`
+//!   values of the trace not yet gathered as one coalesced all-gather
+//!   (`fetch_sub_module`). Its flat output is allocated when issued and
+//!   lives until the last weight of the group is waited for (the handle
+//!   stays in `__inflight_param_registry`); the first wait copies every
+//!   weight of the group out of it (`AllGatherCoalescedHandle.wait`,
+//!   `torch.cat`); gloo's receive buffer is a transient of the group's size
+//!   when issued (measured: the whole model's twice over through forward
+//!   with the default 5e7 on a small model). A weight is released after
+//!   use only if the prefetcher has not passed its next use and that use is
+//!   more than `stage3_max_reuse_distance` values of modules away (1e9,
+//!   `__params_to_release`): a small model keeps every weight from forward
+//!   to backward, a 70B one almost none.
+//! - **Gradients** are copied into the bucket one weight at a time as
+//!   backward produces them (`__add_grad_to_ipg_bucket`; a weight larger
+//!   than the bucket keeps its own tensor); a weight that would overflow a
+//!   non-empty bucket reduce-scatters it first (`__avg_scatter_grads`,
+//!   DeepSpeed's default `reduce_scatter`; measured, two copies of its
+//!   contents at the peak). What is left is reduced when backward ends
+//!   (`independent_gradient_partition_epilogue`), the embedding still
+//!   gathered (measured).
+//! - **The optimizer step** runs per sub-group (`sub_group_size`, 1e9
+//!   values): `flatten(averaged_gradients).to(fp32)` is a copy of the
+//!   sub-group's gradient partition before the update
+//!   (`_prepare_fp32_grad_for_sub_group`).
+//!
+//! Measured per rank (`tests/fixtures/deepspeed_measured.tsv`,
+//! `deepspeed3_heldout_measured.tsv`, `deepspeed3_gpt2_measured.tsv`: five
+//! shapes, 2 and 4 processes, the default buckets and smaller ones, first
+//! and later steps; `tests/deepspeed_vs_measured.rs`).
+//!
+//! The parts: `trace.rs` lays out the weights and the modules in the
+//! order their hooks fire, and where backward's gradients overflow the
+//! bucket; `gather.rs` follows what is gathered through that trace on the
+//! first step and on later ones.
+
+mod gather;
+mod trace;
+
+use super::events::Moment;
+use super::states::{grad_bytes, param_split, weight_bytes};
+use crate::detailed::config::{DetailedConfig, Framework};
+use trace::{LayerTensors, Weights};
+
+/// `stage3_param_persistence_threshold` (`runtime/zero/config.py`).
+const PERSISTENCE_THRESHOLD: f64 = 1e5;
+/// `stage3_max_reuse_distance` (`runtime/zero/config.py`).
+const MAX_REUSE_DISTANCE: f64 = 1e9;
+/// `stage3_max_live_parameters` (`runtime/zero/config.py`).
+const MAX_LIVE_PARAMETERS: f64 = 1e9;
+/// `sub_group_size` (`runtime/zero/config.py`).
+pub(crate) const SUB_GROUP_SIZE: f64 = 1e9;
+
+/// What ZeRO-3 holds gathered on one GPU, in bytes, at each moment of one
+/// step: the largest at any module of that moment.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Zero3 {
+    first_step: bool,
+    /// All persistent weights.
+    persistent: f64,
+    /// The embedding's gathered weights.
+    embedding: f64,
+    /// Gradient bytes reduced when backward ends.
+    last_bucket: f64,
+    /// A layer's largest weight gradient: what backward holds of a layer's
+    /// gradients at once.
+    pub(crate) largest_grad: f64,
+    /// Gathered weights, in-flight all-gather buffers and bucket
+    /// reductions at each moment (the largest over its modules).
+    at: Vec<(Moment, f64)>,
+}
+
+impl Zero3 {
+    /// ZeRO-3's bookkeeping for `cfg`, `None` unless it runs DeepSpeed at
+    /// stage 3.
+    pub(crate) fn new(cfg: &DetailedConfig, first_step: bool) -> Option<Self> {
+        let Framework::DeepSpeed {
+            reduce_bucket_size,
+            prefetch_bucket_size,
+        } = cfg.framework
+        else {
+            return None;
+        };
+        if cfg.parallel.zero < 3 {
+            return None;
+        }
+        let (embedding, head, layer) = param_split(cfg);
+        let tensors = LayerTensors::of(cfg, layer);
+        let weights = Weights::new(embedding, head, cfg.arch.layers, &tensors.matrices);
+        let numel = &weights.numel;
+        let trace = trace::trace(cfg, &weights, &tensors);
+        let (wb, gb) = (weight_bytes(cfg), grad_bytes(cfg));
+        let bucket = reduce_bucket_size as f64;
+        let (reduce_at, held) = trace::bucket_reductions(&trace, numel, head == 0.0, bucket, gb);
+        let persistent = cfg.arch.layers as f64 * tensors.persistent * wb;
+        let at = if first_step {
+            gather::first_step(&trace, numel, wb, persistent, &reduce_at)
+        } else {
+            let prefetch = prefetch_bucket_size as f64;
+            gather::later_step(&trace, numel, (wb, persistent), prefetch, &reduce_at)
+        };
+        Some(Zero3 {
+            first_step,
+            persistent,
+            embedding: embedding * wb,
+            last_bucket: held * gb,
+            largest_grad: tensors
+                .matrices
+                .iter()
+                .copied()
+                .fold(tensors.rest, f64::max)
+                * gb,
+            at,
+        })
+    }
+
+    /// Gathered weights and ZeRO-3's own buffers at `moment`, beyond the
+    /// partitions: part of the transient bytes.
+    pub(crate) fn gathered(&self, moment: Moment) -> f64 {
+        match moment {
+            Moment::Start | Moment::End if self.first_step => 0.0,
+            Moment::Start | Moment::End => self.persistent,
+            Moment::GradientReduce => self.persistent + self.embedding + 2.0 * self.last_bucket,
+            m => self
+                .at
+                .iter()
+                .find(|(at, _)| *at == m)
+                .map_or(0.0, |&(_, bytes)| bytes),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detailed::{preset, timeline, Step, StepOptions};
+
+    fn zero3(model: &str, dp: u64) -> DetailedConfig {
+        let mut cfg = DetailedConfig::new(preset(model).unwrap().arch, 4096, dp);
+        cfg.micro_batch = Some(1);
+        cfg.parallel.dp = dp;
+        cfg.parallel.zero = 3;
+        cfg.framework = Framework::DEEPSPEED;
+        cfg
+    }
+
+    /// The reuse distance decides what a later step keeps from forward to
+    /// backward: GPT-2's 124M weights all, Llama 3.1 70B's (856M a layer,
+    /// its 1.05B output layer twice already over 1e9) only the output
+    /// layer, with what the prefetcher holds ahead (capped by
+    /// `stage3_max_live_parameters`, 1e9 values).
+    #[test]
+    fn reuse_distance_keeps_a_small_model_and_releases_a_large_one() {
+        let at_loss = |cfg: &DetailedConfig| {
+            let z = Zero3::new(cfg, false).unwrap();
+            z.gathered(Moment::Loss) / (cfg.arch.params() as f64 * weight_bytes(cfg))
+        };
+        let small = at_loss(&zero3("gpt2", 2));
+        assert!(small > 0.99, "{small}");
+        let large = zero3("llama-3.1-70b", 8);
+        let head = large.arch.head_params() as f64 / large.arch.params() as f64;
+        let held = at_loss(&large);
+        assert!(
+            held > head && held < head + 1.3e9 / large.arch.params() as f64,
+            "{held}"
+        );
+    }
+
+    /// The first step gathers one weight at a time: nothing is kept between
+    /// layers, and the step's peak is never above a later step's.
+    #[test]
+    fn first_step_gathers_one_weight_at_a_time() {
+        let cfg = zero3("llama-3.1-8b", 8);
+        let z = Zero3::new(&cfg, true).unwrap();
+        let layer_forward = |i| z.gathered(Moment::LayerForward(i));
+        let per_layer = layer_forward(2) - layer_forward(1);
+        // Only the layer's persistent weights accumulate (its norms).
+        assert!(per_layer > 0.0 && per_layer < 1e5 * 2.0 * 4.0);
+        let first = StepOptions {
+            step: Step::First,
+            ..StepOptions::default()
+        };
+        let t1 = timeline(&cfg, &first).unwrap();
+        let t2 = timeline(&cfg, &StepOptions::default()).unwrap();
+        assert!(t1.peak_bytes() <= t2.peak_bytes());
+    }
+
+    /// No prefetch (`stage3_prefetch_bucket_size` 0): no flat buffers in
+    /// flight ahead, so a later step gathers less than with the default.
+    #[test]
+    fn prefetching_costs_its_buffers() {
+        let mut cfg = zero3("llama-3.2-1b", 4);
+        let with = Zero3::new(&cfg, false).unwrap();
+        cfg.framework = Framework::DeepSpeed {
+            reduce_bucket_size: 500_000_000,
+            prefetch_bucket_size: 0,
+        };
+        let without = Zero3::new(&cfg, false).unwrap();
+        let at = Moment::LayerForward(3);
+        assert!(without.gathered(at) < with.gathered(at));
+        // At least the default's 5e7 values in flight, bf16.
+        assert!(with.gathered(at) - without.gathered(at) >= 5e7 * 2.0);
+    }
+}
