@@ -121,7 +121,7 @@ fn paths(code: &str) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     let text: String = code.split_whitespace().collect::<Vec<_>>().join(" ");
     let mut rest = text.as_str();
-    while let Some(i) = rest.find(|c: char| c == 'c' || c == 's') {
+    while let Some(i) = rest.find(['c', 's']) {
         let tail = &rest[i..];
         let start_ok = i == 0
             || !rest[..i]
