@@ -11,6 +11,10 @@
 //! - `queries.txt`: page addresses; kept is what the address codec reads
 //!   (the state written back, what it ignored and why) and the estimate of
 //!   the detailed configuration it opens.
+//! - For every command of the detailed model, a digest of its figures at
+//!   full precision (what the text and JSON round): the estimate, every
+//!   event of the step's timeline, and on a card the step time, each as
+//!   `Debug` prints every bit of an `f64`.
 //!
 //! A change that moves a figure on purpose re-records the file with
 //! `GOLDEN_BLESS=1 cargo test --test golden` and says so in its commit.
@@ -18,7 +22,8 @@
 
 use clap::Parser;
 use membudget::cli::{run, Args};
-use membudget::detailed::estimate;
+use membudget::detailed::time::steptime::step_time;
+use membudget::detailed::{estimate, timeline};
 use membudget::url::{decode, encode};
 use std::fmt::Write as _;
 use std::io::{Read, Write as _};
@@ -62,9 +67,44 @@ fn queries() -> String {
     out
 }
 
+/// FNV-1a, 64 bits: a digest that needs no crate and never changes.
+fn fnv(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Every detailed command's figures at full precision, digested: the
+/// estimate, the timeline's every event and, on a card, the step time.
+fn exact() -> String {
+    let list = std::fs::read_to_string(format!("{DIR}/commands.txt")).unwrap();
+    let mut out = String::new();
+    for line in list.lines().filter(|l| !l.starts_with('#')) {
+        let argv = std::iter::once("membudget").chain(line.split_whitespace());
+        let Ok(args) = Args::try_parse_from(argv) else {
+            continue;
+        };
+        let Ok((cfg, _)) = args.detailed_config().map_err(|e| e.to_string()) else {
+            continue;
+        };
+        if !args.is_detailed() {
+            continue;
+        }
+        let mut figures = format!("{:?}", estimate(&cfg));
+        write!(figures, "{:?}", timeline(&cfg, &args.step_options())).unwrap();
+        if let Some(cluster) = args.cluster() {
+            if let Ok(eff) = args.time.efficiency(Some(&cluster.gpu)) {
+                write!(figures, "{:?}", step_time(&cfg, &cluster, &eff)).unwrap();
+            }
+        }
+        writeln!(out, "= {:016x} {line}", fnv(&figures)).unwrap();
+    }
+    out
+}
+
 #[test]
 fn every_command_and_address_gives_the_recorded_bytes() {
-    let actual = commands() + &queries();
+    let actual = commands() + &queries() + &exact();
     let path = format!("{DIR}/outputs.txt.gz");
     if std::env::var_os("GOLDEN_BLESS").is_some() {
         let file = std::fs::File::create(&path).unwrap();
@@ -83,7 +123,7 @@ fn every_command_and_address_gives_the_recorded_bytes() {
     // Name the first section that differs, and its first differing line.
     let (mut section, mut line_no) = (String::new(), 0);
     for (i, (a, e)) in actual.lines().zip(expected.lines()).enumerate() {
-        if e.starts_with("$ membudget") || e.starts_with("? ") {
+        if e.starts_with("$ membudget") || e.starts_with("? ") || e.starts_with("= ") {
             section = e.to_string();
         }
         if a != e {
