@@ -179,40 +179,78 @@ fn fewest_gpus(changes: Vec<Change>) -> Vec<Change> {
         .collect()
 }
 
-fn levers() -> Vec<Lever> {
-    let lever = |name: &str,
-                 cost: &'static str,
-                 apply: fn(&DetailedConfig) -> Option<DetailedConfig>| Lever {
+/// A lever outside the families that differ only by their GPUs.
+fn lever(
+    name: &str,
+    cost: &'static str,
+    apply: fn(&DetailedConfig) -> Option<DetailedConfig>,
+) -> Lever {
+    Lever {
         name: name.into(),
         cost,
         family: None,
         apply,
-    };
-    let in_family = |family: &'static str, name: &str, cost, apply| Lever {
+    }
+}
+
+/// A lever of `family`, whose members differ only by their GPUs.
+fn in_family(
+    family: &'static str,
+    name: &str,
+    cost: &'static str,
+    apply: fn(&DetailedConfig) -> Option<DetailedConfig>,
+) -> Lever {
+    Lever {
         family: Some(family),
         ..lever(name, cost, apply)
-    };
+    }
+}
+
+/// Every lever, in the order the planner tries them (and lists its pairs).
+fn levers() -> Vec<Lever> {
+    let mut all = vec![rollout_lever(), attention_lever()];
+    all.extend(recomputation_levers());
+    all.extend(optimizer_levers());
+    all.push(micro_batch_lever());
+    all.push(zero_stage_lever());
+    all.push(offload_lever());
+    all.extend(more_gpus_levers());
+    all.extend(adapter_levers());
+    all
+}
+
+/// GRPO with a colocated vLLM engine: letting it sleep through training.
+fn rollout_lever() -> Lever {
+    lever(
+        "vLLM asleep during training",
+        "the engine's weights re-loaded and its cache rebuilt for every rollout (TRL's vllm_enable_sleep_mode)",
+        |c| {
+            let v = c.rollout.vllm.filter(|v| !v.sleep)?;
+            let mut to = *c;
+            to.rollout.vllm = Some(crate::detailed::config::Vllm { sleep: true, ..v });
+            Some(to)
+        },
+    )
+}
+
+/// Flash attention in place of eager attention's s² scores.
+fn attention_lever() -> Lever {
+    lever(
+        "flash attention",
+        "none: a faster kernel (Dao et al. 2022)",
+        |c| {
+            (c.attention == AttentionKernel::Eager).then_some(DetailedConfig {
+                attention: AttentionKernel::Flash,
+                ..*c
+            })
+        },
+    )
+}
+
+/// Recomputation, from the least to the most: Megatron's selective
+/// recomputation, torchtitan's per-operator checkpointing, full.
+fn recomputation_levers() -> Vec<Lever> {
     vec![
-        lever(
-            "vLLM asleep during training",
-            "the engine's weights re-loaded and its cache rebuilt for every rollout (TRL's vllm_enable_sleep_mode)",
-            |c| {
-                let v = c.rollout.vllm.filter(|v| !v.sleep)?;
-                let mut to = *c;
-                to.rollout.vllm = Some(crate::detailed::config::Vllm { sleep: true, ..v });
-                Some(to)
-            },
-        ),
-        lever(
-            "flash attention",
-            "none: a faster kernel (Dao et al. 2022)",
-            |c| {
-                (c.attention == AttentionKernel::Eager).then_some(DetailedConfig {
-                    attention: AttentionKernel::Flash,
-                    ..*c
-                })
-            },
-        ),
         lever(
             "selective recomputation",
             "recomputes the attention scores in backward",
@@ -249,6 +287,12 @@ fn levers() -> Vec<Lever> {
                 })
             },
         ),
+    ]
+}
+
+/// A smaller optimizer state: 8-bit AdamW, or Adafactor in its place.
+fn optimizer_levers() -> Vec<Lever> {
+    vec![
         lever(
             "8-bit AdamW",
             "8-bit moments (Dettmers et al. 2022: quality kept on their benchmarks)",
@@ -272,51 +316,109 @@ fn levers() -> Vec<Lever> {
                 })
             },
         ),
-        lever(
-            "half the micro-batch, twice the accumulation",
-            "smaller matrix multiplies, twice the passes per step",
-            |c| {
-                let m = c.micro();
-                (m > 1).then_some(DetailedConfig {
-                    micro_batch: Some(m / 2),
-                    ..*c
-                })
-            },
-        ),
-        lever(
-            "the next ZeRO stage",
-            "more communication between the data-parallel GPUs",
-            |c| {
-                (c.parallel.dp > 1 && c.parallel.zero < 3).then(|| {
-                    let mut n = *c;
-                    n.parallel.zero += 1;
-                    n
-                })
-            },
-        ),
-        lever(
-            "optimizer offloaded to the CPU (ZeRO-Offload)",
-            "the optimizer step on the CPU; gradients and weights cross PCIe every step",
-            |c| {
-                (!c.offload.optimizer && c.lora_rank.is_none()).then(|| {
-                    let mut n = *c;
-                    n.offload.optimizer = true;
-                    n.parallel.zero = n.parallel.zero.max(1);
-                    n
-                })
-            },
-        ),
+    ]
+}
+
+/// Half the micro-batch, with twice the gradient accumulation.
+fn micro_batch_lever() -> Lever {
+    lever(
+        "half the micro-batch, twice the accumulation",
+        "smaller matrix multiplies, twice the passes per step",
+        |c| {
+            let m = c.micro();
+            (m > 1).then_some(DetailedConfig {
+                micro_batch: Some(m / 2),
+                ..*c
+            })
+        },
+    )
+}
+
+/// The next ZeRO stage, where the data-parallel GPUs do not shard
+/// everything yet.
+fn zero_stage_lever() -> Lever {
+    lever(
+        "the next ZeRO stage",
+        "more communication between the data-parallel GPUs",
+        |c| {
+            (c.parallel.dp > 1 && c.parallel.zero < 3).then(|| {
+                let mut n = *c;
+                n.parallel.zero += 1;
+                n
+            })
+        },
+    )
+}
+
+/// The optimizer's state and step moved to the CPU (ZeRO-Offload).
+fn offload_lever() -> Lever {
+    lever(
+        "optimizer offloaded to the CPU (ZeRO-Offload)",
+        "the optimizer step on the CPU; gradients and weights cross PCIe every step",
+        |c| {
+            (!c.offload.optimizer && c.lora_rank.is_none()).then(|| {
+                let mut n = *c;
+                n.offload.optimizer = true;
+                n.parallel.zero = n.parallel.zero.max(1);
+                n
+            })
+        },
+    )
+}
+
+/// More GPUs, in families that differ only by their count: ZeRO-3 over
+/// data-parallel GPUs, tensor parallelism (with sequence parallelism),
+/// context parallelism; [`fewest_gpus`] keeps one of each.
+fn more_gpus_levers() -> Vec<Lever> {
+    vec![
         in_family(ZERO3, "ZeRO-3 over 2 GPUs", ZERO3_COST, zero3::<2>),
         in_family(ZERO3, "ZeRO-3 over 4 GPUs", ZERO3_COST, zero3::<4>),
         in_family(ZERO3, "ZeRO-3 over 8 GPUs", ZERO3_COST, zero3::<8>),
         in_family(ZERO3, "ZeRO-3 over 16 GPUs", ZERO3_COST, zero3::<16>),
         in_family(ZERO3, "ZeRO-3 over 64 GPUs", ZERO3_COST, zero3::<64>),
-        in_family(TP, "tensor parallelism over 2 GPUs, with sequence parallelism", TP_COST, tp::<2>),
-        in_family(TP, "tensor parallelism over 4 GPUs, with sequence parallelism", TP_COST, tp::<4>),
-        in_family(TP, "tensor parallelism over 8 GPUs, with sequence parallelism", TP_COST, tp::<8>),
-        in_family(CP, "context parallelism over 2 GPUs, ZeRO-3 over them", CP_COST, cp::<2>),
-        in_family(CP, "context parallelism over 4 GPUs, ZeRO-3 over them", CP_COST, cp::<4>),
-        in_family(CP, "context parallelism over 8 GPUs, ZeRO-3 over them", CP_COST, cp::<8>),
+        in_family(
+            TP,
+            "tensor parallelism over 2 GPUs, with sequence parallelism",
+            TP_COST,
+            tp::<2>,
+        ),
+        in_family(
+            TP,
+            "tensor parallelism over 4 GPUs, with sequence parallelism",
+            TP_COST,
+            tp::<4>,
+        ),
+        in_family(
+            TP,
+            "tensor parallelism over 8 GPUs, with sequence parallelism",
+            TP_COST,
+            tp::<8>,
+        ),
+        in_family(
+            CP,
+            "context parallelism over 2 GPUs, ZeRO-3 over them",
+            CP_COST,
+            cp::<2>,
+        ),
+        in_family(
+            CP,
+            "context parallelism over 4 GPUs, ZeRO-3 over them",
+            CP_COST,
+            cp::<4>,
+        ),
+        in_family(
+            CP,
+            "context parallelism over 8 GPUs, ZeRO-3 over them",
+            CP_COST,
+            cp::<8>,
+        ),
+    ]
+}
+
+/// A different task: LoRA's adapters on a frozen base, and QLoRA's base
+/// quantized to NF4.
+fn adapter_levers() -> Vec<Lever> {
+    vec![
         lever(
             "LoRA (rank 16, every projection) instead of full fine-tuning",
             "a different task: adapters are trained, the base is frozen",
@@ -527,25 +629,28 @@ pub fn make_it_fit(
     }
     changes.extend(pairs);
     let mut changes = fewest_gpus(changes);
-    // Those that fit first; then fewer GPUs, the same training before a
-    // different one, less time (or compute), more room.
-    changes.sort_by(|x, y| {
-        y.fits
-            .cmp(&x.fits)
-            .then(x.gpus.cmp(&y.gpus))
-            .then(x.changes_training.cmp(&y.changes_training))
-            .then(
-                x.time
-                    .unwrap_or(x.compute)
-                    .total_cmp(&y.time.unwrap_or(y.compute)),
-            )
-            .then(x.need.total_cmp(&y.need))
-    });
+    changes.sort_by(rank);
     Plan {
         need: now,
         fits_now: now <= capacity,
         changes,
     }
+}
+
+/// The order of the changes: those that fit first; then fewer GPUs, the
+/// same training before a different one, less time (or compute), more
+/// room.
+fn rank(x: &Change, y: &Change) -> std::cmp::Ordering {
+    y.fits
+        .cmp(&x.fits)
+        .then(x.gpus.cmp(&y.gpus))
+        .then(x.changes_training.cmp(&y.changes_training))
+        .then(
+            x.time
+                .unwrap_or(x.compute)
+                .total_cmp(&y.time.unwrap_or(y.compute)),
+        )
+        .then(x.need.total_cmp(&y.need))
 }
 
 /// The smallest card of the table (`hardware::GPUS`) that holds `need`

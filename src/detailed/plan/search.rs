@@ -121,43 +121,9 @@ fn powers_up_to(n: u64) -> Vec<u64> {
 pub fn layouts(cfg: &DetailedConfig, gpus: u64, gpus_per_node: u64) -> Vec<DetailedConfig> {
     let a = &cfg.arch;
     let mut out = Vec::new();
-    // Megatron's selective recomputation only where it drops something
-    // (eager attention's scores, fused kernels); torchtitan's per-operator
-    // checkpointing for eager PyTorch (layouts it does not cover are
-    // refused by `estimate` and left out).
-    let recomputes: Vec<Recompute> = [
-        Recompute::None,
-        Recompute::Selective,
-        Recompute::SelectiveOp,
-        Recompute::Full,
-    ]
-    .into_iter()
-    .filter(|r| match r {
-        Recompute::Selective => {
-            cfg.attention == crate::detailed::config::AttentionKernel::Eager
-                && cfg.profile == Profile::Fused
-        }
-        Recompute::SelectiveOp => cfg.profile == Profile::Hf,
-        _ => true,
-    })
-    .collect();
-    let optimizers: Vec<Optimizer> = if cfg.optimizer == Optimizer::AdamW {
-        vec![Optimizer::AdamW, Optimizer::Adam8bit]
-    } else {
-        vec![cfg.optimizer]
-    };
-    // Context parallelism for long sequences (32,768 tokens and more), with
-    // flash attention and 2·cp dividing the sequence, as Megatron-Core
-    // needs.
-    let cps: Vec<u64> = powers_up_to(gpus.min(64))
-        .into_iter()
-        .filter(|&cp| {
-            cp == 1
-                || (cfg.seq >= 32768
-                    && cfg.attention == crate::detailed::config::AttentionKernel::Flash
-                    && cfg.seq.is_multiple_of(2 * cp))
-        })
-        .collect();
+    let recomputes = recomputes(cfg);
+    let optimizers = optimizers(cfg);
+    let cps = context_parallel_sizes(cfg, gpus);
     for (tp, cp) in powers_up_to(gpus.min(gpus_per_node).min(64))
         .into_iter()
         .flat_map(|tp| cps.iter().map(move |&cp| (tp, cp)))
@@ -177,77 +143,158 @@ pub fn layouts(cfg: &DetailedConfig, gpus: u64, gpus_per_node: u64) -> Vec<Detai
                 continue;
             }
             let per_replica = cfg.batch / dp;
-            // 1F1B, interleaved with two virtual stages, and ZB-H1.
-            let mut schedules = vec![(1, Schedule::OneFOneB)];
-            if pp > 1 {
-                if a.layers.is_multiple_of(pp * 2) {
-                    schedules.push((2, Schedule::OneFOneB));
-                }
-                schedules.push((1, Schedule::ZbH1));
-            }
-            for &(vp, schedule) in &schedules {
+            for &(vp, schedule) in &schedules(a.layers, pp) {
                 for micro in powers_up_to(per_replica) {
                     if !per_replica.is_multiple_of(micro) {
                         continue;
                     }
-                    // On one replica a ZeRO stage only matters as the
-                    // way to offload the optimizer (ZeRO-Offload).
-                    // With context parallelism ZeRO shards over dp × cp.
-                    let zeros: &[u8] = if dp * cp > 1 { &[0, 1, 2, 3] } else { &[0, 1] };
-                    // ZeRO-3 across nodes may shard within each node and
-                    // replicate across them instead (hybrid sharding): the
-                    // gathers stay on NVLink, the network carries one
-                    // all-reduce of the gradient shards per step.
-                    let node_shard = gpus_per_node / (tp * cp);
-                    let hybrid =
-                        (node_shard >= 2 && node_shard < dp && dp.is_multiple_of(node_shard))
-                            .then_some(node_shard);
-                    for (zero, dp_shard) in zeros
+                    let hybrid = hybrid_shard(dp, tp, cp, gpus_per_node);
+                    for (zero, dp_shard) in zero_stages(dp, cp)
                         .iter()
                         .map(|&z| (z, None))
                         .chain(hybrid.map(|s| (3u8, Some(s))))
                     {
-                        for &recompute in &recomputes {
-                            for &optimizer in &optimizers {
-                                for offload in [false, true] {
-                                    // 8-bit moments are a GPU kernel's (bitsandbytes):
-                                    // not offloaded.
-                                    if (offload
-                                        && (zero == 0
-                                            || cfg.lora_rank.is_some()
-                                            || optimizer == Optimizer::Adam8bit))
-                                        || (dp * cp == 1 && zero > 0 && !offload)
-                                    {
-                                        continue;
-                                    }
-                                    let mut c = *cfg;
-                                    c.parallel = Parallelism {
-                                        dp,
-                                        tp,
-                                        pp,
-                                        vp,
-                                        cp,
-                                        schedule,
-                                        sp: tp > 1,
-                                        zero,
-                                        dp_shard,
-                                        ..cfg.parallel
-                                    };
-                                    c.micro_batch = Some(micro);
-                                    c.recompute = recompute;
-                                    c.optimizer = optimizer;
-                                    c.offload.optimizer = offload;
-                                    c.offload.gpus_per_node = gpus_per_node;
-                                    out.push(c);
-                                }
-                            }
-                        }
+                        let mut mesh = *cfg;
+                        mesh.parallel = Parallelism {
+                            dp,
+                            tp,
+                            pp,
+                            vp,
+                            cp,
+                            schedule,
+                            sp: tp > 1,
+                            zero,
+                            dp_shard,
+                            ..cfg.parallel
+                        };
+                        mesh.micro_batch = Some(micro);
+                        mesh.offload.gpus_per_node = gpus_per_node;
+                        push_step_settings(&mut out, &mesh, &recomputes, &optimizers);
                     }
                 }
             }
         }
     }
     out
+}
+
+/// The recomputations worth trying: Megatron's selective recomputation
+/// only where it drops something (eager attention's scores, fused
+/// kernels); torchtitan's per-operator checkpointing for eager PyTorch
+/// (layouts it does not cover are refused by `estimate` and left out).
+fn recomputes(cfg: &DetailedConfig) -> Vec<Recompute> {
+    [
+        Recompute::None,
+        Recompute::Selective,
+        Recompute::SelectiveOp,
+        Recompute::Full,
+    ]
+    .into_iter()
+    .filter(|r| match r {
+        Recompute::Selective => {
+            cfg.attention == crate::detailed::config::AttentionKernel::Eager
+                && cfg.profile == Profile::Fused
+        }
+        Recompute::SelectiveOp => cfg.profile == Profile::Hf,
+        _ => true,
+    })
+    .collect()
+}
+
+/// The optimizers worth trying: AdamW and its 8-bit moments, or the
+/// reader's other optimizer alone.
+fn optimizers(cfg: &DetailedConfig) -> Vec<Optimizer> {
+    if cfg.optimizer == Optimizer::AdamW {
+        vec![Optimizer::AdamW, Optimizer::Adam8bit]
+    } else {
+        vec![cfg.optimizer]
+    }
+}
+
+/// Context parallelism for long sequences (32,768 tokens and more), with
+/// flash attention and 2·cp dividing the sequence, as Megatron-Core
+/// needs; 1 (none) always.
+fn context_parallel_sizes(cfg: &DetailedConfig, gpus: u64) -> Vec<u64> {
+    powers_up_to(gpus.min(64))
+        .into_iter()
+        .filter(|&cp| {
+            cp == 1
+                || (cfg.seq >= 32768
+                    && cfg.attention == crate::detailed::config::AttentionKernel::Flash
+                    && cfg.seq.is_multiple_of(2 * cp))
+        })
+        .collect()
+}
+
+/// The pipeline schedules over `pp` stages of `layers` layers, as (virtual
+/// stages, schedule): 1F1B, interleaved with two virtual stages, and ZB-H1.
+fn schedules(layers: u64, pp: u64) -> Vec<(u64, Schedule)> {
+    let mut v = vec![(1, Schedule::OneFOneB)];
+    if pp > 1 {
+        if layers.is_multiple_of(pp * 2) {
+            v.push((2, Schedule::OneFOneB));
+        }
+        v.push((1, Schedule::ZbH1));
+    }
+    v
+}
+
+/// The ZeRO stages over `dp` replicas of `cp` GPUs each (tensor and
+/// pipeline parallelism apart).
+fn zero_stages(dp: u64, cp: u64) -> &'static [u8] {
+    // On one replica a ZeRO stage only matters as the
+    // way to offload the optimizer (ZeRO-Offload).
+    // With context parallelism ZeRO shards over dp × cp.
+    if dp * cp > 1 {
+        &[0, 1, 2, 3]
+    } else {
+        &[0, 1]
+    }
+}
+
+/// Hybrid sharding's group for ZeRO-3 over `dp` replicas of `tp` × `cp`
+/// GPUs, where it applies: the GPUs of a node.
+fn hybrid_shard(dp: u64, tp: u64, cp: u64, gpus_per_node: u64) -> Option<u64> {
+    // ZeRO-3 across nodes may shard within each node and
+    // replicate across them instead (hybrid sharding): the
+    // gathers stay on NVLink, the network carries one
+    // all-reduce of the gradient shards per step.
+    let node_shard = gpus_per_node / (tp * cp);
+    (node_shard >= 2 && node_shard < dp && dp.is_multiple_of(node_shard)).then_some(node_shard)
+}
+
+/// Pushes onto `out` the layouts of one parallel mesh and micro-batch
+/// (`mesh`) with every recomputation, optimizer and optimizer offload that
+/// applies: on one replica a ZeRO stage only with the offload it is there
+/// for (see [`zero_stages`]).
+fn push_step_settings(
+    out: &mut Vec<DetailedConfig>,
+    mesh: &DetailedConfig,
+    recomputes: &[Recompute],
+    optimizers: &[Optimizer],
+) {
+    let p = &mesh.parallel;
+    for &recompute in recomputes {
+        for &optimizer in optimizers {
+            for offload in [false, true] {
+                // 8-bit moments are a GPU kernel's (bitsandbytes):
+                // not offloaded.
+                if (offload
+                    && (p.zero == 0
+                        || mesh.lora_rank.is_some()
+                        || optimizer == Optimizer::Adam8bit))
+                    || (p.dp * p.cp == 1 && p.zero > 0 && !offload)
+                {
+                    continue;
+                }
+                let mut c = *mesh;
+                c.recompute = recompute;
+                c.optimizer = optimizer;
+                c.offload.optimizer = offload;
+                out.push(c);
+            }
+        }
+    }
 }
 
 /// Searches the layouts of `cfg` over `gpus` GPUs of `cluster` for those

@@ -1,0 +1,81 @@
+//! The "fused" profile's layer: Megatron-style kernels, Korthikanti et al.
+//! 2022, §4.1 (34·s·b·h + 5·a·s²·b at 16 bits, term by term), generalised
+//! to SwiGLU, grouped-query attention, experts and fp8.
+
+use super::moe::{moe_ffn_bytes, moe_mlp};
+use super::LayerActivations;
+use crate::detailed::config::{AttentionKernel, DetailedConfig};
+use crate::detailed::memory::bytes::act_bytes;
+use crate::detailed::model::{Family, Moe};
+
+/// One layer's attention and MLP activations for `b` sequences with
+/// Megatron-style kernels; `moe`: the layer's experts, if it has them.
+/// Korthikanti §4.1: 34·s·b·h + 5·a·s²·b at 16 bits, term by term.
+pub(super) fn block(cfg: &DetailedConfig, b: f64, moe: Option<Moe>) -> LayerActivations {
+    let a = &cfg.arch;
+    let s = cfg.seq as f64;
+    let h = a.hidden as f64;
+    let kvd = a.kv_dim() as f64;
+    let n = s * b;
+    let p = act_bytes(cfg);
+    let nh = n * h;
+    let mask = if cfg.dropout { 1.0 } else { 0.0 };
+    // Transformer Engine's fp8 saves the linear layers' inputs at
+    // one byte ([`crate::detailed::memory::fp8::te_bytes_per_value`]): the
+    // QKV and MLP inputs, the out-projection's and the second MLP linear's.
+    let li = crate::detailed::memory::fp8::te_bytes_per_value(cfg).unwrap_or(p);
+    // Two norm inputs, QKV input, MLP input, two output dropout masks.
+    let replicated = 2.0 * nh * p + 2.0 * nh * li + 2.0 * nh * mask;
+    // Q and K, V, out-projection input.
+    let qkv = nh * p + 2.0 * n * kvd * p + nh * li;
+    let (router, mlp, experts) = match moe {
+        Some(m) => moe_mlp(cfg, n, m),
+        None => dense_mlp(cfg, n, li),
+    };
+    let (attn_extra, scores) = attention(cfg, b);
+    LayerActivations {
+        replicated: replicated + router,
+        sharded: qkv + mlp + attn_extra,
+        scores,
+        experts,
+        experts_ffn: moe.map_or(0.0, |m| moe_ffn_bytes(cfg, n, m)),
+    }
+}
+
+/// A dense MLP's saved tensors for n tokens, as [`moe_mlp`] gives an
+/// experts' MLP's: (router part: none; sharded; routed experts: none).
+/// `li`: bytes per value of a linear layer's saved input.
+fn dense_mlp(cfg: &DetailedConfig, n: f64, li: f64) -> (f64, f64, f64) {
+    let f = cfg.arch.ffn as f64;
+    let p = act_bytes(cfg);
+    match cfg.arch.family {
+        // GELU input and second linear input.
+        Family::Gpt2 => (0.0, n * f * p + n * f * li, 0.0),
+        // Gate out (SiLU input), SiLU out, up out, down input.
+        Family::Llama => (0.0, 3.0 * n * f * p + n * f * li, 0.0),
+    }
+}
+
+/// What the attention kernel keeps for `b` sequences besides Q, K, V and
+/// the out-projection's input: (sharded, the a·s² scores).
+fn attention(cfg: &DetailedConfig, b: f64) -> (f64, f64) {
+    let s = cfg.seq as f64;
+    let heads = cfg.arch.heads as f64;
+    let p = act_bytes(cfg);
+    let scores_n = heads * s * s * b;
+    let lse = 4.0 * heads * s * b;
+    match cfg.attention {
+        // Softmax output, dropout mask (1 byte) and dropout output.
+        AttentionKernel::Eager => (
+            0.0,
+            scores_n * p
+                + if cfg.dropout {
+                    scores_n * (1.0 + p)
+                } else {
+                    0.0
+                },
+        ),
+        // Log-sum-exp; the output is the out-projection input.
+        AttentionKernel::Flash => (lse, 0.0),
+    }
+}
