@@ -26,7 +26,8 @@ use crate::detailed::config::{
     AttentionKernel, BaseQuant, DetailedConfig, Optimizer, Precision, Profile, Recompute,
     StepOptions,
 };
-use crate::detailed::memory::{estimate, timeline, DetailedBreakdown, Overhead};
+use crate::detailed::memory::timeline::peak;
+use crate::detailed::memory::{estimate, DetailedBreakdown, Overhead};
 use crate::detailed::model::LoraTargets;
 use crate::detailed::time::flops;
 use crate::detailed::time::hardware::GPUS;
@@ -35,8 +36,7 @@ use crate::detailed::time::steptime::{step_time, Cluster, Efficiency};
 /// What must fit on a GPU for `cfg`: the peak of a later step, plus the
 /// runtime overhead when one is given; `None` when it cannot be computed.
 pub fn need(cfg: &DetailedConfig, overhead: Option<&Overhead>) -> Option<f64> {
-    let t = timeline(cfg, &StepOptions::default()).ok()?;
-    let peak = t.peak_bytes();
+    let peak = peak(cfg, &StepOptions::default()).ok()?;
     Some(peak + overhead.map_or(0.0, |o| o.bytes(cfg, peak).total()))
 }
 
@@ -666,7 +666,7 @@ pub fn smallest_card(need: f64) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::detailed::preset;
+    use crate::detailed::{preset, timeline};
 
     const H100: f64 = 80.0 * (1u64 << 30) as f64;
 

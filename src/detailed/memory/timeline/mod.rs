@@ -114,8 +114,21 @@ pub fn default_adam(cfg: &DetailedConfig) -> AdamImpl {
 /// assert_eq!(t.peak_event().phase, Phase::Backward);
 /// ```
 pub fn timeline(cfg: &DetailedConfig, opts: &StepOptions) -> Result<StepTimeline, DetailedError> {
+    Ok(highest(walks(cfg, opts, true)?, opts))
+}
+
+/// The step's peak alone, in bytes: [`timeline`]'s walk keeping only the
+/// highest event of each stage, for the planner, which prices hundreds of
+/// configurations and reads nothing else (the same figure, without
+/// storing a thousand events to read one).
+pub fn peak(cfg: &DetailedConfig, opts: &StepOptions) -> Result<f64, DetailedError> {
+    Ok(highest(walks(cfg, opts, false)?, opts).peak_bytes())
+}
+
+/// The timeline of the stage with the higher peak (the first of equals).
+fn highest(stages: Vec<StepTimeline>, opts: &StepOptions) -> StepTimeline {
     let mut best: Option<StepTimeline> = None;
-    for t in stage_timelines(cfg, opts)? {
+    for t in stages {
         if best
             .as_ref()
             .is_none_or(|b| t.peak_bytes() > b.peak_bytes())
@@ -123,14 +136,14 @@ pub fn timeline(cfg: &DetailedConfig, opts: &StepOptions) -> Result<StepTimeline
             best = Some(t);
         }
     }
-    Ok(best.unwrap_or(StepTimeline {
+    best.unwrap_or(StepTimeline {
         events: Vec::new(),
         peak: 0,
         stage: 1,
         first_step: opts.step == Step::First,
         bucket: 0.0,
         engine: 0.0,
-    }))
+    })
 }
 
 /// The step timelines of the first pipeline stage (the embedding, p
@@ -141,11 +154,20 @@ pub fn stage_timelines(
     cfg: &DetailedConfig,
     opts: &StepOptions,
 ) -> Result<Vec<StepTimeline>, DetailedError> {
+    walks(cfg, opts, true)
+}
+
+/// Each stage's walk, with every event or only the highest.
+fn walks(
+    cfg: &DetailedConfig,
+    opts: &StepOptions,
+    every_event: bool,
+) -> Result<Vec<StepTimeline>, DetailedError> {
     check(cfg)?;
     let start = walk::Start::new(cfg, opts);
     Ok(stages::stages(cfg)
         .into_iter()
-        .map(|stage| stages::walk(cfg, &start, stage))
+        .map(|stage| stages::walk(cfg, &start, stage, every_event))
         .collect())
 }
 
@@ -154,6 +176,43 @@ mod tests {
     use super::*;
     use crate::detailed::config::AttentionKernel;
     use crate::detailed::memory::events::{Moment, Phase};
+    use crate::detailed::{Framework, PRESETS};
+
+    /// The planner's peak-only walk gives the full walk's peak to the bit,
+    /// and its event: every preset, pipelines, frameworks, first steps.
+    #[test]
+    fn the_peak_alone_is_the_timelines_peak() {
+        let mut walked = 0;
+        for p in PRESETS {
+            let mut cfg = DetailedConfig::new(p.arch, 2048, 16);
+            cfg.attention = AttentionKernel::Flash;
+            for (pp, zero, framework, step) in [
+                (1, 0, Framework::Megatron, Step::Later),
+                (2, 1, Framework::Megatron, Step::First),
+                (
+                    1,
+                    3,
+                    Framework::Fsdp2 {
+                        reshard_after_forward: true,
+                    },
+                    Step::Later,
+                ),
+                (1, 3, Framework::DEEPSPEED, Step::First),
+            ] {
+                cfg.parallel.pp = pp;
+                cfg.parallel.dp = 2;
+                cfg.parallel.zero = zero;
+                cfg.framework = framework;
+                let opts = StepOptions { step, adam: None };
+                let Ok(t) = timeline(&cfg, &opts) else {
+                    continue;
+                };
+                assert_eq!(peak(&cfg, &opts).unwrap(), t.peak_bytes(), "{}", p.name);
+                walked += 1;
+            }
+        }
+        assert!(walked > 60, "{walked}");
+    }
 
     /// Under a pipeline both end stages are walked, the first holding the
     /// micro-batches in flight, the last the loss; `timeline` is the one

@@ -56,8 +56,13 @@ pub(super) fn stages(cfg: &DetailedConfig) -> Vec<Stage> {
 
 /// One step of `stage` walked from `start`: GRPO's rollout, the first
 /// micro-batch and one later one, the optimizer step.
-pub(super) fn walk(cfg: &DetailedConfig, start: &Start, stage: Stage) -> StepTimeline {
-    let mut walk = Walk::new(cfg, start);
+pub(super) fn walk(
+    cfg: &DetailedConfig,
+    start: &Start,
+    stage: Stage,
+    every_event: bool,
+) -> StepTimeline {
+    let mut walk = Walk::new(cfg, start, every_event);
     if matches!(cfg.objective, Objective::Grpo { .. }) {
         walk.generation();
         walk.engine = grpo::engine_during_training(cfg);

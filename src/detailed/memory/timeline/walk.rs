@@ -100,6 +100,9 @@ pub(super) struct Walk<'a> {
     cfg: &'a DetailedConfig,
     pieces: &'a Pieces,
     events: Vec<Event>,
+    /// Every event kept, or only the highest so far (the planner's
+    /// [`super::peak`]).
+    every_event: bool,
     live: Live,
     /// Transient bytes held across events (a tied table's first gradient on
     /// later micro-batches).
@@ -141,7 +144,7 @@ pub(super) struct Walk<'a> {
 impl<'a> Walk<'a> {
     /// A walk of `cfg`'s step from `start`, before its first event: the
     /// model states live, and FSDP2's root set up.
-    pub(super) fn new(cfg: &'a DetailedConfig, start: &'a Start) -> Self {
+    pub(super) fn new(cfg: &'a DetailedConfig, start: &'a Start, every_event: bool) -> Self {
         let states = &start.states;
         let pc = &start.pieces;
         let persistent_grads = start.persistent_grads;
@@ -149,6 +152,7 @@ impl<'a> Walk<'a> {
             cfg,
             pieces: pc,
             events: Vec::new(),
+            every_event,
             held: 0.0,
             persistent_grads,
             root: 0.0,
@@ -229,7 +233,7 @@ impl<'a> Walk<'a> {
     /// Records an event at `moment` with `transient` bytes on top of what
     /// is held across events.
     fn record(&mut self, moment: Moment, transient: f64) {
-        self.events.push(Event {
+        let event = Event {
             phase: self.phase,
             micro_batch: self.micro_batch,
             moment,
@@ -244,7 +248,16 @@ impl<'a> Walk<'a> {
                     + self.zero3.as_ref().map_or(0.0, |z| z.gathered(moment)),
                 ..self.live
             },
-        });
+        };
+        // Keeping only the highest, the first of equals, is what
+        // [`Self::finish`] picks from every event.
+        if !self.every_event {
+            match self.events.first() {
+                Some(best) if event.live.total() <= best.live.total() => return,
+                _ => self.events.clear(),
+            }
+        }
+        self.events.push(event);
     }
 
     /// Adds `bytes` of a gradient: a new `.grad` on the first micro-batch,
