@@ -9,40 +9,32 @@ use crate::detailed::config::{
 };
 use crate::detailed::model::{Family, LoraTargets};
 
-/// Refuses what cannot be priced, with the reason: the checks below in
-/// order, the first refusal winning.
+/// Refuses what cannot be priced, with the reason: one check per concern,
+/// in this order, the first refusal winning.
 pub fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
-    CHECKS.iter().try_for_each(|check| check(cfg))
+    sizes(cfg)?;
+    lora(cfg)?;
+    optimizer(cfg)?;
+    fp8(cfg)?;
+    grpo(cfg)?;
+    selective_op(cfg)?;
+    virtual_stages(cfg)?;
+    heads(cfg)?;
+    family(cfg)?;
+    mamba(cfg)?;
+    latent_attention(cfg)?;
+    experts(cfg)?;
+    quantized_base(cfg)?;
+    offload(cfg)?;
+    expert_layout(cfg)?;
+    framework(cfg)?;
+    zero_bubble(cfg)?;
+    context(cfg)?;
+    experts_with_tp(cfg)?;
+    counts(cfg)?;
+    shard_group(cfg)?;
+    divides(cfg)
 }
-
-/// One check: `Err` with the reason when the configuration is refused.
-type Check = fn(&DetailedConfig) -> Result<(), DetailedError>;
-
-/// Every check, in the order they refuse.
-const CHECKS: [Check; 22] = [
-    sizes,
-    lora,
-    optimizer,
-    fp8,
-    grpo,
-    selective_op,
-    virtual_stages,
-    heads,
-    family,
-    mamba,
-    latent_attention,
-    experts,
-    quantized_base,
-    offload,
-    expert_layout,
-    framework,
-    zero_bubble,
-    context,
-    experts_with_tp,
-    counts,
-    shard_group,
-    divides,
-];
 
 /// A refusal in words.
 fn refuse(m: &str) -> Result<(), DetailedError> {
