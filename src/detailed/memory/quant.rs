@@ -30,19 +30,38 @@
 //! `tests/qlora_vs_measured.rs`).
 
 use crate::detailed::config::BaseQuant;
-use crate::detailed::model::linears::Part;
-use crate::detailed::model::Architecture;
+use crate::detailed::model::{Architecture, Family};
 
-/// The projections of one layer that bitsandbytes stores quantized, as
-/// (in, out) pairs: the attention's and the MLP's linear layers
-/// ([`Architecture::linears`]). A hybrid's mixer projections are left out
-/// (QLoRA of a hybrid is not measured; bitsandbytes would quantize them).
+/// The projections of one layer, as (in, out) pairs.
 pub fn layer_projections(a: &Architecture) -> Vec<(u64, u64)> {
-    a.linears(false)
-        .iter()
-        .filter(|l| matches!(l.part, Part::Attention | Part::Mlp))
-        .map(|l| (l.input, l.out))
-        .collect()
+    let (h, f) = (a.hidden, a.ffn);
+    match (a.family, a.mla) {
+        (Family::Gpt2, _) => vec![(h, 3 * h), (h, h), (h, f), (f, h)],
+        (Family::Llama, Some(m)) => {
+            let qk = m.nope_dim + m.rope_dim;
+            let mut p = if m.q_rank > 0 {
+                vec![(h, m.q_rank), (m.q_rank, a.heads * qk)]
+            } else {
+                vec![(h, a.heads * qk)]
+            };
+            p.extend([
+                (h, m.kv_rank + m.rope_dim),
+                (m.kv_rank, a.heads * (m.nope_dim + m.v_dim)),
+                (a.heads * m.v_dim, h),
+            ]);
+            p.extend([(h, f), (h, f), (f, h)]);
+            p
+        }
+        (Family::Llama, None) => vec![
+            (h, a.q_dim()),
+            (h, a.kv_dim()),
+            (h, a.kv_dim()),
+            (a.o_dim(), h),
+            (h, f),
+            (h, f),
+            (f, h),
+        ],
+    }
 }
 
 /// Bytes of one quantized tensor of `inp × out` weights (module docs).

@@ -25,18 +25,41 @@
 //! ±5 %.
 
 use crate::detailed::config::{AttentionKernel, DetailedConfig};
-use crate::detailed::model::linears::{Linear, Part};
-use crate::detailed::model::Architecture;
+use crate::detailed::model::{Architecture, Family};
+
+/// One bias-free projection of a layer, in forward order.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Projection {
+    /// The width of its input, per token.
+    pub input: u64,
+    /// The width of its output, per token.
+    pub out: u64,
+}
+
+impl Projection {
+    /// Its weight's elements: the multiply-adds per token.
+    pub fn weights(&self) -> u64 {
+        self.input * self.out
+    }
+}
 
 /// A layer's projections that run as `aten.mm` (no bias), in the order the
-/// forward pass calls them ([`Architecture::linears`]): q, k, v unless they
-/// carry biases (Qwen2), the attention output, then the gated MLP's gate,
-/// up and down. GPT-2's `Conv1D` layers all add a bias (`torch.addmm`):
-/// none.
-pub fn bias_free_projections(a: &Architecture) -> Vec<Linear> {
-    a.linears(false)
-        .into_iter()
-        .filter(|l| !l.bias && matches!(l.part, Part::Attention | Part::Mlp))
+/// forward pass calls them: q, k, v unless they carry biases (Qwen2), the
+/// attention output, then the gated MLP's gate, up and down. GPT-2's
+/// `Conv1D` layers all add a bias (`torch.addmm`): none.
+pub fn bias_free_projections(a: &Architecture) -> Vec<Projection> {
+    let (h, q, kv, f) = (a.hidden, a.q_dim(), a.kv_dim(), a.ffn);
+    if a.family == Family::Gpt2 {
+        return Vec::new();
+    }
+    let qkv: &[(u64, u64)] = if a.qkv_bias {
+        &[]
+    } else {
+        &[(h, q), (h, kv), (h, kv)]
+    };
+    qkv.iter()
+        .chain(&[(a.o_dim(), h), (h, f), (h, f), (f, h)])
+        .map(|&(input, out)| Projection { input, out })
         .collect()
 }
 

@@ -4,15 +4,12 @@
 //! else of the detailed model.
 //!
 //! - [`arch`]: [`Architecture`] and its counts;
-//! - [`linears`]: one layer's linear layers, the shapes of its matrix
-//!   multiplies, as one table;
 //! - [`mamba`]: the hybrid's Mamba-2 mixer;
 //! - [`presets`]: published models, their parameter counts checked;
 //! - [`import`]: `config.json` to an [`Architecture`].
 
 pub mod arch;
 pub mod import;
-pub mod linears;
 pub mod mamba;
 pub mod presets;
 

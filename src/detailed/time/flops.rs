@@ -39,7 +39,7 @@
 //! ```
 
 use crate::detailed::config::{DetailedConfig, Recompute};
-use crate::detailed::model::{Architecture, Mamba2};
+use crate::detailed::model::{Architecture, Family, Mamba2};
 
 /// Forward operations per token of one layer, split by what recomputation
 /// repeats.
@@ -62,16 +62,42 @@ impl LayerFlops {
 }
 
 /// Multiply-add operands a token meets in one layer's weights (`moe`: a
-/// mixture-of-experts layer): the layer's linear layers
-/// ([`Architecture::linears`]), the routed experts' top-k times instead of
-/// E.
+/// mixture-of-experts layer): the layer's parameters less norms and biases,
+/// routed experts counted top-k times instead of E.
 pub fn layer_matmul_weights(arch: &Architecture, moe: bool) -> f64 {
-    let weights: u64 = arch
-        .linears(moe)
-        .iter()
-        .map(|l| l.weights_per_token())
-        .sum();
-    weights as f64
+    let (h, f) = (arch.hidden as f64, arch.ffn as f64);
+    let attention = match arch.mla {
+        Some(m) => {
+            let heads = arch.heads as f64;
+            let qk = (m.nope_dim + m.rope_dim) as f64;
+            let q = if m.q_rank > 0 {
+                h * m.q_rank as f64 + m.q_rank as f64 * heads * qk
+            } else {
+                h * heads * qk
+            };
+            q + h * (m.kv_rank + m.rope_dim) as f64
+                + m.kv_rank as f64 * heads * (m.nope_dim + m.v_dim) as f64
+                + heads * m.v_dim as f64 * h
+        }
+        None => {
+            let (q, kv) = (arch.q_dim() as f64, arch.kv_dim() as f64);
+            h * q + 2.0 * h * kv + q * h
+        }
+    };
+    // A Mamba-2 mixer's input and output projections (Falcon-H1).
+    let ssm = arch
+        .ssm
+        .map_or(0.0, |m| h * m.in_width() as f64 + m.inner() as f64 * h);
+    let mlp = match (arch.family, arch.moe.filter(|_| moe)) {
+        (Family::Gpt2, _) => 2.0 * h * f,
+        (Family::Llama, None) => 3.0 * h * f,
+        (Family::Llama, Some(m)) => {
+            h * m.experts as f64
+                + m.top_k as f64 * 3.0 * h * m.expert_ffn as f64
+                + 3.0 * h * m.shared_ffn as f64
+        }
+    };
+    attention + ssm + mlp
 }
 
 /// Forward operations per token of one layer over a sequence of `seq`.

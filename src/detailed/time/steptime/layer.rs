@@ -10,7 +10,6 @@
 use super::kernels::{fp8_cast_bytes, per_token_bytes};
 use super::rates::{gemm, Rates};
 use crate::detailed::config::{AttentionKernel, DetailedConfig, Profile};
-use crate::detailed::model::linears::{Linear, Part};
 use crate::detailed::model::{Family, Mamba2, Moe};
 
 /// A layer's widths, each as a float, on one GPU's tensor-parallel shard.
@@ -75,33 +74,22 @@ pub(super) fn layer_forward(cfg: &DetailedConfig, moe: bool, m: f64, r: &Rates) 
     (mm, attn, mem)
 }
 
-/// The attention's projections for `m` tokens, seconds, read from the
-/// layer's linear layers ([`Architecture::linears`]): those before the
-/// output projection read the layer's input and run as one matrix multiply
-/// of their widths (Megatron's fused QKV; latent attention's chain priced
-/// by its weights), the output projection as another.
-///
-/// [`Architecture::linears`]: crate::detailed::model::Architecture::linears
+/// The attention's projections for `m` tokens, seconds: q, k and v (or
+/// MLA's low-rank projections) and the output.
 fn projections(cfg: &DetailedConfig, w: &Widths, m: f64, r: &Rates) -> f64 {
     let a = &cfg.arch;
-    let Widths { t, h, .. } = *w;
-    let linears = a.linears(false);
-    let attention: Vec<&Linear> = linears
-        .iter()
-        .filter(|l| l.part == Part::Attention)
-        .collect();
+    let Widths { t, h, q, kv, o, .. } = *w;
     // Attention projections: column-parallel in, row-parallel out
     // (Shoeybi et al. 2019, §3).
     match a.mla {
         Some(_) => {
-            let weights: u64 = attention.iter().map(|l| l.weights()).sum();
-            gemm(m, h, weights as f64 / h / t, r.linear, r.bytes)
+            let w = crate::detailed::time::flops::layer_matmul_weights(a, false)
+                - 3.0 * h * a.ffn as f64;
+            gemm(m, h, w / h / t, r.linear, r.bytes)
         }
-        None => attention.split_last().map_or(0.0, |(output, inputs)| {
-            let width: u64 = inputs.iter().map(|l| l.out).sum();
-            gemm(m, h, width as f64 / t, r.linear, r.bytes)
-                + gemm(m, output.input as f64 / t, h, r.linear, r.bytes)
-        }),
+        None => {
+            gemm(m, h, (q + 2.0 * kv) / t, r.linear, r.bytes) + gemm(m, o / t, h, r.linear, r.bytes)
+        }
     }
 }
 
