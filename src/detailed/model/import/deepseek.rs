@@ -17,13 +17,7 @@ pub(super) fn deepseek(
 ) -> Result<(), ImportError> {
     arch.ffn = dense_ffn(c, None)?;
     arch.kv_heads = arch.heads;
-    let effn = need("moe_intermediate_size", c.moe_intermediate_size, 1, WIDTH)?;
-    if c.moe_layer_freq.unwrap_or(1) != 1 {
-        return fail(
-            "moe_layer_freq",
-            "only 1 (every layer after the dense ones) is modelled",
-        );
-    }
+    let effn = expert_width(c)?;
     let shared = or("n_shared_experts", c.n_shared_experts, 0, 0, 64)? * effn;
     let dense = or(
         "first_k_dense_replace",
@@ -59,4 +53,17 @@ pub(super) fn deepseek(
         );
     }
     Ok(())
+}
+
+/// The routed experts' width; every layer after the dense ones must be MoE
+/// (`moe_layer_freq` 1).
+fn expert_width(c: &HfConfig) -> Result<u64, ImportError> {
+    let effn = need("moe_intermediate_size", c.moe_intermediate_size, 1, WIDTH)?;
+    if c.moe_layer_freq.unwrap_or(1) != 1 {
+        return fail(
+            "moe_layer_freq",
+            "only 1 (every layer after the dense ones) is modelled",
+        );
+    }
+    Ok(effn)
 }

@@ -1,8 +1,8 @@
 //! The serde shape of a `config.json`: the keys that change training
 //! memory (every family's, in one struct: serde's derived reader is large,
-//! and one is in the page's wasm), read with the field at fault named and
-//! serde's wording put plainly; Python's bare `Infinity`/`NaN` read as
-//! `null` first.
+//! and one is in the page's wasm); Python's bare `Infinity`/`NaN` read as
+//! `null` first; serde's errors with the field at fault named and the
+//! wording put plainly.
 
 use serde::de::IgnoredAny;
 use serde::Deserialize;
@@ -118,7 +118,7 @@ fn some_null<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
 /// `time_step_limit` holds an infinity), which JSON has no spelling for:
 /// outside strings they become `null`. Returns the text and whether any
 /// was found.
-fn python_floats_as_null(json: &str) -> (std::borrow::Cow<'_, str>, bool) {
+pub(super) fn python_floats_as_null(json: &str) -> (std::borrow::Cow<'_, str>, bool) {
     const WORDS: [&str; 3] = ["-Infinity", "Infinity", "NaN"];
     if !WORDS[1..].iter().any(|w| json.contains(w)) {
         return (json.into(), false);
@@ -174,18 +174,9 @@ fn width_or_auto<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option
     }
     d.deserialize_any(V)
 }
-/// Reads the file: its keys, and whether Python's bare floats were found
-/// (and read as `null`).
-pub(super) fn parse(json: &str) -> Result<(HfConfig, bool), ImportError> {
-    let (json, python_floats) = python_floats_as_null(json);
-    let mut de = serde_json::Deserializer::from_str(&json);
-    let c: HfConfig = serde_path_to_error::deserialize(&mut de).map_err(plainly)?;
-    Ok((c, python_floats))
-}
-
 /// serde's error as an [`ImportError`]: the JSON path as the field, the
 /// reason in words.
-fn plainly(e: serde_path_to_error::Error<serde_json::Error>) -> ImportError {
+pub(super) fn plainly(e: serde_path_to_error::Error<serde_json::Error>) -> ImportError {
     let path = e.path().to_string();
     let inner = e.into_inner();
     // serde_json appends " at line L column C"; the field says where.

@@ -28,7 +28,7 @@
 //! itself (layers, hidden, heads, MLP width, vocabulary) must be given.
 //!
 //! One reader per family, over one serde shape:
-//! - `fields`: the keys `config.json` may hold, and the parse;
+//! - `fields`: the keys `config.json` may hold, and serde's errors in words;
 //! - `gpt2`: GPT-2's own names;
 //! - `llama`: dense Llama-likes, and the decoder every other type builds on;
 //! - `gemma`: Gemma 2 and 3;
@@ -134,7 +134,9 @@ const VOCAB: u64 = 1 << 22;
 /// missing field, a value out of range or an unknown `model_type` each give
 /// an [`ImportError`] naming the field.
 pub fn import_config(json: &str) -> Result<Imported, ImportError> {
-    let (c, python_floats) = fields::parse(json)?;
+    let (json, python_floats) = fields::python_floats_as_null(json);
+    let mut de = serde_json::Deserializer::from_str(&json);
+    let c: HfConfig = serde_path_to_error::deserialize(&mut de).map_err(fields::plainly)?;
     let model_type = match c.model_type.as_deref() {
         Some(t) => t.to_string(),
         None => return fail("model_type", "missing: a config.json names its model_type"),
@@ -214,8 +216,8 @@ fn published(c: &HfConfig, python_floats: bool) -> Vec<String> {
 fn llama_like(c: &HfConfig, t: &str, notes: &mut Vec<String>) -> Result<Architecture, ImportError> {
     let mut arch = llama::decoder(c, t)?;
     llama::attention(c, t, &mut arch, notes);
+    gemma::norms(c, t, &mut arch);
     match t {
-        "gemma2" | "gemma3_text" => gemma::gemma(c, t, &mut arch)?,
         "mixtral" | "gpt_oss" => moe::mixtral(c, t, &mut arch)?,
         "llama4_text" => moe::llama4(c, &mut arch, notes)?,
         "qwen3_moe" => moe::qwen3(c, &mut arch)?,

@@ -25,7 +25,8 @@ pub(super) fn mixtral(c: &HfConfig, t: &str, arch: &mut Architecture) -> Result<
     Ok(())
 }
 
-/// Llama 4's language model.
+/// Llama 4's language model: its two MLP widths, which layers are MoE
+/// (at least one), and its experts.
 pub(super) fn llama4(
     c: &HfConfig,
     arch: &mut Architecture,
@@ -167,21 +168,7 @@ fn qwen_dense_layers(c: &HfConfig) -> Result<u64, ImportError> {
 
 /// GLM-4.5: its partial rotary embedding, then its experts.
 pub(super) fn glm4(c: &HfConfig, arch: &mut Architecture) -> Result<(), ImportError> {
-    // GLM-4.5 rotates half of each head unless told otherwise
-    // (`Glm4MoeConfig`: `partial_rotary_factor` 0.5 by default).
-    let f = c
-        .partial_rotary_factor
-        .or(c
-            .rope_parameters
-            .as_ref()
-            .and_then(|r| r.partial_rotary_factor))
-        .unwrap_or(0.5);
-    if !(f > 0.0 && f <= 1.0) {
-        return fail("partial_rotary_factor", "must be above 0 and at most 1");
-    }
-    let head = arch.head_dim();
-    let dims = (head as f64 * f) as u64;
-    arch.rotary_dims = if dims == head { 0 } else { dims.max(1) };
+    arch.rotary_dims = glm4_rotary(c, arch.head_dim())?;
     // GLM-4.5 (`Glm4MoeMoE`): DeepSeek-V3's sigmoid router with its
     // score-correction bias and fp32 weight, shared experts and leading
     // dense layers, over grouped-query attention.
@@ -206,6 +193,24 @@ pub(super) fn glm4(c: &HfConfig, arch: &mut Architecture) -> Result<(), ImportEr
         Router::DeepSeek,
     )?);
     Ok(())
+}
+
+/// GLM-4.5's rotated dimensions of a `head`-wide head (0: all of them).
+fn glm4_rotary(c: &HfConfig, head: u64) -> Result<u64, ImportError> {
+    // GLM-4.5 rotates half of each head unless told otherwise
+    // (`Glm4MoeConfig`: `partial_rotary_factor` 0.5 by default).
+    let f = c
+        .partial_rotary_factor
+        .or(c
+            .rope_parameters
+            .as_ref()
+            .and_then(|r| r.partial_rotary_factor))
+        .unwrap_or(0.5);
+    if !(f > 0.0 && f <= 1.0) {
+        return fail("partial_rotary_factor", "must be above 0 and at most 1");
+    }
+    let dims = (head as f64 * f) as u64;
+    Ok(if dims == head { 0 } else { dims.max(1) })
 }
 
 /// The MoE block: `experts` (read from `name`), `num_experts_per_tok` (or
