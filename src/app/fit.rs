@@ -2,7 +2,7 @@
 //! batch and sequence length that fit.
 
 use super::canvas::Charts;
-use super::reactive::{cond, not, on_event, text};
+use super::reactive::{cond, not, on_event, text, Cond};
 use super::{browser_to_f64, Budget, DetailedTimeline, State};
 use crate::budget::Field;
 use crate::detailed::hardware::GPUS;
@@ -39,28 +39,30 @@ pub fn GpuFit() -> impl IntoView {
     });
     let message = RwSignal::new(None::<String>);
     let has_gpu = cond(move || gpu().is_some());
+    // Detailed mode: the cards by name and its own largest lines.
+    let in_detailed = cond(move || state.read().mode == Mode::Detailed);
     view! {
         <div class="field gpu-fit">
-            {gpu_select(state, charts, custom, message)}
+            {gpu_select(state, charts, custom, message, in_detailed)}
             {custom_amount(state, charts, custom, message)}
             <p class="field-message" role="status">{text(move || message.get().unwrap_or_default())}</p>
             <div hidden=not(has_gpu)>
                 {verdicts(state)}
-                {largest_lines(state)}
+                {largest_lines(state, in_detailed)}
             </div>
         </div>
     }
 }
 
-/// The picker's label and `<select>`: no GPU, the table's cards (detailed
-/// mode), the capacities as sold, and custom.
+/// The picker's label and `<select>`: no GPU, the table's cards (offered
+/// while `in_detailed`), the capacities as sold, and custom.
 fn gpu_select(
     state: RwSignal<PageState>,
     charts: Charts,
     custom: RwSignal<bool>,
     message: RwSignal<Option<String>>,
+    in_detailed: Cond,
 ) -> impl IntoView {
-    let detailed_mode = move || state.read().mode == Mode::Detailed;
     let on_select = move |ev: leptos::ev::Event| {
         let value = event_target_value(&ev);
         message.set(None);
@@ -104,12 +106,12 @@ fn gpu_select(
             <option value="none">"No GPU"</option>
             // Detailed mode names the cards of the table: their memory,
             // and their speeds for the step's time.
-            <optgroup label="Cards (memory and speed)" hidden=not(cond(detailed_mode))>
+            <optgroup label="Cards (memory and speed)" hidden=not(in_detailed)>
                 {GPUS
                     .iter()
                     .map(|g| {
                         view! {
-                            <option value=format!("c:{}", g.key) disabled=not(cond(detailed_mode))>
+                            <option value=format!("c:{}", g.key) disabled=not(in_detailed)>
                                 {format!("{} — {} GB as sold", g.name, g.memory_gib)}
                             </option>
                         }
@@ -264,10 +266,10 @@ fn verdicts(state: RwSignal<PageState>) -> impl IntoView {
 type Solver =
     fn(&crate::detailed::DetailedConfig, f64, Option<&crate::detailed::Overhead>) -> Option<u64>;
 
-/// The largest micro-batch and sequence length that fit (detailed mode),
-/// and the largest batch and sequence length (lesson mode). Each mode's
-/// lines are hidden in the other, and compute nothing there.
-fn largest_lines(state: RwSignal<PageState>) -> impl IntoView {
+/// The largest micro-batch and sequence length that fit (detailed mode,
+/// `in_detailed`), and the largest batch and sequence length (lesson mode).
+/// Each mode's lines are hidden in the other, and compute nothing there.
+fn largest_lines(state: RwSignal<PageState>, in_detailed: Cond) -> impl IntoView {
     let Budget(budget) = super::context::<Budget>();
     let gpu = move || state.read().gpu;
     let unit = move || state.read().unit;
@@ -317,16 +319,16 @@ fn largest_lines(state: RwSignal<PageState>) -> impl IntoView {
     let largest_seq =
         move || largest_detailed(max_detailed_seq, "none (even one token does not fit)");
     view! {
-        <p id="fit-micro" hidden=not(cond(detailed_mode))>
+        <p id="fit-micro" hidden=not(in_detailed)>
             "Largest micro-batch per GPU that fits: " {text(move || largest_micro().unwrap_or_default())}
         </p>
-        <p id="fit-seq-detailed" hidden=not(cond(detailed_mode))>
+        <p id="fit-seq-detailed" hidden=not(in_detailed)>
             "Largest sequence length that fits: " {text(move || largest_seq().unwrap_or_default())}
         </p>
-        <p id="fit-batch" hidden=cond(detailed_mode)>
+        <p id="fit-batch" hidden=in_detailed>
             "Largest batch that fits: " {text(move || largest(Field::Batch).unwrap_or_default())}
         </p>
-        <p id="fit-seq" hidden=cond(detailed_mode)>
+        <p id="fit-seq" hidden=in_detailed>
             "Largest sequence length that fits: " {text(move || largest(Field::SeqLen).unwrap_or_default())}
         </p>
     }
