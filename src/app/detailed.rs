@@ -458,10 +458,10 @@ fn ConfigImport(on_import: impl Fn() + Copy + 'static) -> impl IntoView {
             <p
                 id="config-message"
                 role="status"
-                class:invalid=move || message.get().is_some_and(|(_, bad)| bad)
-                hidden=move || message.get().is_none()
+                class:invalid=cond(move || message.get().is_some_and(|(_, bad)| bad))
+                hidden=cond(move || message.get().is_none())
             >
-                {move || message.get().map(|(m, _)| m).unwrap_or_default()}
+                {text(move || message.get().map(|(m, _)| m).unwrap_or_default())}
             </p>
         </details>
     }
@@ -560,7 +560,7 @@ fn parameter_count(state: RwSignal<PageState>) -> impl IntoView {
         <p class="derived">
             <span id="param-count">{text(params)}</span>
             " parameters"
-            <span id="active-count">{move || active().unwrap_or_default()}</span>
+            <span id="active-count">{text(move || active().unwrap_or_default())}</span>
             ", from the architecture"
         </p>
     }
@@ -841,7 +841,7 @@ fn computed_line(
         out
     };
     view! {
-        <p class="derived" id="detailed-computed" hidden=move || !shown()>{text(computed)}</p>
+        <p class="derived" id="detailed-computed" hidden=cond(move || !shown())>{text(computed)}</p>
     }
 }
 
@@ -874,7 +874,7 @@ fn fit_pointer(state: RwSignal<PageState>, step: Memo<Option<StepTimeline>>) -> 
         })
     };
     view! {
-        <p class="verdict" hidden=move || overflow().is_none()>
+        <p class="verdict" hidden=cond(move || overflow().is_none())>
             <a href="#make-it-fit" id="fit-pointer">{text(move || overflow().unwrap_or_default())}</a>
         </p>
     }
@@ -907,7 +907,7 @@ fn host_ram_line(
         ))
     };
     view! {
-        <p class="host-ram" id="host-ram" hidden=move || host().is_none()>{move || host().unwrap_or_default()}</p>
+        <p class="host-ram" id="host-ram" hidden=cond(move || host().is_none())>{text(move || host().unwrap_or_default())}</p>
     }
 }
 
@@ -957,7 +957,7 @@ fn rollout_line(
         ))
     };
     view! {
-        <p class="derived" id="rollout-line" hidden=move || rollout().is_none()>{move || rollout().unwrap_or_default()}</p>
+        <p class="derived" id="rollout-line" hidden=cond(move || rollout().is_none())>{text(move || rollout().unwrap_or_default())}</p>
     }
 }
 
