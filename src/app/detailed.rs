@@ -4,18 +4,18 @@
 
 use super::canvas::Charts;
 use super::controls::radio;
-use super::reactive::{cond, not, on_event, text};
+use super::reactive::{cond, not, on_event, text, Cond, Text};
 use super::{DetailedBudget, DetailedTimeline, Options, State};
 use crate::budget::Term;
 use crate::chart::{term_colour_hex, LOGITS_COLOUR};
 use crate::detailed::memory::offload::BUFFER_FACTOR;
 use crate::detailed::{
     host_ram, import_config, Architecture, AttentionKernel, BaseQuant, CpComm, DetailedBreakdown,
-    Family, Framework, LoraTargets, Objective, Optimizer, Overhead, Precision, Profile, Recompute,
-    Schedule, PRESETS,
+    DetailedError, Family, Framework, LoraTargets, Objective, Optimizer, Overhead, Precision,
+    Profile, Recompute, Schedule, StepTimeline, PRESETS,
 };
 use crate::export::{detailed_rows, DETAILED_ROWS};
-use crate::state::{DetailedOptions, Mode, ShownStage};
+use crate::state::{DetailedOptions, Mode, PageState, ShownStage};
 use leptos::prelude::*;
 
 /// `6,738,415,616`.
@@ -458,10 +458,10 @@ fn ConfigImport(on_import: impl Fn() + Copy + 'static) -> impl IntoView {
             <p
                 id="config-message"
                 role="status"
-                class:invalid=move || message.get().is_some_and(|(_, bad)| bad)
-                hidden=move || message.get().is_none()
+                class:invalid=cond(move || message.get().is_some_and(|(_, bad)| bad))
+                hidden=cond(move || message.get().is_none())
             >
-                {move || message.get().map(|(m, _)| m).unwrap_or_default()}
+                {text(move || message.get().map(|(m, _)| m).unwrap_or_default())}
             </p>
         </details>
     }
@@ -483,7 +483,118 @@ pub fn DetailedControls() -> impl IntoView {
             state.read().preset_name().unwrap_or("custom").to_string()
         }
     };
+    view! {
+        <div class="field detailed-controls">
+            {model_picker(state, charts, chose_custom, text(preset_value))}
+            {parameter_count(state)}
+            <ConfigImport on_import=move || chose_custom.set(false) />
+            {architecture_group(cond(custom))}
+            {precision_group()}
+            {attention_group(state)}
+            {parallelism_group()}
+            {lora_group()}
+            {objective_group()}
+            {offload_group()}
+            {recipes(state, charts, chose_custom)}
+            {overhead_group()}
+            {flag("both-input", "Show the lesson's rule beside", |d| d.show_lesson, |d, on| d.show_lesson = on)}
+        </div>
+    }
+}
+
+/// The model picker: the presets by name, and custom. `value` is the
+/// preset shown; picking "Custom" sets `chose_custom`.
+fn model_picker(
+    state: RwSignal<PageState>,
+    charts: Charts,
+    chose_custom: RwSignal<bool>,
+    value: Text,
+) -> impl IntoView {
+    view! {
+        <label for="model-select">"Model"</label>
+        <select
+            id="model-select"
+            prop:value=value
+            on:change=on_event(move |ev| {
+                let name = event_target_value(&ev);
+                match PRESETS.iter().find(|p| p.name == name) {
+                    Some(p) => {
+                        chose_custom.set(false);
+                        charts.change(state, |s| s.choose_preset(p));
+                    }
+                    None => chose_custom.set(true),
+                }
+            })
+        >
+            {PRESETS
+                .iter()
+                .map(|p| view! { <option value=p.name>{p.name}</option> })
+                .collect_view()}
+            <option value="custom">"Custom"</option>
+        </select>
+    }
+}
+
+/// The parameter count derived from the architecture, with the active
+/// parameters of a mixture of experts or a hybrid's Mamba-2 mixer.
+fn parameter_count(state: RwSignal<PageState>) -> impl IntoView {
     let params = move || grouped(state.read().architecture().params());
+    let active = move || {
+        let a = state.read().architecture();
+        let moe = a
+            .moe
+            .map(|_| format!(", {} active per token", grouped(a.active_params())));
+        // A hybrid (Falcon-H1): the mixer's share, and its shape.
+        let ssm = a.ssm.map(|m| {
+            format!(
+                ", {} in a Mamba-2 mixer beside the attention in every layer ({} heads of {}, state {})",
+                grouped(a.layers * m.params(a.hidden)),
+                m.heads,
+                m.head_dim,
+                m.state
+            )
+        });
+        moe.or(ssm)
+    };
+    view! {
+        <p class="derived">
+            <span id="param-count">{text(params)}</span>
+            " parameters"
+            <span id="active-count">{text(move || active().unwrap_or_default())}</span>
+            ", from the architecture"
+        </p>
+    }
+}
+
+/// The architecture's group, open while the model is custom (`open`).
+fn architecture_group(open: Cond) -> impl IntoView {
+    view! {
+        <details open=open>
+            <summary>"Architecture"</summary>
+            {choice("family-select", "Family", FAMILY_NAMES, |d| index_of(&FAMILIES, d.arch.family), set_family)}
+            {count("heads-input", "Attention heads", (1, 1024), |d| Some(d.arch.heads), |d, v| d.arch.heads = v.unwrap_or(1), false)}
+            {count("kv-input", "KV heads", (1, 1024), |d| Some(d.arch.kv_heads), |d, v| d.arch.kv_heads = v.unwrap_or(1), false)}
+            {count("ffn-input", "FFN size", (1, 1 << 20), |d| Some(d.arch.ffn), |d, v| d.arch.ffn = v.unwrap_or(1), false)}
+            {count("vocab-input", "Vocabulary", (1, 1 << 22), |d| Some(d.arch.vocab), |d, v| d.arch.vocab = v.unwrap_or(1), false)}
+        </details>
+    }
+}
+
+/// The precision, float8 and optimizer group.
+fn precision_group() -> impl IntoView {
+    view! {
+        <details>
+            <summary>"Precision and optimizer"</summary>
+            {choice("precision-select", "Precision", PRECISION_NAMES, |d| index_of(&PRECISIONS, d.precision), |d, i| d.precision = PRECISIONS[i])}
+            {choice("fp8-select", "Float8 matmuls", FP8_NAMES, |d| index_of(&FP8S, d.fp8), |d, i| d.fp8 = FP8S[i])}
+            {choice("optimizer-select", "Optimizer", OPTIMIZER_NAMES, |d| index_of(&OPTIMIZERS, d.optimizer), |d, i| d.optimizer = OPTIMIZERS[i])}
+        </details>
+    }
+}
+
+/// The attention kernel (with what eager attention would cost), dropout,
+/// recomputation and implementation group.
+fn attention_group(state: RwSignal<PageState>) -> impl IntoView {
     // What eager attention would cost: the frameworks' default is fused.
     let attention_cost = move || {
         let s = state.read();
@@ -504,157 +615,138 @@ pub fn DetailedControls() -> impl IntoView {
             (None, _) => String::new(),
         }
     };
-    let active = move || {
-        let a = state.read().architecture();
-        let moe = a
-            .moe
-            .map(|_| format!(", {} active per token", grouped(a.active_params())));
-        // A hybrid (Falcon-H1): the mixer's share, and its shape.
-        let ssm = a.ssm.map(|m| {
-            format!(
-                ", {} in a Mamba-2 mixer beside the attention in every layer ({} heads of {}, state {})",
-                grouped(a.layers * m.params(a.hidden)),
-                m.heads,
-                m.head_dim,
-                m.state
-            )
-        });
-        moe.or(ssm)
-    };
     view! {
-        <div class="field detailed-controls">
-            <label for="model-select">"Model"</label>
-            <select
-                id="model-select"
-                prop:value=text(preset_value)
-                on:change=on_event(move |ev| {
-                    let name = event_target_value(&ev);
-                    match PRESETS.iter().find(|p| p.name == name) {
-                        Some(p) => {
-                            chose_custom.set(false);
-                            charts.change(state, |s| s.choose_preset(p));
-                        }
-                        None => chose_custom.set(true),
+        <details>
+            <summary>"Attention, dropout, recomputation"</summary>
+            {choice("attention-select", "Attention", ATTENTION_NAMES, |d| index_of(&ATTENTION, d.attention), |d, i| d.attention = ATTENTION[i])}
+            <p class="derived" id="attention-cost">{text(attention_cost)}</p>
+            {flag("dropout-input", "Dropout", |d| d.dropout, |d, on| d.dropout = on)}
+            {choice("recompute-select", "Recomputation", RECOMPUTE_NAMES, |d| index_of(&RECOMPUTE, d.recompute), |d, i| d.recompute = RECOMPUTE[i])}
+            {choice("impl-select", "Implementation", PROFILE_NAMES, |d| index_of(&PROFILES, d.profile), |d, i| d.profile = PROFILES[i])}
+        </details>
+    }
+}
+
+/// The parallelism group: data, ZeRO, tensor, pipeline, expert and
+/// context parallelism, and the micro-batch.
+fn parallelism_group() -> impl IntoView {
+    view! {
+        <details>
+            <summary>"Parallelism"</summary>
+            {count("dp-input", "Data-parallel GPUs", (1, 4096), |d| Some(d.parallel.dp), |d, v| d.parallel.dp = v.unwrap_or(1), false)}
+            {choice("framework-select", "Data parallelism run by", FRAMEWORK_NAMES, |d| index_of(&FRAMEWORKS, d.framework), |d, i| d.framework = FRAMEWORKS[i])}
+            {count("zero-input", "ZeRO stage", (0, 3), |d| Some(u64::from(d.parallel.zero)), |d, v| d.parallel.zero = v.unwrap_or(0) as u8, false)}
+            {count("shard-input", "ZeRO shard group (hybrid, HSDP)", (1, 4096), |d| d.parallel.dp_shard, |d, v| d.parallel.dp_shard = v, true)}
+            {count("tp-input", "Tensor parallel", (1, 512), |d| Some(d.parallel.tp), |d, v| d.parallel.tp = v.unwrap_or(1), false)}
+            {flag("sp-input", "Sequence parallel", |d| d.parallel.sp, |d, on| d.parallel.sp = on)}
+            {count("pp-input", "Pipeline stages", (1, 256), |d| Some(d.parallel.pp), |d, v| d.parallel.pp = v.unwrap_or(1), false)}
+            {count("vp-input", "Virtual stages per GPU (interleaved)", (1, 64), |d| Some(d.parallel.vp), |d, v| d.parallel.vp = v.unwrap_or(1), false)}
+            {count("ep-input", "Expert parallel (MoE)", (1, 4096), |d| Some(d.parallel.ep), |d, v| d.parallel.ep = v.unwrap_or(1), false)}
+            {count("etp-input", "Expert tensor parallel (MoE)", (1, 512), |d| Some(d.parallel.etp), |d, v| d.parallel.etp = v.unwrap_or(1), false)}
+            {choice("schedule-select", "Pipeline schedule", SCHEDULE_NAMES, |d| index_of(&SCHEDULES, d.parallel.schedule), |d, i| d.parallel.schedule = SCHEDULES[i])}
+            {choice("stage-select", "Pipeline stage the step chart shows", STAGE_SHOWN_NAMES, |d| index_of(&STAGES_SHOWN, d.stage_shown), |d, i| d.stage_shown = STAGES_SHOWN[i])}
+            {count("cp-input", "Context parallel (long sequences)", (1, 64), |d| Some(d.parallel.cp), |d, v| d.parallel.cp = v.unwrap_or(1), false)}
+            {choice("cp-comm-select", "Context parallel exchange", CP_COMM_NAMES, |d| index_of(&CP_COMMS, d.parallel.cp_comm), |d, i| d.parallel.cp_comm = CP_COMMS[i])}
+            {count("micro-input", "Micro-batch per GPU", (1, 4096), |d| d.micro_batch, |d, v| d.micro_batch = v, true)}
+        </details>
+    }
+}
+
+/// The LoRA and QLoRA group.
+fn lora_group() -> impl IntoView {
+    view! {
+        <details>
+            <summary>"LoRA and QLoRA"</summary>
+            {count("lora-input", "LoRA rank", (1, 1024), |d| d.lora_rank, |d, v| d.lora_rank = v, true)}
+            {choice("lora-targets-select", "LoRA adapts", TARGET_NAMES, |d| usize::from(d.lora_targets != LoraTargets::default()), |d, i| d.lora_targets = if i == 0 { LoraTargets::default() } else { LoraTargets(127) })}
+            {choice("quant-select", "Frozen base stored as", QUANT_NAMES, |d| index_of(&QUANTS, d.base_quant), |d, i| d.base_quant = QUANTS[i])}
+        </details>
+    }
+}
+
+/// The training objective group, with GRPO's rollout and vLLM settings.
+fn objective_group() -> impl IntoView {
+    view! {
+        <details>
+            <summary>"Objective"</summary>
+            {choice("objective-select", "Training objective", OBJECTIVE_NAMES, |d| index_of(&OBJECTIVES, d.objective), |d, i| {
+                // Choosing GRPO brings TRL's default checkpointing.
+                if !matches!(d.objective, Objective::Grpo { .. }) && matches!(OBJECTIVES[i], Objective::Grpo { .. }) {
+                    d.recompute = crate::detailed::config::defaults::recompute(OBJECTIVES[i]);
+                }
+                d.objective = OBJECTIVES[i];
+            })}
+            {count("completion-input", "GRPO completion tokens (of the sequence)", (1, 1 << 24), |d| Some(d.rollout.completion), |d, v| d.rollout.completion = v.unwrap_or(512), false)}
+            {count("gens-input", "GRPO completions per prompt", (1, 4096), |d| Some(d.rollout.generations), |d, v| d.rollout.generations = v.unwrap_or(8), false)}
+            {count("vllm-input", "GRPO: vLLM colocated, % of the card (empty: generate)", (5, 95), |d| d.vllm_percent, |d, v| d.vllm_percent = v, true)}
+            {flag("vllm-sleep-input", "GRPO: vLLM sleeps during training", |d| d.vllm_sleep, |d, on| d.vllm_sleep = on)}
+        </details>
+    }
+}
+
+/// The offload to host memory group.
+fn offload_group() -> impl IntoView {
+    view! {
+        <details>
+            <summary>"Offload to host memory"</summary>
+            {flag("offload-opt-input", "Optimizer state (ZeRO-Offload)", |d| d.offload.optimizer, |d, on| d.offload.optimizer = on)}
+            {flag("offload-params-input", "Parameters (ZeRO-3)", |d| d.offload.params, |d, on| d.offload.params = on)}
+            {flag("offload-acts-input", "Activations", |d| d.offload.activations, |d, on| d.offload.activations = on)}
+            {count("gpn-input", "GPUs per node", (1, 64), |d| Some(d.offload.gpus_per_node), |d, v| d.offload.gpus_per_node = v.unwrap_or(1), false)}
+        </details>
+    }
+}
+
+/// The recipes: one button each, setting the whole page from its address
+/// (and leaving "Custom").
+fn recipes(
+    state: RwSignal<PageState>,
+    charts: Charts,
+    chose_custom: RwSignal<bool>,
+) -> impl IntoView {
+    view! {
+        <p class="recipes">
+            "Recipes: "
+            {crate::state::RECIPES
+                .iter()
+                .map(|&(id, name, query)| {
+                    view! {
+                        <button
+                            type="button"
+                            class="recipe"
+                            id=id
+                            on:click=move |_| {
+                                chose_custom.set(false);
+                                charts.change(state, |s| *s = crate::url::decode_with(query, super::browser_to_f64).state);
+                            }
+                        >
+                            {name}
+                        </button>
                     }
                 })
-            >
-                {PRESETS
-                    .iter()
-                    .map(|p| view! { <option value=p.name>{p.name}</option> })
-                    .collect_view()}
-                <option value="custom">"Custom"</option>
-            </select>
-            <p class="derived">
-                <span id="param-count">{text(params)}</span>
-                " parameters"
-                <span id="active-count">{move || active().unwrap_or_default()}</span>
-                ", from the architecture"
+                .collect_view()}
+        </p>
+    }
+}
+
+/// The runtime overhead group: the switch, where the defaults come from,
+/// and the four amounts.
+fn overhead_group() -> impl IntoView {
+    view! {
+        <details>
+            <summary>"Runtime overhead"</summary>
+            {flag("overhead-input", "Add the runtime overhead", |d| d.overhead.is_some(), |d, on| d.overhead = on.then(|| d.overhead.unwrap_or_default()))}
+            <p class="hint">
+                "Beyond the tensors: defaults from measurements — CUDA context 723 MiB (PyTorch forums), "
+                "cuBLAS and cuBLASLt workspaces 32 MiB each on Hopper (PyTorch #120925), NCCL buffers 256 MiB "
+                "per parallel group (NCCL_BUFFSIZE 4 MiB × 32 channels × 2), fragmentation 15 % of the peak "
+                "(GMLake, ASPLOS 2024)."
             </p>
-            <ConfigImport on_import=move || chose_custom.set(false) />
-            <details open=cond(custom)>
-                <summary>"Architecture"</summary>
-                {choice("family-select", "Family", FAMILY_NAMES, |d| index_of(&FAMILIES, d.arch.family), set_family)}
-                {count("heads-input", "Attention heads", (1, 1024), |d| Some(d.arch.heads), |d, v| d.arch.heads = v.unwrap_or(1), false)}
-                {count("kv-input", "KV heads", (1, 1024), |d| Some(d.arch.kv_heads), |d, v| d.arch.kv_heads = v.unwrap_or(1), false)}
-                {count("ffn-input", "FFN size", (1, 1 << 20), |d| Some(d.arch.ffn), |d, v| d.arch.ffn = v.unwrap_or(1), false)}
-                {count("vocab-input", "Vocabulary", (1, 1 << 22), |d| Some(d.arch.vocab), |d, v| d.arch.vocab = v.unwrap_or(1), false)}
-            </details>
-            <details>
-                <summary>"Precision and optimizer"</summary>
-                {choice("precision-select", "Precision", PRECISION_NAMES, |d| index_of(&PRECISIONS, d.precision), |d, i| d.precision = PRECISIONS[i])}
-                {choice("fp8-select", "Float8 matmuls", FP8_NAMES, |d| index_of(&FP8S, d.fp8), |d, i| d.fp8 = FP8S[i])}
-                {choice("optimizer-select", "Optimizer", OPTIMIZER_NAMES, |d| index_of(&OPTIMIZERS, d.optimizer), |d, i| d.optimizer = OPTIMIZERS[i])}
-            </details>
-            <details>
-                <summary>"Attention, dropout, recomputation"</summary>
-                {choice("attention-select", "Attention", ATTENTION_NAMES, |d| index_of(&ATTENTION, d.attention), |d, i| d.attention = ATTENTION[i])}
-                <p class="derived" id="attention-cost">{text(attention_cost)}</p>
-                {flag("dropout-input", "Dropout", |d| d.dropout, |d, on| d.dropout = on)}
-                {choice("recompute-select", "Recomputation", RECOMPUTE_NAMES, |d| index_of(&RECOMPUTE, d.recompute), |d, i| d.recompute = RECOMPUTE[i])}
-                {choice("impl-select", "Implementation", PROFILE_NAMES, |d| index_of(&PROFILES, d.profile), |d, i| d.profile = PROFILES[i])}
-            </details>
-            <details>
-                <summary>"Parallelism"</summary>
-                {count("dp-input", "Data-parallel GPUs", (1, 4096), |d| Some(d.parallel.dp), |d, v| d.parallel.dp = v.unwrap_or(1), false)}
-                {choice("framework-select", "Data parallelism run by", FRAMEWORK_NAMES, |d| index_of(&FRAMEWORKS, d.framework), |d, i| d.framework = FRAMEWORKS[i])}
-                {count("zero-input", "ZeRO stage", (0, 3), |d| Some(u64::from(d.parallel.zero)), |d, v| d.parallel.zero = v.unwrap_or(0) as u8, false)}
-                {count("shard-input", "ZeRO shard group (hybrid, HSDP)", (1, 4096), |d| d.parallel.dp_shard, |d, v| d.parallel.dp_shard = v, true)}
-                {count("tp-input", "Tensor parallel", (1, 512), |d| Some(d.parallel.tp), |d, v| d.parallel.tp = v.unwrap_or(1), false)}
-                {flag("sp-input", "Sequence parallel", |d| d.parallel.sp, |d, on| d.parallel.sp = on)}
-                {count("pp-input", "Pipeline stages", (1, 256), |d| Some(d.parallel.pp), |d, v| d.parallel.pp = v.unwrap_or(1), false)}
-                {count("vp-input", "Virtual stages per GPU (interleaved)", (1, 64), |d| Some(d.parallel.vp), |d, v| d.parallel.vp = v.unwrap_or(1), false)}
-                {count("ep-input", "Expert parallel (MoE)", (1, 4096), |d| Some(d.parallel.ep), |d, v| d.parallel.ep = v.unwrap_or(1), false)}
-                {count("etp-input", "Expert tensor parallel (MoE)", (1, 512), |d| Some(d.parallel.etp), |d, v| d.parallel.etp = v.unwrap_or(1), false)}
-                {choice("schedule-select", "Pipeline schedule", SCHEDULE_NAMES, |d| index_of(&SCHEDULES, d.parallel.schedule), |d, i| d.parallel.schedule = SCHEDULES[i])}
-                {choice("stage-select", "Pipeline stage the step chart shows", STAGE_SHOWN_NAMES, |d| index_of(&STAGES_SHOWN, d.stage_shown), |d, i| d.stage_shown = STAGES_SHOWN[i])}
-                {count("cp-input", "Context parallel (long sequences)", (1, 64), |d| Some(d.parallel.cp), |d, v| d.parallel.cp = v.unwrap_or(1), false)}
-                {choice("cp-comm-select", "Context parallel exchange", CP_COMM_NAMES, |d| index_of(&CP_COMMS, d.parallel.cp_comm), |d, i| d.parallel.cp_comm = CP_COMMS[i])}
-                {count("micro-input", "Micro-batch per GPU", (1, 4096), |d| d.micro_batch, |d, v| d.micro_batch = v, true)}
-            </details>
-            <details>
-                <summary>"LoRA and QLoRA"</summary>
-                {count("lora-input", "LoRA rank", (1, 1024), |d| d.lora_rank, |d, v| d.lora_rank = v, true)}
-                {choice("lora-targets-select", "LoRA adapts", TARGET_NAMES, |d| usize::from(d.lora_targets != LoraTargets::default()), |d, i| d.lora_targets = if i == 0 { LoraTargets::default() } else { LoraTargets(127) })}
-                {choice("quant-select", "Frozen base stored as", QUANT_NAMES, |d| index_of(&QUANTS, d.base_quant), |d, i| d.base_quant = QUANTS[i])}
-            </details>
-            <details>
-                <summary>"Objective"</summary>
-                {choice("objective-select", "Training objective", OBJECTIVE_NAMES, |d| index_of(&OBJECTIVES, d.objective), |d, i| {
-                    // Choosing GRPO brings TRL's default checkpointing.
-                    if !matches!(d.objective, Objective::Grpo { .. }) && matches!(OBJECTIVES[i], Objective::Grpo { .. }) {
-                        d.recompute = crate::detailed::config::defaults::recompute(OBJECTIVES[i]);
-                    }
-                    d.objective = OBJECTIVES[i];
-                })}
-                {count("completion-input", "GRPO completion tokens (of the sequence)", (1, 1 << 24), |d| Some(d.rollout.completion), |d, v| d.rollout.completion = v.unwrap_or(512), false)}
-                {count("gens-input", "GRPO completions per prompt", (1, 4096), |d| Some(d.rollout.generations), |d, v| d.rollout.generations = v.unwrap_or(8), false)}
-                {count("vllm-input", "GRPO: vLLM colocated, % of the card (empty: generate)", (5, 95), |d| d.vllm_percent, |d, v| d.vllm_percent = v, true)}
-                {flag("vllm-sleep-input", "GRPO: vLLM sleeps during training", |d| d.vllm_sleep, |d, on| d.vllm_sleep = on)}
-            </details>
-            <details>
-                <summary>"Offload to host memory"</summary>
-                {flag("offload-opt-input", "Optimizer state (ZeRO-Offload)", |d| d.offload.optimizer, |d, on| d.offload.optimizer = on)}
-                {flag("offload-params-input", "Parameters (ZeRO-3)", |d| d.offload.params, |d, on| d.offload.params = on)}
-                {flag("offload-acts-input", "Activations", |d| d.offload.activations, |d, on| d.offload.activations = on)}
-                {count("gpn-input", "GPUs per node", (1, 64), |d| Some(d.offload.gpus_per_node), |d, v| d.offload.gpus_per_node = v.unwrap_or(1), false)}
-            </details>
-            <p class="recipes">
-                "Recipes: "
-                {crate::state::RECIPES
-                    .iter()
-                    .map(|&(id, name, query)| {
-                        view! {
-                            <button
-                                type="button"
-                                class="recipe"
-                                id=id
-                                on:click=move |_| {
-                                    chose_custom.set(false);
-                                    charts.change(state, |s| *s = crate::url::decode_with(query, super::browser_to_f64).state);
-                                }
-                            >
-                                {name}
-                            </button>
-                        }
-                    })
-                    .collect_view()}
-            </p>
-            <details>
-                <summary>"Runtime overhead"</summary>
-                {flag("overhead-input", "Add the runtime overhead", |d| d.overhead.is_some(), |d, on| d.overhead = on.then(|| d.overhead.unwrap_or_default()))}
-                <p class="hint">
-                    "Beyond the tensors: defaults from measurements — CUDA context 723 MiB (PyTorch forums), "
-                    "cuBLAS and cuBLASLt workspaces 32 MiB each on Hopper (PyTorch #120925), NCCL buffers 256 MiB "
-                    "per parallel group (NCCL_BUFFSIZE 4 MiB × 32 channels × 2), fragmentation 15 % of the peak "
-                    "(GMLake, ASPLOS 2024)."
-                </p>
-                {overhead_input("ctx-input", "CUDA context", "GB", |o| o.cuda_context_gb, |o, v| o.cuda_context_gb = v)}
-                {overhead_input("ws-input", "Library workspaces", "GB", |o| o.workspaces_gb, |o, v| o.workspaces_gb = v)}
-                {overhead_input("comm-input", "Communication, per group", "GB", |o| o.communication_gb, |o, v| o.communication_gb = v)}
-                {overhead_input("frag-input", "Fragmentation", "%", |o| o.fragmentation_percent, |o, v| o.fragmentation_percent = v)}
-            </details>
-            {flag("both-input", "Show the lesson's rule beside", |d| d.show_lesson, |d, on| d.show_lesson = on)}
-        </div>
+            {overhead_input("ctx-input", "CUDA context", "GB", |o| o.cuda_context_gb, |o, v| o.cuda_context_gb = v)}
+            {overhead_input("ws-input", "Library workspaces", "GB", |o| o.workspaces_gb, |o, v| o.workspaces_gb = v)}
+            {overhead_input("comm-input", "Communication, per group", "GB", |o| o.communication_gb, |o, v| o.communication_gb = v)}
+            {overhead_input("frag-input", "Fragmentation", "%", |o| o.fragmentation_percent, |o, v| o.fragmentation_percent = v)}
+        </details>
     }
 }
 
@@ -680,10 +772,37 @@ fn note(key: &str) -> &'static str {
 pub fn DetailedTable() -> impl IntoView {
     let DetailedBudget(detailed) = super::context::<DetailedBudget>();
     let State(state) = super::context::<State>();
+    let DetailedTimeline(step) = super::context::<DetailedTimeline>();
     let unit = move || state.read().unit;
-    // Hidden in lesson mode: computes nothing there.
-    let shown = move || state.read().mode == Mode::Detailed;
-    let colour = |key: &str| match key {
+    let shown = move || is_detailed(state);
+    view! {
+        <p class="dominant-sentence" aria-live="polite" id="detailed-sentence">
+            {text(move || match shown().then(|| detailed.get()) {
+                None => String::new(),
+                Some(Ok(b)) => {
+                    let u = unit();
+                    format!("Per GPU: {:.1} {} in all", u.of(b.total), u.label())
+                }
+                Some(Err(e)) => format!("This configuration cannot be computed: {e}."),
+            })}
+        </p>
+        {computed_line(state, detailed)}
+        {fit_pointer(state, step)}
+        {host_ram_line(state, detailed)}
+        {rollout_line(state, detailed, step)}
+        {term_table(state, detailed)}
+    }
+}
+
+/// Whether the page shows the detailed model: the lines below are hidden
+/// in lesson mode, and compute nothing there.
+fn is_detailed(state: RwSignal<PageState>) -> bool {
+    state.read().mode == Mode::Detailed
+}
+
+/// The swatch colour of a detailed row, by its key (the total has none).
+fn colour(key: &str) -> String {
+    match key {
         "params" => term_colour_hex(Term::Params),
         "grads" => term_colour_hex(Term::Grads),
         "master_weights" => term_colour_hex(Term::MasterWeights),
@@ -694,8 +813,79 @@ pub fn DetailedTable() -> impl IntoView {
             format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
         }
         _ => "transparent".into(),
+    }
+}
+
+/// The line of what was computed beyond the inputs (detailed mode).
+fn computed_line(
+    state: RwSignal<PageState>,
+    detailed: Memo<Result<DetailedBreakdown, DetailedError>>,
+) -> impl IntoView {
+    let shown = move || is_detailed(state);
+    // What was computed beyond the inputs: micro-batch, accumulation, GPUs,
+    // and which kernels priced it (the same words as the command line).
+    let computed = move || {
+        if !shown() || detailed.get().is_err() {
+            return String::new();
+        }
+        let s = state.read();
+        let cfg = s.detailed_config();
+        let mut out = format!(
+            "Computed: {}; {}.",
+            crate::detailed::config::defaults::layout(&cfg),
+            crate::detailed::config::defaults::kernels(&cfg, s.profile_reason())
+        );
+        for note in crate::detailed::config::defaults::ignored(&cfg) {
+            out += &format!(" Note: {note}.");
+        }
+        out
     };
-    // Host memory per node, when anything is offloaded.
+    view! {
+        <p class="derived" id="detailed-computed" hidden=cond(move || !shown())>{text(computed)}</p>
+    }
+}
+
+/// A link down to "Make it fit" when the step does not fit the GPU.
+fn fit_pointer(state: RwSignal<PageState>, step: Memo<Option<StepTimeline>>) -> impl IntoView {
+    let shown = move || is_detailed(state);
+    // Where the verdict is, when the step does not fit the GPU: the fit
+    // and its "Make it fit" rows sit under the GPU picker, far down the
+    // controls.
+    let overflow = move || {
+        if !shown() {
+            return None;
+        }
+        let s = state.read();
+        let (gpu, u) = (s.gpu?, s.unit);
+        // The peak plus the runtime overhead when it is on, as the panel
+        // searches it.
+        let peak = step.get()?.peak_bytes();
+        let need = peak
+            + s.detailed
+                .overhead
+                .map_or(0.0, |o| o.bytes(&s.detailed_config(), peak).total());
+        (need > gpu.bytes()).then(|| {
+            format!(
+                "The step needs {:.1} {l}, more than the {:.1} {l} GPU: what would make it fit ↓",
+                u.of(need),
+                u.of(gpu.bytes()),
+                l = u.label()
+            )
+        })
+    };
+    view! {
+        <p class="verdict" hidden=cond(move || overflow().is_none())>
+            <a href="#make-it-fit" id="fit-pointer">{text(move || overflow().unwrap_or_default())}</a>
+        </p>
+    }
+}
+
+/// The host RAM per node, when anything is offloaded.
+fn host_ram_line(
+    state: RwSignal<PageState>,
+    detailed: Memo<Result<DetailedBreakdown, DetailedError>>,
+) -> impl IntoView {
+    let shown = move || is_detailed(state);
     let host = move || {
         if !shown() {
             return None;
@@ -716,8 +906,18 @@ pub fn DetailedTable() -> impl IntoView {
             BUFFER_FACTOR,
         ))
     };
-    // GRPO's rollout: what one GPU generates at once and what it holds.
-    let DetailedTimeline(step) = super::context::<DetailedTimeline>();
+    view! {
+        <p class="host-ram" id="host-ram" hidden=cond(move || host().is_none())>{text(move || host().unwrap_or_default())}</p>
+    }
+}
+
+/// GRPO's rollout line: what one GPU generates at once and what it holds.
+fn rollout_line(
+    state: RwSignal<PageState>,
+    detailed: Memo<Result<DetailedBreakdown, DetailedError>>,
+    step: Memo<Option<StepTimeline>>,
+) -> impl IntoView {
+    let shown = move || is_detailed(state);
     let rollout = move || {
         if !shown() {
             return None;
@@ -756,49 +956,18 @@ pub fn DetailedTable() -> impl IntoView {
             l = u.label()
         ))
     };
-    // Where the verdict is, when the step does not fit the GPU: the fit
-    // and its "Make it fit" rows sit under the GPU picker, far down the
-    // controls.
-    let overflow = move || {
-        if !shown() {
-            return None;
-        }
-        let s = state.read();
-        let (gpu, u) = (s.gpu?, s.unit);
-        // The peak plus the runtime overhead when it is on, as the panel
-        // searches it.
-        let peak = step.get()?.peak_bytes();
-        let need = peak
-            + s.detailed
-                .overhead
-                .map_or(0.0, |o| o.bytes(&s.detailed_config(), peak).total());
-        (need > gpu.bytes()).then(|| {
-            format!(
-                "The step needs {:.1} {l}, more than the {:.1} {l} GPU: what would make it fit ↓",
-                u.of(need),
-                u.of(gpu.bytes()),
-                l = u.label()
-            )
-        })
-    };
-    // What was computed beyond the inputs: micro-batch, accumulation, GPUs,
-    // and which kernels priced it (the same words as the command line).
-    let computed = move || {
-        if !shown() || detailed.get().is_err() {
-            return String::new();
-        }
-        let s = state.read();
-        let cfg = s.detailed_config();
-        let mut out = format!(
-            "Computed: {}; {}.",
-            crate::detailed::config::defaults::layout(&cfg),
-            crate::detailed::config::defaults::kernels(&cfg, s.profile_reason())
-        );
-        for note in crate::detailed::config::defaults::ignored(&cfg) {
-            out += &format!(" Note: {note}.");
-        }
-        out
-    };
+    view! {
+        <p class="derived" id="rollout-line" hidden=cond(move || rollout().is_none())>{text(move || rollout().unwrap_or_default())}</p>
+    }
+}
+
+/// The table: one row per term with its figure and where it comes from.
+fn term_table(
+    state: RwSignal<PageState>,
+    detailed: Memo<Result<DetailedBreakdown, DetailedError>>,
+) -> impl IntoView {
+    let unit = move || state.read().unit;
+    let shown = move || is_detailed(state);
     let rows = DETAILED_ROWS.iter().enumerate().map(|(i, &(label, key))| {
         let figure = move || {
             if !shown() {
@@ -821,22 +990,6 @@ pub fn DetailedTable() -> impl IntoView {
         }
     });
     view! {
-        <p class="dominant-sentence" aria-live="polite" id="detailed-sentence">
-            {text(move || match shown().then(|| detailed.get()) {
-                None => String::new(),
-                Some(Ok(b)) => {
-                    let u = unit();
-                    format!("Per GPU: {:.1} {} in all", u.of(b.total), u.label())
-                }
-                Some(Err(e)) => format!("This configuration cannot be computed: {e}."),
-            })}
-        </p>
-        <p class="derived" id="detailed-computed" hidden=move || !shown()>{text(computed)}</p>
-        <p class="verdict" hidden=move || overflow().is_none()>
-            <a href="#make-it-fit" id="fit-pointer">{text(move || overflow().unwrap_or_default())}</a>
-        </p>
-        <p class="host-ram" id="host-ram" hidden=move || host().is_none()>{move || host().unwrap_or_default()}</p>
-        <p class="derived" id="rollout-line" hidden=move || rollout().is_none()>{move || rollout().unwrap_or_default()}</p>
         <table class="budget detailed-table">
             <caption>{text(move || format!("Detailed model, per GPU ({})", unit().definition()))}</caption>
             <thead>

@@ -2,14 +2,14 @@
 //! batch and sequence length that fit.
 
 use super::canvas::Charts;
-use super::reactive::{cond, not, on_event, text};
+use super::reactive::{cond, not, on_event, text, Cond};
 use super::{browser_to_f64, Budget, DetailedTimeline, State};
 use crate::budget::Field;
 use crate::detailed::time::hardware::GPUS;
 use crate::number::read;
 use crate::state::{
-    detailed_need, max_detailed_seq, max_fitting, max_micro_batch, GpuCapacity, Mode, Unit,
-    GPU_PRESETS, MAX_GPU_AMOUNT,
+    detailed_need, max_detailed_seq, max_fitting, max_micro_batch, GpuCapacity, Mode, PageState,
+    Unit, GPU_PRESETS, MAX_GPU_AMOUNT,
 };
 use leptos::prelude::*;
 
@@ -31,16 +31,38 @@ fn choice_of(gpu: Option<GpuCapacity>, card: Option<&str>, detailed: bool) -> St
 pub fn GpuFit() -> impl IntoView {
     let State(state) = super::context::<State>();
     let charts = super::context::<Charts>();
-    let Budget(budget) = super::context::<Budget>();
     let gpu = move || state.read().gpu;
-    let unit = move || state.read().unit;
     // Whether the reader chose "Custom" (a custom amount may equal a preset).
     let custom = RwSignal::new({
         let s = state.read_untracked();
         choice_of(s.gpu, s.card, s.mode == Mode::Detailed) == "custom"
     });
     let message = RwSignal::new(None::<String>);
+    let has_gpu = cond(move || gpu().is_some());
+    // Detailed mode: the cards by name and its own largest lines.
+    let in_detailed = cond(move || state.read().mode == Mode::Detailed);
+    view! {
+        <div class="field gpu-fit">
+            {gpu_select(state, charts, custom, message, in_detailed)}
+            {custom_amount(state, charts, custom, message)}
+            <p class="field-message" role="status">{text(move || message.get().unwrap_or_default())}</p>
+            <div hidden=not(has_gpu)>
+                {verdicts(state)}
+                {largest_lines(state, in_detailed)}
+            </div>
+        </div>
+    }
+}
 
+/// The picker's label and `<select>`: no GPU, the table's cards (offered
+/// while `in_detailed`), the capacities as sold, and custom.
+fn gpu_select(
+    state: RwSignal<PageState>,
+    charts: Charts,
+    custom: RwSignal<bool>,
+    message: RwSignal<Option<String>>,
+    in_detailed: Cond,
+) -> impl IntoView {
     let on_select = move |ev: leptos::ev::Event| {
         let value = event_target_value(&ev);
         message.set(None);
@@ -67,6 +89,60 @@ pub fn GpuFit() -> impl IntoView {
             }
         });
     };
+    view! {
+        <label for="gpu-select">"GPU memory"</label>
+        <select
+            id="gpu-select"
+            prop:value=text(move || {
+                if custom.get() {
+                    "custom".to_string()
+                } else {
+                    let s = state.read();
+                    choice_of(s.gpu, s.card, s.mode == Mode::Detailed)
+                }
+            })
+            on:change=on_event(on_select)
+        >
+            <option value="none">"No GPU"</option>
+            // Detailed mode names the cards of the table: their memory,
+            // and their speeds for the step's time.
+            <optgroup label="Cards (memory and speed)" hidden=not(in_detailed)>
+                {GPUS
+                    .iter()
+                    .map(|g| {
+                        view! {
+                            <option value=format!("c:{}", g.key) disabled=not(in_detailed)>
+                                {format!("{} — {} GB as sold", g.name, g.memory_gib)}
+                            </option>
+                        }
+                    })
+                    .collect_view()}
+            </optgroup>
+            {GPU_PRESETS
+                .iter()
+                .map(|(amount, cards)| {
+                    view! {
+                        <option value=format!("p{amount}")>
+                            {format!("{amount} GB as sold ({cards})")}
+                        </option>
+                    }
+                })
+                .collect_view()}
+            <option value="custom">"Custom…"</option>
+        </select>
+    }
+}
+
+/// The custom amount's box and unit, shown once "Custom…" is picked; a
+/// value out of range is refused with `message`.
+fn custom_amount(
+    state: RwSignal<PageState>,
+    charts: Charts,
+    custom: RwSignal<bool>,
+    message: RwSignal<Option<String>>,
+) -> impl IntoView {
+    let gpu = move || state.read().gpu;
+    let unit = move || state.read().unit;
     let on_custom = move |ev: leptos::ev::Event| {
         let text = event_target_value(&ev);
         let u = unit();
@@ -84,8 +160,49 @@ pub fn GpuFit() -> impl IntoView {
             ))),
         }
     };
+    view! {
+        <div class="field-inputs" hidden=not(cond(move || custom.get()))>
+            <input
+                type="number"
+                id="gpu-custom"
+                class="number"
+                min="0"
+                step="any"
+                aria-label="Custom GPU memory"
+                prop:value=text(move || gpu().map(|g| format!("{}", unit().of(g.bytes()))).unwrap_or_default())
+                on:change=on_event(on_custom)
+            />
+            <span class="unit">{text(move || unit().label().into())}</span>
+        </div>
+    }
+}
 
+/// Whether `t` bytes fit in `cap`, in words: how much is used and spare,
+/// or by how much it does not fit; `what` names what was measured.
+fn sentence(t: f64, cap: f64, u: Unit, what: &str) -> String {
+    let (need, have) = (u.of(t), u.of(cap));
+    if t <= cap {
+        format!(
+            "Fits{what}: {need:.1} of {have:.1} {l} used, {:.1} {l} to spare.",
+            have - need,
+            l = u.label()
+        )
+    } else {
+        format!(
+            "Does not fit{what} by {:.1} {l}: needs {need:.1} {l}, the GPU has {have:.1} {l}.",
+            need - have,
+            l = u.label()
+        )
+    }
+}
+
+/// The capacity as sold in bytes, the verdict, and in detailed mode with
+/// the runtime overhead on, the second verdict.
+fn verdicts(state: RwSignal<PageState>) -> impl IntoView {
+    let Budget(budget) = super::context::<Budget>();
     let DetailedTimeline(timeline) = super::context::<DetailedTimeline>();
+    let gpu = move || state.read().gpu;
+    let unit = move || state.read().unit;
     let detailed_mode = move || state.read().mode == Mode::Detailed;
     // What must fit: the lesson's total, or the detailed model's peak of a
     // training step per GPU.
@@ -94,22 +211,6 @@ pub fn GpuFit() -> impl IntoView {
             timeline.get().map(|t| t.peak_bytes())
         } else {
             budget.get().ok().map(|b| b.total)
-        }
-    };
-    let sentence = move |t: f64, cap: f64, u: Unit, what: &str| {
-        let (need, have) = (u.of(t), u.of(cap));
-        if t <= cap {
-            format!(
-                "Fits{what}: {need:.1} of {have:.1} {l} used, {:.1} {l} to spare.",
-                have - need,
-                l = u.label()
-            )
-        } else {
-            format!(
-                "Does not fit{what} by {:.1} {l}: needs {need:.1} {l}, the GPU has {have:.1} {l}.",
-                need - have,
-                l = u.label()
-            )
         }
     };
     let verdict = move || {
@@ -136,7 +237,43 @@ pub fn GpuFit() -> impl IntoView {
             " with the runtime overhead",
         ))
     };
-    // Each mode's lines are hidden in the other, and compute nothing there.
+    let overhead_on = cond(move || detailed_mode() && state.read().detailed.overhead.is_some());
+    view! {
+        <p class="hint">
+            {text(move || {
+                gpu()
+                    .filter(|g| g.unit == Unit::Gib)
+                    .map(|g| {
+                        format!(
+                            "Sold as {} GB, which is {} GiB = {:.1} × 10⁹ bytes.",
+                            g.amount,
+                            g.amount,
+                            g.bytes() / 1e9
+                        )
+                    })
+                    .unwrap_or_default()
+            })}
+        </p>
+        <p id="fit-verdict" class="verdict">{text(move || verdict().unwrap_or_default())}</p>
+        <p id="fit-verdict-overhead" class="verdict" hidden=not(overhead_on)>
+            {text(move || verdict_overhead().unwrap_or_default())}
+        </p>
+    }
+}
+
+/// A solver for the largest micro-batch or sequence length that fits in a
+/// capacity by the step's peak (and the overhead, if given).
+type Solver =
+    fn(&crate::detailed::DetailedConfig, f64, Option<&crate::detailed::Overhead>) -> Option<u64>;
+
+/// The largest micro-batch and sequence length that fit (detailed mode,
+/// `in_detailed`), and the largest batch and sequence length (lesson mode).
+/// Each mode's lines are hidden in the other, and compute nothing there.
+fn largest_lines(state: RwSignal<PageState>, in_detailed: Cond) -> impl IntoView {
+    let Budget(budget) = super::context::<Budget>();
+    let gpu = move || state.read().gpu;
+    let unit = move || state.read().unit;
+    let detailed_mode = move || state.read().mode == Mode::Detailed;
     let largest = move |field: Field| {
         if detailed_mode() {
             return None;
@@ -156,14 +293,8 @@ pub fn GpuFit() -> impl IntoView {
             }
         })
     };
-
     // The largest micro-batch or sequence length that fits by the peak (and
     // overhead), by `solve`; `none` says what does not fit even at 1.
-    type Solver = fn(
-        &crate::detailed::DetailedConfig,
-        f64,
-        Option<&crate::detailed::Overhead>,
-    ) -> Option<u64>;
     let largest_detailed = move |solve: Solver, none: &'static str| {
         if !detailed_mode() {
             return None;
@@ -187,98 +318,18 @@ pub fn GpuFit() -> impl IntoView {
     };
     let largest_seq =
         move || largest_detailed(max_detailed_seq, "none (even one token does not fit)");
-    let overhead_on = cond(move || detailed_mode() && state.read().detailed.overhead.is_some());
-
-    let has_gpu = cond(move || gpu().is_some());
     view! {
-        <div class="field gpu-fit">
-            <label for="gpu-select">"GPU memory"</label>
-            <select
-                id="gpu-select"
-                prop:value=text(move || {
-                    if custom.get() {
-                        "custom".to_string()
-                    } else {
-                        let s = state.read();
-                        choice_of(s.gpu, s.card, s.mode == Mode::Detailed)
-                    }
-                })
-                on:change=on_event(on_select)
-            >
-                <option value="none">"No GPU"</option>
-                // Detailed mode names the cards of the table: their memory,
-                // and their speeds for the step's time.
-                <optgroup label="Cards (memory and speed)" hidden=not(cond(detailed_mode))>
-                    {GPUS
-                        .iter()
-                        .map(|g| {
-                            view! {
-                                <option value=format!("c:{}", g.key) disabled=not(cond(detailed_mode))>
-                                    {format!("{} — {} GB as sold", g.name, g.memory_gib)}
-                                </option>
-                            }
-                        })
-                        .collect_view()}
-                </optgroup>
-                {GPU_PRESETS
-                    .iter()
-                    .map(|(amount, cards)| {
-                        view! {
-                            <option value=format!("p{amount}")>
-                                {format!("{amount} GB as sold ({cards})")}
-                            </option>
-                        }
-                    })
-                    .collect_view()}
-                <option value="custom">"Custom…"</option>
-            </select>
-            <div class="field-inputs" hidden=not(cond(move || custom.get()))>
-                <input
-                    type="number"
-                    id="gpu-custom"
-                    class="number"
-                    min="0"
-                    step="any"
-                    aria-label="Custom GPU memory"
-                    prop:value=text(move || gpu().map(|g| format!("{}", unit().of(g.bytes()))).unwrap_or_default())
-                    on:change=on_event(on_custom)
-                />
-                <span class="unit">{text(move || unit().label().into())}</span>
-            </div>
-            <p class="field-message" role="status">{text(move || message.get().unwrap_or_default())}</p>
-            <div hidden=not(has_gpu)>
-                <p class="hint">
-                    {text(move || {
-                        gpu()
-                            .filter(|g| g.unit == Unit::Gib)
-                            .map(|g| {
-                                format!(
-                                    "Sold as {} GB, which is {} GiB = {:.1} × 10⁹ bytes.",
-                                    g.amount,
-                                    g.amount,
-                                    g.bytes() / 1e9
-                                )
-                            })
-                            .unwrap_or_default()
-                    })}
-                </p>
-                <p id="fit-verdict" class="verdict">{text(move || verdict().unwrap_or_default())}</p>
-                <p id="fit-verdict-overhead" class="verdict" hidden=not(overhead_on)>
-                    {text(move || verdict_overhead().unwrap_or_default())}
-                </p>
-                <p id="fit-micro" hidden=not(cond(detailed_mode))>
-                    "Largest micro-batch per GPU that fits: " {text(move || largest_micro().unwrap_or_default())}
-                </p>
-                <p id="fit-seq-detailed" hidden=not(cond(detailed_mode))>
-                    "Largest sequence length that fits: " {text(move || largest_seq().unwrap_or_default())}
-                </p>
-                <p id="fit-batch" hidden=cond(detailed_mode)>
-                    "Largest batch that fits: " {text(move || largest(Field::Batch).unwrap_or_default())}
-                </p>
-                <p id="fit-seq" hidden=cond(detailed_mode)>
-                    "Largest sequence length that fits: " {text(move || largest(Field::SeqLen).unwrap_or_default())}
-                </p>
-            </div>
-        </div>
+        <p id="fit-micro" hidden=not(in_detailed)>
+            "Largest micro-batch per GPU that fits: " {text(move || largest_micro().unwrap_or_default())}
+        </p>
+        <p id="fit-seq-detailed" hidden=not(in_detailed)>
+            "Largest sequence length that fits: " {text(move || largest_seq().unwrap_or_default())}
+        </p>
+        <p id="fit-batch" hidden=in_detailed>
+            "Largest batch that fits: " {text(move || largest(Field::Batch).unwrap_or_default())}
+        </p>
+        <p id="fit-seq" hidden=in_detailed>
+            "Largest sequence length that fits: " {text(move || largest(Field::SeqLen).unwrap_or_default())}
+        </p>
     }
 }

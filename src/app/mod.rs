@@ -26,7 +26,7 @@ use crate::detailed::{DetailedBreakdown, DetailedError, StepOptions, StepTimelin
 use crate::state::{DetailedOptions, Mode, PageState};
 use crate::url::{decode_with, encode, Ignored};
 use leptos::prelude::*;
-use reactive::{cond, not, text};
+use reactive::{cond, not, text, Cond};
 
 pub use canvas::BudgetChart;
 pub use compare::PinBaseline;
@@ -171,6 +171,41 @@ pub fn Calculator(
     #[prop(optional)]
     ignored: Vec<Ignored>,
 ) -> impl IntoView {
+    let state = provide_state(initial);
+    keep_address_in_step(state);
+    let embed = move || state.0.read().embed;
+    let lesson = move || state.0.read().mode == Mode::Lesson;
+    let in_lesson = cond(lesson);
+    let in_detailed = not(in_lesson);
+    view! {
+        <main class="membudget" class:embed=cond(embed)>
+            <UrlNotices ignored=ignored />
+            <header class="full-only">
+                <h1>"GPU memory for training"</h1>
+                <p class="lede">
+                    "Training memory splits into terms that scale differently. "
+                    "Move the sliders and watch which one grows."
+                </p>
+            </header>
+            <div class="layout">
+                {controls(in_lesson, in_detailed)}
+                {results(state, in_lesson, in_detailed)}
+            </div>
+            <div class="full-only panels">
+                <div hidden=in_detailed>
+                    <SweepPanel />
+                    <Exercises />
+                </div>
+                <ExportPanel />
+            </div>
+            {footer(in_lesson, in_detailed)}
+        </main>
+    }
+}
+
+/// The page state starting from `initial`, provided by context with the
+/// budgets and step timeline derived from it; sets up the charts.
+fn provide_state(initial: PageState) -> State {
     let state = State(RwSignal::new(initial));
     let budget = Budget(Memo::new(move |_| estimate(&state.0.read().config)));
     let baseline = BaselineBudget(Memo::new(move |_| {
@@ -198,14 +233,17 @@ pub fn Calculator(
             paint_sweep();
         }
     });
+    state
+}
 
-    // Keep the address bar in step, without adding history entries, once
-    // the state has rested for 250 ms (the end of a drag, a typed value):
-    // each change of the address costs about a millisecond, and Chromium
-    // fetches and decodes the page's icon again for each one (measured:
-    // 3 ms of the main thread every 100 ms of a drag when it followed the
-    // slider), and it ignores more than 200 of them in 10 s. Each change
-    // starts a timer; only the latest one writes, with the state at its time.
+/// Keeps the address bar in step, without adding history entries, once
+/// the state has rested for 250 ms (the end of a drag, a typed value):
+/// each change of the address costs about a millisecond, and Chromium
+/// fetches and decodes the page's icon again for each one (measured:
+/// 3 ms of the main thread every 100 ms of a drag when it followed the
+/// slider), and it ignores more than 200 of them in 10 s. Each change
+/// starts a timer; only the latest one writes, with the state at its time.
+fn keep_address_in_step(state: State) {
     let url_generation = StoredValue::new(0u64);
     Effect::new(move |_| {
         state.0.track();
@@ -234,87 +272,82 @@ pub fn Calculator(
             std::time::Duration::from_millis(250),
         );
     });
+}
 
-    let embed = move || state.0.read().embed;
-    let lesson = move || state.0.read().mode == Mode::Lesson;
-    let in_lesson = cond(lesson);
-    let in_detailed = not(in_lesson);
+/// The controls' column: the mode switch, the lesson's fields, the
+/// detailed model's controls, and the GPU, its fit and the baseline.
+fn controls(in_lesson: Cond, in_detailed: Cond) -> impl IntoView {
     view! {
-        <main class="membudget" class:embed=cond(embed)>
-            <UrlNotices ignored=ignored />
-            <header class="full-only">
-                <h1>"GPU memory for training"</h1>
-                <p class="lede">
-                    "Training memory splits into terms that scale differently. "
-                    "Move the sliders and watch which one grows."
-                </p>
-            </header>
-            <div class="layout">
-                <section class="controls" aria-label="Training configuration">
-                    <div class="full-only">
-                        <ModeSwitch />
-                    </div>
-                    <div hidden=in_detailed>
-                        <FieldControl field=Field::ModelSize />
-                    </div>
-                    {Field::ALL[1..]
-                        .iter()
-                        .map(|&field| view! { <FieldControl field=field /> })
-                        .collect_view()}
-                    <div hidden=in_detailed>
-                        <MixedPrecisionToggle />
-                    </div>
-                    <EmbeddedExercise />
-                    <div hidden=in_lesson>
-                        <DetailedControls />
-                    </div>
-                    <div class="full-only">
-                        <UnitSwitch />
-                        <GpuFit />
-                        <MakeItFit />
-                        <div hidden=in_detailed>
-                            <PinBaseline />
-                        </div>
-                    </div>
-                </section>
-                <section class="results" aria-label="Memory budget">
-                    <BudgetChart />
-                    <div hidden=in_detailed>
-                        <BudgetTable />
-                    </div>
-                    <div hidden=in_lesson>
-                        <DetailedTable />
-                        <StepTimeBar />
-                        <ModelDifference />
-                        <StepChart />
-                    </div>
-                    <a class="embed-only open-full" target="_blank" rel="noopener" href=text(move || {
-                        let mut s = *state.0.read();
-                        s.embed = false;
-                        format!("?{}", encode(&s))
-                    })>"Open the full calculator ↗"</a>
-                </section>
+        <section class="controls" aria-label="Training configuration">
+            <div class="full-only">
+                <ModeSwitch />
             </div>
-            <div class="full-only panels">
+            <div hidden=in_detailed>
+                <FieldControl field=Field::ModelSize />
+            </div>
+            {Field::ALL[1..]
+                .iter()
+                .map(|&field| view! { <FieldControl field=field /> })
+                .collect_view()}
+            <div hidden=in_detailed>
+                <MixedPrecisionToggle />
+            </div>
+            <EmbeddedExercise />
+            <div hidden=in_lesson>
+                <DetailedControls />
+            </div>
+            <div class="full-only">
+                <UnitSwitch />
+                <GpuFit />
+                <MakeItFit />
                 <div hidden=in_detailed>
-                    <SweepPanel />
-                    <Exercises />
+                    <PinBaseline />
                 </div>
-                <ExportPanel />
             </div>
-            <footer class="full-only">
-                <span hidden=in_detailed>
-                    "The lesson's rule of thumb. Parameters, gradients and master weights after "
-                    "Micikevicius et al. 2018; Adam's two fp32 moments after Kingma & Ba 2015; "
-                    "activations 34·L·b·s·h·2 bytes after Korthikanti et al. 2022. "
-                </span>
-                <span hidden=in_lesson>
-                    "The detailed model: model states after Rajbhandari et al. 2020 (ZeRO); activations after "
-                    "Korthikanti et al. 2022 and stock Hugging Face code as PyTorch keeps it; the step's peak from "
-                    "PyTorch's autograd and AdamW, checked against memory measured in PyTorch. "
-                </span>
-                "Nothing leaves your browser."
-            </footer>
-        </main>
+        </section>
+    }
+}
+
+/// The results' column: the budget chart, the lesson's table or the
+/// detailed model's table, step time and step chart, and (embedded) a link
+/// to the full calculator.
+fn results(state: State, in_lesson: Cond, in_detailed: Cond) -> impl IntoView {
+    view! {
+        <section class="results" aria-label="Memory budget">
+            <BudgetChart />
+            <div hidden=in_detailed>
+                <BudgetTable />
+            </div>
+            <div hidden=in_lesson>
+                <DetailedTable />
+                <StepTimeBar />
+                <ModelDifference />
+                <StepChart />
+            </div>
+            <a class="embed-only open-full" target="_blank" rel="noopener" href=text(move || {
+                let mut s = *state.0.read();
+                s.embed = false;
+                format!("?{}", encode(&s))
+            })>"Open the full calculator ↗"</a>
+        </section>
+    }
+}
+
+/// The footer: where each model's figures come from.
+fn footer(in_lesson: Cond, in_detailed: Cond) -> impl IntoView {
+    view! {
+        <footer class="full-only">
+            <span hidden=in_detailed>
+                "The lesson's rule of thumb. Parameters, gradients and master weights after "
+                "Micikevicius et al. 2018; Adam's two fp32 moments after Kingma & Ba 2015; "
+                "activations 34·L·b·s·h·2 bytes after Korthikanti et al. 2022. "
+            </span>
+            <span hidden=in_lesson>
+                "The detailed model: model states after Rajbhandari et al. 2020 (ZeRO); activations after "
+                "Korthikanti et al. 2022 and stock Hugging Face code as PyTorch keeps it; the step's peak from "
+                "PyTorch's autograd and AdamW, checked against memory measured in PyTorch. "
+            </span>
+            "Nothing leaves your browser."
+        </footer>
     }
 }

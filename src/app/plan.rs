@@ -6,7 +6,7 @@
 //! (`detailed::search`).
 
 use super::canvas::Charts;
-use super::reactive::{on_click, text};
+use super::reactive::{cond, on_click, text};
 use super::State;
 use crate::detailed::plan::planner::{flags, make_it_fit, need, Change, Plan};
 use crate::detailed::plan::search::{search, Row};
@@ -240,7 +240,7 @@ pub fn MakeItFit() -> impl IntoView {
         }
     };
     view! {
-        <section class="make-it-fit" id="make-it-fit" aria-live="polite" hidden=move || !shown()>
+        <section class="make-it-fit" id="make-it-fit" aria-live="polite" hidden=cond(move || !shown())>
             <h3 id="plan-title">{text(title)}</h3>
             <p class="derived" id="plan-status">{text(status)}</p>
             <ol class="plan-rows">{rows}</ol>

@@ -105,6 +105,43 @@ pub fn StepTimeBar() -> impl IntoView {
     let field =
         move |f: fn(&Shown) -> String| move || now.with(|n| n.as_ref().map(f).unwrap_or_default());
     let parts = move || now.with(|n| n.as_ref().map(|n| n.parts.clone()).unwrap_or_default());
+    view! {
+        <section class="step-time" id="step-time" hidden=not(cond(move || now.with(Option::is_some))) aria-label="Step time">
+            <h3>"Step time"</h3>
+            <p id="step-time-summary">{text(field(|n| n.summary.clone()))}</p>
+            <p class="derived" id="step-time-fit" hidden=cond(move || now.with(|n| n.as_ref().is_none_or(|n| n.fits)))>
+                "The step does not fit this card: this is what it would take if it did."
+            </p>
+            <div class="time-bar" id="step-time-bar" role="img" aria-label="Where the step's time goes">
+                {move || {
+                    parts()
+                        .into_iter()
+                        .map(|(class, share, title)| {
+                            view! { <span class=format!("time-part {class}") style:width=format!("{share:.2}%") title=title></span> }
+                        })
+                        .collect_view()
+                }}
+            </div>
+            <ul class="time-legend" id="step-time-legend">
+                {move || {
+                    parts()
+                        .into_iter()
+                        .map(|(class, _, legend)| view! { <li><span class=format!("swatch {class}")></span>{legend}</li> })
+                        .collect_view()
+                }}
+            </ul>
+            {token_budget(now)}
+            <p class="hint">
+                "A first-principles model with one set of cited efficiencies (docs/steptime.md): "
+                "median error 4.7 % against published A100 throughputs; it over-predicts H100."
+            </p>
+        </section>
+    }
+}
+
+/// The token budget: the tokens to train on and a price per GPU-hour, as
+/// typed, and the days, GPU-hours and cost they take at the step's rate.
+fn token_budget(now: Memo<Option<Shown>>) -> impl IntoView {
     // The token budget as typed (shown back as typed) and its value.
     let tokens = RwSignal::new(None::<(String, f64)>);
     let message = RwSignal::new(String::new());
@@ -163,42 +200,13 @@ pub fn StepTimeBar() -> impl IntoView {
         })
     };
     view! {
-        <section class="step-time" id="step-time" hidden=not(cond(move || now.with(Option::is_some))) aria-label="Step time">
-            <h3>"Step time"</h3>
-            <p id="step-time-summary">{text(field(|n| n.summary.clone()))}</p>
-            <p class="derived" id="step-time-fit" hidden=cond(move || now.with(|n| n.as_ref().is_none_or(|n| n.fits)))>
-                "The step does not fit this card: this is what it would take if it did."
-            </p>
-            <div class="time-bar" id="step-time-bar" role="img" aria-label="Where the step's time goes">
-                {move || {
-                    parts()
-                        .into_iter()
-                        .map(|(class, share, title)| {
-                            view! { <span class=format!("time-part {class}") style:width=format!("{share:.2}%") title=title></span> }
-                        })
-                        .collect_view()
-                }}
-            </div>
-            <ul class="time-legend" id="step-time-legend">
-                {move || {
-                    parts()
-                        .into_iter()
-                        .map(|(class, _, legend)| view! { <li><span class=format!("swatch {class}")></span>{legend}</li> })
-                        .collect_view()
-                }}
-            </ul>
-            <div class="field">
-                <label for="tokens-input">"Tokens to train on"</label>
-                <input type="text" id="tokens-input" inputmode="decimal" placeholder="1e12" on:change=on_event(on_tokens) />
-                <label for="price-input">"Price per GPU-hour"</label>
-                <input type="text" id="price-input" inputmode="decimal" placeholder="2.00" on:change=on_event(on_price) />
-                <p class="field-message" role="status">{text(move || message.get())}</p>
-                <p id="step-time-budget">{text(move || budget().unwrap_or_default())}</p>
-            </div>
-            <p class="hint">
-                "A first-principles model with one set of cited efficiencies (docs/steptime.md): "
-                "median error 4.7 % against published A100 throughputs; it over-predicts H100."
-            </p>
-        </section>
+        <div class="field">
+            <label for="tokens-input">"Tokens to train on"</label>
+            <input type="text" id="tokens-input" inputmode="decimal" placeholder="1e12" on:change=on_event(on_tokens) />
+            <label for="price-input">"Price per GPU-hour"</label>
+            <input type="text" id="price-input" inputmode="decimal" placeholder="2.00" on:change=on_event(on_price) />
+            <p class="field-message" role="status">{text(move || message.get())}</p>
+            <p id="step-time-budget">{text(move || budget().unwrap_or_default())}</p>
+        </div>
     }
 }
