@@ -15,8 +15,8 @@ pub fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     sizes(cfg)?;
     lora(cfg)?;
     optimizer(cfg)?;
-    fp8(cfg)?;
-    grpo(cfg)?;
+    float8(cfg)?;
+    grpo_trainer(cfg)?;
     selective_op(cfg)?;
     virtual_stages(cfg)?;
     heads(cfg)?;
@@ -90,7 +90,7 @@ fn optimizer(cfg: &DetailedConfig) -> Result<(), DetailedError> {
 }
 
 /// Float8 casts 16-bit activations; Transformer Engine runs fused kernels.
-fn fp8(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+fn float8(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     if cfg.fp8 != Fp8::None && cfg.precision == Precision::Fp32 {
         return refuse("float8 matmuls cast 16-bit activations (torchtitan trains them under bf16 compute): choose mixed or bf16 precision");
     }
@@ -101,7 +101,7 @@ fn fp8(cfg: &DetailedConfig) -> Result<(), DetailedError> {
 }
 
 /// GRPO as TRL's GRPOTrainer runs it.
-fn grpo(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+fn grpo_trainer(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     let a = &cfg.arch;
     let p = &cfg.parallel;
     if let Objective::Grpo { .. } = cfg.objective {
