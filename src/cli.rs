@@ -9,9 +9,9 @@ use crate::detailed::time::hardware;
 use crate::detailed::time::steptime::{step_time, Cluster, Efficiency, Parts};
 use crate::detailed::{
     self, preset, AdamImpl, Architecture, AttentionKernel, BaseQuant, CpComm, DetailedBreakdown,
-    DetailedConfig, Device, ExpertsImpl, Family, Fp8, Framework, HostRam, LoraTargets, Objective,
-    Optimizer, Overhead, OverheadBytes, Precision, Profile, Recompute, Schedule, Step, StepOptions,
-    StepTimeline,
+    DetailedConfig, Device, ExpertsImpl, Family, Fp8, Framework, HostRam, Implementation,
+    LoraTargets, Loss, Objective, Optimizer, Overhead, OverheadBytes, Precision, Recompute,
+    Schedule, Step, StepOptions, StepTimeline,
 };
 use crate::report::{
     whole, ChangeReport, DetailedParts, DetailedReport, FitReport, LessonReport, PlanReport,
@@ -227,10 +227,22 @@ pub struct KernelArgs {
     /// none].
     #[arg(long, value_name = "WHAT", value_parser = one_of::<Recompute>(Recompute::NAMES), ignore_case = true)]
     pub recompute: Option<Recompute>,
-    /// Whose kernels: fused (Megatron) or hf (stock transformers) [default:
-    /// hf with LoRA, QLoRA, DPO or --config; fused otherwise].
-    #[arg(long = "impl", value_name = "IMPL", value_parser = one_of::<Profile>(Profile::NAMES), ignore_case = true)]
-    pub implementation: Option<Profile>,
+    /// Whose kernels: fused (Megatron), hf (stock transformers) or liger
+    /// (stock transformers with Liger's RMSNorm, SwiGLU and RoPE kernels,
+    /// and its fused loss unless --loss says otherwise) [default: hf with
+    /// LoRA, QLoRA, DPO or --config; fused otherwise].
+    #[arg(long = "impl", value_name = "IMPL", value_parser = one_of::<Implementation>(Implementation::NAMES), ignore_case = true)]
+    pub implementation: Option<Implementation>,
+    /// The loss: full (the whole logits), chunked (torchtune's
+    /// CEWithChunkedOutputLoss and chunked output projection), liger
+    /// (LigerFusedLinearCrossEntropyLoss) or cce (Apple's Cut
+    /// Cross-Entropy) [default: full; liger under --impl liger].
+    #[arg(long, value_name = "LOSS", value_parser = one_of::<Loss>(Loss::NAMES), ignore_case = true)]
+    pub loss: Option<Loss>,
+    /// The chunked loss's chunks (torchtune's num_output_chunks), 1–4096
+    /// [default: 8].
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=4096))]
+    pub loss_chunks: Option<u64>,
     /// Where it runs; changes dropout masks and SDPA under hf [default: cuda].
     #[arg(long, value_name = "DEVICE", value_parser = one_of::<Device>(Device::NAMES), ignore_case = true)]
     pub device: Option<Device>,
@@ -567,6 +579,8 @@ impl Args {
             || k.dropout
             || k.recompute.is_some()
             || k.implementation.is_some()
+            || k.loss.is_some()
+            || k.loss_chunks.is_some()
             || k.device.is_some()
             || k.experts_impl.is_some()
             || k.capacity_factor.is_some()
@@ -782,8 +796,9 @@ impl Args {
         self.read_offload(&mut cfg);
         self.read_training(&mut cfg)?;
         self.read_finetuning(&mut cfg)?;
+        self.read_loss(&mut cfg)?;
         let (profile, reason) = match self.kernels.implementation {
-            Some(chosen) => (chosen, "chosen"),
+            Some(chosen) => (chosen.profile(), "chosen"),
             None => defaults::profile(&cfg, imported),
         };
         cfg.profile = profile;
@@ -863,6 +878,25 @@ impl Args {
             cfg.experts_impl = i;
         }
         cfg.capacity_factor = k.capacity_factor;
+    }
+
+    /// `--impl liger`, `--loss` and `--loss-chunks`: Liger's kernels bring
+    /// its fused loss unless another is asked for.
+    fn read_loss(&self, cfg: &mut DetailedConfig) -> Result<(), CliError> {
+        let k = &self.kernels;
+        cfg.liger = k.implementation == Some(Implementation::Liger);
+        cfg.loss = k
+            .loss
+            .unwrap_or(if cfg.liger { Loss::Liger } else { Loss::Full });
+        if let Some(n) = k.loss_chunks {
+            if cfg.loss != Loss::Chunked {
+                return Err(
+                    "--loss-chunks sets the chunked loss's chunks: give --loss chunked".into(),
+                );
+            }
+            cfg.loss_chunks = n;
+        }
+        Ok(())
     }
 
     /// The parallelism flags: the degrees, the schedule and the framework,

@@ -199,6 +199,16 @@ pub struct DetailedInputs {
     pub profile: String,
     /// Why this profile: `"chosen"`, or the default's reason.
     pub profile_reason: String,
+    /// Liger's RMSNorm, SwiGLU and RoPE kernels (`--impl liger`, under the
+    /// `hf` profile); left out when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub liger_kernels: bool,
+    /// The loss: `full`, `chunked`, `liger` or `cce`.
+    #[serde(default)]
+    pub loss: String,
+    /// The chunked loss's chunks (only under `chunked`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_chunks: Option<u64>,
     /// `cuda` or `cpu`.
     pub device: String,
     /// Parallel degrees.
@@ -668,6 +678,9 @@ impl DetailedInputs {
             recompute: cfg.recompute.name().into(),
             profile: cfg.profile.name().into(),
             profile_reason: parts.profile_reason.into(),
+            liger_kernels: cfg.liger,
+            loss: cfg.loss.name().into(),
+            loss_chunks: (cfg.loss == crate::detailed::Loss::Chunked).then_some(cfg.loss_chunks),
             device: cfg.device.name().into(),
             parallel: *p,
             framework: cfg.framework.name().into(),

@@ -267,6 +267,14 @@ pub struct DetailedOptions {
     /// Kernel profile as chosen; `None`: the default that follows the rest
     /// of the set-up ([`crate::detailed::config::defaults::profile`]).
     pub profile: Option<Profile>,
+    /// Liger's RMSNorm, SwiGLU and RoPE kernels (the implementation
+    /// `liger`, under the "hf" profile).
+    pub liger: bool,
+    /// The loss as chosen; `None`: Liger's fused loss under its kernels,
+    /// the full loss otherwise (as the command line's `--loss`).
+    pub loss: Option<crate::detailed::Loss>,
+    /// The chunked loss's chunks.
+    pub loss_chunks: u64,
     /// Parallelism.
     pub parallel: Parallelism,
     /// Sequences per GPU per pass; `None`: batch / dp.
@@ -356,6 +364,9 @@ impl Default for DetailedOptions {
             dropout: false,
             recompute: Recompute::None,
             profile: None,
+            liger: false,
+            loss: None,
+            loss_chunks: crate::detailed::config::LOSS_CHUNKS,
             parallel: Parallelism::default(),
             micro_batch: None,
             lora_rank: None,
@@ -513,7 +524,15 @@ impl PageState {
                     sleep: d.vllm_sleep,
                 });
         cfg.framework = d.framework;
-        // Last: the default kernels follow LoRA, QLoRA, DPO and GRPO.
+        cfg.liger = d.liger;
+        cfg.loss = d.loss.unwrap_or(if d.liger {
+            crate::detailed::Loss::Liger
+        } else {
+            crate::detailed::Loss::Full
+        });
+        cfg.loss_chunks = d.loss_chunks;
+        // Last: the default kernels follow LoRA, QLoRA, DPO, GRPO and the
+        // loss.
         cfg.profile = d
             .profile
             .unwrap_or_else(|| crate::detailed::config::defaults::profile(&cfg, false).0);
@@ -542,6 +561,10 @@ impl PageState {
         d.base_quant = to.base_quant;
         if to.profile != from.profile {
             d.profile = Some(to.profile);
+        }
+        if to.loss != from.loss {
+            d.loss = Some(to.loss);
+            d.loss_chunks = to.loss_chunks;
         }
         if let Some(v) = to.rollout.vllm {
             d.vllm_sleep = v.sleep;

@@ -122,7 +122,7 @@ pub fn decode_with(query: &str, to_f64: ToF64) -> Decoded {
 /// The detailed settings that are a whole number in a range: key, least,
 /// most, and where it goes.
 type Count = (&'static str, u64, u64, fn(&mut DetailedOptions) -> &mut u64);
-const COUNTS: [Count; 16] = [
+const COUNTS: [Count; 17] = [
     ("heads", 1, 1024, |d| &mut d.arch.heads),
     ("kv", 1, 1024, |d| &mut d.arch.kv_heads),
     ("ffn", 1, 1 << 20, |d| &mut d.arch.ffn),
@@ -139,6 +139,7 @@ const COUNTS: [Count; 16] = [
     ("cp", 1, 64, |d| &mut d.parallel.cp),
     ("completion", 1, 1 << 24, |d| &mut d.rollout.completion),
     ("gens", 1, 4096, |d| &mut d.rollout.generations),
+    ("lchunks", 1, 4096, |d| &mut d.loss_chunks),
 ];
 
 /// The detailed settings that are on or off (`1`/`0`): key, where it goes.
@@ -165,7 +166,7 @@ type Choice = (
     &'static str,
     fn(&mut DetailedOptions, &str) -> Result<(), String>,
 );
-const CHOICES: [Choice; 12] = [
+const CHOICES: [Choice; 13] = [
     ("prec", |d, v| v.parse().map(|x| d.precision = x)),
     ("fp8", |d, v| v.parse().map(|x| d.fp8 = x)),
     ("opt", |d, v| v.parse().map(|x| d.optimizer = x)),
@@ -180,6 +181,10 @@ const CHOICES: [Choice; 12] = [
     }),
     ("cpcomm", |d, v| v.parse().map(|x| d.parallel.cp_comm = x)),
     ("stage", |d, v| v.parse().map(|x| d.stage_shown = x)),
+    ("loss", |d, v| {
+        d.loss = (v != "auto").then(|| v.parse()).transpose()?;
+        Ok(())
+    }),
 ];
 
 /// Applies one pair to `state`; unknown keys are accepted and do nothing.
@@ -403,12 +408,15 @@ fn read_moe(arch: &mut Architecture, value: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// `impl`: the kernels' implementation, `auto` (none chosen) or a profile.
+/// `impl`: the kernels' implementation, `auto` (none chosen), a profile,
+/// or `liger` (the "hf" profile with Liger's kernels).
 fn read_profile(d: &mut DetailedOptions, value: &str) -> Result<(), String> {
-    d.profile = match value {
+    let chosen = match value {
         "auto" => None,
-        _ => Some(value.parse()?),
+        _ => Some(value.parse::<crate::detailed::Implementation>()?),
     };
+    d.profile = chosen.map(|i| i.profile());
+    d.liger = chosen == Some(crate::detailed::Implementation::Liger);
     Ok(())
 }
 
@@ -671,7 +679,19 @@ fn encode_training(d: &DetailedOptions, def: &DetailedOptions, out: &mut Query<'
         d.recompute.name(),
         crate::detailed::config::defaults::recompute(d.objective).name(),
     );
-    pair(out, "impl", d.profile.map_or("auto", Profile::name), "auto");
+    let implementation = if d.liger {
+        "liger"
+    } else {
+        d.profile.map_or("auto", Profile::name)
+    };
+    pair(out, "impl", implementation, "auto");
+    pair(out, "loss", d.loss.map_or("auto", |l| l.name()), "auto");
+    pair(
+        out,
+        "lchunks",
+        &d.loss_chunks.to_string(),
+        &def.loss_chunks.to_string(),
+    );
 }
 
 /// Parallelism: the layout, the context ring's communication, the pipeline

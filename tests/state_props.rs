@@ -39,6 +39,7 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
             0usize..3,
             (1u64..=64, 1u64..=8),
         ),
+        (0usize..5, any::<bool>(), 1u64..=4096),
     )
         .prop_map(
             |(
@@ -51,6 +52,7 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
                 (dp, zero, tp, pp),
                 (micro, lora, overhead),
                 (quant, (off_opt, off_params, off_acts, all_targets), gpn, objective, (ep, etp)),
+                (loss, liger, chunks),
             )| {
                 let mut d = DetailedOptions {
                     arch: PRESETS[m].arch,
@@ -91,6 +93,19 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
                 }
                 d.parallel.ep = ep;
                 d.parallel.etp = etp;
+                d.loss = [
+                    None,
+                    Some("full"),
+                    Some("chunked"),
+                    Some("liger"),
+                    Some("cce"),
+                ][loss]
+                    .map(|l| l.parse().unwrap());
+                d.liger = liger;
+                if liger {
+                    d.profile = Some(membudget::detailed::Profile::Hf);
+                }
+                d.loss_chunks = chunks;
                 d.overhead = overhead.map(|(ctx, ws, comm, frag)| Overhead {
                     cuda_context_gb: ctx,
                     workspaces_gb: ws,
@@ -175,8 +190,8 @@ proptest! {
     fn known_keys_apply_or_report(
         key in prop::sample::select(vec!["params", "batch", "seq", "hidden", "layers", "mixed", "base", "gpu", "unit", "sweep", "embed", "ex",
             "mode", "model", "arch", "heads", "kv", "ffn", "vocab", "tied", "qkvbias", "prec", "opt", "attn",
-            "dropout", "recompute", "impl", "dp", "zero", "tp", "sp", "pp", "micro", "lora", "both"]),
-        value in "[0-9a-z.,-]{0,12}|llama-2-7b|gpt2|detailed|flash|selective|hf|bf16|adam8bit",
+            "dropout", "recompute", "impl", "dp", "zero", "tp", "sp", "pp", "micro", "lora", "both", "loss", "lchunks"]),
+        value in "[0-9a-z.,-]{0,12}|llama-2-7b|gpt2|detailed|flash|selective|hf|bf16|adam8bit|liger|chunked|cce",
     ) {
         let d = decode(&format!("{key}={value}"));
         prop_assert!(d.ignored.len() <= 1);

@@ -11,7 +11,7 @@ use crate::chart::{term_colour_hex, LOGITS_COLOUR};
 use crate::detailed::memory::offload::BUFFER_FACTOR;
 use crate::detailed::{
     host_ram, import_config, Architecture, AttentionKernel, BaseQuant, CpComm, DetailedBreakdown,
-    DetailedError, Family, Framework, LoraTargets, Objective, Optimizer, Overhead, Precision,
+    DetailedError, Family, Framework, LoraTargets, Loss, Objective, Optimizer, Overhead, Precision,
     Profile, Recompute, Schedule, StepTimeline, PRESETS,
 };
 use crate::export::{detailed_rows, DETAILED_ROWS};
@@ -361,11 +361,41 @@ const RECOMPUTE_NAMES: &[&str] = &[
     "Per-operator (torchtitan's selective op)",
     "Full",
 ];
-const PROFILES: [Option<Profile>; 3] = [None, Some(Profile::Fused), Some(Profile::Hf)];
+const PROFILES: [Option<Profile>; 4] = [
+    None,
+    Some(Profile::Fused),
+    Some(Profile::Hf),
+    Some(Profile::Hf),
+];
 const PROFILE_NAMES: &[&str] = &[
     "Automatic (follows the set-up)",
     "Fused kernels (Megatron)",
     "Stock Hugging Face",
+    "Hugging Face with Liger's kernels",
+];
+
+/// The implementation's index in [`PROFILES`]: Liger's kernels are the last.
+fn implementation_index(d: &DetailedOptions) -> usize {
+    if d.liger {
+        3
+    } else {
+        index_of(&PROFILES[..3], d.profile)
+    }
+}
+
+const LOSSES: [Option<Loss>; 5] = [
+    None,
+    Some(Loss::Full),
+    Some(Loss::Chunked),
+    Some(Loss::Liger),
+    Some(Loss::Cce),
+];
+const LOSS_NAMES: &[&str] = &[
+    "Automatic (full; Liger's under its kernels)",
+    "Full logits",
+    "Chunked (torchtune)",
+    "Liger's fused linear cross entropy",
+    "Cut Cross-Entropy (Apple)",
 ];
 const FAMILIES: [Family; 2] = [Family::Llama, Family::Gpt2];
 const FAMILY_NAMES: &[&str] = &["Llama style", "GPT-2 style"];
@@ -622,7 +652,9 @@ fn attention_group(state: RwSignal<PageState>) -> impl IntoView {
             <p class="derived" id="attention-cost">{text(attention_cost)}</p>
             {flag("dropout-input", "Dropout", |d| d.dropout, |d, on| d.dropout = on)}
             {choice("recompute-select", "Recomputation", RECOMPUTE_NAMES, |d| index_of(&RECOMPUTE, d.recompute), |d, i| d.recompute = RECOMPUTE[i])}
-            {choice("impl-select", "Implementation", PROFILE_NAMES, |d| index_of(&PROFILES, d.profile), |d, i| d.profile = PROFILES[i])}
+            {choice("impl-select", "Implementation", PROFILE_NAMES, implementation_index, |d, i| { d.profile = PROFILES[i]; d.liger = i == 3; })}
+            {choice("loss-select", "Loss", LOSS_NAMES, |d| index_of(&LOSSES, d.loss), |d, i| d.loss = LOSSES[i])}
+            {count("loss-chunks-input", "Loss chunks (chunked)", (1, 4096), |d| Some(d.loss_chunks), |d, v| d.loss_chunks = v.unwrap_or(8), false)}
         </details>
     }
 }

@@ -51,7 +51,8 @@ pub const MICRO_BATCH: u64 = 1;
 /// The kernel profile for `cfg` when the reader did not choose one, and the
 /// reason in a few words: stock `transformers` (`hf`) for what people run
 /// with it (LoRA and QLoRA through PEFT and bitsandbytes, DPO through TRL,
-/// a model imported from its config.json), Megatron-style fused kernels
+/// a model imported from its config.json, a loss without the full logits),
+/// Megatron-style fused kernels
 /// otherwise.
 pub fn profile(cfg: &DetailedConfig, imported: bool) -> (Profile, &'static str) {
     if cfg.base_quant != BaseQuant::None {
@@ -64,6 +65,8 @@ pub fn profile(cfg: &DetailedConfig, imported: bool) -> (Profile, &'static str) 
         (Profile::Hf, "GRPO")
     } else if imported {
         (Profile::Hf, "a config.json")
+    } else if cfg.loss != super::Loss::Full {
+        (Profile::Hf, "a loss without the full logits")
     } else {
         (Profile::Fused, "full training")
     }

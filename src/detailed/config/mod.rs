@@ -231,6 +231,58 @@ pub enum Profile {
     Hf,
 }
 
+/// How the loss is computed from the last hidden state: what the output
+/// layer and the cross entropy keep
+/// ([`crate::detailed::memory::loss`] prices each).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Loss {
+    /// The whole logits, then the cross entropy: `transformers`'
+    /// `ForCausalLMLoss`, Megatron's fused vocabulary-parallel cross entropy.
+    #[default]
+    Full,
+    /// torchtune's `CEWithChunkedOutputLoss` with the output projection in
+    /// [`DetailedConfig::loss_chunks`] chunks (`TransformerDecoder.chunked_output`).
+    Chunked,
+    /// Liger's `LigerFusedLinearCrossEntropyLoss` (`use_liger_kernel` in
+    /// TRL, axolotl, LLaMA-Factory).
+    Liger,
+    /// Apple's Cut Cross-Entropy (`linear_cross_entropy`; axolotl, Unsloth).
+    Cce,
+}
+
+/// Whose kernels, and so which tensors autograd keeps, as the command line
+/// and the page name them: a profile, or Liger's kernels patched into
+/// stock `transformers` (`apply_liger_kernel_to_llama`: RMSNorm, SwiGLU,
+/// RoPE, and its fused loss unless another is asked for).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Implementation {
+    /// Megatron-style fused kernels.
+    Fused,
+    /// Stock Hugging Face `transformers`.
+    Hf,
+    /// Stock `transformers` with Liger's kernels.
+    Liger,
+}
+
+impl Implementation {
+    /// The kernel profile it runs under.
+    pub fn profile(self) -> Profile {
+        match self {
+            Implementation::Fused => Profile::Fused,
+            Implementation::Hf | Implementation::Liger => Profile::Hf,
+        }
+    }
+
+    /// The implementation `cfg` runs.
+    pub fn of(cfg: &DetailedConfig) -> Self {
+        match (cfg.profile, cfg.liger) {
+            (Profile::Fused, _) => Implementation::Fused,
+            (Profile::Hf, false) => Implementation::Hf,
+            (Profile::Hf, true) => Implementation::Liger,
+        }
+    }
+}
+
 /// Who runs data parallelism, and so which buffers it keeps.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Framework {
@@ -406,6 +458,10 @@ choices!(AttentionKernel, "attention", "eager" => AttentionKernel::Eager, "flash
 choices!(Recompute, "recompute", "none" => Recompute::None, "selective" => Recompute::Selective,
     "selective-op" => Recompute::SelectiveOp, "full" => Recompute::Full);
 choices!(Profile, "implementation", "fused" => Profile::Fused, "hf" => Profile::Hf);
+choices!(Implementation, "implementation", "fused" => Implementation::Fused,
+    "hf" => Implementation::Hf, "liger" => Implementation::Liger);
+choices!(Loss, "loss", "full" => Loss::Full, "chunked" => Loss::Chunked, "liger" => Loss::Liger,
+    "cce" => Loss::Cce);
 choices!(Device, "device", "cuda" => Device::Cuda, "cpu" => Device::Cpu);
 choices!(AdamImpl, "AdamW implementation", "loop" => AdamImpl::ForLoop,
     "foreach" => AdamImpl::Foreach, "fused" => AdamImpl::Fused);
@@ -462,7 +518,19 @@ pub struct DetailedConfig {
     /// "fused" profile: every expert holds c·n·k/E token slots. `None`:
     /// dropless, as Megatron's default.
     pub capacity_factor: Option<f64>,
+    /// How the loss is computed from the last hidden state.
+    pub loss: Loss,
+    /// [`Loss::Chunked`]'s chunks (torchtune's `num_output_chunks`, 8 by
+    /// default in `CEWithChunkedOutputLoss`).
+    pub loss_chunks: u64,
+    /// Liger's RMSNorm, SwiGLU and RoPE kernels in place of stock
+    /// `transformers`' ("hf" profile).
+    pub liger: bool,
 }
+
+/// torchtune's default chunks (`CEWithChunkedOutputLoss(num_output_chunks=8)`,
+/// `torchtune/modules/loss/ce_chunked_output_loss.py`, 0.6.1).
+pub const LOSS_CHUNKS: u64 = 8;
 
 impl DetailedConfig {
     /// Mixed precision AdamW, eager attention with dropout, no
@@ -492,6 +560,9 @@ impl DetailedConfig {
             objective: Objective::Sft,
             rollout: Rollout::default(),
             framework: Framework::Megatron,
+            loss: Loss::Full,
+            loss_chunks: LOSS_CHUNKS,
+            liger: false,
         }
     }
 

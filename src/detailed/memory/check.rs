@@ -4,8 +4,8 @@
 
 use super::{grpo, sac};
 use crate::detailed::config::{
-    AttentionKernel, BaseQuant, CpComm, DetailedConfig, DetailedError, Fp8, Framework, Objective,
-    Optimizer, Precision, Profile, Recompute, Schedule,
+    AttentionKernel, BaseQuant, CpComm, DetailedConfig, DetailedError, Fp8, Framework, Loss,
+    Objective, Optimizer, Precision, Profile, Recompute, Schedule,
 };
 use crate::detailed::model::{Family, LoraTargets};
 
@@ -17,6 +17,7 @@ pub fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     optimizer(cfg)?;
     float8(cfg)?;
     grpo_trainer(cfg)?;
+    loss(cfg)?;
     selective_op(cfg)?;
     virtual_stages(cfg)?;
     heads(cfg)?;
@@ -96,6 +97,42 @@ fn float8(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     }
     if matches!(cfg.fp8, Fp8::Te | Fp8::TeMxfp8) && cfg.profile != Profile::Fused {
         return refuse("Transformer Engine's fp8 is Megatron-Core's (the fused kernels): choose --impl fused, or torchao's tensorwise or rowwise recipe for stock transformers");
+    }
+    Ok(())
+}
+
+/// The losses without the full logits and Liger's kernels, as the trainers
+/// that ship them run them.
+fn loss(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    let a = &cfg.arch;
+    if cfg.loss == Loss::Full && !cfg.liger {
+        return Ok(());
+    }
+    if cfg.profile != Profile::Hf {
+        return refuse("the chunked, Liger and Cut Cross-Entropy losses run on transformers' or torchtune's models (--impl hf or liger); Megatron (--impl fused) computes its own fused cross entropy");
+    }
+    if a.family != Family::Llama {
+        return refuse("torchtune, Liger and Cut Cross-Entropy ship no GPT-2 model: --loss and --impl liger need a Llama-family model");
+    }
+    if cfg.objective != Objective::Sft {
+        return refuse("--loss and --impl liger are modelled for supervised training: TRL's DPO with Liger runs another fused loss, and GRPO its own chunked LM head");
+    }
+    if cfg.parallel.tp > 1 {
+        return refuse("the chunked, Liger and Cut Cross-Entropy losses are modelled with the whole output layer on each GPU (--tp 1)");
+    }
+    let triton = matches!(cfg.loss, Loss::Liger | Loss::Cce) || cfg.liger;
+    if triton && cfg.device == crate::detailed::config::Device::Cpu {
+        return refuse("Liger's and Cut Cross-Entropy's kernels are Triton's and need a GPU (on the CPU they fail: \"0 active drivers\"); torchtune's chunked loss runs anywhere");
+    }
+    if cfg.loss == Loss::Cce && cfg.precision == Precision::Fp32 {
+        return refuse("Cut Cross-Entropy's backward needs bf16 or fp16 inputs (\"Backwards requires embeddings to be bf16 or fp16\", cce_backward.py): choose mixed or bf16 precision");
+    }
+    if cfg.loss == Loss::Chunked && !(1..=cfg.seq.max(1)).contains(&cfg.loss_chunks) {
+        return refuse("--loss-chunks must be from 1 to the sequence length (torchtune chunks the tokens of each sequence)");
+    }
+    let dense = a.moe.is_none() && a.mla.is_none() && a.ssm.is_none();
+    if cfg.liger && (!dense || a.attention_sinks || a.llama4() || cfg.lora_rank.is_some()) {
+        return refuse("Liger's RMSNorm, SwiGLU and RoPE kernels are modelled for dense Llama-family models without LoRA (the experts', latent attention's and PEFT's tensors were measured with stock kernels)");
     }
     Ok(())
 }

@@ -170,6 +170,8 @@ pub struct StepTimeline {
     /// GRPO: a colocated vLLM engine's reservation, part of the transient
     /// buffers of every training event (0 unless it stays awake).
     pub engine: f64,
+    /// How the loss is computed: what the loss's moments hold.
+    pub loss: crate::detailed::config::Loss,
 }
 
 impl StepTimeline {

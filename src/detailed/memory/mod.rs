@@ -12,6 +12,8 @@
 //!   with its parts: [`sac`] (torchtitan's per-operator checkpointing),
 //!   [`fp8`] (float8's and Transformer Engine's bytes), [`mixer`] (a
 //!   hybrid's Mamba-2 mixer), [`grpo`] (GRPO's fused head and rollout);
+//! - [`loss`]: the losses without the full logits (torchtune's chunked
+//!   loss, Liger's and Cut Cross-Entropy's fused ones);
 //! - [`quant`]: a quantized frozen base (QLoRA's NF4, LLM.int8());
 //! - [`estimate()`]: model states plus saved activations, the step at rest;
 //! - [`events`]: a step's moments and the live bytes at each;
@@ -27,6 +29,7 @@ pub mod estimate;
 pub mod events;
 pub mod fp8;
 pub mod grpo;
+pub mod loss;
 pub mod mixer;
 pub mod offload;
 pub mod overhead;

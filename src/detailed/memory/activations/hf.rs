@@ -5,7 +5,7 @@
 //! the CPU's math fallback.
 
 use super::moe::{moe_ffn_bytes, moe_mlp};
-use super::{gemma_rms, mask_bytes, rms, LayerActivations};
+use super::{gemma_rms, liger_rms, mask_bytes, rms, LayerActivations};
 use crate::detailed::config::{AttentionKernel, DetailedConfig, Device};
 use crate::detailed::memory::bytes::act_bytes;
 use crate::detailed::model::{Family, Moe};
@@ -114,9 +114,14 @@ fn llama_block(cfg: &DetailedConfig, b: f64, moe: Option<Moe>) -> LayerActivatio
     let replicated = llama_norms(cfg, n) + 2.0 * nh * p;
     let qk_norm = qk_norms(cfg, b);
     let latent = latent_attention(cfg, n);
+    // Liger's SwiGLU (`ops/swiglu.py`, `LigerSiLUMulFunction`) keeps the
+    // gate's and the up projection's outputs and writes the product, which
+    // the down projection keeps: three n·F where stock `transformers`
+    // keeps four (the SiLU's output too).
+    let dense = if cfg.liger { 3.0 } else { 4.0 };
     let (router, mlp, experts) = match moe {
         Some(m) => moe_mlp(cfg, n, m),
-        None => (0.0, 4.0 * n * f * p, 0.0),
+        None => (0.0, dense * n * f * p, 0.0),
     };
     let (attn, scores) = llama_attention(cfg, b);
     LayerActivations {
@@ -137,7 +142,12 @@ fn llama_norms(cfg: &DetailedConfig, n: f64) -> f64 {
     let a = &cfg.arch;
     let h = a.hidden as f64;
     let p = act_bytes(cfg);
-    if a.sandwich_norms {
+    if cfg.liger {
+        // Liger's RoPE (`ops/rope.py`, `LigerRopeFunction`) rotates q and k
+        // in place and keeps cos and sin, as the stock rotation does: the
+        // saved tensors do not change.
+        2.0 * liger_rms(n, h, p)
+    } else if a.sandwich_norms {
         4.0 * gemma_rms(n, h)
     } else if a.attention_sinks {
         2.0 * rms(n, h, 4.0)

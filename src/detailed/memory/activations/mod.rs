@@ -96,6 +96,14 @@ fn rms(n: f64, w: f64, p: f64) -> f64 {
     4.0 * n * w + 4.0 * n + n * w * p
 }
 
+/// Liger's RMSNorm (liger-kernel 0.8.5, `ops/rms_norm.py`,
+/// `LigerRMSNormFunction.forward`: `ctx.save_for_backward(X, W, RSTD)`)
+/// over n rows of width w: the input in the dtype and the fp32 reciprocal
+/// root per row (the "llama" and "gemma" casting modes keep RSTD in fp32).
+fn liger_rms(n: f64, w: f64, p: f64) -> f64 {
+    n * w * p + 4.0 * n
+}
+
 /// Gemma's RMSNorm (`Gemma2RMSNorm`: `_norm(x.float()) * (1.0 +
 /// self.weight.float())`): the fp32 input, the reciprocal root, the fp32
 /// `1 + w` and the fp32 normalised values, all kept; measured in

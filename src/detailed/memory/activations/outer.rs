@@ -4,10 +4,11 @@
 //! logits), per profile.
 
 use super::peft::peft_llama;
-use super::{gemma_rms, mask_bytes, rms};
+use super::{gemma_rms, liger_rms, mask_bytes, rms};
 use crate::detailed::config::{DetailedConfig, Objective, Profile};
 use crate::detailed::memory::bytes::act_bytes;
 use crate::detailed::memory::grpo;
+use crate::detailed::memory::loss::loss_bytes;
 use crate::detailed::model::Family;
 
 /// Bytes outside the layers for `b` sequences.
@@ -92,6 +93,20 @@ fn hf_llama(cfg: &DetailedConfig, b: f64) -> OuterActivations {
     let loss = hf_loss(n);
     let rope = rope_tables(cfg);
     let norm = final_norm(cfg, n);
+    // A loss without the full logits (`crate::detailed::memory::loss`).
+    if let Some(l) = loss_bytes(cfg, n) {
+        let norm = if peft_llama(cfg) && !cfg.liger {
+            4.0 * n * h + 4.0 * n
+        } else {
+            norm
+        };
+        return OuterActivations {
+            embedding: rope,
+            head: norm + l.head + loss,
+            head_norm: norm,
+            logits: l.logits,
+        };
+    }
     // PEFT's LoRA: the final norm and the output layer are
     // frozen; the norm keeps its fp32 input and reciprocal
     // root, the output layer nothing.
@@ -160,7 +175,9 @@ fn final_norm(cfg: &DetailedConfig, n: f64) -> f64 {
     let a = &cfg.arch;
     let h = a.hidden as f64;
     // gpt-oss's final norm keeps its fp32 normalised values.
-    if a.sandwich_norms {
+    if cfg.liger {
+        liger_rms(n, h, act_bytes(cfg))
+    } else if a.sandwich_norms {
         gemma_rms(n, h)
     } else if a.attention_sinks {
         rms(n, h, 4.0)

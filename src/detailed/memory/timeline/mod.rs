@@ -143,6 +143,7 @@ fn highest(stages: Vec<StepTimeline>, opts: &StepOptions) -> StepTimeline {
         first_step: opts.step == Step::First,
         bucket: 0.0,
         engine: 0.0,
+        loss: crate::detailed::config::Loss::Full,
     })
 }
 

@@ -11,6 +11,7 @@ use crate::detailed::config::{
 };
 use crate::detailed::memory::activations::{self, Saved};
 use crate::detailed::memory::bytes::act_bytes;
+use crate::detailed::memory::loss::loss_bytes;
 use crate::detailed::memory::states::{
     self, grad_bytes, param_split, trained_params, weight_bytes,
 };
@@ -190,8 +191,12 @@ fn layer_backward(cfg: &DetailedConfig, s: &Sizes) -> f64 {
     // (`tests/fixtures/moe_peak_measured.tsv`), the layer peaks when its
     // weight gradients exist, with nothing of the experts' on top. The
     // shared experts are a dense MLP.
+    // Liger's SwiGLU writes the gate's and the up projection's gradients
+    // into their saved outputs (`swiglu_backward`): only the down
+    // projection's input gradient is new.
     let mlp = match (a.family, a.moe) {
         (Family::Llama, Some(m)) => 3.0 * n * m.shared_ffn as f64 * p / tp,
+        (Family::Llama, None) if cfg.liger => n * f * p / tp,
         (Family::Llama, None) => 3.0 * n * f * p / tp,
         (Family::Gpt2, _) => 4.0 * n * f * p / tp,
     };
@@ -246,6 +251,10 @@ fn dequantized(cfg: &DetailedConfig, s: &Sizes) -> f64 {
 /// backward: (forward, backward, output layer's backward).
 fn loss(cfg: &DetailedConfig, s: &Sizes) -> (f64, f64, f64) {
     let (nv, p) = (s.nv, s.p);
+    // A loss without the full logits (`crate::detailed::memory::loss`).
+    if let Some(l) = loss_bytes(cfg, s.n) {
+        return (l.forward, l.backward, l.head_backward);
+    }
     // The loss (vocabulary-parallel under tensor parallelism).
     let (loss_forward, loss_backward) = match cfg.profile {
         // Logits in the dtype and their fp32 copy (the log-probabilities are

@@ -535,6 +535,7 @@ impl<'a> Walk<'a> {
             first_step: start.step == Step::First,
             bucket: states::deepspeed_bucket(self.cfg),
             engine: grpo::engine_during_training(self.cfg),
+            loss: self.cfg.loss,
         }
     }
 }

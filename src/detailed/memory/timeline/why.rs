@@ -2,6 +2,7 @@
 //! how far from the sum of the model states and the saved activations, and
 //! what is live at that moment that the sum does not count.
 
+use crate::detailed::config::Loss;
 use crate::detailed::memory::events::{Live, Moment, Phase, StepTimeline};
 
 /// Why the peak of `t` differs from `sum` (the model states plus the saved
@@ -46,12 +47,14 @@ pub fn why_peak(t: &StepTimeline, sum: f64, size: impl Fn(f64) -> String) -> Str
         .or_else(|| collective(e.moment, &transient))
         .unwrap_or_else(|| {
             let (grads, saved) = (size(l.grads), size(l.activations));
-            step(
-                e.moment,
-                e.micro_batch,
-                l.grads == 0.0,
-                [&transient, &grads, &saved],
-            )
+            fused_loss(e.moment, t.loss, &transient).unwrap_or_else(|| {
+                step(
+                    e.moment,
+                    e.micro_batch,
+                    l.grads == 0.0,
+                    [&transient, &grads, &saved],
+                )
+            })
         });
     // ZeRO-3 allocates its bucket at start-up and keeps it.
     let zero3 = t.events.iter().any(|e| e.moment == Moment::GradientReduce);
@@ -89,6 +92,30 @@ fn rollout(moment: Moment, grpo: bool, transient: &str) -> Option<String> {
         ),
         Moment::Loss if grpo => format!(
             " TRL's fused LM head keeps no logits: every saved activation plus its product tile and statistics ({transient})."
+        ),
+        _ => return None,
+    })
+}
+
+/// The loss's moments under a loss without the full logits
+/// ([`crate::detailed::memory::loss`]); `transient` is the transient
+/// buffers written out. `None` for the others and the full loss.
+fn fused_loss(moment: Moment, loss: Loss, transient: &str) -> Option<String> {
+    Some(match (moment, loss) {
+        (Moment::Loss, Loss::Chunked) => format!(
+            " torchtune's chunked loss holds every saved activation, every chunk's logits in the model's dtype and one chunk's fp32 copy ({transient}); the fp32 log-probabilities of every chunk are saved."
+        ),
+        (Moment::Loss, Loss::Liger) => format!(
+            " Liger's fused loss keeps no logits, but computes the gradients in forward: the output layer's weight gradient and one tile of logits ({transient}) sit on every saved activation."
+        ),
+        (Moment::Loss, Loss::Cce) => format!(
+            " Cut Cross-Entropy keeps no logits: every saved activation plus its per-token statistics ({transient})."
+        ),
+        (Moment::LossBackward | Moment::HeadBackward, Loss::Chunked) => format!(
+            " Backward starts with every saved activation still live; the chunks' gradients ({transient}) stack on top, one chunk's in fp32."
+        ),
+        (Moment::LossBackward | Moment::HeadBackward, Loss::Liger | Loss::Cce) => format!(
+            " Backward starts with every saved activation still live, and the fused loss's gradients of its input and of the output layer's weight ({transient}) stack on top."
         ),
         _ => return None,
     })

@@ -1,0 +1,184 @@
+//! The loss without the full logits: what the output layer and the cross
+//! entropy keep and allocate when the trainer does not materialise the
+//! n × V logits at once ([`Loss`]). The full loss stays where it was
+//! (`activations::outer`, `timeline::pieces`); each other loss is priced
+//! here from the code that runs it:
+//!
+//! - **Chunked** (torchtune 0.6.1, `CEWithChunkedOutputLoss` in
+//!   `torchtune/modules/loss/ce_chunked_output_loss.py` and
+//!   `TransformerDecoder.chunked_output` in `torchtune/modules/transformer.py`):
+//!   the output projection runs on N chunks of the tokens and returns them
+//!   as a list, all alive in the model's dtype until the loss is summed;
+//!   the loss upcasts one chunk at a time (`logits.float()`) into
+//!   `F.cross_entropy`, whose log-softmax keeps every chunk's fp32
+//!   log-probabilities for backward, as the full loss does. Backward runs
+//!   each chunk's loss before any output projection (autograd runs the
+//!   later-created nodes first), so the chunks' logit gradients in the
+//!   dtype gather, and each projection's weight gradient is summed with the
+//!   others' before it reaches the weight. Measured on the CPU
+//!   (`tests/fixtures/loss_measured.tsv`).
+//! - **Liger** (liger-kernel 0.8.5, `ops/fused_linear_cross_entropy.py`,
+//!   `fused_linear_cross_entropy_forward`): forward walks the tokens in
+//!   chunks of `next_power_of_2(ceil(n / ceil(V / h)))` rows, each chunk's
+//!   logits (the tile, in the matmul's dtype) turned into their gradient in
+//!   place by the Triton kernel, and computes the gradients in forward:
+//!   `grad_input` (n × h, the input's dtype) and `grad_weight` (V × h, the
+//!   weight's dtype, `accum_dtype=None`), both `ctx.save_for_backward`-ed;
+//!   `loss_1d` is n fp32. Backward only scales them in place
+//!   (`element_mul_kernel`). The weight's gradient so exists from the
+//!   forward's loss on. Modelled, not measured (Triton only).
+//! - **Cut Cross-Entropy** (cut-cross-entropy 25.1.1, `cce.py`,
+//!   `LinearCrossEntropyFunction`): forward keeps the output layer's input,
+//!   the fp32 log-sum-exp per token, the int32 valid positions and, with
+//!   the default `filter_eps="auto"`, the fp32 average logit per vocabulary
+//!   entry (`cce_lse_forward.py`); backward (`cce_backward.py`,
+//!   `cce_backward_kernel`) allocates the input's gradient, the weight's
+//!   in the input's dtype (`zeros_like(c, dtype=e.dtype)`) and its cast to
+//!   the weight's dtype, and the vocabulary's sort order (`argsort`, int64
+//!   then int32). Modelled, not measured (Triton only).
+
+use super::bytes::act_bytes;
+use super::states::weight_bytes;
+use crate::detailed::config::{DetailedConfig, Loss};
+
+/// What a loss without the full logits keeps and allocates for one
+/// micro-batch's n tokens on one GPU.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct LossBytes {
+    /// Saved after the final norm for backward, in place of the full
+    /// loss's output-layer input: what the output layer and the loss keep
+    /// (the labels' bookkeeping is counted beside it).
+    pub(crate) head: f64,
+    /// Saved until the loss's backward has run (the log-probabilities).
+    pub(crate) logits: f64,
+    /// The loss's forward, at its largest, beyond what it saves.
+    pub(crate) forward: f64,
+    /// The loss's backward, at its largest, beyond what is saved.
+    pub(crate) backward: f64,
+    /// The output layer's backward beyond the weight's gradient.
+    pub(crate) head_backward: f64,
+}
+
+/// The sizes a loss is priced from.
+struct Dims {
+    n: f64,
+    h: f64,
+    v: f64,
+    /// Bytes of an activation value, of a weight value.
+    p: f64,
+    w: f64,
+    /// The output layer is trained (no LoRA).
+    trained: bool,
+}
+
+/// The loss of `cfg` over n tokens, if it is not the full loss.
+pub(crate) fn loss_bytes(cfg: &DetailedConfig, n: f64) -> Option<LossBytes> {
+    let d = Dims {
+        n,
+        h: cfg.arch.hidden as f64,
+        v: cfg.arch.vocab as f64,
+        p: act_bytes(cfg),
+        w: weight_bytes(cfg),
+        trained: cfg.lora_rank.is_none(),
+    };
+    match cfg.loss {
+        Loss::Full => None,
+        Loss::Chunked => Some(chunked(&d, cfg.loss_chunks.max(1) as f64)),
+        Loss::Liger => Some(liger(&d)),
+        Loss::Cce => Some(cce(&d)),
+    }
+}
+
+/// torchtune's chunked loss in N chunks (the module's doc).
+fn chunked(d: &Dims, chunks: f64) -> LossBytes {
+    let Dims { n, h, v, p, .. } = *d;
+    let nv = n * v;
+    // The output layer keeps its input (every chunk a view of it).
+    let head = if d.trained { n * h * p } else { 0.0 };
+    // Forward: every chunk's logits in the dtype, and one chunk's fp32
+    // copy while its log-softmax is formed (none in fp32, where `.float()`
+    // returns the chunk itself).
+    let upcast = if p == 4.0 { 0.0 } else { 4.0 * nv / chunks };
+    // Backward: one chunk's fp32 gradients of the log-probabilities and of
+    // the logits (`nll_loss_backward`, `_log_softmax_backward_data`).
+    let backward = 8.0 * nv / chunks;
+    // The output layer's backward: the chunks' logit gradients in the
+    // dtype, gathered before the first projection's backward runs, and
+    // that chunk's input gradient.
+    let head_backward = nv * p + n * h * p / chunks;
+    LossBytes {
+        head,
+        logits: 4.0 * nv,
+        forward: nv * p + upcast,
+        backward,
+        head_backward,
+    }
+}
+
+/// Liger's chunk of rows (`fused_linear_cross_entropy_forward`):
+/// `next_power_of_2(ceil(n / ceil(V / h)))`, at most n.
+pub(crate) fn liger_rows(n: f64, h: f64, v: f64) -> f64 {
+    let inc = (v / h).ceil().max(1.0);
+    let rows = (n / inc).ceil().max(1.0);
+    (2f64.powi(rows.log2().ceil() as i32)).min(n)
+}
+
+/// Liger's fused linear cross entropy (the module's doc).
+fn liger(d: &Dims) -> LossBytes {
+    let Dims { n, h, v, p, w, .. } = *d;
+    let tile = liger_rows(n, h, v) * v * p;
+    // The weight's gradient, made in forward and held by the function's
+    // context until backward hands it to the weight.
+    let grad_weight = if d.trained { v * h * w } else { 0.0 };
+    LossBytes {
+        // `grad_input`, saved; the output layer's input is not.
+        head: n * h * p,
+        logits: 0.0,
+        // The tile, `loss_1d` (fp32) and the target mask (bool).
+        forward: grad_weight + tile + 4.0 * n + n,
+        backward: grad_weight,
+        // The input's gradient is the saved `grad_input`.
+        head_backward: 0.0,
+    }
+}
+
+/// Apple's Cut Cross-Entropy (the module's doc).
+fn cce(d: &Dims) -> LossBytes {
+    let Dims { n, h, v, p, w, .. } = *d;
+    // The input's gradient and the weight's in the input's dtype, then
+    // cast to the weight's (a copy unless they agree); the sort order,
+    // int64 then int32.
+    let (dc, cast) = if d.trained {
+        (v * h * p, if w == p { 0.0 } else { v * h * w })
+    } else {
+        (0.0, 0.0)
+    };
+    LossBytes {
+        // The input, the fp32 log-sum-exp, the int32 valid positions, the
+        // fp32 average logit per vocabulary entry.
+        head: n * h * p + 4.0 * n + 4.0 * n + 4.0 * v,
+        logits: 0.0,
+        // The fp32 negative dot products (`indexed_neg_dot_forward_kernel`).
+        forward: 4.0 * n,
+        backward: n * h * p + dc + cast + 12.0 * v,
+        // The input's gradient on its way to the final norm.
+        head_backward: n * h * p,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Liger's chunk, worked in its source's comment: BT = 4096·4,
+    /// V = 32000, H = 4096 gives 2048 rows.
+    #[test]
+    fn liger_rows_as_its_source_works_them() {
+        assert_eq!(liger_rows(16384.0, 4096.0, 32000.0), 2048.0);
+        // Llama 3's vocabulary over 2048 hidden: ceil(128256 / 2048) = 63,
+        // ceil(8192 / 63) = 131, next power of two 256.
+        assert_eq!(liger_rows(8192.0, 2048.0, 128256.0), 256.0);
+        // A vocabulary under the hidden size: one chunk of every row.
+        assert_eq!(liger_rows(100.0, 4096.0, 1000.0), 100.0);
+    }
+}
