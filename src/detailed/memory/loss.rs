@@ -104,8 +104,21 @@ fn chunked(d: &Dims, chunks: f64) -> LossBytes {
     let backward = 8.0 * nv / chunks;
     // The output layer's backward: the chunks' logit gradients in the
     // dtype, gathered before the first projection's backward runs, and
-    // that chunk's input gradient.
-    let head_backward = nv * p + n * h * p / chunks;
+    // that chunk's input gradient (beside its weight gradient, which the
+    // walk counts). The second chunk's weight gradient is then added to
+    // the first's out of place (both are transposed views, which the
+    // weight's input buffer does not add into in place:
+    // `torch/csrc/autograd/input_buffer.cpp`, `accumulate`): three weight
+    // gradients at once, after the two chunks' logit gradients are freed.
+    // Located with autograd's node hooks and the allocation counter.
+    let grad_weight = if d.trained { v * h * d.w } else { 0.0 };
+    let first = nv * p + n * h * p / chunks;
+    let summing = if chunks >= 2.0 {
+        nv * p * (chunks - 2.0) / chunks + 2.0 * grad_weight + 2.0 * n * h * p / chunks
+    } else {
+        0.0
+    };
+    let head_backward = first.max(summing);
     LossBytes {
         head,
         logits: 4.0 * nv,

@@ -8,7 +8,10 @@
 
 use super::layer::layer_forward;
 use super::rates::{gemm, Rates};
-use crate::detailed::config::{AttentionKernel, DetailedConfig, Objective, Recompute, Reference};
+use crate::detailed::config::{
+    AttentionKernel, DetailedConfig, Loss, Objective, Recompute, Reference,
+};
+use crate::detailed::memory::bytes::act_bytes;
 
 /// One stage's forward of one micro-batch, seconds.
 #[derive(Clone, Copy)]
@@ -50,11 +53,14 @@ pub(super) fn micro_batch(cfg: &DetailedConfig, r: &Rates, m: f64, share: f64) -
     let recompute = recomputation(cfg, r, m, share, &fwd);
     let reference = reference_forwards(cfg);
     let (logits_mm, loss_mem) = head(cfg, r, m, bwd_mm_factor);
+    let loss_recompute = loss_recomputed(cfg, logits_mm);
     Compute {
         forward: fwd,
         logits: logits_mm,
         backward_attention: backward_attn,
-        matmul: (1.0 + bwd_mm_factor + reference) * (fwd.mm + logits_mm) + recompute.0,
+        matmul: (1.0 + bwd_mm_factor + reference) * (fwd.mm + logits_mm)
+            + recompute.0
+            + loss_recompute,
         attention: (1.0 + reference) * fwd.attn + backward_attn + recompute.1,
         memory_bound: (1.0 + 2.0 + reference) * fwd.mem + recompute.2 + loss_mem,
     }
@@ -100,6 +106,9 @@ fn head(cfg: &DetailedConfig, r: &Rates, m: f64, bwd_mm_factor: f64) -> (f64, f6
         );
     }
     let logits_mm = gemm(m, h, vocab, r.flops, r.bytes);
+    if let Some(bytes) = fused_loss_bytes_per_logit(cfg) {
+        return (logits_mm, bytes * m * vocab / r.bytes);
+    }
     // Cross-entropy as PyTorch's autocast runs it (`log_softmax` and
     // `nll_loss` are on its fp32 list, `aten/src/ATen/autocast_mode.cpp`):
     // cast the 16-bit logits up (read 2, write 4 bytes each), log-softmax
@@ -108,6 +117,39 @@ fn head(cfg: &DetailedConfig, r: &Rates, m: f64, bwd_mm_factor: f64) -> (f64, f6
     // write 2): 36 bytes per logit.
     let loss_mem = 36.0 * m * vocab / r.bytes;
     (logits_mm, loss_mem)
+}
+
+/// The bytes per logit a fused loss moves through memory, `None` for the
+/// full loss and torchtune's chunked one (the same casts, log-softmax and
+/// gradients as the full loss, one chunk at a time: 36 bytes per logit).
+/// Liger (liger-kernel 0.8.5, `ops/cross_entropy.py`,
+/// `liger_cross_entropy_kernel`) reads each tile's logits twice (the online
+/// maximum and sum, then the gradient) and writes the gradient in their
+/// place: three passes in the logits' dtype. Cut Cross-Entropy
+/// (cut-cross-entropy 25.1.1, `cce_lse_forward.py`, `cce_backward.py`)
+/// keeps its tiles in on-chip memory: none.
+fn fused_loss_bytes_per_logit(cfg: &DetailedConfig) -> Option<f64> {
+    match cfg.loss {
+        Loss::Full | Loss::Chunked => None,
+        Loss::Liger => Some(3.0 * act_bytes(cfg)),
+        Loss::Cce => Some(0.0),
+    }
+}
+
+/// The output layer's products a loss runs again, seconds, from the
+/// logits' forward product `logits_mm`. Cut Cross-Entropy's backward
+/// (`cce_backward.py`, `_cce_backward_kernel`) recomputes each tile of
+/// logits from the input and the weight before its two gradient products:
+/// one more product of the logits' size (priced without its gradient
+/// filtering, which skips tiles whose softmax is negligible: an upper
+/// bound). Liger computes both gradients in forward, tile by tile, and
+/// backward only scales them: the same three products as the full loss.
+/// torchtune's chunked loss runs the full loss's products, chunk by chunk.
+fn loss_recomputed(cfg: &DetailedConfig, logits_mm: f64) -> f64 {
+    match cfg.loss {
+        Loss::Cce => logits_mm,
+        Loss::Full | Loss::Chunked | Loss::Liger => 0.0,
+    }
 }
 
 /// The attention's backward, seconds, from its forward's `fwd_attn`.
