@@ -1120,7 +1120,7 @@ fn description_line(cfg: &DetailedConfig) -> String {
     let p = &cfg.parallel;
     format!(
         "# detailed, per GPU: {} L{} h{} a{} kv{} ffn{} V{}, {} parameters; seq {}, micro-batch {}; \
-         {}, {}, {} attention{}, recompute {}, {} kernels; dp {} (ZeRO {}), tp {}{}, pp {}{}\n",
+         {}, {}, {} attention{}, recompute {}, {} kernels{}; dp {} (ZeRO {}), tp {}{}, pp {}{}\n",
         a.family.name(),
         a.layers,
         a.hidden,
@@ -1136,7 +1136,8 @@ fn description_line(cfg: &DetailedConfig) -> String {
         cfg.attention.name(),
         if cfg.dropout { ", dropout" } else { "" },
         cfg.recompute.name(),
-        cfg.profile.name(),
+        Implementation::of(cfg).name(),
+        loss_words(cfg),
         p.dp,
         p.zero,
         p.tp,
@@ -1144,6 +1145,17 @@ fn description_line(cfg: &DetailedConfig) -> String {
         p.pp,
         cfg.lora_rank.map_or(String::new(), |r| format!(", LoRA rank {r} on {}", cfg.lora_targets.names())),
     )
+}
+
+/// The loss in the description line, if it is not the full loss: `, the
+/// chunked loss (8 chunks)`, `, Liger's fused loss`, `, Cut Cross-Entropy`.
+fn loss_words(cfg: &DetailedConfig) -> String {
+    match cfg.loss {
+        Loss::Full => String::new(),
+        Loss::Chunked => format!(", the chunked loss ({} chunks)", cfg.loss_chunks),
+        Loss::Liger => ", Liger's fused loss".into(),
+        Loss::Cce => ", Cut Cross-Entropy".into(),
+    }
 }
 
 /// `# experts: …` for a mixture of experts: its routing, widths, active

@@ -53,6 +53,18 @@ const SETUPS: &[(&str, &str, &str, Profile)] = &[
         "--model llama-3.1-70b --seq 8192 --batch 32 --dp 4 --tp 8 --sp --pp 2 --micro-batch 1 --recompute selective",
         Profile::Fused,
     ),
+    (
+        "torchtune's chunked loss, 16 chunks",
+        "mode=detailed&model=llama-3.1-8b&seq=8192&batch=2&prec=bf16&loss=chunked&lchunks=16",
+        "--model llama-3.1-8b --seq 8192 --batch 2 --precision bf16 --loss chunked --loss-chunks 16",
+        Profile::Hf,
+    ),
+    (
+        "Liger's kernels (and its fused loss)",
+        "mode=detailed&model=llama-3.1-8b&seq=8192&batch=2&prec=bf16&impl=liger",
+        "--model llama-3.1-8b --seq 8192 --batch 2 --precision bf16 --impl liger",
+        Profile::Hf,
+    ),
 ];
 
 fn page(query: &str) -> DetailedConfig {

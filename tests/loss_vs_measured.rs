@@ -151,3 +151,63 @@ fn chunking_changes_the_backward_as_modelled() {
         "{pairs} pairs, {lower}, {higher}"
     );
 }
+
+fn mb(x: f64) -> String {
+    format!("{:.2} MB", x / 1e6)
+}
+
+/// docs/validation.md's table of the chunked loss, computed.
+fn table() -> String {
+    let mut out = String::from(
+        "| configuration | loss | step | saved, measured | predicted | backward peak, measured | predicted | step peak, measured | predicted | error | phase |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+    );
+    for r in rows() {
+        let c: Vec<&str> = r.line.split('\t').collect();
+        let t = timeline(&r.cfg, &common::step_options(&r.step, false)).unwrap();
+        let (saved, predicted) = if r.micro_batches == 1 {
+            (
+                mb(r.after_forward - r.start),
+                mb(estimate(&r.cfg).unwrap().activations),
+            )
+        } else {
+            ("—".to_string(), "—".to_string())
+        };
+        let a = &r.cfg.arch;
+        let loss = match r.cfg.loss {
+            Loss::Chunked => format!("chunked {}", r.cfg.loss_chunks),
+            _ => "full".to_string(),
+        };
+        out += &format!(
+            "| L{} h{} V{} s{} b{}{} {}{} | {loss} | {} | {saved} | {predicted} | {} | {} | {} | {} | {:+.2} % | {} |\n",
+            a.layers,
+            a.hidden,
+            a.vocab,
+            r.cfg.seq,
+            r.cfg.micro(),
+            if r.micro_batches > 1 {
+                format!("×{}", r.micro_batches)
+            } else {
+                String::new()
+            },
+            c[9],
+            if c[10] == "1" { " ckpt" } else { "" },
+            r.step,
+            mb(r.peaks[1]),
+            mb(t.phase_peak(Phase::Backward).unwrap()),
+            mb(r.peak),
+            mb(t.peak_bytes()),
+            (t.peak_bytes() / r.peak - 1.0) * 100.0,
+            r.phase.name(),
+        );
+    }
+    out
+}
+
+#[test]
+fn validation_doc_table_is_current() {
+    let want = table();
+    assert!(
+        include_str!("../docs/validation.md").contains(&want),
+        "docs/validation.md's chunked-loss table is stale; it should be:\n{want}"
+    );
+}

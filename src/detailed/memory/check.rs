@@ -127,8 +127,8 @@ fn loss(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     if cfg.loss == Loss::Cce && cfg.precision == Precision::Fp32 {
         return refuse("Cut Cross-Entropy's backward needs bf16 or fp16 inputs (\"Backwards requires embeddings to be bf16 or fp16\", cce_backward.py): choose mixed or bf16 precision");
     }
-    if cfg.loss == Loss::Chunked && !(1..=cfg.seq.max(1)).contains(&cfg.loss_chunks) {
-        return refuse("--loss-chunks must be from 1 to the sequence length (torchtune chunks the tokens of each sequence)");
+    if cfg.loss == Loss::Chunked && !(1..=4096).contains(&cfg.loss_chunks) {
+        return refuse("--loss-chunks must be from 1 to 4096");
     }
     let dense = a.moe.is_none() && a.mla.is_none() && a.ssm.is_none();
     if cfg.liger && (!dense || a.attention_sinks || a.llama4() || cfg.lora_rank.is_some()) {

@@ -83,7 +83,12 @@ pub(crate) fn loss_bytes(cfg: &DetailedConfig, n: f64) -> Option<LossBytes> {
     };
     match cfg.loss {
         Loss::Full => None,
-        Loss::Chunked => Some(chunked(&d, cfg.loss_chunks.max(1) as f64)),
+        // `h.chunk(N, dim=1)` splits each sequence's tokens: no more
+        // chunks than it has tokens.
+        Loss::Chunked => Some(chunked(
+            &d,
+            cfg.loss_chunks.clamp(1, cfg.context_local().seq.max(1)) as f64,
+        )),
         Loss::Liger => Some(liger(&d)),
         Loss::Cce => Some(cce(&d)),
     }
