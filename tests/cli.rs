@@ -268,6 +268,46 @@ fn detailed_flags_are_checked() {
             ],
             "DeepSpeed's ZeRO-3 is modelled for full training",
         ),
+        (
+            &["--model", "llama-3.1-8b", "--impl", "fused", "--loss", "chunked"],
+            "Megatron (--impl fused) computes its own fused cross entropy",
+        ),
+        (
+            &["--model", "gpt2", "--impl", "liger"],
+            "ship no GPT-2 model",
+        ),
+        (
+            &["--model", "llama-3.1-8b", "--loss", "liger", "--objective", "dpo"],
+            "modelled for supervised training",
+        ),
+        (
+            &["--model", "llama-3.1-8b", "--loss", "cce", "--tp", "2"],
+            "the whole output layer on each GPU (--tp 1)",
+        ),
+        (
+            &["--model", "llama-3.1-8b", "--loss", "liger", "--device", "cpu"],
+            "Triton's and need a GPU",
+        ),
+        (
+            &["--model", "llama-3.1-8b", "--loss", "cce", "--precision", "fp32"],
+            "needs bf16 or fp16 inputs",
+        ),
+        (
+            &["--model", "mixtral-8x7b", "--impl", "liger"],
+            "modelled for dense Llama-family models without LoRA",
+        ),
+        (
+            &["--model", "llama-3.1-8b", "--impl", "liger", "--lora-rank", "8"],
+            "modelled for dense Llama-family models without LoRA",
+        ),
+        (
+            &["--model", "llama-3.1-8b", "--loss-chunks", "4"],
+            "--loss-chunks sets the chunked loss's chunks: give --loss chunked",
+        ),
+        (
+            &["--model", "llama-3.1-8b", "--loss", "chunked", "--loss-chunks", "0"],
+            "invalid value '0' for '--loss-chunks <N>'",
+        ),
     ];
     for (args, msg) in cases {
         let (code, out, err) = membudget(args);

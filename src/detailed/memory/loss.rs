@@ -187,6 +187,62 @@ fn cce(d: &Dims) -> LossBytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::detailed::config::{AttentionKernel, Precision, Profile, StepOptions};
+    use crate::detailed::memory::activations::saved;
+    use crate::detailed::memory::events::Moment;
+    use crate::detailed::memory::timeline::timeline;
+
+    /// Llama 3.1 8B, 4,096 tokens, bf16, SDPA, stock `transformers`.
+    fn llama_8b() -> DetailedConfig {
+        let arch = crate::detailed::preset("llama-3.1-8b").unwrap().arch;
+        let mut c = DetailedConfig::new(arch, 4096, 1);
+        c.profile = Profile::Hf;
+        c.precision = Precision::Bf16;
+        c.attention = AttentionKernel::Flash;
+        c.dropout = false;
+        c
+    }
+
+    /// Liger's RMSNorm keeps 4·n·h bytes less than stock (no fp32 input,
+    /// which was the residual's copy; its input in the dtype, which stock
+    /// keeps as the normalised output) and its SwiGLU one n·F less (no SiLU
+    /// output): two norms and one MLP a layer.
+    #[test]
+    fn liger_kernels_keep_two_fp32_inputs_and_a_silu_less_per_layer() {
+        let mut c = llama_8b();
+        let stock = saved(&c).per_layer;
+        c.liger = true;
+        let liger = saved(&c).per_layer;
+        let (n, h, f) = (4096.0, 4096.0, 14336.0);
+        assert_eq!(stock - liger, 2.0 * 4.0 * n * h + n * f * 2.0);
+    }
+
+    /// The fused losses keep no logits; Liger's weight gradient exists from
+    /// the loss's forward to its backward, Cut Cross-Entropy's appears in
+    /// its backward beside the recomputed input gradient; the gradients
+    /// the output layer leaves are the full loss's.
+    #[test]
+    fn fused_losses_hold_the_weight_gradient_where_their_code_makes_it() {
+        let c = llama_8b();
+        let vh2 = 128_256.0 * 4096.0 * 2.0;
+        let at = |loss, moment| {
+            let t = timeline(&DetailedConfig { loss, ..c }, &StepOptions::default()).unwrap();
+            *t.events.iter().find(|e| e.moment == moment).unwrap()
+        };
+        for loss in [Loss::Liger, Loss::Cce] {
+            assert_eq!(saved(&DetailedConfig { loss, ..c }).logits, 0.0);
+            let (full, fused) = (
+                at(Loss::Full, Moment::HeadBackward),
+                at(loss, Moment::HeadBackward),
+            );
+            assert_eq!(full.live.grads, fused.live.grads, "{loss:?}");
+        }
+        assert!(at(Loss::Liger, Moment::Loss).live.transient >= vh2);
+        assert!(at(Loss::Liger, Moment::LossBackward).live.transient >= vh2);
+        assert!(at(Loss::Cce, Moment::Loss).live.transient < 1e6);
+        let cce = at(Loss::Cce, Moment::LossBackward).live.transient;
+        assert_eq!(cce, 4096.0 * 4096.0 * 2.0 + vh2 + 12.0 * 128_256.0);
+    }
 
     /// Liger's chunk, worked in its source's comment: BT = 4096·4,
     /// V = 32000, H = 4096 gives 2048 rows.

@@ -36,7 +36,12 @@ pub(super) fn per_token_bytes(cfg: &DetailedConfig, w: &Widths, act_width: f64) 
     let sp = if p.sp { t } else { 1.0 };
     let eager = cfg.profile == Profile::Hf;
     // GPT-2's LayerNorm is one kernel in either profile.
-    let (norm, rope, act) = if eager && gated {
+    // Liger's kernels (liger-kernel 0.8.5: `ops/rms_norm.py`,
+    // `ops/swiglu.py`, `ops/rope.py`) are one Triton kernel each, as
+    // Megatron's: the norm reads and writes its tensor once, the rotation
+    // rewrites q and k in place, SwiGLU reads the gate and the up outputs
+    // and writes their product.
+    let (norm, rope, act) = if eager && gated && !cfg.liger {
         (36.0, 20.0, 10.0)
     } else {
         (4.0, 4.0, 2.0 * (up + 1.0))
