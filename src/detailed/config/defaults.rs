@@ -101,6 +101,9 @@ pub fn ignored(cfg: &DetailedConfig) -> Vec<&'static str> {
     {
         out.push("the experts' implementation applies to transformers (hf) only");
     }
+    if cfg.loss != super::Loss::Chunked && cfg.loss_chunks != super::LOSS_CHUNKS {
+        out.push("the loss's chunks count only under torchtune's chunked loss");
+    }
     out
 }
 
