@@ -64,8 +64,9 @@ struct Dims {
     n: f64,
     h: f64,
     v: f64,
-    /// Bytes of an activation value, of a weight value.
+    /// Bytes of an activation value.
     p: f64,
+    /// Bytes of a weight value (and of its gradient as autograd makes it).
     w: f64,
     /// The output layer is trained (no LoRA).
     trained: bool,
