@@ -29,8 +29,8 @@ fn rows_of(text: &str, mixed: bool) -> Vec<(String, f64, f64, bool)> {
             let t = timeline(&cfg, &r.opts).unwrap();
             (
                 format!(
-                    "world {}, reshard {}, rank {}, step {}",
-                    r.world, r.flag, r.rank, r.step
+                    "V {}, world {}, reshard {}, rank {}, step {}",
+                    cfg.arch.vocab, r.world, r.flag, r.rank, r.step
                 ),
                 r.peak,
                 t.peak_bytes(),
@@ -72,5 +72,44 @@ fn fsdp2_mixed_precision_peaks_per_rank() {
         );
         assert!(phase, "{label}");
         assert!(err.abs() <= 0.001, "{label}: {:+.3} %", 100.0 * err);
+    }
+}
+
+/// Small vocabularies (3,000 and 1,500), where the peak leaves the loss's
+/// backward for a layer's backward or the forward (issue 34): worlds 2, 3
+/// and 4, both `reshard_after_forward` settings. Per configuration and
+/// step, the smallest peak over the ranks (the held-out method) is within
+/// ±5 % and in its phase, and every rank within ±8 %: over gloo on two
+/// cores a rank sometimes still holds one layer's all-gather buffer when
+/// the loss's backward runs (+2.9 MB on world 4 rank 0 and world 3 rank 2
+/// in this file; a profiler trace of the same configuration shows that
+/// rank at the model's figure), which the model does not price.
+#[test]
+fn fsdp2_small_vocabulary_peaks_per_rank() {
+    let rows = rows_of(
+        include_str!("fixtures/fsdp2_small_vocab_measured.tsv"),
+        false,
+    );
+    assert_eq!(rows.len(), 72);
+    let mut smallest: std::collections::BTreeMap<String, (f64, f64, bool)> = Default::default();
+    for (label, measured, model, phase) in &rows {
+        let err = model / measured - 1.0;
+        println!(
+            "{label}: measured {measured} model {model} ({:+.2} %)",
+            100.0 * err
+        );
+        assert!(err.abs() <= 0.08, "{label}: {:+.2} %", 100.0 * err);
+        let (config, step) = label.split_at(label.rfind(", step").unwrap());
+        let key = config[..config.rfind(", rank").unwrap()].to_string() + step;
+        let e = smallest.entry(key).or_insert((f64::MAX, *model, *phase));
+        if *measured < e.0 {
+            *e = (*measured, *model, *phase);
+        }
+    }
+    assert_eq!(smallest.len(), 24);
+    for (key, (measured, model, phase)) in &smallest {
+        let err = model / measured - 1.0;
+        assert!(phase, "{key}");
+        assert!(err.abs() <= 0.05, "{key}: {:+.2} %", 100.0 * err);
     }
 }

@@ -6,7 +6,7 @@
 //! weights ZeRO-3 and FSDP2 gather, and DPO's reference forward.
 
 use crate::detailed::config::{
-    AttentionKernel, BaseQuant, CpComm, DetailedConfig, Device, Framework, Objective, Profile,
+    AttentionKernel, BaseQuant, CpComm, DetailedConfig, Device, Fp8, Framework, Objective, Profile,
     Reference,
 };
 use crate::detailed::memory::activations::{self, Saved};
@@ -67,6 +67,37 @@ pub(super) struct Pieces {
     /// DPO's reference forward (no grad) before the policy's: its logits
     /// and one sequence's log-softmax.
     pub(super) reference_forward: f64,
+    /// A dense Llama layer's backward as the moments it really has
+    /// ([`LayerSplit`]); `None` where the layer is priced as one moment.
+    pub(super) split: Option<LayerSplit>,
+}
+
+/// The moments inside a dense Llama layer's backward, where one event at
+/// the sum of its parts over-counts (issue 34, measured on FSDP2 with small
+/// vocabularies, `tests/fixtures/fsdp2_small_vocab_measured.tsv`). Autograd
+/// frees a node's saved tensors as soon as the node has run
+/// (`torch/csrc/autograd/engine.cpp`, `release_variables`), and a weight's
+/// gradient exists from its own `MmBackward` on:
+/// - **the MLP's**, the layer's first: the down projection has run (its
+///   weight gradient exists, its saved input is freed), and the product's
+///   backward writes the gate's and the up projection's input gradients
+///   beside the down projection's input gradient; of the residual stream's
+///   two gradients one is live;
+/// - **the rest**, an upper bound of what follows: every weight gradient of
+///   the layer, the MLP's saved tensors freed, the attention's backward
+///   temporaries and both stream gradients.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct LayerSplit {
+    /// The down projection's share of the layer's weight gradients.
+    pub(super) down_share: f64,
+    /// The MLP moment's temporaries, and the saved bytes freed by then.
+    pub(super) mlp: f64,
+    pub(super) mlp_freed: f64,
+    /// The later moment's temporaries, and the saved bytes freed by then.
+    pub(super) rest: f64,
+    pub(super) rest_freed: f64,
+    /// The gradient arriving at the layer's output, before its backward.
+    pub(super) incoming: f64,
 }
 
 /// The sizes the pieces are priced from, on one GPU.
@@ -121,6 +152,8 @@ pub(super) fn pieces(cfg: &DetailedConfig) -> Pieces {
     let (layer_grads, head_grads, embedding_grads, tied_gradient) = gradients(cfg);
     let (mixer_share, freed_before_mixer) = mixer_gradients(cfg, &s, &saved);
     let (gathered_layer, gathered_outer) = gathered_weights(cfg);
+    // A layer's backward beyond its attention's and MLP's temporaries.
+    let backward_extra = dequant + 2.0 * ring + fp8::backward_extra(cfg, s.n);
     Pieces {
         per_layer: saved.per_layer,
         // Per-operator checkpointing's cache is popped as the layer's
@@ -149,7 +182,45 @@ pub(super) fn pieces(cfg: &DetailedConfig) -> Pieces {
         shard_scale: shard_scale(cfg),
         root_reduce: root_reduce(cfg),
         reference_forward: dpo_reference_forward(cfg, &s),
+        split: layer_split(cfg, &s, backward_extra),
     }
+}
+
+/// A dense Llama layer's backward moments ([`LayerSplit`]); `None` for
+/// GPT-2, mixtures of experts, hybrids, adapters and float8 (whose saved
+/// casts the MLP's moment does not free as counted here) and offloaded
+/// activations, priced as one moment.
+fn layer_split(cfg: &DetailedConfig, s: &Sizes, extras: f64) -> Option<LayerSplit> {
+    let a = &cfg.arch;
+    if a.family != Family::Llama
+        || a.moe.is_some()
+        || a.ssm.is_some()
+        || cfg.lora_rank.is_some()
+        || cfg.fp8 != Fp8::None
+        || cfg.offload.activations
+    {
+        return None;
+    }
+    let (n, p, tp) = (s.n, s.p, s.tp);
+    let (h, f) = (a.hidden as f64, a.ffn as f64);
+    let split = a.layer_param_split(false);
+    let nf = n * f * p / tp;
+    let stream = n * h * p / s.sp_div;
+    // Everything in the layer's backward beyond the MLP's and the
+    // attention's own temporaries: context parallelism, a dequantized
+    // base, fp8's casts ([`pieces`]).
+    Some(LayerSplit {
+        down_share: (h * f) / split.total() as f64,
+        // The down projection's input gradient, the gate's and the up
+        // projection's; the down projection's saved input freed.
+        mlp: stream + 3.0 * nf + extras,
+        mlp_freed: nf,
+        // The MLP's four saved n·F tensors (gate and up outputs, SiLU
+        // output, product) freed.
+        rest: 2.0 * stream + attention_backward(cfg, s) + extras,
+        rest_freed: 4.0 * nf,
+        incoming: stream,
+    })
 }
 
 /// Eager attention's score values on this GPU: heads × local queries ×
@@ -176,7 +247,6 @@ fn layer_backward(cfg: &DetailedConfig, s: &Sizes) -> f64 {
     let a = &cfg.arch;
     let (n, p, tp) = (s.n, s.p, s.tp);
     let (h, f) = (a.hidden as f64, a.ffn as f64);
-    let kvd = a.kv_dim() as f64;
     // Backward, inside a layer: the residual stream's gradient and the
     // branch input's (2·n·h), plus the larger of the MLP's activation
     // gradients (Llama: the down projection's input gradient, then the
@@ -200,7 +270,18 @@ fn layer_backward(cfg: &DetailedConfig, s: &Sizes) -> f64 {
         (Family::Llama, None) => 3.0 * n * f * p / tp,
         (Family::Gpt2, _) => 4.0 * n * f * p / tp,
     };
-    let attention = if cfg.attention == AttentionKernel::Eager {
+    stream + mlp.max(attention_backward(cfg, s))
+}
+
+/// The attention's backward temporaries (eager: the softmax's input and
+/// output gradients, a·s² each; SDPA/flash: dQ, dK, dV and the output's
+/// gradient).
+fn attention_backward(cfg: &DetailedConfig, s: &Sizes) -> f64 {
+    let a = &cfg.arch;
+    let (n, p, tp) = (s.n, s.p, s.tp);
+    let h = a.hidden as f64;
+    let kvd = a.kv_dim() as f64;
+    let values = if cfg.attention == AttentionKernel::Eager {
         // Llama's eager attention runs its softmax in fp32
         // (`softmax(..., dtype=torch.float32)`); GPT-2's in the dtype.
         let softmax = if cfg.profile == Profile::Hf && a.family == Family::Llama {
@@ -211,8 +292,8 @@ fn layer_backward(cfg: &DetailedConfig, s: &Sizes) -> f64 {
         2.0 * scores(cfg, s) * softmax
     } else {
         2.0 * (n * h + 2.0 * n * kvd) * p
-    } / tp;
-    stream + mlp.max(attention)
+    };
+    values / tp
 }
 
 /// Context parallelism's buffers in a layer's forward (twice that in its

@@ -5,9 +5,9 @@
 //! recorded at each moment with the live bytes by category.
 
 use super::optimizer;
-use super::pieces::{pieces, Pieces};
+use super::pieces::{pieces, LayerSplit, Pieces};
 use crate::detailed::config::{
-    AdamImpl, DetailedConfig, Framework, Objective, Profile, Step, StepOptions,
+    AdamImpl, DetailedConfig, Device, Framework, Objective, Profile, Step, StepOptions,
 };
 use crate::detailed::memory::events::{Event, Live, Moment, Phase, StepTimeline};
 use crate::detailed::memory::grpo;
@@ -436,6 +436,29 @@ impl<'a> Walk<'a> {
             .zero3
             .as_ref()
             .map_or(extra, |z| extra.min(z.largest_grad));
+        // FSDP2 without resharding after forward holds every layer
+        // unsharded since its forward (in `layers_held`): its backward
+        // gathers nothing (`FSDPParamGroup.unshard` returns early when
+        // already unsharded, `_fsdp_param_group.py`; measured).
+        let gathered = if self.unsharded_layer > 0.0 {
+            0.0
+        } else {
+            pc.gathered_layer
+        };
+        match pc.split.filter(|_| self.zero3.is_none()) {
+            Some(split) => self.split_backward(i, split, grads_before, extra, gathered),
+            None => self.whole_backward(i, grads_before, extra, gathered),
+        }
+        self.layers_held -= self.unsharded_layer;
+        if !offload || i == 0 {
+            self.live.activations -= pc.per_layer;
+        }
+    }
+
+    /// Layer `i`'s backward as one moment at the sum of its parts: GPT-2,
+    /// mixtures of experts, hybrids, adapters and DeepSpeed's ZeRO-3.
+    fn whole_backward(&mut self, i: u64, grads_before: f64, extra: f64, gathered: f64) {
+        let pc = self.pieces;
         // A hybrid layer's mixer gradients, new on the first
         // micro-batch (`accumulate` counts them into `grads`) or added
         // in place later (in `extra`), partly stand where the MLP's and
@@ -446,13 +469,80 @@ impl<'a> Walk<'a> {
         self.live.grads -= relief - from_extra;
         self.record(
             Moment::LayerBackward(i),
-            pc.layer_backward + pc.recomputed + extra - from_extra + pc.gathered_layer,
+            pc.layer_backward + pc.recomputed + extra - from_extra + gathered,
         );
         self.live.grads += relief - from_extra;
-        self.layers_held -= self.unsharded_layer;
-        if !offload || i == 0 {
-            self.live.activations -= pc.per_layer;
+    }
+
+    /// A dense Llama layer's backward, recorded at the highest of its
+    /// moments ([`LayerSplit`]): FSDP2's prefetch of the next layer in its
+    /// pre-backward (resharding after forward), the MLP's, and the rest.
+    /// Each is (gradients not yet there, saved bytes freed, transient).
+    fn split_backward(
+        &mut self,
+        i: u64,
+        split: LayerSplit,
+        grads_before: f64,
+        extra: f64,
+        gathered: f64,
+    ) {
+        let pc = self.pieces;
+        let added = self.live.grads - grads_before;
+        let not_down = 1.0 - split.down_share;
+        // What a moment has freed comes out of the recomputed tensors
+        // first (a transient here), then out of the saved ones.
+        let freed = |bytes: f64| {
+            let recomputed = bytes.min(pc.recomputed);
+            (
+                -(bytes - recomputed).min(pc.per_layer),
+                pc.recomputed - recomputed,
+            )
+        };
+        let (mlp_saved, mlp_recomputed) = freed(split.mlp_freed);
+        let (rest_saved, rest_recomputed) = freed(split.rest_freed);
+        let moments = [
+            (-added, 0.0, split.incoming + self.prefetch_gather(i)),
+            (
+                -not_down * added,
+                mlp_saved,
+                split.mlp + mlp_recomputed + split.down_share * extra + gathered,
+            ),
+            (
+                0.0,
+                rest_saved,
+                split.rest + rest_recomputed + extra + gathered,
+            ),
+        ];
+        let (grads, saved, transient) =
+            moments.into_iter().fold((0.0, 0.0, f64::MIN), |best, m| {
+                if m.0 + m.1 + m.2 > best.0 + best.1 + best.2 {
+                    m
+                } else {
+                    best
+                }
+            });
+        self.live.grads += grads;
+        self.live.activations += saved;
+        self.record(Moment::LayerBackward(i), transient);
+        self.live.grads -= grads;
+        self.live.activations -= saved;
+    }
+
+    /// FSDP2 resharding after forward: in layer `i`'s pre-backward, with
+    /// this layer unsharded, the all-gather of layer `i − 1` it prefetches
+    /// (`FSDPParamGroup.pre_backward`, `_backward_prefetch`). Over gloo
+    /// (the CPU) `all_gather_into_tensor` receives into a copy of the
+    /// output first (`ProcessGroupGloo::_allgather_base`): a third layer.
+    fn prefetch_gather(&self, i: u64) -> f64 {
+        if self.prefetched == 0.0 || i == 0 {
+            return f64::MIN;
         }
+        let gloo = if self.cfg.device == Device::Cpu {
+            self.prefetched
+        } else {
+            0.0
+        };
+        self.pieces.gathered_layer + gloo
     }
 
     /// The first stage's embedding backward, the end of the micro-batch's
