@@ -203,6 +203,12 @@ pub struct PrecisionArgs {
     /// The optimizer; paged-* are bitsandbytes' paged versions [default: adamw].
     #[arg(long, value_name = "OPTIMIZER", value_parser = one_of::<Optimizer>(Optimizer::NAMES), ignore_case = true)]
     pub optimizer: Option<Optimizer>,
+    /// Run the optimizer's step inside backward, one parameter at a time,
+    /// each gradient freed right after (torchtune's optimizer_in_bwd,
+    /// PyTorch's register_post_accumulate_grad_hook): one GPU, no gradient
+    /// accumulation, no clipping; hf kernels unless --impl is given.
+    #[arg(long)]
+    pub optimizer_in_backward: bool,
     /// AdamW's implementation, for the optimizer step's temporaries
     /// [default: fused for --impl fused, foreach for hf on cuda, loop for hf
     /// on cpu].
@@ -562,6 +568,7 @@ impl Args {
             || p.grad_fp32
             || p.fp8.is_some()
             || p.optimizer.is_some()
+            || p.optimizer_in_backward
             || p.adam.is_some()
             || k.attention.is_some()
             || k.dropout
@@ -840,13 +847,14 @@ impl Args {
     }
 
     /// The precision and optimizer flags: `--precision`, `--grad-fp32`,
-    /// `--fp8`, `--optimizer`.
+    /// `--fp8`, `--optimizer`, `--optimizer-in-backward`.
     fn read_precision(&self, cfg: &mut DetailedConfig) {
         let p = &self.precision;
         cfg.precision = p.precision.unwrap_or(Precision::Mixed);
         cfg.fp32_grads = p.grad_fp32;
         cfg.fp8 = p.fp8.unwrap_or(Fp8::None);
         cfg.optimizer = p.optimizer.unwrap_or(Optimizer::AdamW);
+        cfg.optimizer_in_backward = p.optimizer_in_backward;
     }
 
     /// The kernel flags but `--impl` (whose default looks at the whole
@@ -1056,6 +1064,10 @@ pub fn render_detailed(
     out += &computed_lines(cfg, profile_reason);
     out += &dominant_line(&b.terms());
     out += &peak_lines(b, t);
+    if cfg.optimizer_in_backward {
+        out += "# optimizer in backward: each parameter stepped as its gradient is ready, the gradient freed at once; \
+                it forbids gradient accumulation and gradient clipping (torchtune refuses both)\n";
+    }
     if matches!(cfg.objective, Objective::Grpo { .. }) {
         out += &rollout_lines(cfg, t);
     }
@@ -1086,7 +1098,7 @@ fn description_line(cfg: &DetailedConfig) -> String {
     let p = &cfg.parallel;
     format!(
         "# detailed, per GPU: {} L{} h{} a{} kv{} ffn{} V{}, {} parameters; seq {}, micro-batch {}; \
-         {}, {}, {} attention{}, recompute {}, {} kernels; dp {} (ZeRO {}), tp {}{}, pp {}{}\n",
+         {}, {}{}, {} attention{}, recompute {}, {} kernels; dp {} (ZeRO {}), tp {}{}, pp {}{}\n",
         a.family.name(),
         a.layers,
         a.hidden,
@@ -1099,6 +1111,11 @@ fn description_line(cfg: &DetailedConfig) -> String {
         cfg.micro(),
         cfg.precision.name(),
         cfg.optimizer.name(),
+        if cfg.optimizer_in_backward {
+            " in backward"
+        } else {
+            ""
+        },
         cfg.attention.name(),
         if cfg.dropout { ", dropout" } else { "" },
         cfg.recompute.name(),

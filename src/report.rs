@@ -189,6 +189,10 @@ pub struct DetailedInputs {
     pub grad_fp32: bool,
     /// The optimizer.
     pub optimizer: String,
+    /// The optimizer's step in backward (`--optimizer-in-backward`);
+    /// written only when on.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub optimizer_in_backward: bool,
     /// `eager` or `flash`.
     pub attention: String,
     /// Dropout on.
@@ -663,6 +667,7 @@ impl DetailedInputs {
             precision: cfg.precision.name().into(),
             grad_fp32: cfg.fp32_grads,
             optimizer: cfg.optimizer.name().into(),
+            optimizer_in_backward: cfg.optimizer_in_backward,
             attention: cfg.attention.name().into(),
             dropout: cfg.dropout,
             recompute: cfg.recompute.name().into(),

@@ -258,6 +258,8 @@ pub struct DetailedOptions {
     pub fp8: crate::detailed::Fp8,
     /// Optimizer.
     pub optimizer: Optimizer,
+    /// The optimizer's step in backward (torchtune's `optimizer_in_bwd`).
+    pub optimizer_in_backward: bool,
     /// Attention kernel.
     pub attention: AttentionKernel,
     /// Dropout on.
@@ -352,6 +354,7 @@ impl Default for DetailedOptions {
             precision: Precision::Mixed,
             fp8: crate::detailed::Fp8::None,
             optimizer: Optimizer::AdamW,
+            optimizer_in_backward: false,
             attention: AttentionKernel::Flash,
             dropout: false,
             recompute: Recompute::None,
@@ -493,6 +496,7 @@ impl PageState {
         cfg.precision = d.precision;
         cfg.fp8 = d.fp8;
         cfg.optimizer = d.optimizer;
+        cfg.optimizer_in_backward = d.optimizer_in_backward;
         cfg.attention = d.attention;
         cfg.dropout = d.dropout;
         cfg.recompute = d.recompute;

@@ -25,7 +25,7 @@
 //! `q_rank,kv_rank,rope,nope,v`; `moe` = `experts,top_k,expert_ffn,shared_ffn,dense_layers,router`;
 //! `ssm`, a Mamba-2 mixer beside the attention = `heads,head_dim,groups,state,conv,chunk` and
 //! four 0/1 flags: gated norm, conv bias, in_proj bias, out_proj bias),
-//! `prec opt attn dropout recompute impl`, `fp8` (none, tensorwise, rowwise, te, te-mxfp8), `framework` (megatron, ddp,
+//! `prec opt optbwd attn dropout recompute impl` (`optbwd=1`: the optimizer in backward), `fp8` (none, tensorwise, rowwise, te, te-mxfp8), `framework` (megatron, ddp,
 //! ddp-bucket-view, fsdp2, fsdp2-no-reshard, deepspeed), `schedule` (1f1b, zb-h1), `cpcomm` (p2p, a2a), `stage` (the
 //! pipeline stage the step chart shows: peak, first, last),
 //! `dp zero tp sp pp ep etp cp
@@ -143,8 +143,9 @@ const COUNTS: [Count; 16] = [
 
 /// The detailed settings that are on or off (`1`/`0`): key, where it goes.
 type Flag = (&'static str, fn(&mut DetailedOptions) -> &mut bool);
-const FLAGS: [Flag; 13] = [
+const FLAGS: [Flag; 14] = [
     ("vllmsleep", |d| &mut d.vllm_sleep),
+    ("optbwd", |d| &mut d.optimizer_in_backward),
     ("tied", |d| &mut d.arch.tied_embeddings),
     ("qkvbias", |d| &mut d.arch.qkv_bias),
     ("qknorm", |d| &mut d.arch.qk_norm),
@@ -663,6 +664,7 @@ fn encode_training(d: &DetailedOptions, def: &DetailedOptions, out: &mut Query<'
     pair(out, "prec", d.precision.name(), def.precision.name());
     pair(out, "fp8", d.fp8.name(), def.fp8.name());
     pair(out, "opt", d.optimizer.name(), def.optimizer.name());
+    pair(out, "optbwd", flag(d.optimizer_in_backward), "0");
     pair(out, "attn", d.attention.name(), def.attention.name());
     pair(out, "dropout", flag(d.dropout), flag(def.dropout));
     pair(

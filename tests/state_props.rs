@@ -19,7 +19,7 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
         proptest::option::of((1u64..=64, 1u64..=100_000)),
         common::any_precision(),
         common::any_optimizer(),
-        any::<(bool, bool, bool, bool)>(),
+        any::<(bool, bool, bool, bool, bool)>(),
         common::any_recompute(),
         (1u64..=4096, 0u8..=3, 1u64..=512, 1u64..=256),
         (
@@ -46,7 +46,7 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
                 custom,
                 precision,
                 optimizer,
-                (flash, dropout, sp, both),
+                (flash, dropout, sp, both, in_backward),
                 recompute,
                 (dp, zero, tp, pp),
                 (micro, lora, overhead),
@@ -63,6 +63,7 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
                 }
                 d.precision = precision;
                 d.optimizer = optimizer;
+                d.optimizer_in_backward = in_backward;
                 d.attention = if flash {
                     AttentionKernel::Flash
                 } else {

@@ -429,6 +429,13 @@ pub struct DetailedConfig {
     pub fp32_grads: bool,
     /// The optimizer.
     pub optimizer: Optimizer,
+    /// The optimizer's step run inside backward, one parameter at a time
+    /// as its gradient is ready, the gradient freed at once (torchtune's
+    /// `optimizer_in_bwd`: `training/memory.py`,
+    /// `register_optim_in_bwd_hooks`, PyTorch's
+    /// `register_post_accumulate_grad_hook`). No gradient accumulation, no
+    /// clipping.
+    pub optimizer_in_backward: bool,
     /// Attention kernel.
     pub attention: AttentionKernel,
     /// Dropout in the model (attention, residual, embedding).
@@ -477,6 +484,7 @@ impl DetailedConfig {
             fp8: Fp8::None,
             fp32_grads: false,
             optimizer: Optimizer::AdamW,
+            optimizer_in_backward: false,
             attention: AttentionKernel::Eager,
             dropout: true,
             recompute: Recompute::None,

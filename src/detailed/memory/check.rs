@@ -33,7 +33,8 @@ pub fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     experts_with_tp(cfg)?;
     counts(cfg)?;
     shard_group(cfg)?;
-    divides(cfg)
+    divides(cfg)?;
+    in_backward(cfg)
 }
 
 /// A refusal in words.
@@ -474,6 +475,39 @@ fn divides(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     }
     if !cfg.batch.is_multiple_of(cfg.micro() * p.dp) {
         return refuse("batch must be a multiple of micro-batch × dp");
+    }
+    Ok(())
+}
+
+/// The optimizer in backward as torchtune runs it (torchtune 0.6.1,
+/// `recipes/full_finetune_single_device.py`, `__init__`: "Gradient
+/// accumulation is not supported with optimizer in bwd", "Gradient clipping
+/// is not supported with optimizer in bwd"; `_setup_optimizer`: one
+/// optimizer per parameter, `training.register_optim_in_bwd_hooks`), priced
+/// on one GPU with PyTorch's own gradients: each parameter's step runs when
+/// its gradient is ready, so nothing can be accumulated, clipped or
+/// reduced across GPUs first.
+fn in_backward(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    if !cfg.optimizer_in_backward {
+        return Ok(());
+    }
+    if cfg.batch > cfg.micro() * cfg.parallel.dp.max(1) {
+        return refuse("the optimizer in backward steps each parameter as soon as its gradient is ready, so gradients cannot be accumulated: torchtune refuses it (\"Gradient accumulation is not supported with optimizer in bwd\"); set the batch to micro-batch × dp");
+    }
+    if cfg.lora_rank.is_some() {
+        return refuse("the optimizer in backward is torchtune's full fine-tuning recipes' option (optimizer_in_bwd); its LoRA recipes and PEFT do not offer it");
+    }
+    if cfg.objective != Objective::Sft {
+        return refuse("the optimizer in backward is priced for supervised fine-tuning (torchtune's full fine-tuning recipes); TRL's DPO and GRPO trainers do not offer it");
+    }
+    if cfg.optimizer == Optimizer::Muon {
+        return refuse("Muon splits the parameters between Muon and AdamW; the optimizer in backward runs one optimizer per parameter");
+    }
+    if cfg.profile == Profile::Fused {
+        return refuse("Megatron keeps every gradient in buffers for the whole run; the optimizer in backward frees each as PyTorch's autograd makes it: use the hf profile");
+    }
+    if cfg.gpus() > 1 || cfg.parallel.zero > 0 || cfg.offload.optimizer || cfg.offload.params {
+        return refuse("the optimizer in backward is priced on one GPU (torchtune's full_finetune_single_device): across GPUs each gradient must first be reduced, which this model does not price");
     }
     Ok(())
 }
