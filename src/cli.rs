@@ -1064,6 +1064,9 @@ pub fn render_detailed(
     out += &computed_lines(cfg, profile_reason);
     out += &dominant_line(&b.terms());
     out += &peak_lines(b, t);
+    if cfg.optimizer.paged() {
+        out += &paged_line(cfg, t);
+    }
     if cfg.optimizer_in_backward {
         out += "# optimizer in backward: each parameter stepped as its gradient is ready, the gradient freed at once; \
                 it forbids gradient accumulation and gradient clipping (torchtune refuses both)\n";
@@ -1200,6 +1203,21 @@ fn peak_lines(b: &DetailedBreakdown, t: &StepTimeline) -> String {
         (t.peak_bytes() / b.total - 1.0) * 100.0
     );
     out
+}
+
+/// `# paged optimizer state: …`: the part of the peak in CUDA unified
+/// memory, which PyTorch's figures (and so a trainer's log) leave out.
+fn paged_line(cfg: &DetailedConfig, t: &StepTimeline) -> String {
+    let paged = detailed::memory::paged::paged_at_peak(cfg, t.peak_event().live.optimizer_state);
+    format!(
+        "# paged optimizer state: {:.1} GB of the peak in CUDA unified memory (bitsandbytes, tensors of ≥ 1e5 values): \
+         on the card until memory pressure pages it to the host, but not in torch.cuda.max_memory_allocated; \
+         allocated by PyTorch {:.1} GB (what torchtune's peak_memory_alloc/_reserved/_active and other trainers' logs show), \
+         on the card {:.1} GB (the verdict's)\n",
+        paged / 1e9,
+        (t.peak_bytes() - paged) / 1e9,
+        t.peak_bytes() / 1e9
+    )
 }
 
 /// GRPO's generation: the colocated vLLM engine, if any, then the

@@ -561,6 +561,15 @@ pub struct DetailedReport {
     pub peak_phase: String,
     /// Its event.
     pub peak_event: String,
+    /// With a paged optimizer: the part of `peak` that is bitsandbytes'
+    /// paged state, in CUDA unified memory: on the card, not in
+    /// `torch.cuda.max_memory_allocated`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub peak_paged_state: Option<u64>,
+    /// With a paged optimizer: `peak` less the paged state, what
+    /// PyTorch's allocator (and a trainer's log) reports.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub peak_allocated_by_pytorch: Option<u64>,
     /// `first` or `later`.
     pub step: String,
     /// The pipeline stage shown, 1-based: the one with the higher peak (1
@@ -611,6 +620,13 @@ pub struct DetailedParts<'a> {
     pub plan: Option<PlanReport>,
 }
 
+/// The paged optimizer state live at `t`'s peak, with a paged optimizer.
+fn paged(cfg: &DetailedConfig, t: &StepTimeline) -> Option<f64> {
+    cfg.optimizer.paged().then(|| {
+        crate::detailed::memory::paged::paged_at_peak(cfg, t.peak_event().live.optimizer_state)
+    })
+}
+
 impl DetailedReport {
     /// The document for `cfg`.
     pub fn new(cfg: &DetailedConfig, parts: &DetailedParts<'_>) -> Self {
@@ -632,6 +648,8 @@ impl DetailedReport {
             peak: whole(t.peak_bytes()),
             peak_phase: peak.phase.name().into(),
             peak_event: peak.moment.label(),
+            peak_paged_state: paged(cfg, t).map(whole),
+            peak_allocated_by_pytorch: paged(cfg, t).map(|p| whole(t.peak_bytes() - p)),
             step: step_name(t).into(),
             stage: t.stage,
             timeline: t.events.iter().map(EventReport::new).collect(),

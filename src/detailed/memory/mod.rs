@@ -30,6 +30,7 @@ pub mod grpo;
 pub mod mixer;
 pub mod offload;
 pub mod overhead;
+pub mod paged;
 pub mod quant;
 pub mod sac;
 pub mod states;
