@@ -538,13 +538,15 @@ impl<'a> Walk<'a> {
     fn embedding_backward(&mut self) {
         let pc = self.pieces;
         let extra = match self.in_backward {
-            // The tables' hooks: a tied table's two gradients and their sum
-            // (three tables), then its step.
+            // The tables' hooks: a tied table's two gradients, the second
+            // added in place into the first (two tables, measured: not the
+            // three of an out-of-place sum), then its step.
             Some(ib) => {
+                self.held = 0.0;
                 let grads = pc.embedding_grads + pc.tied_gradient;
                 let largest = pc.embedding_grads.max(pc.tied_gradient);
                 let step = self.step_in_backward(ib, grads, largest);
-                step.max(3.0 * pc.tied_gradient) - 3.0 * pc.tied_gradient
+                step.max(2.0 * pc.tied_gradient) - 2.0 * pc.tied_gradient
             }
             None => self.accumulate(pc.embedding_grads),
         };
