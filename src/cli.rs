@@ -2,7 +2,7 @@
 //! or, with any of the detailed flags, the detailed model's per-GPU budget.
 
 use crate::budget::{estimate, Breakdown, Field, TrainingConfig};
-use crate::detailed::config::defaults;
+use crate::detailed::config::{defaults, LoraDtype};
 use crate::detailed::plan::planner::{make_it_fit, smallest_card};
 use crate::detailed::plan::search;
 use crate::detailed::time::hardware;
@@ -350,6 +350,16 @@ pub struct FinetuneArgs {
     /// [default: q,v].
     #[arg(long, value_name = "LIST")]
     pub lora_targets: Option<LoraTargets>,
+    /// The adapters' dtype: fp32 (PEFT's default, autocast_adapter_dtype)
+    /// or bf16, the model's 16-bit dtype (torchtune's LoRALinear, litgpt);
+    /// their weights, gradients and AdamW state [default: fp32].
+    #[arg(long, value_name = "DTYPE", value_parser = one_of::<LoraDtype>(LoraDtype::NAMES), ignore_case = true)]
+    pub lora_dtype: Option<LoraDtype>,
+    /// LoRA dropout probability, 0 ≤ P < 1 (PEFT's and torchtune's
+    /// lora_dropout): above 0 each adapter keeps its own dropped-out input
+    /// and mask [default: 0].
+    #[arg(long, value_name = "P")]
+    pub lora_dropout: Option<f64>,
     /// The frozen base as bitsandbytes stores it: nf4 (QLoRA, double
     /// quantization), nf4-nodq, int8; needs --lora-rank [default: none].
     #[arg(long, value_name = "FORMAT", value_parser = one_of::<BaseQuant>(BaseQuant::NAMES), ignore_case = true)]
@@ -597,6 +607,8 @@ impl Args {
             || par.dp_shard.is_some()
             || f.lora_rank.is_some()
             || f.lora_targets.is_some()
+            || f.lora_dtype.is_some()
+            || f.lora_dropout.is_some()
             || f.quant_base.is_some()
             || o.offload_optimizer
             || o.offload_params
@@ -1004,7 +1016,7 @@ impl Args {
     }
 
     /// The fine-tuning flags: `--quant-base`, `--lora-rank`,
-    /// `--lora-targets`, checked.
+    /// `--lora-targets`, `--lora-dtype`, `--lora-dropout`, checked.
     fn read_finetuning(&self, cfg: &mut DetailedConfig) -> Result<(), CliError> {
         let f = &self.finetune;
         if let Some(q) = f.quant_base {
@@ -1017,6 +1029,11 @@ impl Args {
             }
             cfg.lora_targets = targets;
         }
+        if (f.lora_dtype.is_some() || f.lora_dropout.is_some()) && f.lora_rank.is_none() {
+            return Err("--lora-dtype and --lora-dropout need --lora-rank".into());
+        }
+        cfg.lora_dtype = f.lora_dtype.unwrap_or(LoraDtype::Fp32);
+        cfg.lora_dropout = f.lora_dropout.unwrap_or(0.0);
         Ok(())
     }
 }

@@ -226,6 +226,12 @@ pub struct DetailedInputs {
     pub lora_rank: Option<u64>,
     /// LoRA's target projections.
     pub lora_targets: String,
+    /// The adapters' dtype, `fp32` or `bf16`; written with LoRA only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lora_dtype: Option<String>,
+    /// LoRA dropout; written when above 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lora_dropout: Option<f64>,
     /// The frozen base's storage (`none`, `nf4`, `nf4-nodq`, `int8`).
     pub quant_base: String,
     /// Offload.
@@ -711,6 +717,10 @@ impl DetailedInputs {
             capacity_factor: cfg.capacity_factor,
             lora_rank: cfg.lora_rank,
             lora_targets: cfg.lora_targets.names(),
+            lora_dtype: (cfg.lora_rank.is_some()
+                && cfg.lora_dtype != crate::detailed::config::LoraDtype::Fp32)
+                .then(|| cfg.lora_dtype.name().into()),
+            lora_dropout: (cfg.lora_dropout > 0.0).then_some(cfg.lora_dropout),
             quant_base: cfg.base_quant.name().into(),
             offload: cfg.offload,
             objective: cfg.objective.name().into(),

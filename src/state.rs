@@ -281,6 +281,10 @@ pub struct DetailedOptions {
     pub overhead: Option<Overhead>,
     /// The projections LoRA adapts.
     pub lora_targets: LoraTargets,
+    /// The adapters' dtype.
+    pub lora_dtype: crate::detailed::config::LoraDtype,
+    /// LoRA dropout, percent (0: none).
+    pub lora_dropout_percent: u64,
     /// A quantized frozen base (QLoRA).
     pub base_quant: BaseQuant,
     /// What is offloaded to host memory.
@@ -365,6 +369,8 @@ impl Default for DetailedOptions {
             show_lesson: false,
             overhead: None,
             lora_targets: LoraTargets::default(),
+            lora_dtype: crate::detailed::config::LoraDtype::Fp32,
+            lora_dropout_percent: 0,
             base_quant: BaseQuant::None,
             offload: Offload::default(),
             objective: Objective::Sft,
@@ -503,6 +509,8 @@ impl PageState {
         cfg.parallel = d.parallel;
         cfg.lora_rank = d.lora_rank;
         cfg.lora_targets = d.lora_targets;
+        cfg.lora_dtype = d.lora_dtype;
+        cfg.lora_dropout = d.lora_dropout_percent as f64 / 100.0;
         cfg.base_quant = d.base_quant;
         cfg.offload = d.offload;
         cfg.objective = d.objective;

@@ -29,7 +29,7 @@
 //! ddp-bucket-view, fsdp2, fsdp2-no-reshard, deepspeed), `schedule` (1f1b, zb-h1), `cpcomm` (p2p, a2a), `stage` (the
 //! pipeline stage the step chart shows: peak, first, last),
 //! `dp zero tp sp pp ep etp cp
-//! micro`, `shard` (hybrid sharding's group), `lora`, `lorat` (LoRA targets), `quant` (none, nf4, nf4-nodq,
+//! micro`, `shard` (hybrid sharding's group), `lora`, `lorat` (LoRA targets), `loradtype` (fp32, bf16: the adapters'), `loradrop` (LoRA dropout, percent 1–99), `quant` (none, nf4, nf4-nodq,
 //! int8), `offopt offparams offacts gpn` (offload, GPUs per node),
 //! `objective` (sft, dpo, dpo-precomputed, grpo, grpo-kl) with GRPO's `completion` (tokens),
 //! `gens` (completions per prompt), `vllm` (a colocated vLLM engine's percent of the card) and
@@ -166,7 +166,7 @@ type Choice = (
     &'static str,
     fn(&mut DetailedOptions, &str) -> Result<(), String>,
 );
-const CHOICES: [Choice; 12] = [
+const CHOICES: [Choice; 13] = [
     ("prec", |d, v| v.parse().map(|x| d.precision = x)),
     ("fp8", |d, v| v.parse().map(|x| d.fp8 = x)),
     ("opt", |d, v| v.parse().map(|x| d.optimizer = x)),
@@ -175,6 +175,7 @@ const CHOICES: [Choice; 12] = [
     ("quant", |d, v| v.parse().map(|x| d.base_quant = x)),
     ("objective", |d, v| v.parse().map(|x| d.objective = x)),
     ("lorat", |d, v| v.parse().map(|x| d.lora_targets = x)),
+    ("loradtype", |d, v| v.parse().map(|x| d.lora_dtype = x)),
     ("framework", |d, v| v.parse().map(|x| d.framework = x)),
     ("schedule", |d, v| {
         v.parse().map(|x| d.parallel.schedule = x)
@@ -250,6 +251,7 @@ fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result
         "vllm" => state.detailed.vllm_percent = Some(parse_count(value, 5, 95)?),
         "shard" => state.detailed.parallel.dp_shard = Some(parse_count(value, 1, 4096)?),
         "lora" => state.detailed.lora_rank = Some(parse_count(value, 1, 1024)?),
+        "loradrop" => state.detailed.lora_dropout_percent = parse_count(value, 1, 99)?,
         // The runtime overhead.
         "oh" => {
             state.detailed.overhead =
@@ -705,6 +707,8 @@ fn encode_fine_tuning(d: &DetailedOptions, def: &DetailedOptions, out: &mut Quer
         &def.lora_targets.names(),
     );
     pair(out, "quant", d.base_quant.name(), def.base_quant.name());
+    pair(out, "loradtype", d.lora_dtype.name(), def.lora_dtype.name());
+    pair(out, "loradrop", &d.lora_dropout_percent.to_string(), "0");
 }
 
 /// Offload: the optimizer, the weights and the activations to the host, and

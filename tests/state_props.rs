@@ -39,6 +39,7 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
             0usize..3,
             (1u64..=64, 1u64..=8),
         ),
+        (any::<bool>(), 0u64..=99),
     )
         .prop_map(
             |(
@@ -51,6 +52,7 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
                 (dp, zero, tp, pp),
                 (micro, lora, overhead),
                 (quant, (off_opt, off_params, off_acts, all_targets), gpn, objective, (ep, etp)),
+                (lora_bf16, lora_dropout),
             )| {
                 let mut d = DetailedOptions {
                     arch: PRESETS[m].arch,
@@ -90,6 +92,8 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
                 if all_targets {
                     d.lora_targets = "all".parse().unwrap();
                 }
+                d.lora_dtype = if lora_bf16 { "bf16" } else { "fp32" }.parse().unwrap();
+                d.lora_dropout_percent = lora_dropout;
                 d.parallel.ep = ep;
                 d.parallel.etp = etp;
                 d.overhead = overhead.map(|(ctx, ws, comm, frag)| Overhead {

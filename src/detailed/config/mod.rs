@@ -120,6 +120,19 @@ impl Default for Offload {
     }
 }
 
+/// The dtype LoRA's adapters are kept in: their weights, gradients and
+/// optimizer state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoraDtype {
+    /// fp32 whatever the model's dtype: PEFT's default
+    /// (`autocast_adapter_dtype=True`, `tuners/tuners_utils.py`).
+    Fp32,
+    /// The 16-bit weights' dtype: torchtune's `LoRALinear`
+    /// (`modules/peft/lora.py`: `lora_a`, `lora_b` built in the model's
+    /// dtype), litgpt's LoRA, PEFT with `autocast_adapter_dtype=False`.
+    Bf16,
+}
+
 /// What the step trains for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Objective {
@@ -400,6 +413,7 @@ choices!(Objective, "objective", "sft" => Objective::Sft,
     "dpo" => Objective::Dpo { reference: Reference::Model },
     "dpo-precomputed" => Objective::Dpo { reference: Reference::Precomputed },
     "grpo" => Objective::Grpo { kl: false }, "grpo-kl" => Objective::Grpo { kl: true });
+choices!(LoraDtype, "LoRA adapter dtype", "fp32" => LoraDtype::Fp32, "bf16" => LoraDtype::Bf16);
 choices!(Fp8, "fp8 recipe", "none" => Fp8::None, "tensorwise" => Fp8::Tensorwise,
     "rowwise" => Fp8::Rowwise, "te" => Fp8::Te, "te-mxfp8" => Fp8::TeMxfp8);
 choices!(AttentionKernel, "attention", "eager" => AttentionKernel::Eager, "flash" => AttentionKernel::Flash);
@@ -452,6 +466,12 @@ pub struct DetailedConfig {
     pub lora_rank: Option<u64>,
     /// The projections LoRA adapts.
     pub lora_targets: LoraTargets,
+    /// The dtype of LoRA's adapters.
+    pub lora_dtype: LoraDtype,
+    /// LoRA's dropout probability on the adapters' input (PEFT's
+    /// `lora_dropout`, torchtune's `lora_dropout`): above 0, each adapter
+    /// keeps its own dropped-out input and mask.
+    pub lora_dropout: f64,
     /// How the routed experts run (mixture of experts, "hf" profile).
     pub experts_impl: ExpertsImpl,
     /// A quantized frozen base (QLoRA): needs LoRA.
@@ -493,6 +513,8 @@ impl DetailedConfig {
             parallel: Parallelism::default(),
             lora_rank: None,
             lora_targets: LoraTargets::default(),
+            lora_dtype: LoraDtype::Fp32,
+            lora_dropout: 0.0,
             experts_impl: ExpertsImpl::Grouped,
             capacity_factor: None,
             base_quant: BaseQuant::None,

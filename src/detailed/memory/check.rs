@@ -4,8 +4,8 @@
 
 use super::{grpo, sac};
 use crate::detailed::config::{
-    AttentionKernel, BaseQuant, CpComm, DetailedConfig, DetailedError, Fp8, Framework, Objective,
-    Optimizer, Precision, Profile, Recompute, Schedule,
+    AttentionKernel, BaseQuant, CpComm, DetailedConfig, DetailedError, Fp8, Framework, LoraDtype,
+    Objective, Optimizer, Precision, Profile, Recompute, Schedule,
 };
 use crate::detailed::model::{Family, LoraTargets};
 
@@ -72,6 +72,32 @@ fn lora(cfg: &DetailedConfig) -> Result<(), DetailedError> {
         if a.family == Family::Gpt2 && cfg.lora_targets.0 & LoraTargets::GATE != 0 {
             return refuse("GPT-2 has no gate projection");
         }
+    }
+    lora_variants(cfg)
+}
+
+/// LoRA's adapter dtype and dropout: bf16 adapters need a 16-bit model
+/// (torchtune and litgpt keep them in the model's dtype); dropout is a
+/// probability, priced where PEFT's adapters are priced term by term (the
+/// hf profile on a plain Llama-family layer).
+fn lora_variants(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    let a = &cfg.arch;
+    if !(0.0..1.0).contains(&cfg.lora_dropout) {
+        return refuse("LoRA dropout is a probability from 0 up to (not including) 1");
+    }
+    if cfg.lora_rank.is_none() {
+        return Ok(());
+    }
+    if cfg.lora_dtype == LoraDtype::Bf16 && cfg.precision == Precision::Fp32 {
+        return refuse("bf16 adapters are kept in the model's 16-bit dtype (torchtune, litgpt): choose --precision bf16 or mixed, or fp32 adapters");
+    }
+    let plain_llama = a.family == Family::Llama
+        && a.moe.is_none()
+        && a.mla.is_none()
+        && a.ssm.is_none()
+        && !a.sandwich_norms;
+    if cfg.lora_dropout > 0.0 && (cfg.profile != Profile::Hf || !plain_llama) {
+        return refuse("LoRA dropout is priced for PEFT's and torchtune's adapters under the hf profile on a plain Llama-family layer (no experts, latent attention, Gemma norms or Mamba-2 mixer)");
     }
     Ok(())
 }

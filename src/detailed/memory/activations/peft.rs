@@ -3,8 +3,9 @@
 //! first layer keeps when nothing before it requires grad.
 
 use super::{mask_bytes, LayerActivations};
-use crate::detailed::config::{AttentionKernel, DetailedConfig};
+use crate::detailed::config::{AttentionKernel, DetailedConfig, Device};
 use crate::detailed::memory::bytes::act_bytes;
+use crate::detailed::memory::states::fp32_adapters;
 use crate::detailed::model::{Family, LoraTargets as T};
 
 /// Whether the PEFT LoRA model of [`peft_layer`] applies: the "hf"
@@ -88,10 +89,19 @@ pub(super) fn peft_layer(cfg: &DetailedConfig, n: f64, first: bool) -> LayerActi
     }
 }
 
-/// The adapters' saved tensors in one layer for n tokens: each keeps A's
-/// r-wide fp32 output for B's gradient, and its input in fp32 for A's (a
-/// copy per adapter in a 16-bit model, `_cast_input_dtype`; in fp32 the one
-/// input tensor its group shares); `rg_attn`: attention requires grad.
+/// The adapters' saved tensors in one layer for n tokens; `rg_attn`:
+/// attention requires grad. Each adapter keeps A's r-wide output for B's
+/// gradient, and its input for A's, in the adapters' dtype (PEFT's
+/// `Linear.forward`: `x = self._cast_input_dtype(x, lora_A.weight.dtype)`,
+/// then `lora_B(lora_A(dropout(x)))`; torchtune's `LoRALinear.forward`:
+/// `self.lora_a(self.dropout(x))`):
+/// - fp32 adapters in a 16-bit model: a cast copy of the input per adapter;
+/// - adapters in the model's dtype: the one input tensor its group of
+///   projections shares (no copy; the output projection's, under SDPA,
+///   is SDPA's own saved output);
+/// - with LoRA dropout (p > 0), each adapter's own dropped-out input and
+///   its mask (`native_dropout`: bool on CUDA, the input's dtype on the
+///   CPU) instead.
 fn adapters(cfg: &DetailedConfig, n: f64, rg_attn: bool) -> f64 {
     let a = &cfg.arch;
     let p = act_bytes(cfg);
@@ -100,9 +110,15 @@ fn adapters(cfg: &DetailedConfig, n: f64, rg_attn: bool) -> f64 {
     let r = cfg.lora_rank.unwrap_or(0) as f64;
     let t = cfg.lora_targets;
     let count = |bits: u8| u64::from((t.0 & bits).count_ones()) as f64;
-    let fp32 = p == 4.0;
+    let ab = if fp32_adapters(cfg) { 4.0 } else { p };
+    let same_dtype = ab == p;
+    let dropout = cfg.lora_dropout > 0.0;
+    let mask = match cfg.device {
+        Device::Cuda => 1.0,
+        Device::Cpu => ab,
+    };
     let eager = cfg.attention == AttentionKernel::Eager;
-    let mut adapters = count(127) * n * r * 4.0;
+    let mut adapters = count(127) * n * r * ab;
     for (bits, width) in [
         (T::Q | T::K | T::V, h),
         (T::O, od),
@@ -110,11 +126,19 @@ fn adapters(cfg: &DetailedConfig, n: f64, rg_attn: bool) -> f64 {
         (T::DOWN, f),
     ] {
         let k = count(bits);
-        // In fp32 the output projection's input is SDPA's own saved output.
-        let shared_with_sdpa = bits == T::O && fp32 && !eager && rg_attn;
-        if k > 0.0 && !shared_with_sdpa {
-            adapters += n * width * 4.0 * if fp32 { 1.0 } else { k };
-        }
+        // The output projection's input is SDPA's own saved output.
+        let shared_with_sdpa = bits == T::O && same_dtype && !eager && rg_attn;
+        adapters += if k == 0.0 {
+            0.0
+        } else if dropout {
+            k * n * width * (ab + mask)
+        } else if shared_with_sdpa {
+            0.0
+        } else if same_dtype {
+            n * width * ab
+        } else {
+            k * n * width * ab
+        };
     }
     adapters
 }
