@@ -67,7 +67,8 @@ pub(super) fn peft_layer(cfg: &DetailedConfig, n: f64, first: bool) -> LayerActi
     if rg_mid {
         replicated += frozen_rms(h, n);
     }
-    let adapters = adapters(cfg, n, rg_attn);
+    let rg_down = rg_mid || has(cfg, T::GATE) || has(cfg, T::UP);
+    let adapters = adapters(cfg, n, [rg_in, rg_attn, rg_mid, rg_down]);
     let qk_norm = if a.qk_norm && rg_attn {
         frozen_rms(qd / heads, n * heads)
             + frozen_rms(kd / a.kv_heads as f64, n * a.kv_heads as f64)
@@ -89,8 +90,9 @@ pub(super) fn peft_layer(cfg: &DetailedConfig, n: f64, first: bool) -> LayerActi
     }
 }
 
-/// The adapters' saved tensors in one layer for n tokens; `rg_attn`:
-/// attention requires grad. Each adapter keeps A's r-wide output for B's
+/// The adapters' saved tensors in one layer for n tokens; `rg`: whether the
+/// input of each group of projections requires grad (q, k, v; o; gate, up;
+/// down), attention requiring grad when o's does. Each adapter keeps A's r-wide output for B's
 /// gradient, and its input for A's, in the adapters' dtype (PEFT's
 /// `Linear.forward`: `x = self._cast_input_dtype(x, lora_A.weight.dtype)`,
 /// then `lora_B(lora_A(dropout(x)))`; torchtune's `LoRALinear.forward`:
@@ -99,10 +101,12 @@ pub(super) fn peft_layer(cfg: &DetailedConfig, n: f64, first: bool) -> LayerActi
 /// - adapters in the model's dtype: the one input tensor its group of
 ///   projections shares (no copy; the output projection's, under SDPA,
 ///   is SDPA's own saved output);
-/// - with LoRA dropout (p > 0), each adapter's own dropped-out input and
-///   its mask (`native_dropout`: bool on CUDA, the input's dtype on the
-///   CPU) instead.
-fn adapters(cfg: &DetailedConfig, n: f64, rg_attn: bool) -> f64 {
+/// - with LoRA dropout (p > 0), each adapter's own dropped-out input and,
+///   where that input requires grad, its mask (`native_dropout`: bool on
+///   CUDA; on the CPU `input * noise`, the noise in the input's dtype; a
+///   first layer's q, k and v inputs need no grad, measured) instead.
+fn adapters(cfg: &DetailedConfig, n: f64, rg: [bool; 4]) -> f64 {
+    let rg_attn = rg[1];
     let a = &cfg.arch;
     let p = act_bytes(cfg);
     let (h, f) = (a.hidden as f64, a.ffn as f64);
@@ -119,13 +123,17 @@ fn adapters(cfg: &DetailedConfig, n: f64, rg_attn: bool) -> f64 {
     };
     let eager = cfg.attention == AttentionKernel::Eager;
     let mut adapters = count(127) * n * r * ab;
-    for (bits, width) in [
+    for ((bits, width), rg) in [
         (T::Q | T::K | T::V, h),
         (T::O, od),
         (T::GATE | T::UP, h),
         (T::DOWN, f),
-    ] {
+    ]
+    .into_iter()
+    .zip(rg)
+    {
         let k = count(bits);
+        let mask = if rg { mask } else { 0.0 };
         // The output projection's input is SDPA's own saved output.
         let shared_with_sdpa = bits == T::O && same_dtype && !eager && rg_attn;
         adapters += if k == 0.0 {
