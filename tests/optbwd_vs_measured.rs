@@ -191,3 +191,66 @@ fn it_lowers_an_update_peak_and_round_trips() {
     assert!(d.state.detailed_config().optimizer_in_backward);
     assert!(membudget::url::encode(&d.state).contains("optbwd=1"));
 }
+
+/// The rows of docs/validation.md's table, from the fixture and the model:
+/// each configuration and step, the usual step's peak and the one in
+/// backward, measured and modelled.
+fn table_lines() -> Vec<String> {
+    let rows = rows();
+    let peak = |r: &Row| timeline(&r.cfg, &r.opts).unwrap().peak_bytes();
+    rows.iter()
+        .filter(|r| !r.cfg.optimizer_in_backward)
+        .map(|usual| {
+            let bwd = rows
+                .iter()
+                .find(|r| r.cfg.optimizer_in_backward && r.key == usual.key)
+                .unwrap();
+            let c: Vec<&str> = usual.line.split('\t').collect();
+            let (mu, pu, mb, pb) = (usual.peak, peak(usual), bwd.peak, peak(bwd));
+            format!(
+                "| {} L{} h{} V{}k s{} b{} {} {}{} {} | {} | {:.1} MB ({}) | {:.1} MB | {:+.2} % | {:.1} MB ({}) | {:.1} MB | {:+.2} % | {:.1} MB | {:.1} MB |",
+                c[0],
+                c[1],
+                c[2],
+                c[6].parse::<u64>().unwrap() / 1000,
+                c[7],
+                c[8],
+                c[9],
+                c[10],
+                if c[11] == "True" { " ckpt" } else { "" },
+                if c[12] == "True" { "foreach" } else { "loop" },
+                c[14],
+                mu / 1e6,
+                usual.phase,
+                pu / 1e6,
+                (pu / mu - 1.0) * 100.0,
+                mb / 1e6,
+                bwd.phase,
+                pb / 1e6,
+                (pb / mb - 1.0) * 100.0,
+                (mu - mb) / 1e6,
+                (pu - pb) / 1e6,
+            )
+        })
+        .collect()
+}
+
+/// docs/validation.md shows the code's figures.
+#[test]
+fn docs_show_the_measured_table() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/validation.md"))
+        .unwrap();
+    for line in table_lines() {
+        assert!(doc.contains(&line), "docs/validation.md lacks {line}");
+    }
+}
+
+/// `cargo test --test optbwd_vs_measured -- --ignored --nocapture` prints
+/// the table for docs/validation.md.
+#[test]
+#[ignore]
+fn print_table() {
+    for line in table_lines() {
+        println!("{line}");
+    }
+}
