@@ -13,7 +13,7 @@ use membudget::detailed::config::LoraDtype;
 use membudget::detailed::{estimate, DetailedConfig, LoraTargets, Step, StepOptions};
 
 /// Rows the table must have.
-const MIN_ROWS: usize = 1;
+const MIN_ROWS: usize = 22;
 
 struct Row {
     line: String,
@@ -131,4 +131,56 @@ fn the_settings_move_the_right_terms_and_refuse_in_words() {
     cfg.profile = Profile::Hf;
     cfg.precision = Precision::Fp32;
     assert!(estimate(&cfg).unwrap_err().0.contains("16-bit"));
+}
+
+/// The rows of docs/validation.md's table, from the fixture and the model.
+fn table_lines() -> Vec<String> {
+    rows()
+        .iter()
+        .map(|r| {
+            let c: Vec<&str> = r.line.split('\t').collect();
+            let t = membudget::detailed::timeline(&r.cfg, &r.opts).unwrap();
+            let b = estimate(&r.cfg).unwrap();
+            format!(
+                "| {} L{} h{} s{} b{} {} {} r{} {} | {} | {} | {} | {:.3} MB | {:.3} MB | {:.2} MB | {:.2} MB | {:+.2} % |",
+                c[0],
+                c[1],
+                c[2],
+                c[7],
+                c[8],
+                c[9],
+                c[10],
+                c[11],
+                c[12],
+                c[13],
+                c[14],
+                c[20],
+                r.values[4] / 1e6,
+                b.activations / 1e6,
+                r.peak / 1e6,
+                t.peak_bytes() / 1e6,
+                (t.peak_bytes() / r.peak - 1.0) * 100.0,
+            )
+        })
+        .collect()
+}
+
+/// docs/validation.md shows the code's figures.
+#[test]
+fn docs_show_the_measured_table() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/validation.md"))
+        .unwrap();
+    for line in table_lines() {
+        assert!(doc.contains(&line), "docs/validation.md lacks {line}");
+    }
+}
+
+/// `cargo test --test lora_variants_vs_measured -- --ignored --nocapture`
+/// prints the table for docs/validation.md.
+#[test]
+#[ignore]
+fn print_table() {
+    for line in table_lines() {
+        println!("{line}");
+    }
 }
