@@ -346,8 +346,9 @@ pub struct FinetuneArgs {
     /// LoRA rank (the base model is frozen), 1–hidden size.
     #[arg(long, value_name = "R", value_parser = value_parser!(u64).range(1..=1 << 20))]
     pub lora_rank: Option<u64>,
-    /// Projections LoRA adapts: any of q,k,v,o,gate,up,down, or all
-    /// [default: q,v].
+    /// Projections LoRA adapts: any of q,k,v,o,gate,up,down, or all; and
+    /// beside them lm_head, embed (PEFT's adapters on the output layer and
+    /// the embedding) [default: q,v].
     #[arg(long, value_name = "LIST")]
     pub lora_targets: Option<LoraTargets>,
     /// The adapters' dtype: fp32 (PEFT's default, autocast_adapter_dtype)
@@ -1145,7 +1146,12 @@ fn description_line(cfg: &DetailedConfig) -> String {
         p.tp,
         if p.sp { " with SP" } else { "" },
         p.pp,
-        cfg.lora_rank.map_or(String::new(), |r| format!(", LoRA rank {r} on {}", cfg.lora_targets.names())),
+        cfg.lora_rank.map_or(String::new(), |r| format!(
+            ", LoRA rank {r} on {}{}{}",
+            cfg.lora_targets.names(),
+            if cfg.lora_dtype == LoraDtype::Bf16 { ", bf16 adapters" } else { "" },
+            if cfg.lora_dropout > 0.0 { format!(", dropout {}", cfg.lora_dropout) } else { String::new() }
+        )),
     )
 }
 

@@ -13,7 +13,7 @@ use membudget::detailed::config::LoraDtype;
 use membudget::detailed::{estimate, DetailedConfig, LoraTargets, Step, StepOptions};
 
 /// Rows the table must have.
-const MIN_ROWS: usize = 22;
+const MIN_ROWS: usize = 32;
 
 struct Row {
     line: String,
@@ -131,6 +131,23 @@ fn the_settings_move_the_right_terms_and_refuse_in_words() {
     cfg.profile = Profile::Hf;
     cfg.precision = Precision::Fp32;
     assert!(estimate(&cfg).unwrap_err().0.contains("16-bit"));
+    // Adapters on the output layer and the embedding: their parameters
+    // r·(V + h) each, refused on a tied table.
+    cfg.precision = Precision::Bf16;
+    let layers = estimate(&cfg).unwrap();
+    cfg.lora_targets = "all,lm_head,embed".parse().unwrap();
+    assert_eq!(
+        cfg.lora_targets.names(),
+        "q,k,v,o,gate,up,down,lm_head,embed"
+    );
+    let outer = estimate(&cfg).unwrap();
+    let a = &cfg.arch;
+    assert_eq!(
+        outer.grads - layers.grads,
+        (2 * 16 * (a.vocab + a.hidden)) as f64 * 2.0
+    );
+    cfg.arch = preset("llama-3.2-1b").unwrap().arch;
+    assert!(estimate(&cfg).unwrap_err().0.contains("untied"));
 }
 
 /// The rows of docs/validation.md's table, from the fixture and the model.

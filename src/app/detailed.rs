@@ -269,7 +269,19 @@ const QUANT_NAMES: &[&str] = &[
     "NF4",
     "int8 (LLM.int8())",
 ];
-const TARGET_NAMES: &[&str] = &["q, v", "All projections"];
+const TARGET_NAMES: &[&str] = &[
+    "q, v",
+    "All projections",
+    "All projections and lm_head",
+    "All projections, lm_head and embed",
+];
+/// The targets the select offers, in its order.
+const TARGETS: [LoraTargets; 4] = [
+    LoraTargets(LoraTargets::Q | LoraTargets::V),
+    LoraTargets(LoraTargets::LAYERS),
+    LoraTargets(LoraTargets::LAYERS | LoraTargets::LM_HEAD),
+    LoraTargets(LoraTargets::LAYERS | LoraTargets::LM_HEAD | LoraTargets::EMBED),
+];
 const FP8S: [crate::detailed::Fp8; 5] = [
     crate::detailed::Fp8::None,
     crate::detailed::Fp8::Tensorwise,
@@ -661,7 +673,7 @@ fn lora_group() -> impl IntoView {
         <details>
             <summary>"LoRA and QLoRA"</summary>
             {count("lora-input", "LoRA rank", (1, 1024), |d| d.lora_rank, |d, v| d.lora_rank = v, true)}
-            {choice("lora-targets-select", "LoRA adapts", TARGET_NAMES, |d| usize::from(d.lora_targets != LoraTargets::default()), |d, i| d.lora_targets = if i == 0 { LoraTargets::default() } else { LoraTargets(127) })}
+            {choice("lora-targets-select", "LoRA adapts", TARGET_NAMES, |d| TARGETS.iter().position(|t| *t == d.lora_targets).unwrap_or(1), |d, i| d.lora_targets = TARGETS[i])}
             {choice("quant-select", "Frozen base stored as", QUANT_NAMES, |d| index_of(&QUANTS, d.base_quant), |d, i| d.base_quant = QUANTS[i])}
             {choice("lora-dtype-select", "Adapters kept in", LORA_DTYPE_NAMES, |d| usize::from(d.lora_dtype == LoraDtype::Bf16), |d, i| d.lora_dtype = if i == 0 { LoraDtype::Fp32 } else { LoraDtype::Bf16 })}
             {count("lora-dropout-input", "LoRA dropout, % (empty: none)", (1, 99), |d| (d.lora_dropout_percent > 0).then_some(d.lora_dropout_percent), |d, v| d.lora_dropout_percent = v.unwrap_or(0), true)}

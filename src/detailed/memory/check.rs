@@ -96,6 +96,13 @@ fn lora_variants(cfg: &DetailedConfig) -> Result<(), DetailedError> {
         && a.mla.is_none()
         && a.ssm.is_none()
         && !a.sandwich_norms;
+    let outer = cfg.lora_targets.lm_head() || cfg.lora_targets.embed();
+    if outer && (cfg.profile != Profile::Hf || !plain_llama || a.tied_embeddings) {
+        return refuse("LoRA on lm_head or embed is priced for PEFT's adapters under the hf profile on a plain Llama-family model with untied embeddings");
+    }
+    if outer && cfg.lora_targets.count() == 0 {
+        return refuse("LoRA on lm_head or embed is priced beside the layers' adapters: name at least one of q, k, v, o, gate, up, down");
+    }
     if cfg.lora_dropout > 0.0 && (cfg.profile != Profile::Hf || !plain_llama) {
         return refuse("LoRA dropout is priced for PEFT's and torchtune's adapters under the hf profile on a plain Llama-family layer (no experts, latent attention, Gemma norms or Mamba-2 mixer)");
     }

@@ -57,7 +57,16 @@ fn trained_tensor_values(cfg: &DetailedConfig) -> (f64, f64) {
             let (ra, rb) = ((r * i) as f64, (r * o) as f64);
             (p + large(ra) + large(rb), all + ra + rb)
         });
-        return (layers * per_layer.0, layers * per_layer.1);
+        // The output layer's and the embedding's: one r × h (or h × r)
+        // and one V-wide tensor each.
+        let outer = cfg.lora_targets.lm_head() as u64 + cfg.lora_targets.embed() as u64;
+        let (small, wide) = ((r * a.hidden) as f64, (r * a.vocab) as f64);
+        let outer_paged = outer as f64 * (large(small) + large(wide));
+        let outer_all = outer as f64 * (small + wide);
+        return (
+            layers * per_layer.0 + outer_paged,
+            layers * per_layer.1 + outer_all,
+        );
     }
     // Each tensor as one GPU holds it decides; counted whole.
     let all = a.params() as f64;

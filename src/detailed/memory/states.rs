@@ -226,7 +226,10 @@ pub(crate) fn trained_params(cfg: &DetailedConfig) -> f64 {
 /// each, `torch/optim/adamw.py`, `_init_group`).
 pub(crate) fn trained_tensors(cfg: &DetailedConfig) -> u64 {
     match cfg.lora_rank {
-        Some(_) => 2 * cfg.lora_targets.count() * cfg.arch.layers,
+        Some(_) => {
+            let t = cfg.lora_targets;
+            2 * t.count() * cfg.arch.layers + 2 * u64::from(t.lm_head()) + 2 * u64::from(t.embed())
+        }
         None => cfg.arch.param_tensors(),
     }
 }

@@ -24,7 +24,7 @@ pub(super) fn peft_llama(cfg: &DetailedConfig) -> bool {
 }
 
 /// Whether LoRA adapts any of the projections `bits` names.
-fn has(cfg: &DetailedConfig, bits: u8) -> bool {
+fn has(cfg: &DetailedConfig, bits: u16) -> bool {
     cfg.lora_targets.0 & bits != 0
 }
 
@@ -113,7 +113,7 @@ fn adapters(cfg: &DetailedConfig, n: f64, rg: [bool; 4]) -> f64 {
     let od = a.o_dim() as f64;
     let r = cfg.lora_rank.unwrap_or(0) as f64;
     let t = cfg.lora_targets;
-    let count = |bits: u8| u64::from((t.0 & bits).count_ones()) as f64;
+    let count = |bits: u16| u64::from((t.0 & bits).count_ones()) as f64;
     let ab = if fp32_adapters(cfg) { 4.0 } else { p };
     let same_dtype = ab == p;
     let dropout = cfg.lora_dropout > 0.0;
@@ -149,6 +149,34 @@ fn adapters(cfg: &DetailedConfig, n: f64, rg: [bool; 4]) -> f64 {
         };
     }
     adapters
+}
+
+/// The adapters outside the layers for n tokens: (the embedding's, the
+/// output layer's). PEFT's `Embedding` keeps A's r-wide lookup
+/// (`after_A = self._embed(x, lora_embedding_A.T)`) for B's gradient;
+/// its `Linear` on the output layer keeps what a layer's adapter keeps
+/// ([`adapters`]' rules): its input (the final norm's output, a cast copy
+/// with fp32 adapters in a 16-bit model; with dropout its own dropped-out
+/// copy and mask) and A's output.
+pub(super) fn outer_adapters(cfg: &DetailedConfig, n: f64) -> (f64, f64) {
+    let p = act_bytes(cfg);
+    let h = cfg.arch.hidden as f64;
+    let r = cfg.lora_rank.unwrap_or(0) as f64;
+    let ab = if fp32_adapters(cfg) { 4.0 } else { p };
+    let t = cfg.lora_targets;
+    let embed = if t.embed() { n * r * ab } else { 0.0 };
+    let lm_head = if !t.lm_head() {
+        0.0
+    } else if cfg.lora_dropout > 0.0 {
+        let mask = match cfg.device {
+            Device::Cuda => 1.0,
+            Device::Cpu => ab,
+        };
+        n * h * (ab + mask) + n * r * ab
+    } else {
+        n * h * ab + n * r * ab
+    };
+    (embed, lm_head)
 }
 
 /// Attention's saved tensors under the frozen base, for n tokens:

@@ -109,7 +109,10 @@ fn largest_trained(cfg: &DetailedConfig) -> f64 {
             })
             .max()
             .unwrap_or(0);
-        return (r * widest) as f64;
+        // The output layer's B and the embedding's A are V wide.
+        let t = cfg.lora_targets;
+        let outer = if t.lm_head() || t.embed() { a.vocab } else { 0 };
+        return (r * widest.max(outer)) as f64;
     }
     ((a.vocab * a.hidden) as f64 / cfg.parallel.outer_divisor()).max(largest_in_layer(cfg, tp))
 }
