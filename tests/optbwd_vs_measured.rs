@@ -254,3 +254,43 @@ fn print_table() {
         println!("{line}");
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(500))]
+    /// Any preset that can be priced with the step in backward gives finite,
+    /// non-negative live bytes at every event, no gradient at the update
+    /// (each was freed in its hook), the whole state there, and a peak at
+    /// least the weights and the state.
+    #[test]
+    fn the_step_in_backward_is_sound_on_any_preset(
+        m in 0..membudget::detailed::PRESETS.len(),
+        seq in proptest::sample::select(vec![128u64, 1024, 4096]),
+        micro in 1u64..=4,
+        precision in common::any_precision(),
+        optimizer in common::any_optimizer(),
+        first in proptest::bool::ANY,
+        adam in proptest::sample::select(vec![None, Some(membudget::detailed::AdamImpl::ForLoop), Some(membudget::detailed::AdamImpl::Foreach)]),
+    ) {
+        use membudget::detailed::{Moment, Profile, Step};
+        let mut cfg = DetailedConfig::new(membudget::detailed::PRESETS[m].arch, seq, micro);
+        cfg.profile = Profile::Hf;
+        cfg.precision = precision;
+        cfg.optimizer = optimizer;
+        cfg.optimizer_in_backward = true;
+        let opts = StepOptions { step: if first { Step::First } else { Step::Later }, adam };
+        let Ok(t) = timeline(&cfg, &opts) else { return Ok(()); };
+        let b = estimate(&cfg).unwrap();
+        let peak = t.peak_bytes();
+        proptest::prop_assert!(peak.is_finite());
+        for e in &t.events {
+            let l = &e.live;
+            for v in [l.params, l.grads, l.master_weights, l.optimizer_state, l.activations, l.transient] {
+                proptest::prop_assert!(v.is_finite() && v >= -1e-6 * peak, "{e:?}");
+            }
+            proptest::prop_assert_eq!(l.grads, 0.0);
+        }
+        let update = t.events.iter().find(|e| e.moment == Moment::OptimizerUpdate).unwrap();
+        proptest::prop_assert!((update.live.optimizer_state - b.optimizer_state).abs() <= 1e-6 * b.optimizer_state.max(1.0));
+        proptest::prop_assert!(peak >= (b.params + b.master_weights + b.optimizer_state) * (1.0 - 1e-12));
+    }
+}
