@@ -2,7 +2,7 @@
 //! or, with any of the detailed flags, the detailed model's per-GPU budget.
 
 use crate::budget::{estimate, Breakdown, Field, TrainingConfig};
-use crate::detailed::config::defaults;
+use crate::detailed::config::{defaults, LoraDtype};
 use crate::detailed::plan::planner::{make_it_fit, smallest_card};
 use crate::detailed::plan::search;
 use crate::detailed::time::hardware;
@@ -203,6 +203,12 @@ pub struct PrecisionArgs {
     /// The optimizer; paged-* are bitsandbytes' paged versions [default: adamw].
     #[arg(long, value_name = "OPTIMIZER", value_parser = one_of::<Optimizer>(Optimizer::NAMES), ignore_case = true)]
     pub optimizer: Option<Optimizer>,
+    /// Run the optimizer's step inside backward, one parameter at a time,
+    /// each gradient freed right after (torchtune's optimizer_in_bwd,
+    /// PyTorch's register_post_accumulate_grad_hook): one GPU, no gradient
+    /// accumulation, no clipping; hf kernels unless --impl is given.
+    #[arg(long)]
+    pub optimizer_in_backward: bool,
     /// AdamW's implementation, for the optimizer step's temporaries
     /// [default: fused for --impl fused, foreach for hf on cuda, loop for hf
     /// on cpu].
@@ -352,10 +358,21 @@ pub struct FinetuneArgs {
     /// LoRA rank (the base model is frozen), 1–hidden size.
     #[arg(long, value_name = "R", value_parser = value_parser!(u64).range(1..=1 << 20))]
     pub lora_rank: Option<u64>,
-    /// Projections LoRA adapts: any of q,k,v,o,gate,up,down, or all
-    /// [default: q,v].
+    /// Projections LoRA adapts: any of q,k,v,o,gate,up,down, or all; and
+    /// beside them lm_head, embed (PEFT's adapters on the output layer and
+    /// the embedding) [default: q,v].
     #[arg(long, value_name = "LIST")]
     pub lora_targets: Option<LoraTargets>,
+    /// The adapters' dtype: fp32 (PEFT's default, autocast_adapter_dtype)
+    /// or bf16, the model's 16-bit dtype (torchtune's LoRALinear, litgpt);
+    /// their weights, gradients and AdamW state [default: fp32].
+    #[arg(long, value_name = "DTYPE", value_parser = one_of::<LoraDtype>(LoraDtype::NAMES), ignore_case = true)]
+    pub lora_dtype: Option<LoraDtype>,
+    /// LoRA dropout probability, 0 ≤ P < 1 (PEFT's and torchtune's
+    /// lora_dropout): above 0 each adapter keeps its own dropped-out input
+    /// and mask [default: 0].
+    #[arg(long, value_name = "P")]
+    pub lora_dropout: Option<f64>,
     /// The frozen base as bitsandbytes stores it: nf4 (QLoRA, double
     /// quantization), nf4-nodq, int8; needs --lora-rank [default: none].
     #[arg(long, value_name = "FORMAT", value_parser = one_of::<BaseQuant>(BaseQuant::NAMES), ignore_case = true)]
@@ -574,6 +591,7 @@ impl Args {
             || p.grad_fp32
             || p.fp8.is_some()
             || p.optimizer.is_some()
+            || p.optimizer_in_backward
             || p.adam.is_some()
             || k.attention.is_some()
             || k.dropout
@@ -604,6 +622,8 @@ impl Args {
             || par.dp_shard.is_some()
             || f.lora_rank.is_some()
             || f.lora_targets.is_some()
+            || f.lora_dtype.is_some()
+            || f.lora_dropout.is_some()
             || f.quant_base.is_some()
             || o.offload_optimizer
             || o.offload_params
@@ -855,13 +875,14 @@ impl Args {
     }
 
     /// The precision and optimizer flags: `--precision`, `--grad-fp32`,
-    /// `--fp8`, `--optimizer`.
+    /// `--fp8`, `--optimizer`, `--optimizer-in-backward`.
     fn read_precision(&self, cfg: &mut DetailedConfig) {
         let p = &self.precision;
         cfg.precision = p.precision.unwrap_or(Precision::Mixed);
         cfg.fp32_grads = p.grad_fp32;
         cfg.fp8 = p.fp8.unwrap_or(Fp8::None);
         cfg.optimizer = p.optimizer.unwrap_or(Optimizer::AdamW);
+        cfg.optimizer_in_backward = p.optimizer_in_backward;
     }
 
     /// The kernel flags but `--impl` (whose default looks at the whole
@@ -1030,7 +1051,7 @@ impl Args {
     }
 
     /// The fine-tuning flags: `--quant-base`, `--lora-rank`,
-    /// `--lora-targets`, checked.
+    /// `--lora-targets`, `--lora-dtype`, `--lora-dropout`, checked.
     fn read_finetuning(&self, cfg: &mut DetailedConfig) -> Result<(), CliError> {
         let f = &self.finetune;
         if let Some(q) = f.quant_base {
@@ -1043,6 +1064,11 @@ impl Args {
             }
             cfg.lora_targets = targets;
         }
+        if (f.lora_dtype.is_some() || f.lora_dropout.is_some()) && f.lora_rank.is_none() {
+            return Err("--lora-dtype and --lora-dropout need --lora-rank".into());
+        }
+        cfg.lora_dtype = f.lora_dtype.unwrap_or(LoraDtype::Fp32);
+        cfg.lora_dropout = f.lora_dropout.unwrap_or(0.0);
         Ok(())
     }
 }
@@ -1090,6 +1116,13 @@ pub fn render_detailed(
     out += &computed_lines(cfg, profile_reason);
     out += &dominant_line(&b.terms());
     out += &peak_lines(b, t);
+    if cfg.optimizer.paged() {
+        out += &paged_line(cfg, t);
+    }
+    if cfg.optimizer_in_backward {
+        out += "# optimizer in backward: each parameter stepped as its gradient is ready, the gradient freed at once; \
+                it forbids gradient accumulation and gradient clipping (torchtune refuses both)\n";
+    }
     if matches!(cfg.objective, Objective::Grpo { .. }) {
         out += &rollout_lines(cfg, t);
     }
@@ -1120,7 +1153,7 @@ fn description_line(cfg: &DetailedConfig) -> String {
     let p = &cfg.parallel;
     format!(
         "# detailed, per GPU: {} L{} h{} a{} kv{} ffn{} V{}, {} parameters; seq {}, micro-batch {}; \
-         {}, {}, {} attention{}, recompute {}, {} kernels{}; dp {} (ZeRO {}), tp {}{}, pp {}{}\n",
+         {}, {}{}, {} attention{}, recompute {}, {} kernels{}; dp {} (ZeRO {}), tp {}{}, pp {}{}\n",
         a.family.name(),
         a.layers,
         a.hidden,
@@ -1133,6 +1166,11 @@ fn description_line(cfg: &DetailedConfig) -> String {
         cfg.micro(),
         cfg.precision.name(),
         cfg.optimizer.name(),
+        if cfg.optimizer_in_backward {
+            " in backward"
+        } else {
+            ""
+        },
         cfg.attention.name(),
         if cfg.dropout { ", dropout" } else { "" },
         cfg.recompute.name(),
@@ -1143,7 +1181,12 @@ fn description_line(cfg: &DetailedConfig) -> String {
         p.tp,
         if p.sp { " with SP" } else { "" },
         p.pp,
-        cfg.lora_rank.map_or(String::new(), |r| format!(", LoRA rank {r} on {}", cfg.lora_targets.names())),
+        cfg.lora_rank.map_or(String::new(), |r| format!(
+            ", LoRA rank {r} on {}{}{}",
+            cfg.lora_targets.names(),
+            if cfg.lora_dtype == LoraDtype::Bf16 { ", bf16 adapters" } else { "" },
+            if cfg.lora_dropout > 0.0 { format!(", dropout {}", cfg.lora_dropout) } else { String::new() }
+        )),
     )
 }
 
@@ -1229,6 +1272,21 @@ fn peak_lines(b: &DetailedBreakdown, t: &StepTimeline) -> String {
         (t.peak_bytes() / b.total - 1.0) * 100.0
     );
     out
+}
+
+/// `# paged optimizer state: …`: the part of the peak in CUDA unified
+/// memory, which PyTorch's figures (and so a trainer's log) leave out.
+fn paged_line(cfg: &DetailedConfig, t: &StepTimeline) -> String {
+    let paged = detailed::memory::paged::paged_at_peak(cfg, t.peak_event().live.optimizer_state);
+    format!(
+        "# paged optimizer state: {:.1} GB of the peak in CUDA unified memory (bitsandbytes, tensors of ≥ 1e5 values): \
+         on the card until memory pressure pages it to the host, but not in torch.cuda.max_memory_allocated; \
+         allocated by PyTorch {:.1} GB (what torchtune's peak_memory_alloc/_reserved/_active and other trainers' logs show), \
+         on the card {:.1} GB (the verdict's)\n",
+        paged / 1e9,
+        (t.peak_bytes() - paged) / 1e9,
+        t.peak_bytes() / 1e9
+    )
 }
 
 /// GRPO's generation: the colocated vLLM engine, if any, then the

@@ -189,6 +189,10 @@ pub struct DetailedInputs {
     pub grad_fp32: bool,
     /// The optimizer.
     pub optimizer: String,
+    /// The optimizer's step in backward (`--optimizer-in-backward`);
+    /// written only when on.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub optimizer_in_backward: bool,
     /// `eager` or `flash`.
     pub attention: String,
     /// Dropout on.
@@ -232,6 +236,12 @@ pub struct DetailedInputs {
     pub lora_rank: Option<u64>,
     /// LoRA's target projections.
     pub lora_targets: String,
+    /// The adapters' dtype, `fp32` or `bf16`; written with LoRA only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lora_dtype: Option<String>,
+    /// LoRA dropout; written when above 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lora_dropout: Option<f64>,
     /// The frozen base's storage (`none`, `nf4`, `nf4-nodq`, `int8`).
     pub quant_base: String,
     /// Offload.
@@ -567,6 +577,15 @@ pub struct DetailedReport {
     pub peak_phase: String,
     /// Its event.
     pub peak_event: String,
+    /// With a paged optimizer: the part of `peak` that is bitsandbytes'
+    /// paged state, in CUDA unified memory: on the card, not in
+    /// `torch.cuda.max_memory_allocated`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub peak_paged_state: Option<u64>,
+    /// With a paged optimizer: `peak` less the paged state, what
+    /// PyTorch's allocator (and a trainer's log) reports.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub peak_allocated_by_pytorch: Option<u64>,
     /// `first` or `later`.
     pub step: String,
     /// The pipeline stage shown, 1-based: the one with the higher peak (1
@@ -617,6 +636,13 @@ pub struct DetailedParts<'a> {
     pub plan: Option<PlanReport>,
 }
 
+/// The paged optimizer state live at `t`'s peak, with a paged optimizer.
+fn paged(cfg: &DetailedConfig, t: &StepTimeline) -> Option<f64> {
+    cfg.optimizer.paged().then(|| {
+        crate::detailed::memory::paged::paged_at_peak(cfg, t.peak_event().live.optimizer_state)
+    })
+}
+
 impl DetailedReport {
     /// The document for `cfg`.
     pub fn new(cfg: &DetailedConfig, parts: &DetailedParts<'_>) -> Self {
@@ -638,6 +664,8 @@ impl DetailedReport {
             peak: whole(t.peak_bytes()),
             peak_phase: peak.phase.name().into(),
             peak_event: peak.moment.label(),
+            peak_paged_state: paged(cfg, t).map(whole),
+            peak_allocated_by_pytorch: paged(cfg, t).map(|p| whole(t.peak_bytes() - p)),
             step: step_name(t).into(),
             stage: t.stage,
             timeline: t.events.iter().map(EventReport::new).collect(),
@@ -673,6 +701,7 @@ impl DetailedInputs {
             precision: cfg.precision.name().into(),
             grad_fp32: cfg.fp32_grads,
             optimizer: cfg.optimizer.name().into(),
+            optimizer_in_backward: cfg.optimizer_in_backward,
             attention: cfg.attention.name().into(),
             dropout: cfg.dropout,
             recompute: cfg.recompute.name().into(),
@@ -701,6 +730,10 @@ impl DetailedInputs {
             capacity_factor: cfg.capacity_factor,
             lora_rank: cfg.lora_rank,
             lora_targets: cfg.lora_targets.names(),
+            lora_dtype: (cfg.lora_rank.is_some()
+                && cfg.lora_dtype != crate::detailed::config::LoraDtype::Fp32)
+                .then(|| cfg.lora_dtype.name().into()),
+            lora_dropout: (cfg.lora_dropout > 0.0).then_some(cfg.lora_dropout),
             quant_base: cfg.base_quant.name().into(),
             offload: cfg.offload,
             objective: cfg.objective.name().into(),

@@ -258,6 +258,8 @@ pub struct DetailedOptions {
     pub fp8: crate::detailed::Fp8,
     /// Optimizer.
     pub optimizer: Optimizer,
+    /// The optimizer's step in backward (torchtune's `optimizer_in_bwd`).
+    pub optimizer_in_backward: bool,
     /// Attention kernel.
     pub attention: AttentionKernel,
     /// Dropout on.
@@ -287,6 +289,10 @@ pub struct DetailedOptions {
     pub overhead: Option<Overhead>,
     /// The projections LoRA adapts.
     pub lora_targets: LoraTargets,
+    /// The adapters' dtype.
+    pub lora_dtype: crate::detailed::config::LoraDtype,
+    /// LoRA dropout, percent (0: none).
+    pub lora_dropout_percent: u64,
     /// A quantized frozen base (QLoRA).
     pub base_quant: BaseQuant,
     /// What is offloaded to host memory.
@@ -360,6 +366,7 @@ impl Default for DetailedOptions {
             precision: Precision::Mixed,
             fp8: crate::detailed::Fp8::None,
             optimizer: Optimizer::AdamW,
+            optimizer_in_backward: false,
             attention: AttentionKernel::Flash,
             dropout: false,
             recompute: Recompute::None,
@@ -373,6 +380,8 @@ impl Default for DetailedOptions {
             show_lesson: false,
             overhead: None,
             lora_targets: LoraTargets::default(),
+            lora_dtype: crate::detailed::config::LoraDtype::Fp32,
+            lora_dropout_percent: 0,
             base_quant: BaseQuant::None,
             offload: Offload::default(),
             objective: Objective::Sft,
@@ -504,12 +513,15 @@ impl PageState {
         cfg.precision = d.precision;
         cfg.fp8 = d.fp8;
         cfg.optimizer = d.optimizer;
+        cfg.optimizer_in_backward = d.optimizer_in_backward;
         cfg.attention = d.attention;
         cfg.dropout = d.dropout;
         cfg.recompute = d.recompute;
         cfg.parallel = d.parallel;
         cfg.lora_rank = d.lora_rank;
         cfg.lora_targets = d.lora_targets;
+        cfg.lora_dtype = d.lora_dtype;
+        cfg.lora_dropout = d.lora_dropout_percent as f64 / 100.0;
         cfg.base_quant = d.base_quant;
         cfg.offload = d.offload;
         cfg.objective = d.objective;

@@ -25,11 +25,11 @@
 //! `q_rank,kv_rank,rope,nope,v`; `moe` = `experts,top_k,expert_ffn,shared_ffn,dense_layers,router`;
 //! `ssm`, a Mamba-2 mixer beside the attention = `heads,head_dim,groups,state,conv,chunk` and
 //! four 0/1 flags: gated norm, conv bias, in_proj bias, out_proj bias),
-//! `prec opt attn dropout recompute impl`, `fp8` (none, tensorwise, rowwise, te, te-mxfp8), `framework` (megatron, ddp,
+//! `prec opt optbwd attn dropout recompute impl` (`optbwd=1`: the optimizer in backward), `fp8` (none, tensorwise, rowwise, te, te-mxfp8), `framework` (megatron, ddp,
 //! ddp-bucket-view, fsdp2, fsdp2-no-reshard, deepspeed), `schedule` (1f1b, zb-h1), `cpcomm` (p2p, a2a), `stage` (the
 //! pipeline stage the step chart shows: peak, first, last),
 //! `dp zero tp sp pp ep etp cp
-//! micro`, `shard` (hybrid sharding's group), `lora`, `lorat` (LoRA targets), `quant` (none, nf4, nf4-nodq,
+//! micro`, `shard` (hybrid sharding's group), `lora`, `lorat` (LoRA targets), `loradtype` (fp32, bf16: the adapters'), `loradrop` (LoRA dropout, percent 1–99), `quant` (none, nf4, nf4-nodq,
 //! int8), `offopt offparams offacts gpn` (offload, GPUs per node),
 //! `objective` (sft, dpo, dpo-precomputed, grpo, grpo-kl) with GRPO's `completion` (tokens),
 //! `gens` (completions per prompt), `vllm` (a colocated vLLM engine's percent of the card) and
@@ -144,8 +144,9 @@ const COUNTS: [Count; 17] = [
 
 /// The detailed settings that are on or off (`1`/`0`): key, where it goes.
 type Flag = (&'static str, fn(&mut DetailedOptions) -> &mut bool);
-const FLAGS: [Flag; 13] = [
+const FLAGS: [Flag; 14] = [
     ("vllmsleep", |d| &mut d.vllm_sleep),
+    ("optbwd", |d| &mut d.optimizer_in_backward),
     ("tied", |d| &mut d.arch.tied_embeddings),
     ("qkvbias", |d| &mut d.arch.qkv_bias),
     ("qknorm", |d| &mut d.arch.qk_norm),
@@ -166,7 +167,7 @@ type Choice = (
     &'static str,
     fn(&mut DetailedOptions, &str) -> Result<(), String>,
 );
-const CHOICES: [Choice; 13] = [
+const CHOICES: [Choice; 14] = [
     ("prec", |d, v| v.parse().map(|x| d.precision = x)),
     ("fp8", |d, v| v.parse().map(|x| d.fp8 = x)),
     ("opt", |d, v| v.parse().map(|x| d.optimizer = x)),
@@ -175,6 +176,7 @@ const CHOICES: [Choice; 13] = [
     ("quant", |d, v| v.parse().map(|x| d.base_quant = x)),
     ("objective", |d, v| v.parse().map(|x| d.objective = x)),
     ("lorat", |d, v| v.parse().map(|x| d.lora_targets = x)),
+    ("loradtype", |d, v| v.parse().map(|x| d.lora_dtype = x)),
     ("framework", |d, v| v.parse().map(|x| d.framework = x)),
     ("schedule", |d, v| {
         v.parse().map(|x| d.parallel.schedule = x)
@@ -254,6 +256,7 @@ fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result
         "vllm" => state.detailed.vllm_percent = Some(parse_count(value, 5, 95)?),
         "shard" => state.detailed.parallel.dp_shard = Some(parse_count(value, 1, 4096)?),
         "lora" => state.detailed.lora_rank = Some(parse_count(value, 1, 1024)?),
+        "loradrop" => state.detailed.lora_dropout_percent = parse_count(value, 1, 99)?,
         // The runtime overhead.
         "oh" => {
             state.detailed.overhead =
@@ -671,6 +674,7 @@ fn encode_training(d: &DetailedOptions, def: &DetailedOptions, out: &mut Query<'
     pair(out, "prec", d.precision.name(), def.precision.name());
     pair(out, "fp8", d.fp8.name(), def.fp8.name());
     pair(out, "opt", d.optimizer.name(), def.optimizer.name());
+    pair(out, "optbwd", flag(d.optimizer_in_backward), "0");
     pair(out, "attn", d.attention.name(), def.attention.name());
     pair(out, "dropout", flag(d.dropout), flag(def.dropout));
     pair(
@@ -723,6 +727,8 @@ fn encode_fine_tuning(d: &DetailedOptions, def: &DetailedOptions, out: &mut Quer
         &def.lora_targets.names(),
     );
     pair(out, "quant", d.base_quant.name(), def.base_quant.name());
+    pair(out, "loradtype", d.lora_dtype.name(), def.lora_dtype.name());
+    pair(out, "loradrop", &d.lora_dropout_percent.to_string(), "0");
 }
 
 /// Offload: the optimizer, the weights and the activations to the host, and

@@ -42,6 +42,12 @@ const SETUPS: &[(&str, &str, &str, Profile)] = &[
         Profile::Hf,
     ),
     (
+        "torchtune's optimizer in backward",
+        "mode=detailed&model=llama-3.2-1b&seq=2048&batch=1&prec=bf16&optbwd=1",
+        "--model llama-3.2-1b --seq 2048 --precision bf16 --optimizer-in-backward",
+        Profile::Hf,
+    ),
+    (
         "LoRA with the kernels chosen",
         "mode=detailed&model=llama-2-7b&seq=2048&batch=4&lora=16&impl=fused",
         "--model llama-2-7b --seq 2048 --batch 4 --lora-rank 16 --impl fused",

@@ -19,7 +19,7 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
         proptest::option::of((1u64..=64, 1u64..=100_000)),
         common::any_precision(),
         common::any_optimizer(),
-        any::<(bool, bool, bool, bool)>(),
+        any::<(bool, bool, bool, bool, bool)>(),
         common::any_recompute(),
         (1u64..=4096, 0u8..=3, 1u64..=512, 1u64..=256),
         (
@@ -40,6 +40,7 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
             (1u64..=64, 1u64..=8),
         ),
         (0usize..5, any::<bool>(), 1u64..=4096),
+        (any::<bool>(), 0u64..=99),
     )
         .prop_map(
             |(
@@ -47,12 +48,13 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
                 custom,
                 precision,
                 optimizer,
-                (flash, dropout, sp, both),
+                (flash, dropout, sp, both, in_backward),
                 recompute,
                 (dp, zero, tp, pp),
                 (micro, lora, overhead),
                 (quant, (off_opt, off_params, off_acts, all_targets), gpn, objective, (ep, etp)),
                 (loss, liger, chunks),
+                (lora_bf16, lora_dropout),
             )| {
                 let mut d = DetailedOptions {
                     arch: PRESETS[m].arch,
@@ -65,6 +67,7 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
                 }
                 d.precision = precision;
                 d.optimizer = optimizer;
+                d.optimizer_in_backward = in_backward;
                 d.attention = if flash {
                     AttentionKernel::Flash
                 } else {
@@ -91,6 +94,8 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
                 if all_targets {
                     d.lora_targets = "all".parse().unwrap();
                 }
+                d.lora_dtype = if lora_bf16 { "bf16" } else { "fp32" }.parse().unwrap();
+                d.lora_dropout_percent = lora_dropout;
                 d.parallel.ep = ep;
                 d.parallel.etp = etp;
                 d.loss = [

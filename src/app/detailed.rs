@@ -8,6 +8,7 @@ use super::reactive::{cond, not, on_event, text, Cond, Text};
 use super::{DetailedBudget, DetailedTimeline, Options, State};
 use crate::budget::Term;
 use crate::chart::{term_colour_hex, LOGITS_COLOUR};
+use crate::detailed::config::LoraDtype;
 use crate::detailed::memory::offload::BUFFER_FACTOR;
 use crate::detailed::{
     host_ram, import_config, Architecture, AttentionKernel, BaseQuant, CpComm, DetailedBreakdown,
@@ -261,13 +262,26 @@ const QUANTS: [BaseQuant; 4] = [
     },
     BaseQuant::Int8,
 ];
+const LORA_DTYPE_NAMES: &[&str] = &["fp32 (PEFT)", "bf16 (torchtune, litgpt)"];
 const QUANT_NAMES: &[&str] = &[
     "Not quantized",
     "NF4, double quantization (QLoRA)",
     "NF4",
     "int8 (LLM.int8())",
 ];
-const TARGET_NAMES: &[&str] = &["q, v", "All projections"];
+const TARGET_NAMES: &[&str] = &[
+    "q, v",
+    "All projections",
+    "All projections and lm_head",
+    "All projections, lm_head and embed",
+];
+/// The targets the select offers, in its order.
+const TARGETS: [LoraTargets; 4] = [
+    LoraTargets(LoraTargets::Q | LoraTargets::V),
+    LoraTargets(LoraTargets::LAYERS),
+    LoraTargets(LoraTargets::LAYERS | LoraTargets::LM_HEAD),
+    LoraTargets(LoraTargets::LAYERS | LoraTargets::LM_HEAD | LoraTargets::EMBED),
+];
 const FP8S: [crate::detailed::Fp8; 5] = [
     crate::detailed::Fp8::None,
     crate::detailed::Fp8::Tensorwise,
@@ -618,6 +632,7 @@ fn precision_group() -> impl IntoView {
             {choice("precision-select", "Precision", PRECISION_NAMES, |d| index_of(&PRECISIONS, d.precision), |d, i| d.precision = PRECISIONS[i])}
             {choice("fp8-select", "Float8 matmuls", FP8_NAMES, |d| index_of(&FP8S, d.fp8), |d, i| d.fp8 = FP8S[i])}
             {choice("optimizer-select", "Optimizer", OPTIMIZER_NAMES, |d| index_of(&OPTIMIZERS, d.optimizer), |d, i| d.optimizer = OPTIMIZERS[i])}
+            {flag("optbwd-input", "Optimizer step in backward (torchtune)", |d| d.optimizer_in_backward, |d, on| d.optimizer_in_backward = on)}
         </details>
     }
 }
@@ -690,8 +705,10 @@ fn lora_group() -> impl IntoView {
         <details>
             <summary>"LoRA and QLoRA"</summary>
             {count("lora-input", "LoRA rank", (1, 1024), |d| d.lora_rank, |d, v| d.lora_rank = v, true)}
-            {choice("lora-targets-select", "LoRA adapts", TARGET_NAMES, |d| usize::from(d.lora_targets != LoraTargets::default()), |d, i| d.lora_targets = if i == 0 { LoraTargets::default() } else { LoraTargets(127) })}
+            {choice("lora-targets-select", "LoRA adapts", TARGET_NAMES, |d| TARGETS.iter().position(|t| *t == d.lora_targets).unwrap_or(1), |d, i| d.lora_targets = TARGETS[i])}
             {choice("quant-select", "Frozen base stored as", QUANT_NAMES, |d| index_of(&QUANTS, d.base_quant), |d, i| d.base_quant = QUANTS[i])}
+            {choice("lora-dtype-select", "Adapters kept in", LORA_DTYPE_NAMES, |d| usize::from(d.lora_dtype == LoraDtype::Bf16), |d, i| d.lora_dtype = if i == 0 { LoraDtype::Fp32 } else { LoraDtype::Bf16 })}
+            {count("lora-dropout-input", "LoRA dropout, % (empty: none)", (1, 99), |d| (d.lora_dropout_percent > 0).then_some(d.lora_dropout_percent), |d, v| d.lora_dropout_percent = v.unwrap_or(0), true)}
         </details>
     }
 }

@@ -89,6 +89,19 @@ pub fn StepChart() -> impl IntoView {
                 cfg.gpus()
             );
         }
+        if cfg.optimizer.paged() {
+            let paged = crate::detailed::memory::paged::paged_at_peak(
+                &cfg,
+                t.peak_event().live.optimizer_state,
+            );
+            out += &format!(
+                " Of the peak, {:.1} {} is bitsandbytes' paged optimizer state in CUDA unified memory: on the card until memory pressure pages it out, but not in torch.cuda.max_memory_allocated, so a trainer's log (torchtune's peak_memory_alloc) shows {:.1} {}. The fit is judged on the card.",
+                u.of(paged),
+                u.label(),
+                u.of(t.peak_bytes() - paged),
+                u.label()
+            );
+        }
         if let Some(o) = s.detailed.overhead {
             let ob = o.bytes(&cfg, t.peak_bytes());
             out += &format!(

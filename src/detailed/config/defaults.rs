@@ -51,8 +51,9 @@ pub const MICRO_BATCH: u64 = 1;
 /// The kernel profile for `cfg` when the reader did not choose one, and the
 /// reason in a few words: stock `transformers` (`hf`) for what people run
 /// with it (LoRA and QLoRA through PEFT and bitsandbytes, DPO through TRL,
-/// a model imported from its config.json, a loss without the full logits),
-/// Megatron-style fused kernels
+/// torchtune's optimizer in backward, a model imported from its
+/// config.json, a loss without the full logits), Megatron-style fused
+/// kernels
 /// otherwise.
 pub fn profile(cfg: &DetailedConfig, imported: bool) -> (Profile, &'static str) {
     if cfg.base_quant != BaseQuant::None {
@@ -63,6 +64,8 @@ pub fn profile(cfg: &DetailedConfig, imported: bool) -> (Profile, &'static str) 
         (Profile::Hf, "DPO")
     } else if matches!(cfg.objective, Objective::Grpo { .. }) {
         (Profile::Hf, "GRPO")
+    } else if cfg.optimizer_in_backward {
+        (Profile::Hf, "the optimizer in backward")
     } else if imported {
         (Profile::Hf, "a config.json")
     } else if cfg.loss != super::Loss::Full {

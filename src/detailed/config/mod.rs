@@ -120,6 +120,19 @@ impl Default for Offload {
     }
 }
 
+/// The dtype LoRA's adapters are kept in: their weights, gradients and
+/// optimizer state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoraDtype {
+    /// fp32 whatever the model's dtype: PEFT's default
+    /// (`autocast_adapter_dtype=True`, `tuners/tuners_utils.py`).
+    Fp32,
+    /// The 16-bit weights' dtype: torchtune's `LoRALinear`
+    /// (`modules/peft/lora.py`: `lora_a`, `lora_b` built in the model's
+    /// dtype), litgpt's LoRA, PEFT with `autocast_adapter_dtype=False`.
+    Bf16,
+}
+
 /// What the step trains for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Objective {
@@ -452,6 +465,7 @@ choices!(Objective, "objective", "sft" => Objective::Sft,
     "dpo" => Objective::Dpo { reference: Reference::Model },
     "dpo-precomputed" => Objective::Dpo { reference: Reference::Precomputed },
     "grpo" => Objective::Grpo { kl: false }, "grpo-kl" => Objective::Grpo { kl: true });
+choices!(LoraDtype, "LoRA adapter dtype", "fp32" => LoraDtype::Fp32, "bf16" => LoraDtype::Bf16);
 choices!(Fp8, "fp8 recipe", "none" => Fp8::None, "tensorwise" => Fp8::Tensorwise,
     "rowwise" => Fp8::Rowwise, "te" => Fp8::Te, "te-mxfp8" => Fp8::TeMxfp8);
 choices!(AttentionKernel, "attention", "eager" => AttentionKernel::Eager, "flash" => AttentionKernel::Flash);
@@ -485,6 +499,13 @@ pub struct DetailedConfig {
     pub fp32_grads: bool,
     /// The optimizer.
     pub optimizer: Optimizer,
+    /// The optimizer's step run inside backward, one parameter at a time
+    /// as its gradient is ready, the gradient freed at once (torchtune's
+    /// `optimizer_in_bwd`: `training/memory.py`,
+    /// `register_optim_in_bwd_hooks`, PyTorch's
+    /// `register_post_accumulate_grad_hook`). No gradient accumulation, no
+    /// clipping.
+    pub optimizer_in_backward: bool,
     /// Attention kernel.
     pub attention: AttentionKernel,
     /// Dropout in the model (attention, residual, embedding).
@@ -501,6 +522,12 @@ pub struct DetailedConfig {
     pub lora_rank: Option<u64>,
     /// The projections LoRA adapts.
     pub lora_targets: LoraTargets,
+    /// The dtype of LoRA's adapters.
+    pub lora_dtype: LoraDtype,
+    /// LoRA's dropout probability on the adapters' input (PEFT's
+    /// `lora_dropout`, torchtune's `lora_dropout`): above 0, each adapter
+    /// keeps its own dropped-out input and mask.
+    pub lora_dropout: f64,
     /// How the routed experts run (mixture of experts, "hf" profile).
     pub experts_impl: ExpertsImpl,
     /// A quantized frozen base (QLoRA): needs LoRA.
@@ -545,6 +572,7 @@ impl DetailedConfig {
             fp8: Fp8::None,
             fp32_grads: false,
             optimizer: Optimizer::AdamW,
+            optimizer_in_backward: false,
             attention: AttentionKernel::Eager,
             dropout: true,
             recompute: Recompute::None,
@@ -553,6 +581,8 @@ impl DetailedConfig {
             parallel: Parallelism::default(),
             lora_rank: None,
             lora_targets: LoraTargets::default(),
+            lora_dtype: LoraDtype::Fp32,
+            lora_dropout: 0.0,
             experts_impl: ExpertsImpl::Grouped,
             capacity_factor: None,
             base_quant: BaseQuant::None,

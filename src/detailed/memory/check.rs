@@ -4,8 +4,8 @@
 
 use super::{grpo, sac};
 use crate::detailed::config::{
-    AttentionKernel, BaseQuant, CpComm, DetailedConfig, DetailedError, Fp8, Framework, Loss,
-    Objective, Optimizer, Precision, Profile, Recompute, Schedule,
+    AttentionKernel, BaseQuant, CpComm, DetailedConfig, DetailedError, Fp8, Framework, LoraDtype,
+    Loss, Objective, Optimizer, Precision, Profile, Recompute, Schedule,
 };
 use crate::detailed::model::{Family, LoraTargets};
 
@@ -34,7 +34,8 @@ pub fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     experts_with_tp(cfg)?;
     counts(cfg)?;
     shard_group(cfg)?;
-    divides(cfg)
+    divides(cfg)?;
+    in_backward(cfg)
 }
 
 /// A refusal in words.
@@ -72,6 +73,39 @@ fn lora(cfg: &DetailedConfig) -> Result<(), DetailedError> {
         if a.family == Family::Gpt2 && cfg.lora_targets.0 & LoraTargets::GATE != 0 {
             return refuse("GPT-2 has no gate projection");
         }
+    }
+    lora_variants(cfg)
+}
+
+/// LoRA's adapter dtype and dropout: bf16 adapters need a 16-bit model
+/// (torchtune and litgpt keep them in the model's dtype); dropout is a
+/// probability, priced where PEFT's adapters are priced term by term (the
+/// hf profile on a plain Llama-family layer).
+fn lora_variants(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    let a = &cfg.arch;
+    if !(0.0..1.0).contains(&cfg.lora_dropout) {
+        return refuse("LoRA dropout is a probability from 0 up to (not including) 1");
+    }
+    if cfg.lora_rank.is_none() {
+        return Ok(());
+    }
+    if cfg.lora_dtype == LoraDtype::Bf16 && cfg.precision == Precision::Fp32 {
+        return refuse("bf16 adapters are kept in the model's 16-bit dtype (torchtune, litgpt): choose --precision bf16 or mixed, or fp32 adapters");
+    }
+    let plain_llama = a.family == Family::Llama
+        && a.moe.is_none()
+        && a.mla.is_none()
+        && a.ssm.is_none()
+        && !a.sandwich_norms;
+    let outer = cfg.lora_targets.lm_head() || cfg.lora_targets.embed();
+    if outer && (cfg.profile != Profile::Hf || !plain_llama || a.tied_embeddings) {
+        return refuse("LoRA on lm_head or embed is priced for PEFT's adapters under the hf profile on a plain Llama-family model with untied embeddings");
+    }
+    if outer && cfg.lora_targets.count() == 0 {
+        return refuse("LoRA on lm_head or embed is priced beside the layers' adapters: name at least one of q, k, v, o, gate, up, down");
+    }
+    if cfg.lora_dropout > 0.0 && (cfg.profile != Profile::Hf || !plain_llama) {
+        return refuse("LoRA dropout is priced for PEFT's and torchtune's adapters under the hf profile on a plain Llama-family layer (no experts, latent attention, Gemma norms or Mamba-2 mixer)");
     }
     Ok(())
 }
@@ -511,6 +545,39 @@ fn divides(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     }
     if !cfg.batch.is_multiple_of(cfg.micro() * p.dp) {
         return refuse("batch must be a multiple of micro-batch × dp");
+    }
+    Ok(())
+}
+
+/// The optimizer in backward as torchtune runs it (torchtune 0.6.1,
+/// `recipes/full_finetune_single_device.py`, `__init__`: "Gradient
+/// accumulation is not supported with optimizer in bwd", "Gradient clipping
+/// is not supported with optimizer in bwd"; `_setup_optimizer`: one
+/// optimizer per parameter, `training.register_optim_in_bwd_hooks`), priced
+/// on one GPU with PyTorch's own gradients: each parameter's step runs when
+/// its gradient is ready, so nothing can be accumulated, clipped or
+/// reduced across GPUs first.
+fn in_backward(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    if !cfg.optimizer_in_backward {
+        return Ok(());
+    }
+    if cfg.batch > cfg.micro() * cfg.parallel.dp.max(1) {
+        return refuse("the optimizer in backward steps each parameter as soon as its gradient is ready, so gradients cannot be accumulated: torchtune refuses it (\"Gradient accumulation is not supported with optimizer in bwd\"); set the batch to micro-batch × dp");
+    }
+    if cfg.lora_rank.is_some() {
+        return refuse("the optimizer in backward is torchtune's full fine-tuning recipes' option (optimizer_in_bwd); its LoRA recipes and PEFT do not offer it");
+    }
+    if cfg.objective != Objective::Sft {
+        return refuse("the optimizer in backward is priced for supervised fine-tuning (torchtune's full fine-tuning recipes); TRL's DPO and GRPO trainers do not offer it");
+    }
+    if cfg.optimizer == Optimizer::Muon {
+        return refuse("Muon splits the parameters between Muon and AdamW; the optimizer in backward runs one optimizer per parameter");
+    }
+    if cfg.profile == Profile::Fused {
+        return refuse("Megatron keeps every gradient in buffers for the whole run; the optimizer in backward frees each as PyTorch's autograd makes it: use the hf profile");
+    }
+    if cfg.gpus() > 1 || cfg.parallel.zero > 0 || cfg.offload.optimizer || cfg.offload.params {
+        return refuse("the optimizer in backward is priced on one GPU (torchtune's full_finetune_single_device): across GPUs each gradient must first be reduced, which this model does not price");
     }
     Ok(())
 }

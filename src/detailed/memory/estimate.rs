@@ -53,6 +53,13 @@ pub fn estimate(cfg: &DetailedConfig) -> Result<DetailedBreakdown, DetailedError
         master_weights,
         optimizer_state,
     } = states::model_states(cfg);
+    // The optimizer in backward frees each gradient in its parameter's
+    // hook: no step holds them all (the timeline has the one stepped).
+    let grads = if cfg.optimizer_in_backward {
+        0.0
+    } else {
+        grads
+    };
     let saved = activations::saved(cfg);
     let saved = if cfg.offload.activations {
         // One layer in flight on the GPU; the rest on the host.

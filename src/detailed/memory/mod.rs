@@ -33,6 +33,7 @@ pub mod loss;
 pub mod mixer;
 pub mod offload;
 pub mod overhead;
+pub mod paged;
 pub mod quant;
 pub mod sac;
 pub mod states;

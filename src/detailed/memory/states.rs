@@ -16,7 +16,7 @@
 //! expert-data-parallel group dp·tp / (ep·etp) and the rest by dp.
 
 use super::quant;
-use crate::detailed::config::{DetailedConfig, Optimizer, Precision, Profile};
+use crate::detailed::config::{DetailedConfig, LoraDtype, Optimizer, Precision, Profile};
 
 /// Bytes of the model states on one GPU.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -37,6 +37,15 @@ pub struct ModelStates {
 /// master copy. Checked against `tests/fixtures/lora_measured.tsv`.
 pub(crate) fn peft(cfg: &DetailedConfig) -> bool {
     cfg.profile == Profile::Hf && cfg.lora_rank.is_some()
+}
+
+/// LoRA under the "hf" profile with its adapters in fp32 (PEFT's default,
+/// [`LoraDtype::Fp32`]); with [`LoraDtype::Bf16`] (torchtune's `LoRALinear`,
+/// litgpt) they, their gradients and AdamW's moments are in the weights'
+/// 16-bit dtype instead (`torch.optim.AdamW`: `zeros_like`). Measured,
+/// `tests/fixtures/lora_variants_measured.tsv`.
+pub(crate) fn fp32_adapters(cfg: &DetailedConfig) -> bool {
+    peft(cfg) && (cfg.lora_dtype == LoraDtype::Fp32 || cfg.precision == Precision::Fp32)
 }
 
 /// Bytes per weight: 4 in fp32, 2 otherwise.
@@ -103,7 +112,8 @@ pub(crate) fn deepspeed_bucket(cfg: &DetailedConfig) -> f64 {
 /// fp32 gradients or as FSDP2's mixed-precision policy reduces them, 2
 /// otherwise. (Under that policy backward computes them in bf16 first.)
 pub(crate) fn grad_bytes(cfg: &DetailedConfig) -> f64 {
-    if cfg.precision == Precision::Fp32 || cfg.fp32_grads || peft(cfg) || fsdp2_policy(cfg) {
+    if cfg.precision == Precision::Fp32 || cfg.fp32_grads || fp32_adapters(cfg) || fsdp2_policy(cfg)
+    {
         4.0
     } else {
         2.0
@@ -113,7 +123,7 @@ pub(crate) fn grad_bytes(cfg: &DetailedConfig) -> f64 {
 /// Bytes per value of the tensors the optimizer updates: the fp32 master
 /// under mixed precision, else the weights themselves.
 pub(crate) fn update_bytes(cfg: &DetailedConfig) -> f64 {
-    if cfg.precision == Precision::Bf16 && !peft(cfg) {
+    if (cfg.precision == Precision::Bf16 && !peft(cfg)) || (peft(cfg) && !fp32_adapters(cfg)) {
         2.0
     } else {
         4.0
@@ -176,8 +186,10 @@ pub(crate) fn router_values_fp32(cfg: &DetailedConfig) -> f64 {
 /// 8-bit Adam two 1-byte moments plus an fp32 absmax per 2048-value block
 /// each (Dettmers et al. 2022, §2).
 fn state_bytes(cfg: &DetailedConfig) -> f64 {
-    let precision = if peft(cfg) {
+    let precision = if fp32_adapters(cfg) {
         Precision::Fp32
+    } else if peft(cfg) {
+        Precision::Bf16
     } else {
         cfg.precision
     };
@@ -214,7 +226,10 @@ pub(crate) fn trained_params(cfg: &DetailedConfig) -> f64 {
 /// each, `torch/optim/adamw.py`, `_init_group`).
 pub(crate) fn trained_tensors(cfg: &DetailedConfig) -> u64 {
     match cfg.lora_rank {
-        Some(_) => 2 * cfg.lora_targets.count() * cfg.arch.layers,
+        Some(_) => {
+            let t = cfg.lora_targets;
+            2 * t.count() * cfg.arch.layers + 2 * u64::from(t.lm_head()) + 2 * u64::from(t.embed())
+        }
         None => cfg.arch.param_tensors(),
     }
 }
@@ -299,7 +314,7 @@ pub(crate) fn model_states_on_gpu(cfg: &DetailedConfig, offload: bool) -> ModelS
     } else {
         0.0
     };
-    let adapter_bytes = if peft(cfg) { 4.0 } else { wb };
+    let adapter_bytes = if fp32_adapters(cfg) { 4.0 } else { wb };
     let params = match cfg.lora_rank {
         // The frozen base is partitioned by ZeRO-3 like any weight.
         Some(_) => frozen / par.zero_divisor(3) + state(adapter_bytes, 3),

@@ -508,7 +508,7 @@ impl Architecture {
     }
 
     /// Input and output widths of one adaptable projection.
-    pub(crate) fn projection(&self, target: u8) -> (u64, u64) {
+    pub(crate) fn projection(&self, target: u16) -> (u64, u64) {
         let (h, f) = (self.hidden, self.ffn);
         match target {
             LoraTargets::Q => (h, self.q_dim()),
@@ -530,30 +530,45 @@ impl Architecture {
                 rank * (i + o)
             })
             .sum();
-        self.layers * per_layer
+        self.layers * per_layer + self.outer_lora_params(rank, targets)
+    }
+
+    /// LoRA's parameters outside the layers: on the output layer A is
+    /// r × h and B V × r; on the embedding A is r × V and B h × r (PEFT's
+    /// `lora_embedding_A`, `lora_embedding_B`).
+    pub fn outer_lora_params(&self, rank: u64, targets: LoraTargets) -> u64 {
+        let table = rank * (self.vocab + self.hidden);
+        u64::from(targets.lm_head()) * table + u64::from(targets.embed()) * table
     }
 }
 
-/// Which projections LoRA adapts.
+/// Which projections LoRA adapts: the layers' (bits 0–6) and, beside
+/// them, the output layer and the embedding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LoraTargets(pub u8);
+pub struct LoraTargets(pub u16);
 
 impl LoraTargets {
     /// Query projection.
-    pub const Q: u8 = 1;
+    pub const Q: u16 = 1;
     /// Key projection.
-    pub const K: u8 = 2;
+    pub const K: u16 = 2;
     /// Value projection.
-    pub const V: u8 = 4;
+    pub const V: u16 = 4;
     /// Attention output projection.
-    pub const O: u8 = 8;
+    pub const O: u16 = 8;
     /// SwiGLU gate projection (Llama only).
-    pub const GATE: u8 = 16;
+    pub const GATE: u16 = 16;
     /// MLP up projection (GPT-2's c_fc).
-    pub const UP: u8 = 32;
+    pub const UP: u16 = 32;
     /// MLP down projection (GPT-2's c_proj).
-    pub const DOWN: u8 = 64;
-    const NAMES: [(&'static str, u8); 7] = [
+    pub const DOWN: u16 = 64;
+    /// The layers' seven projections (`all`).
+    pub const LAYERS: u16 = 127;
+    /// The output layer (`lm_head`; PEFT's `Linear`, r × h and V × r).
+    pub const LM_HEAD: u16 = 128;
+    /// The embedding (`embed_tokens`; PEFT's `Embedding`, r × V and h × r).
+    pub const EMBED: u16 = 256;
+    const NAMES: [(&'static str, u16); 7] = [
         ("q", Self::Q),
         ("k", Self::K),
         ("v", Self::V),
@@ -562,9 +577,10 @@ impl LoraTargets {
         ("up", Self::UP),
         ("down", Self::DOWN),
     ];
+    const OUTER: [(&'static str, u16); 2] = [("lm_head", Self::LM_HEAD), ("embed", Self::EMBED)];
 
-    /// The targets one by one.
-    pub fn iter(self) -> impl Iterator<Item = u8> {
+    /// The layers' targets one by one.
+    pub fn iter(self) -> impl Iterator<Item = u16> {
         Self::NAMES
             .into_iter()
             .map(|(_, bit)| bit)
@@ -573,13 +589,24 @@ impl LoraTargets {
 
     /// How many projections per layer.
     pub fn count(self) -> u64 {
-        u64::from(self.0.count_ones())
+        u64::from((self.0 & Self::LAYERS).count_ones())
+    }
+
+    /// Whether the output layer is adapted.
+    pub fn lm_head(self) -> bool {
+        self.0 & Self::LM_HEAD != 0
+    }
+
+    /// Whether the embedding is adapted.
+    pub fn embed(self) -> bool {
+        self.0 & Self::EMBED != 0
     }
 
     /// `q,v` style.
     pub fn names(self) -> String {
         let names: Vec<&str> = Self::NAMES
             .iter()
+            .chain(Self::OUTER.iter())
             .filter(|(_, bit)| self.0 & bit != 0)
             .map(|(n, _)| *n)
             .collect();
@@ -596,21 +623,23 @@ impl Default for LoraTargets {
 
 impl std::str::FromStr for LoraTargets {
     type Err = String;
-    /// `q,v`, `q,k,v,o,gate,up,down` or `all`.
+    /// `q,v`, `q,k,v,o,gate,up,down`, `all` (the seven), and `lm_head`,
+    /// `embed` beside them (`all,lm_head`).
     fn from_str(s: &str) -> Result<Self, String> {
-        if s.eq_ignore_ascii_case("all") {
-            return Ok(Self(127));
-        }
         let mut bits = 0;
         for part in s.split(',').map(str::trim) {
-            let bit = Self::NAMES
-                .iter()
-                .find(|(n, _)| n.eq_ignore_ascii_case(part))
-                .map(|(_, b)| *b)
-                .ok_or_else(|| {
-                    format!("LoRA targets are q, k, v, o, gate, up, down or all (got '{part}')")
-                })?;
-            bits |= bit;
+            let bit = if part.eq_ignore_ascii_case("all") {
+                Some(Self::LAYERS)
+            } else {
+                Self::NAMES
+                    .iter()
+                    .chain(Self::OUTER.iter())
+                    .find(|(n, _)| n.eq_ignore_ascii_case(part))
+                    .map(|(_, b)| *b)
+            };
+            bits |= bit.ok_or_else(|| {
+                format!("LoRA targets are q, k, v, o, gate, up, down or all, and lm_head, embed (got '{part}')")
+            })?;
         }
         Ok(Self(bits))
     }

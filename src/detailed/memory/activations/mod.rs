@@ -120,7 +120,8 @@ pub(crate) fn layer_activations(cfg: &DetailedConfig, b: f64) -> LayerActivation
     if peft_llama(cfg) {
         let n = cfg.seq as f64 * b;
         let l = a.layers as f64;
-        return peft_layer(cfg, n, true)
+        // An adapted embedding makes the first layer's input require grad.
+        return peft_layer(cfg, n, !cfg.lora_targets.embed())
             .scaled(1.0 / l)
             .plus(peft_layer(cfg, n, false).scaled((l - 1.0) / l));
     }

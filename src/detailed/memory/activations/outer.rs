@@ -118,9 +118,10 @@ fn hf_llama(cfg: &DetailedConfig, b: f64) -> OuterActivations {
         } else {
             (loss, logits)
         };
+        let (embed, lm_head) = super::peft::outer_adapters(cfg, n);
         return OuterActivations {
-            embedding: rope,
-            head: norm + head,
+            embedding: rope + embed,
+            head: norm + head + lm_head,
             head_norm: norm,
             logits,
         };

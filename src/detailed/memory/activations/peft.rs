@@ -3,8 +3,9 @@
 //! first layer keeps when nothing before it requires grad.
 
 use super::{mask_bytes, LayerActivations};
-use crate::detailed::config::{AttentionKernel, DetailedConfig};
+use crate::detailed::config::{AttentionKernel, DetailedConfig, Device};
 use crate::detailed::memory::bytes::act_bytes;
+use crate::detailed::memory::states::fp32_adapters;
 use crate::detailed::model::{Family, LoraTargets as T};
 
 /// Whether the PEFT LoRA model of [`peft_layer`] applies: the "hf"
@@ -23,7 +24,7 @@ pub(super) fn peft_llama(cfg: &DetailedConfig) -> bool {
 }
 
 /// Whether LoRA adapts any of the projections `bits` names.
-fn has(cfg: &DetailedConfig, bits: u8) -> bool {
+fn has(cfg: &DetailedConfig, bits: u16) -> bool {
     cfg.lora_targets.0 & bits != 0
 }
 
@@ -66,7 +67,8 @@ pub(super) fn peft_layer(cfg: &DetailedConfig, n: f64, first: bool) -> LayerActi
     if rg_mid {
         replicated += frozen_rms(h, n);
     }
-    let adapters = adapters(cfg, n, rg_attn);
+    let rg_down = rg_mid || has(cfg, T::GATE) || has(cfg, T::UP);
+    let adapters = adapters(cfg, n, [rg_in, rg_attn, rg_mid, rg_down]);
     let qk_norm = if a.qk_norm && rg_attn {
         frozen_rms(qd / heads, n * heads)
             + frozen_rms(kd / a.kv_heads as f64, n * a.kv_heads as f64)
@@ -88,35 +90,93 @@ pub(super) fn peft_layer(cfg: &DetailedConfig, n: f64, first: bool) -> LayerActi
     }
 }
 
-/// The adapters' saved tensors in one layer for n tokens: each keeps A's
-/// r-wide fp32 output for B's gradient, and its input in fp32 for A's (a
-/// copy per adapter in a 16-bit model, `_cast_input_dtype`; in fp32 the one
-/// input tensor its group shares); `rg_attn`: attention requires grad.
-fn adapters(cfg: &DetailedConfig, n: f64, rg_attn: bool) -> f64 {
+/// The adapters' saved tensors in one layer for n tokens; `rg`: whether the
+/// input of each group of projections requires grad (q, k, v; o; gate, up;
+/// down), attention requiring grad when o's does. Each adapter keeps A's r-wide output for B's
+/// gradient, and its input for A's, in the adapters' dtype (PEFT's
+/// `Linear.forward`: `x = self._cast_input_dtype(x, lora_A.weight.dtype)`,
+/// then `lora_B(lora_A(dropout(x)))`; torchtune's `LoRALinear.forward`:
+/// `self.lora_a(self.dropout(x))`):
+/// - fp32 adapters in a 16-bit model: a cast copy of the input per adapter;
+/// - adapters in the model's dtype: the one input tensor its group of
+///   projections shares (no copy; the output projection's, under SDPA,
+///   is SDPA's own saved output);
+/// - with LoRA dropout (p > 0), each adapter's own dropped-out input and,
+///   where that input requires grad, its mask (`native_dropout`: bool on
+///   CUDA; on the CPU `input * noise`, the noise in the input's dtype; a
+///   first layer's q, k and v inputs need no grad, measured) instead.
+fn adapters(cfg: &DetailedConfig, n: f64, rg: [bool; 4]) -> f64 {
+    let rg_attn = rg[1];
     let a = &cfg.arch;
     let p = act_bytes(cfg);
     let (h, f) = (a.hidden as f64, a.ffn as f64);
     let od = a.o_dim() as f64;
     let r = cfg.lora_rank.unwrap_or(0) as f64;
     let t = cfg.lora_targets;
-    let count = |bits: u8| u64::from((t.0 & bits).count_ones()) as f64;
-    let fp32 = p == 4.0;
+    let count = |bits: u16| u64::from((t.0 & bits).count_ones()) as f64;
+    let ab = if fp32_adapters(cfg) { 4.0 } else { p };
+    let same_dtype = ab == p;
+    let dropout = cfg.lora_dropout > 0.0;
+    let mask = match cfg.device {
+        Device::Cuda => 1.0,
+        Device::Cpu => ab,
+    };
     let eager = cfg.attention == AttentionKernel::Eager;
-    let mut adapters = count(127) * n * r * 4.0;
-    for (bits, width) in [
+    let mut adapters = count(127) * n * r * ab;
+    for ((bits, width), rg) in [
         (T::Q | T::K | T::V, h),
         (T::O, od),
         (T::GATE | T::UP, h),
         (T::DOWN, f),
-    ] {
+    ]
+    .into_iter()
+    .zip(rg)
+    {
         let k = count(bits);
-        // In fp32 the output projection's input is SDPA's own saved output.
-        let shared_with_sdpa = bits == T::O && fp32 && !eager && rg_attn;
-        if k > 0.0 && !shared_with_sdpa {
-            adapters += n * width * 4.0 * if fp32 { 1.0 } else { k };
-        }
+        let mask = if rg { mask } else { 0.0 };
+        // The output projection's input is SDPA's own saved output.
+        let shared_with_sdpa = bits == T::O && same_dtype && !eager && rg_attn;
+        adapters += if k == 0.0 {
+            0.0
+        } else if dropout {
+            k * n * width * (ab + mask)
+        } else if shared_with_sdpa {
+            0.0
+        } else if same_dtype {
+            n * width * ab
+        } else {
+            k * n * width * ab
+        };
     }
     adapters
+}
+
+/// The adapters outside the layers for n tokens: (the embedding's, the
+/// output layer's). PEFT's `Embedding` keeps A's r-wide lookup
+/// (`after_A = self._embed(x, lora_embedding_A.T)`) for B's gradient;
+/// its `Linear` on the output layer keeps what a layer's adapter keeps
+/// ([`adapters`]' rules): its input (the final norm's output, a cast copy
+/// with fp32 adapters in a 16-bit model; with dropout its own dropped-out
+/// copy and mask) and A's output.
+pub(super) fn outer_adapters(cfg: &DetailedConfig, n: f64) -> (f64, f64) {
+    let p = act_bytes(cfg);
+    let h = cfg.arch.hidden as f64;
+    let r = cfg.lora_rank.unwrap_or(0) as f64;
+    let ab = if fp32_adapters(cfg) { 4.0 } else { p };
+    let t = cfg.lora_targets;
+    let embed = if t.embed() { n * r * ab } else { 0.0 };
+    let lm_head = if !t.lm_head() {
+        0.0
+    } else if cfg.lora_dropout > 0.0 {
+        let mask = match cfg.device {
+            Device::Cuda => 1.0,
+            Device::Cpu => ab,
+        };
+        n * h * (ab + mask) + n * r * ab
+    } else {
+        n * h * ab + n * r * ab
+    };
+    (embed, lm_head)
 }
 
 /// Attention's saved tensors under the frozen base, for n tokens:

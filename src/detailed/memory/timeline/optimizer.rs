@@ -4,7 +4,7 @@
 //! ZeRO-3 makes of each sub-group's gradients.
 
 use crate::detailed::config::{AdamImpl, DetailedConfig, Framework, Optimizer};
-use crate::detailed::memory::states::{trained_params, update_bytes};
+use crate::detailed::memory::states::{grad_bytes, trained_params, update_bytes};
 use crate::detailed::memory::zero3::SUB_GROUP_SIZE;
 use crate::detailed::model::Family;
 
@@ -109,8 +109,18 @@ fn largest_trained(cfg: &DetailedConfig) -> f64 {
             })
             .max()
             .unwrap_or(0);
-        return (r * widest) as f64;
+        // The output layer's B and the embedding's A are V wide.
+        let t = cfg.lora_targets;
+        let outer = if t.lm_head() || t.embed() { a.vocab } else { 0 };
+        return (r * widest.max(outer)) as f64;
     }
+    ((a.vocab * a.hidden) as f64 / cfg.parallel.outer_divisor()).max(largest_in_layer(cfg, tp))
+}
+
+/// The largest tensor of one layer on one GPU, in elements, `tp` dividing
+/// the dense ones.
+pub(super) fn largest_in_layer(cfg: &DetailedConfig, tp: f64) -> f64 {
+    let a = &cfg.arch;
     let (h, f, kv) = (a.hidden, a.ffn, a.kv_dim());
     let layer_max = match a.family {
         Family::Gpt2 => (h * 3 * h).max(h * f),
@@ -121,7 +131,22 @@ fn largest_trained(cfg: &DetailedConfig) -> f64 {
     let experts = a.moe.map_or(0.0, |m| {
         (m.experts * 2 * m.expert_ffn * h) as f64 / (cfg.parallel.ep * cfg.parallel.etp) as f64
     });
-    ((a.vocab * a.hidden) as f64 / cfg.parallel.outer_divisor())
-        .max(layer_max as f64 / tp)
-        .max(experts)
+    (layer_max as f64 / tp).max(experts)
+}
+
+/// The optimizer in backward: bytes live per value of the parameter its
+/// hook steps, its gradient and the update's temporaries. torchtune
+/// (`training/memory.py`, `register_optim_in_bwd_hooks`) builds one
+/// optimizer per parameter, so the update's temporaries are one tensor's:
+/// AdamW's per-parameter loop two (`denom`, as above), `foreach` over a
+/// list of one `_foreach_sqrt`'s copy, a fused kernel none; Lion two,
+/// Adafactor one; SGD and bitsandbytes' kernels none. The hook's
+/// `zero_grad()` then frees the gradient.
+pub(super) fn in_backward_per_value(cfg: &DetailedConfig, adam: AdamImpl) -> f64 {
+    let copies = match (cfg.optimizer, adam) {
+        (Optimizer::AdamW, AdamImpl::ForLoop) | (Optimizer::Lion, _) => 2.0,
+        (Optimizer::AdamW, AdamImpl::Foreach) | (Optimizer::Adafactor, _) => 1.0,
+        _ => 0.0,
+    };
+    grad_bytes(cfg) + copies * update_bytes(cfg)
 }

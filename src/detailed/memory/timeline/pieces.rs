@@ -348,7 +348,25 @@ fn loss(cfg: &DetailedConfig, s: &Sizes) -> (f64, f64, f64) {
     // The output layer's backward: the logits' gradient in the dtype and the
     // gradient of its input.
     let head_backward = nv * p + s.n * cfg.arch.hidden as f64 * p / s.sp_div;
-    (loss_forward, loss_backward, head_backward)
+    (
+        loss_forward.max(lm_head_adapter(cfg, s)),
+        loss_backward,
+        head_backward,
+    )
+}
+
+/// PEFT's LoRA on the output layer (`result = result + lora_B(lora_A(x)) *
+/// scaling`, then `result.to(torch_result_dtype)`), beyond the loss's
+/// saved log-probabilities: the frozen layer's logits, B's n × V output,
+/// its scaled copy and their sum in the adapters' dtype live at once
+/// (measured, `tests/fixtures/lora_variants_measured.tsv`: B's output is
+/// still held at the sum).
+fn lm_head_adapter(cfg: &DetailedConfig, s: &Sizes) -> f64 {
+    if !(states::peft(cfg) && cfg.lora_targets.lm_head()) {
+        return 0.0;
+    }
+    let ab = if states::fp32_adapters(cfg) { 4.0 } else { s.p };
+    s.nv * (s.p + 3.0 * ab) - 4.0 * s.nv
 }
 
 /// GRPO's loss instead of [`loss`]: (forward, backward, output layer's
@@ -392,12 +410,25 @@ fn gradients(cfg: &DetailedConfig) -> (f64, f64, f64, f64) {
     let gb = produced_grad_bytes(cfg);
     let table = (a.vocab * a.hidden) as f64;
     match cfg.lora_rank {
-        Some(_) => (
-            trained_params(cfg) / a.layers as f64 * gb / par.tp as f64,
-            0.0,
-            0.0,
-            0.0,
-        ),
+        // The adapters outside the layers on the output layer and the
+        // embedding, r·(V + h) each.
+        Some(r) => {
+            let t = cfg.lora_targets;
+            let outer = |on: bool| {
+                if on {
+                    (r * (a.vocab + a.hidden)) as f64 * gb
+                } else {
+                    0.0
+                }
+            };
+            let layers = trained_params(cfg) * gb - outer(t.lm_head()) - outer(t.embed());
+            (
+                layers / a.layers as f64 / par.tp as f64,
+                outer(t.lm_head()),
+                outer(t.embed()),
+                0.0,
+            )
+        }
         // The shared table's gradient first comes from the output layer.
         None if a.tied_embeddings => (
             layer_params * gb,

@@ -38,6 +38,43 @@ pub(super) struct Start {
     buckets: f64,
     /// Which step is modelled.
     step: Step,
+    /// The optimizer in backward, if it runs there.
+    in_backward: Option<InBackward>,
+}
+
+/// The optimizer in backward (torchtune's `optimizer_in_bwd`): what each
+/// parameter's post-accumulate-grad hook adds when its gradient is ready
+/// (`training/memory.py`, `register_optim_in_bwd_hooks`: the parameter's
+/// own `optimizer.step()`, then `zero_grad()`, which frees the gradient).
+#[derive(Clone, Copy)]
+pub(super) struct InBackward {
+    /// Live bytes per byte of the stepped parameter's gradient: the
+    /// gradient and the update's temporaries.
+    per_grad_byte: f64,
+    /// Optimizer state the first step creates per byte of gradient, in
+    /// each parameter's hook (`_init_group`); 0 on later steps.
+    state_per_grad_byte: f64,
+    /// The gradient of a layer's largest tensor, in bytes.
+    largest_layer_grad: f64,
+}
+
+impl InBackward {
+    /// `cfg`'s optimizer in backward, if it runs there.
+    fn of(cfg: &DetailedConfig, states: &ModelStates, adam: AdamImpl, step: Step) -> Option<Self> {
+        if !cfg.optimizer_in_backward {
+            return None;
+        }
+        let gb = states::grad_bytes(cfg);
+        Some(InBackward {
+            per_grad_byte: optimizer::in_backward_per_value(cfg, adam) / gb,
+            state_per_grad_byte: if step == Step::First && states.grads > 0.0 {
+                states.optimizer_state / states.grads
+            } else {
+                0.0
+            },
+            largest_layer_grad: optimizer::largest_in_layer(cfg, cfg.parallel.tp as f64) * gb,
+        })
+    }
 }
 
 impl Start {
@@ -80,6 +117,7 @@ impl Start {
         } else {
             0.0
         };
+        let in_backward = InBackward::of(cfg, &states, adam, opts.step);
         Start {
             states,
             pieces: pc,
@@ -91,6 +129,7 @@ impl Start {
             persistent_grads,
             buckets,
             step: opts.step,
+            in_backward,
         }
     }
 }
@@ -136,6 +175,8 @@ pub(super) struct Walk<'a> {
     pub(super) engine: f64,
     /// DeepSpeed's ZeRO-3: its gathered weights and buffers.
     zero3: Option<Zero3>,
+    /// The optimizer in backward, if it runs there.
+    in_backward: Option<InBackward>,
     phase: Phase,
     /// Which micro-batch is walked: 1, or 2 for every later one.
     pub(super) micro_batch: u64,
@@ -168,6 +209,7 @@ impl<'a> Walk<'a> {
                 0.0
             },
             zero3: start.zero3.clone(),
+            in_backward: start.in_backward,
             engine: 0.0,
             live: Live {
                 grads: if persistent_grads {
@@ -281,6 +323,15 @@ impl<'a> Walk<'a> {
         } else {
             bytes
         }
+    }
+
+    /// The optimizer in backward: the hooks of a group of parameters whose
+    /// gradients weigh `bytes`, the largest `largest`: each creates its
+    /// state on the first step; the largest's gradient and update
+    /// temporaries are the transient. Nothing is added to the gradients.
+    fn step_in_backward(&mut self, ib: InBackward, bytes: f64, largest: f64) -> f64 {
+        self.live.optimizer_state += ib.state_per_grad_byte * bytes;
+        largest * ib.per_grad_byte
     }
 
     /// One micro-batch on a stage with `layers` layers, `first`/`last`
@@ -407,7 +458,23 @@ impl<'a> Walk<'a> {
         let pc = self.pieces;
         self.record(Moment::LossBackward, pc.loss_backward);
         self.live.activations -= pc.logits;
-        let extra = self.accumulate(pc.head_grads);
+        let extra = match self.in_backward {
+            // A tied table's gradient waits in autograd's input buffer for
+            // the embedding's: its hook runs then.
+            Some(_) if pc.tied_gradient > 0.0 => {
+                self.held = pc.tied_gradient;
+                0.0
+            }
+            // The weight's gradient beside the logits' while the output
+            // layer's backward runs; its hook after, once autograd has
+            // released the logits' gradient (`engine.cpp`: a node's inputs
+            // are freed when it has run).
+            Some(ib) => {
+                let step = self.step_in_backward(ib, pc.head_grads, pc.head_grads);
+                step.max(pc.head_backward + pc.head_grads) - pc.head_backward
+            }
+            None => self.accumulate(pc.head_grads),
+        };
         self.record(
             Moment::HeadBackward,
             pc.head_backward + extra + pc.gathered_outer,
@@ -428,6 +495,17 @@ impl<'a> Walk<'a> {
     fn layer_backward(&mut self, i: u64) {
         let pc = self.pieces;
         let offload = self.cfg.offload.activations;
+        if let Some(ib) = self.in_backward {
+            let step = self.step_in_backward(ib, pc.layer_grads, ib.largest_layer_grad);
+            self.record(
+                Moment::LayerBackward(i),
+                pc.layer_backward + pc.recomputed + step,
+            );
+            if !offload || i == 0 {
+                self.live.activations -= pc.per_layer;
+            }
+            return;
+        }
         let grads_before = self.live.grads;
         let extra = self.accumulate(pc.layer_grads);
         // ZeRO-3 copies each weight's gradient into its bucket as it
@@ -549,7 +627,19 @@ impl<'a> Walk<'a> {
     /// backward, and ZeRO-3's reduction of what is left in its bucket.
     fn embedding_backward(&mut self) {
         let pc = self.pieces;
-        let extra = self.accumulate(pc.embedding_grads);
+        let extra = match self.in_backward {
+            // The tables' hooks: a tied table's two gradients, the second
+            // added in place into the first (two tables, measured: not the
+            // three of an out-of-place sum), then its step.
+            Some(ib) => {
+                self.held = 0.0;
+                let grads = pc.embedding_grads + pc.tied_gradient;
+                let largest = pc.embedding_grads.max(pc.tied_gradient);
+                let step = self.step_in_backward(ib, grads, largest);
+                step.max(2.0 * pc.tied_gradient) - 2.0 * pc.tied_gradient
+            }
+            None => self.accumulate(pc.embedding_grads),
+        };
         self.live.activations -= pc.embedding;
         self.record(
             Moment::EmbeddingBackward,
@@ -584,11 +674,19 @@ impl<'a> Walk<'a> {
         if self.zero3.is_none() {
             self.bucket = 0.0;
         }
-        // Gradients on this GPU are exactly the states' figure now.
-        self.live.grads = states.grads;
         self.live.activations = 0.0;
         self.phase = Phase::Optimizer;
         self.micro_batch = 1;
+        if start.in_backward.is_some() {
+            // Every parameter was stepped and its gradient freed in backward.
+            self.live.grads = 0.0;
+            self.live.optimizer_state = states.optimizer_state;
+            self.record(Moment::OptimizerUpdate, 0.0);
+            self.record(Moment::End, 0.0);
+            return;
+        }
+        // Gradients on this GPU are exactly the states' figure now.
+        self.live.grads = states.grads;
         if start.step == Step::First {
             self.live.optimizer_state = states.optimizer_state;
             self.record(Moment::OptimizerState, 0.0);
