@@ -1,0 +1,149 @@
+//! litgpt's YAML (jsonargparse arguments of `litgpt finetune_lora|
+//! finetune_full|finetune_adapter`), `litgpt/finetune/lora.py` `setup` at
+//! the snapshot docs/trainers.md names.
+
+use super::common;
+use super::pending::Pending;
+use super::value::{finish, Doc, Out, ReadError, Value};
+
+/// litgpt's defaults and what its code fixes.
+pub const DEFAULTS: &[(&str, &str, &str)] = &[
+    ("precision", "bf16-true on bf16 cards", "litgpt/utils.py `get_default_supported_precision(training=True)`: \"bf16-true\" where bf16 is supported, else \"16-mixed\""),
+    ("devices", "1", "litgpt/finetune/lora.py `setup`: `devices: Union[int, str] = 1`"),
+    ("(checkpointing)", "off on one device", "litgpt/finetune/lora.py: `FSDPStrategy(…, activation_checkpointing_policy={Block}, …)` only when `devices * num_nodes > 1`"),
+    ("train.micro_batch_size", "1", "litgpt/args.py `TrainArgs`: `micro_batch_size: int = 1`"),
+];
+
+const IGNORED: &[(&str, &str)] = &[
+    ("lora_alpha", "a scale: no memory"),
+    ("eval.*", "evaluation, not the training step"),
+    ("data.*", "the data: no memory"),
+    ("optimizer.init_args.*", "hyperparameters: no memory"),
+    ("train.learning_rate", "a hyperparameter: no memory"),
+    ("train.weight_decay", "a hyperparameter: no memory"),
+    ("train.beta*", "a hyperparameter: no memory"),
+    ("train.max_norm", "gradient clipping: no memory"),
+    ("train.tie_embeddings", "the model's own tying is priced"),
+    ("out_dir", "no memory"),
+    ("logger_name", "logging"),
+];
+
+/// Reads a litgpt YAML.
+pub fn read(root: &Value) -> Result<Out, ReadError> {
+    let mut doc = Doc::new(root);
+    let mut out = Out::default();
+    if let Some(c) = doc.text("checkpoint_dir")? {
+        common::hub_model(&mut out, "checkpoint_dir", &c);
+    }
+    let devices = doc.uint("devices")?.unwrap_or(1);
+    let nodes = doc.uint("num_nodes")?.unwrap_or(1);
+    out.set("devices", devices, "--nproc-per-node", devices);
+    if nodes > 1 {
+        out.set("num_nodes", nodes, "--nnodes", nodes);
+    }
+    if devices * nodes > 1 {
+        // FSDP (Lightning's FSDPStrategy, FULL_SHARD) with each Block checkpointed.
+        out.ignore(
+            "devices",
+            devices,
+            "FSDP1 sharding is not priced (Lightning's FSDPStrategy)",
+        );
+        out.set("devices", devices, "--recompute", "full");
+    } else {
+        out.trainer_default(
+            "(checkpointing)",
+            "off",
+            "--recompute",
+            "none",
+            DEFAULTS[2].2,
+        );
+    }
+    match doc.uint("train.micro_batch_size")? {
+        Some(n) => out.set("train.micro_batch_size", n, "--micro-batch", n),
+        None => out.trainer_default(
+            "train.micro_batch_size",
+            "1",
+            "--micro-batch",
+            "1",
+            DEFAULTS[3].2,
+        ),
+    }
+    if let Some(n) = doc.uint("train.global_batch_size")? {
+        out.set("train.global_batch_size", n, "--batch", n);
+    }
+    if let Some(n) = doc.uint("train.max_seq_length")? {
+        out.set("train.max_seq_length", n, "--seq", n);
+    }
+    read_precision(&mut doc, &mut out)?;
+    read_lora(&mut doc, &mut out)?;
+    if let Some(o) = doc.text("optimizer.class_path")?.or(doc.text("optimizer")?) {
+        common::optimizer(&mut out, "optimizer.class_path", &o);
+    }
+    finish(&mut doc, &mut out, "litgpt", IGNORED);
+    Ok(out)
+}
+
+fn read_precision(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
+    let p = doc.text("precision")?;
+    let flag = match p.as_deref() {
+        Some("bf16-true" | "16-true") => "bf16",
+        Some("bf16-mixed" | "16-mixed") => "mixed",
+        Some("32-true") => "fp32",
+        Some(other) => {
+            return Err(ReadError::at(
+                "precision",
+                format!("expected bf16-true, bf16-mixed, 16-mixed or 32-true, got {other}"),
+            ))
+        }
+        None => {
+            out.trainer_default(
+                "precision",
+                "bf16-true",
+                "--precision",
+                "bf16",
+                DEFAULTS[0].2,
+            );
+            return Ok(());
+        }
+    };
+    out.set("precision", p.unwrap_or_default(), "--precision", flag);
+    match doc.text("quantize")?.as_deref() {
+        Some("bnb.nf4" | "bnb.fp4") => out.set("quantize", "bnb.nf4", "--quant-base", "nf4-nodq"),
+        Some(q @ ("bnb.nf4-dq" | "bnb.fp4-dq")) => out.set("quantize", q, "--quant-base", "nf4"),
+        Some("bnb.int8-training" | "bnb.int8") => {
+            out.set("quantize", "bnb.int8-training", "--quant-base", "int8")
+        }
+        Some(q) => out.ignore("quantize", q, "a quantization membudget does not price"),
+        None => {}
+    }
+    Ok(())
+}
+
+fn read_lora(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
+    let Some(r) = doc.uint("lora_r")? else {
+        return Ok(());
+    };
+    out.set("lora_r", r, "--lora-rank", r);
+    // litgpt's defaults: query and value on, the rest off
+    // (litgpt/finetune/lora.py `setup`: `lora_query: bool = True`, `lora_key: bool = False`, `lora_value: bool = True`, …).
+    let mut targets = Vec::new();
+    let mut keys = Vec::new();
+    for (key, modules, default) in [
+        ("lora_query", &["q"][..], true),
+        ("lora_key", &["k"][..], false),
+        ("lora_value", &["v"][..], true),
+        ("lora_projection", &["o"][..], false),
+        ("lora_mlp", &["gate", "up", "down"][..], false),
+        ("lora_head", &["lm_head"][..], false),
+    ] {
+        if doc.flag(key)?.unwrap_or(default) {
+            targets.extend(modules.iter().map(|m| m.to_string()));
+            keys.push(key);
+        }
+    }
+    common::lora_targets(out, &keys.join("+"), &targets);
+    if let Some(v) = doc.take("lora_dropout") {
+        out.pending("lora_dropout", &v, Pending::LoraDropout, &v);
+    }
+    Ok(())
+}
