@@ -64,6 +64,7 @@ const IGNORED: &[(&str, &str)] = &[
 pub fn read(root: &Value) -> Result<Out, ReadError> {
     let mut doc = Doc::new(root);
     let mut out = Out::default();
+    common::transformers(&mut out);
     if let Some(m) = doc.text("base_model")? {
         match models::hub(&m) {
             Some(p) => out.set("base_model", &m, "--model", p),

@@ -258,6 +258,12 @@ fn read_tune(words: &[String]) -> Result<Out, ReadError> {
             i += 1;
         }
     }
+    if distributed {
+        // The distributed recipes shard with FSDP2's `fully_shard`
+        // (torchtune/training/_distributed.py, `shard_model`).
+        out.set("recipe", "*_distributed", "--framework", "fsdp2");
+        out.set("recipe", "*_distributed", "--zero", "3");
+    }
     let more = torchtune::read_overrides(overrides, distributed)?;
     out.set.extend(more.set);
     out.ignored.extend(more.ignored);
@@ -268,6 +274,7 @@ fn read_tune(words: &[String]) -> Result<Out, ReadError> {
 /// FSDP-QLoRA's `train.py` flags, its defaults where silent.
 pub fn fsdp_qlora(doc: &mut Doc) -> Result<Out, ReadError> {
     let mut out = Out::default();
+    common::transformers(&mut out);
     let d = |k: &str| {
         FSDP_QLORA_DEFAULTS
             .iter()
@@ -440,10 +447,7 @@ pub fn fsdp_qlora_defaults(root: &Value) -> Result<Out, ReadError> {
                 .map(|(_, v)| v.clone()),
             _ => None,
         };
-        match default {
-            Some(Value::Null) | None => {}
-            Some(v) => pairs.push((k.clone(), v)),
-        }
+        pairs.push((k.clone(), default.unwrap_or(Value::Null)));
     }
     fsdp_qlora(&mut Doc::from_pairs(pairs))
 }
@@ -470,12 +474,13 @@ pub fn unsloth(doc: &mut Doc, kwargs: bool) -> Result<Out, ReadError> {
         "FastLanguageModel.get_peft_model",
         "SFTConfig",
     );
-    for key in [
-        "max_seq_length".to_string(),
-        p(load, "max_seq_length"),
-        p(peft, "max_seq_length"),
-        p(sft, "max_seq_length"),
-    ] {
+    let mut keys = vec!["max_seq_length".to_string()];
+    for call in [load, peft, sft] {
+        if kwargs {
+            keys.push(p(call, "max_seq_length"));
+        }
+    }
+    for key in keys {
         if let Some(n) = doc.uint(&key)? {
             out.set(&key, n, "--seq", n);
         }

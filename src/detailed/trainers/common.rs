@@ -69,7 +69,7 @@ pub fn lora_targets(out: &mut Out, key: &str, names: &[String]) {
             ours.push(t);
         }
     }
-    let list = if ours.contains(&"all") {
+    let list = if ours.contains(&"all") || ours.len() == 7 {
         "all".to_string()
     } else {
         ours.join(",")
@@ -128,4 +128,10 @@ pub fn first_text(doc: &mut Doc, keys: &[&str]) -> Result<Option<(String, String
 /// Checkpointing on or off → `--recompute full|none`.
 pub fn recompute(out: &mut Out, key: &str, on: bool) {
     out.set(key, on, "--recompute", if on { "full" } else { "none" });
+}
+
+/// The trainer runs transformers' own modules (TRL, axolotl,
+/// LLaMA-Factory, Unsloth, FSDP-QLoRA): `--impl hf`.
+pub fn transformers(out: &mut Out) {
+    out.set("(a transformers model)", "", "--impl", "hf");
 }

@@ -115,6 +115,7 @@ pub fn detect(doc: &Doc) -> Kind {
 /// Reads the arguments as `kind`'s config does.
 pub fn read_doc(doc: &mut Doc, kind: Kind) -> Result<Out, ReadError> {
     let mut out = Out::default();
+    common::transformers(&mut out);
     if let Some((k, m)) = common::first_text(doc, &["model_name_or_path", "model_name", "model"])? {
         common::hub_model(&mut out, &k, &m);
     }

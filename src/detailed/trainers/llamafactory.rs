@@ -62,6 +62,7 @@ const IGNORED: &[(&str, &str)] = &[
 pub fn read(root: &Value) -> Result<Out, ReadError> {
     let mut doc = Doc::new(root);
     let mut out = Out::default();
+    common::transformers(&mut out);
     if let Some((k, m)) = common::first_text(&mut doc, &["model_name_or_path", "model"])? {
         common::hub_model(&mut out, &k, &m);
     }

@@ -146,6 +146,7 @@ fn looks_like_yaml(text: &str) -> bool {
 }
 
 fn read_json(root: &Value) -> Result<(Format, Out), ReadError> {
+    top_table(root)?;
     let keys = top_keys(root);
     let has = |k: &str| keys.iter().any(|x| x == k);
     if has("zero_optimization") || has("train_micro_batch_size_per_gpu") || has("train_batch_size")
@@ -156,7 +157,7 @@ fn read_json(root: &Value) -> Result<(Format, Out), ReadError> {
             Format::FsdpQloraDefaults,
             command::fsdp_qlora_defaults(root)?,
         ))
-    } else if has("bf16") || has("fp16") {
+    } else if is_table(root, "bf16") || is_table(root, "fp16") {
         // A DeepSpeed file with precision only.
         Ok((Format::DeepSpeed, deepspeed::read(root)?))
     } else {
@@ -165,6 +166,7 @@ fn read_json(root: &Value) -> Result<(Format, Out), ReadError> {
 }
 
 fn read_yaml(root: &Value, text: &str) -> Result<(Format, Out), ReadError> {
+    top_table(root)?;
     let keys = top_keys(root);
     let has = |k: &str| keys.iter().any(|x| x == k);
     let format = if has("distributed_type") || has("compute_environment") {
@@ -193,6 +195,22 @@ fn read_yaml(root: &Value, text: &str) -> Result<(Format, Out), ReadError> {
         _ => hf::read(root)?,
     };
     Ok((format, out))
+}
+
+/// A configuration is a table of keys at the top.
+fn top_table(root: &Value) -> Result<(), ReadError> {
+    match root {
+        Value::Map(_) => Ok(()),
+        other => Err(ReadError::at(
+            "",
+            format!("expected a table of keys at the top of the file, got {other}"),
+        )),
+    }
+}
+
+/// DeepSpeed writes `"bf16": {"enabled": …}`; TrainingArguments `"bf16": true`.
+fn is_table(root: &Value, key: &str) -> bool {
+    matches!(root, Value::Map(items) if items.iter().any(|(k, v)| k == key && matches!(v, Value::Map(_))))
 }
 
 fn top_keys(root: &Value) -> Vec<String> {

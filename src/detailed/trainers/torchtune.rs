@@ -109,6 +109,13 @@ fn read_doc(doc: &mut Doc, defaults: bool, distributed: bool) -> Result<Out, Rea
             out.set(key, n, flag, n);
         }
     }
+    if defaults && !doc.has("tokenizer.max_seq_len") {
+        out.ignore(
+            "tokenizer.max_seq_len (absent)",
+            "None",
+            "untruncated in torchtune (`max_seq_len: Optional[int] = None`): give --seq",
+        );
+    }
     if let Some(b) = doc.flag("dataset.packed")? {
         out.ignore(
             "dataset.packed",

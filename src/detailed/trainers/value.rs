@@ -220,6 +220,15 @@ impl Doc {
         }
     }
 
+    /// The keys taken so far, with their values.
+    pub fn taken(&self) -> Vec<(String, Value)> {
+        self.entries
+            .iter()
+            .filter(|(_, _, taken)| *taken)
+            .map(|(k, v, _)| (k.clone(), v.clone()))
+            .collect()
+    }
+
     /// The keys not taken yet, with their values, in the file's order.
     pub fn rest(&mut self) -> Vec<(String, Value)> {
         let rest = self
@@ -358,6 +367,19 @@ impl Out {
 /// Lists every key a reader left: those its trainer's table names, with the
 /// table's reason; any other as not a memory setting this reader knows.
 pub fn finish(doc: &mut Doc, out: &mut Out, trainer: &str, table: &[(&str, &str)]) {
+    // Keys read that set nothing (a switch that is off, a value equal to
+    // membudget's default): listed too.
+    for (key, value) in doc.taken() {
+        let last = key.rsplit('.').next().unwrap_or(&key);
+        let named = |k: &str| k == key || k.contains(last);
+        if !out.set.iter().any(|s| named(&s.key)) && !out.ignored.iter().any(|i| named(&i.key)) {
+            out.ignore(
+                &key,
+                value,
+                "read: it asks for nothing membudget prices (off, or as priced without it)",
+            );
+        }
+    }
     for (key, value) in doc.rest() {
         let reason = table
             .iter()
@@ -370,8 +392,12 @@ pub fn finish(doc: &mut Doc, out: &mut Out, trainer: &str, table: &[(&str, &str)
     }
 }
 
-/// `pattern` matches `key`: exactly, or as a prefix ending in `*`.
+/// `pattern` matches `key`: exactly, as a prefix ending in `*`
+/// (`fp16.*`), or as a suffix after a leading `*` (`*.pipeline_parallel_microbatches`).
 pub fn matches(pattern: &str, key: &str) -> bool {
+    if let Some(suffix) = pattern.strip_prefix('*').filter(|s| !s.is_empty()) {
+        return key.ends_with(suffix);
+    }
     match pattern.strip_suffix('*') {
         Some(prefix) => key.starts_with(prefix),
         None => pattern == key,
