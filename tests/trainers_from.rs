@@ -28,10 +28,10 @@ fn flags(r: &Reading) -> String {
 const OWN: &[(&str, Format, &str)] = &[
     ("torchtune_lora.yaml", Format::Torchtune, "--model llama-3.2-1b --lora-rank 16 --lora-targets q,v,gate,down,up --micro-batch 3 --grad-accum 2 --seq 1024 --precision bf16 --recompute full --optimizer adamw --adam fused"),
     ("torchtitan.toml", Format::Torchtitan, "--model llama-3.1-8b --micro-batch 2 --seq 4096 --tp 2 --tp-layers-only --sp --pp 1 --framework fsdp2 --zero 3 --dp-shard 4 --reshard-after-forward true --precision mixed --recompute full --optimizer adamw --adam foreach"),
-    ("axolotl_qlora.yml", Format::Axolotl, "--impl hf --model llama-3.1-8b --micro-batch 4 --grad-accum 2 --seq 2048 --recompute full --offload-activations --optimizer paged-adam8bit --attention flash --lora-rank 8 --lora-targets q,k --quant-base nf4 --precision mixed"),
+    ("axolotl_qlora.yml", Format::Axolotl, "--impl hf --model llama-3.1-8b --micro-batch 4 --grad-accum 2 --seq 2048 --recompute full --offload-activations --optimizer paged-adam8bit --attention flash --lora-rank 8 --lora-targets q,k --quant-base nf4 --precision bf16"),
     ("llamafactory_lora.yaml", Format::LlamaFactory, "--impl hf --model qwen3-8b --micro-batch 2 --grad-accum 4 --seq 4096 --lora-rank 32 --lora-targets q,v --quant-base int8 --recompute full --precision mixed"),
     ("litgpt_lora.yaml", Format::Litgpt, "--model mistral-7b --nproc-per-node 1 --recompute none --micro-batch 4 --batch 16 --seq 1024 --precision bf16 --quant-base nf4 --lora-rank 4 --lora-targets q,k,v,o --optimizer adamw"),
-    ("trl_grpo.yaml", Format::TrainingArguments, "--impl hf --model llama-3.2-1b --micro-batch 8 --grad-accum 1 --recompute full --precision bf16 --objective grpo-kl --seq 1024 --completion 768 --generations 4 --vllm-colocate 0.25"),
+    ("trl_grpo.yaml", Format::TrainingArguments, "--impl hf --model llama-3.2-1b --micro-batch 8 --grad-accum 1 --recompute full --precision bf16 --objective grpo-kl --completion 768 --seq 1024 --generations 4 --vllm-colocate 0.25"),
     ("hf_args.json", Format::TrainingArguments, "--impl hf --model qwen2.5-7b --micro-batch 1 --grad-accum 16 --recompute none --optimizer adamw --adam fused --precision mixed"),
     ("deepspeed_z2.json", Format::DeepSpeed, "--micro-batch 2 --framework deepspeed --zero 2 --offload-optimizer --reduce-bucket-size 200000000 --precision mixed"),
     ("accelerate_fsdp2.yaml", Format::Accelerate, "--nproc-per-node 8 --nnodes 2 --precision mixed --framework fsdp2 --zero 3 --reshard-after-forward false --recompute full"),

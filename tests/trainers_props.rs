@@ -15,7 +15,12 @@ fn fixtures() -> Vec<(String, String)> {
     let mut v: Vec<(String, String)> = std::fs::read_dir(FIXTURES)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .map(|p| (p.display().to_string(), std::fs::read_to_string(&p).unwrap()))
+        .map(|p| {
+            (
+                p.display().to_string(),
+                std::fs::read_to_string(&p).unwrap(),
+            )
+        })
         .collect();
     v.sort();
     v
@@ -23,9 +28,32 @@ fn fixtures() -> Vec<(String, String)> {
 
 /// Values a hostile or careless file puts where a number or name belongs.
 const HOSTILE: &[&str] = &[
-    "-1", "0", "1e400", "NaN", "inf", "\"\"", "null", "[]", "{}", "[1, [2, [3]]]", "18446744073709551616",
-    "9999999999999999999999", "auto", "True", "0x10", "1_000_000_000_000_000", "\"\\u0000\"", "*anchor",
-    "&a [*a]", "'unterminated", "🙂", "${oc.env:HOME}", "~", "-", "--", "=",
+    "-1",
+    "0",
+    "1e400",
+    "NaN",
+    "inf",
+    "\"\"",
+    "null",
+    "[]",
+    "{}",
+    "[1, [2, [3]]]",
+    "18446744073709551616",
+    "9999999999999999999999",
+    "auto",
+    "True",
+    "0x10",
+    "1_000_000_000_000_000",
+    "\"\\u0000\"",
+    "*anchor",
+    "&a [*a]",
+    "'unterminated",
+    "🙂",
+    "${oc.env:HOME}",
+    "~",
+    "-",
+    "--",
+    "=",
 ];
 
 /// Reading `text` as `name` returns; an error has a sentence.
@@ -119,9 +147,14 @@ fn deep_nesting_is_refused_not_overflowed() {
     for name in ["d.yaml", "d.json", "d.toml"] {
         assert!(trainers::read(name, &deep).is_err());
     }
-    let nested: String = (0..200).map(|i| format!("{}k{i}:\n", " ".repeat(i))).collect();
+    let nested: String = (0..200)
+        .map(|i| format!("{}k{i}:\n", " ".repeat(i)))
+        .collect();
     let e = trainers::read("n.yaml", &nested).unwrap_err();
     assert!(e.message.contains("nested more than"), "{e}");
     let big = "a: 1\n".repeat(300_000);
-    assert!(trainers::read("big.yaml", &big).unwrap_err().message.contains("larger than"));
+    assert!(trainers::read("big.yaml", &big)
+        .unwrap_err()
+        .message
+        .contains("larger than"));
 }

@@ -6,8 +6,8 @@ use super::value::{finish, Doc, Out, ReadError, Value};
 
 /// accelerate's defaults for what a file leaves out.
 pub const DEFAULTS: &[(&str, &str, &str)] = &[
-    ("fsdp_config.fsdp_version", "1", "accelerate/utils/dataclasses.py `FullyShardedDataParallelPlugin`: `fsdp_version: int = None` → 1 unless `FSDP_VERSION`"),
-    ("num_machines", "1", "accelerate/commands/config/config_args.py `ClusterConfig`: `num_machines: int = 1`"),
+    ("fsdp_config.fsdp_version", "1", "accelerate 1.16.0 `accelerate/utils/dataclasses.py:1538`: `fsdp_version: int = field(default=None, …)`, \"Defaults to 1\""),
+    ("num_machines", "1", "accelerate 1.16.0 `accelerate/commands/config/config_args.py:182`: `num_machines: int = 1`"),
 ];
 
 const IGNORED: &[(&str, &str)] = &[

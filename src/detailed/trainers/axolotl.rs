@@ -9,10 +9,12 @@ use super::value::{finish, Doc, Out, ReadError, Value};
 
 /// axolotl's defaults for what a file leaves out.
 pub const DEFAULTS: &[(&str, &str, &str)] = &[
-    ("micro_batch_size", "1", "utils/schemas/config.py: `micro_batch_size: int | None = Field(default=1, …)`"),
-    ("sequence_len", "512", "utils/schemas/config.py: `sequence_len: int = Field(default=512, …)`"),
-    ("gradient_checkpointing", "false", "utils/schemas/config.py: `gradient_checkpointing: Literal[\"offload\", \"offload_disk\"] | bool | None = Field(default=False)`"),
-    ("optimizer", "adamw_torch_fused", "utils/schemas/training.py: `optimizer: … = OptimizerNames.ADAMW_TORCH_FUSED`"),
+    ("micro_batch_size", "1", "axolotl 0.19.0 `utils/schemas/training.py:77`: `micro_batch_size: int | None = Field(default=1, …)`"),
+    ("sequence_len", "512", "axolotl 0.19.0 `utils/schemas/config.py:671`: `sequence_len: int = Field(default=512, …)`"),
+    ("gradient_checkpointing", "false", "axolotl 0.19.0 `utils/schemas/config.py:606`: `gradient_checkpointing: Literal[\"offload\", \"offload_disk\"] | bool | None = Field(default=False, …)`"),
+    ("optimizer", "adamw_torch_fused", "axolotl 0.19.0 `utils/schemas/training.py:122`: `optimizer: … = Field(default=\"adamw_torch_fused\", …)`"),
+    ("bf16", "weights loaded in bf16", "axolotl 0.19.0 `utils/config/__init__.py:198`: `if cfg.bf16 or cfg.bfloat16: cfg.torch_dtype = torch.bfloat16`"),
+    ("load_in_4bit", "double quantization", "axolotl 0.19.0 `loaders/model.py:807`: `\"bnb_4bit_use_double_quant\": True`"),
 ];
 
 const IGNORED: &[(&str, &str)] = &[
@@ -205,8 +207,7 @@ fn read_lora(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
             out.pending("lora_dropout", &v, Pending::LoraDropout, &v);
         }
     }
-    // bitsandbytes 4-bit with double quantization
-    // (axolotl/loaders/model.py: `bnb_4bit_use_double_quant: True`).
+    // bitsandbytes 4-bit with double quantization (DEFAULTS[5]).
     if let Some(true) = doc.flag("load_in_4bit")? {
         out.set("load_in_4bit", true, "--quant-base", "nf4");
     }
@@ -224,11 +225,15 @@ fn read_precision(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
             return Ok(());
         }
     }
+    // bf16 (or auto, bf16 where the card has it) loads the weights in
+    // bf16 (DEFAULTS[4]): the Trainer's autocast then keeps no fp32 master
+    // and AdamW's states follow the bf16 weights. fp16 loads them in fp16
+    // the same way.
     for key in ["bf16", "fp16"] {
         match doc.text(key)?.as_deref() {
-            Some("auto") => out.set(key, "auto", "--precision", "mixed"),
+            Some("auto") => out.set(key, "auto", "--precision", "bf16"),
             Some(v) if super::value::boolean(v) == Some(true) => {
-                out.set(key, v, "--precision", "mixed")
+                out.set(key, v, "--precision", "bf16")
             }
             Some(v) => out.ignore(key, v, "off"),
             None => {}

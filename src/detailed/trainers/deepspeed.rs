@@ -9,11 +9,12 @@ use super::value::{finish, number, Doc, Out, ReadError, Value};
 
 /// DeepSpeed's defaults for what a file leaves out, with their source.
 pub const DEFAULTS: &[(&str, &str, &str)] = &[
-    ("zero_optimization.stage", "0", "deepspeed/runtime/zero/config.py: `stage: ZeroStageEnum = 0`"),
-    ("zero_optimization.reduce_bucket_size", "5e8", "deepspeed/runtime/zero/config.py: `reduce_bucket_size: int = Field(pp_int(5e8), ge=0)`"),
-    ("zero_optimization.stage3_prefetch_bucket_size", "5e7", "deepspeed/runtime/zero/config.py: `prefetch_bucket_size: int = Field(pp_int(5e7), ge=0, alias=\"stage3_prefetch_bucket_size\")`"),
-    ("zero_optimization.offload_optimizer.device", "none", "deepspeed/runtime/zero/offload_config.py: `device: OffloadDeviceEnum = \"none\"`"),
-    ("gradient_accumulation_steps", "1", "deepspeed/runtime/constants.py: `GRADIENT_ACCUMULATION_STEPS_DEFAULT = None` → derived, 1 when no batch size says otherwise"),
+    ("zero_optimization.stage", "0", "deepspeed 0.19.8 `deepspeed/runtime/zero/config.py:95`: `stage: ZeroStageEnum = 0`"),
+    ("zero_optimization.reduce_bucket_size", "5e8", "deepspeed 0.19.8 `deepspeed/runtime/zero/config.py:113`: `reduce_bucket_size: int = Field(pp_int(5e8), gt=0)`"),
+    ("zero_optimization.stage3_prefetch_bucket_size", "5e7", "deepspeed 0.19.8 `deepspeed/runtime/zero/config.py:222`: `prefetch_bucket_size: int = Field(pp_int(5e7), ge=0, alias=\"stage3_prefetch_bucket_size\")`"),
+    ("zero_optimization.offload_optimizer.device", "none", "deepspeed 0.19.8 `deepspeed/runtime/zero/offload_config.py:24`: `device: OffloadDeviceEnum = \"none\"`"),
+    ("gradient_accumulation_steps", "derived (1 when nothing says otherwise)", "deepspeed 0.19.8 `deepspeed/runtime/constants.py:72`: `GRADIENT_ACCUMULATION_STEPS_DEFAULT = None`"),
+    ("bf16.enabled, fp16.enabled", "false (fp32)", "deepspeed 0.19.8 `deepspeed/runtime/constants.py:98`: `BFLOAT16_ENABLED_DEFAULT = False`; `:139`: `FP16_ENABLED_DEFAULT = False`"),
 ];
 
 /// Keys read and not priced, with the reason.
@@ -268,7 +269,13 @@ fn read_precision(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
     }
     if !out.has("--precision") && !doc.has("bf16.enabled") && !doc.has("fp16.enabled") {
         // Neither: DeepSpeed trains in fp32.
-        out.trainer_default("bf16.enabled", "false", "--precision", "fp32", "deepspeed/runtime/config.py: `BFLOAT16_ENABLED_DEFAULT = False`, `FP16_ENABLED_DEFAULT = False`");
+        out.trainer_default(
+            "bf16.enabled",
+            "false",
+            "--precision",
+            "fp32",
+            DEFAULTS[5].2,
+        );
     }
     Ok(())
 }

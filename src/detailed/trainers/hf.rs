@@ -24,17 +24,18 @@ pub enum Kind {
 
 /// The defaults applied where the file is silent: (key, value, source).
 pub const DEFAULTS: &[(&str, &str, &str)] = &[
-    ("per_device_train_batch_size", "8", "transformers/training_args.py: `per_device_train_batch_size: int = field(default=8, …)`"),
-    ("gradient_checkpointing", "true (TRL) / false (transformers)", "trl/trainer/sft_config.py, grpo_config.py, dpo_config.py: `gradient_checkpointing: bool = field(default=True, …)`; transformers/training_args.py: `default=False`"),
-    ("bf16", "true (TRL, unless fp16) / false (transformers)", "trl/trainer/sft_config.py: `bf16: Optional[bool] = field(default=None, …)` then `__post_init__`: `self.bf16 = not (self.fp16) if self.bf16 is None`"),
-    ("max_length", "1024", "trl/trainer/sft_config.py: `max_length: Optional[int] = field(default=1024, …)`"),
-    ("max_prompt_length", "512", "trl/trainer/grpo_config.py: `max_prompt_length: Optional[int] = field(default=512, …)`"),
-    ("max_completion_length", "256", "trl/trainer/grpo_config.py: `max_completion_length: Optional[int] = field(default=256, …)`"),
-    ("num_generations", "8", "trl/trainer/grpo_config.py: `num_generations: Optional[int] = field(default=8, …)`"),
-    ("beta", "0.0 (GRPO)", "trl/trainer/grpo_config.py: `beta: float = field(default=0.0, …)`"),
-    ("vllm_gpu_memory_utilization", "0.3", "trl/trainer/grpo_config.py: `vllm_gpu_memory_utilization: float = field(default=0.3, …)`"),
-    ("lora_r", "16", "trl/trainer/model_config.py: `lora_r: int = field(default=16, …)`"),
-    ("use_bnb_nested_quant", "false", "trl/trainer/model_config.py: `use_bnb_nested_quant: bool = field(default=False, …)`"),
+    ("per_device_train_batch_size", "8", "transformers 5.25.0 `training_args.py:777`: `per_device_train_batch_size: int = field(default=8, …)`"),
+    ("gradient_checkpointing", "true (TRL) / off (transformers)", "trl 1.16.0 `trl/trainer/base_config.py:62`: `gradient_checkpointing: bool = field(default=True, …)` (SFT, DPO, GRPO); transformers 5.25.0 `training_args.py:908`: `activation_checkpointing: bool | None = field(default=None, …)` (`gradient_checkpointing` its alias, line 926)"),
+    ("bf16", "true unless fp16 (TRL) / false (transformers)", "trl 1.16.0 `trl/trainer/base_config.py:108`: `self.bf16 = not (self.fp16) if self.bf16 is None else self.bf16`"),
+    ("max_length", "1024", "trl 1.16.0 `trl/trainer/sft_config.py:202`: `max_length: int | None = field(default=1024, …)`"),
+    ("max_prompt_length", "none (prompts untruncated)", "trl 1.16.0 `trl/trainer/grpo_config.py`: no such field (older GRPOConfig: 512)"),
+    ("max_completion_length", "512", "trl 1.16.0 `trl/trainer/grpo_config.py:494`: `max_completion_length: int | None = field(default=512, …)`"),
+    ("num_generations", "8", "trl 1.16.0 `trl/trainer/grpo_config.py:480`: `num_generations: int | None = field(default=8, …)`"),
+    ("beta", "0.0 (GRPO: no reference model)", "trl 1.16.0 `trl/trainer/grpo_config.py:681`: `beta: float = field(default=0.0, …)`"),
+    ("vllm_gpu_memory_utilization", "0.3", "trl 1.16.0 `trl/trainer/grpo_config.py:656`: `vllm_gpu_memory_utilization: float = field(default=0.3, …)`"),
+    ("lora_r", "16", "trl 1.16.0 `trl/trainer/model_config.py:107`: `lora_r: int = field(default=16, …)`"),
+    ("use_bnb_nested_quant", "false", "trl 1.16.0 `trl/trainer/model_config.py:164`: `use_bnb_nested_quant: bool = field(default=False, …)`"),
+    ("vllm_mode", "colocate", "trl 1.16.0 `trl/trainer/grpo_config.py:594`: `vllm_mode: str = field(default=\"colocate\", …)`"),
 ];
 
 const IGNORED: &[(&str, &str)] = &[
@@ -175,7 +176,11 @@ fn read_batch(doc: &mut Doc, out: &mut Out, kind: Kind) -> Result<(), ReadError>
 }
 
 fn read_memory(doc: &mut Doc, out: &mut Out, kind: Kind) -> Result<(), ReadError> {
-    let key = "gradient_checkpointing";
+    let key = if doc.has("activation_checkpointing") {
+        "activation_checkpointing"
+    } else {
+        "gradient_checkpointing"
+    };
     match doc.flag(key)? {
         Some(b) => common::recompute(out, key, b),
         None if kind != Kind::Plain => {
@@ -296,22 +301,37 @@ fn read_grpo(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
         "--objective",
         if beta > 0.0 { "grpo-kl" } else { "grpo" },
     );
-    let prompt = doc.uint("max_prompt_length")?;
-    let completion = doc.uint("max_completion_length")?;
-    let (p, c) = (prompt.unwrap_or(512), completion.unwrap_or(256));
-    out.set(
-        "max_prompt_length + max_completion_length",
-        p + c,
-        "--seq",
-        p + c,
-    );
-    out.set("max_completion_length", c, "--completion", c);
+    let c = match doc.uint("max_completion_length")? {
+        Some(c) => {
+            out.set("max_completion_length", c, "--completion", c);
+            c
+        }
+        None => {
+            let d = DEFAULTS[5].2;
+            out.trainer_default("max_completion_length", "512", "--completion", "512", d);
+            512
+        }
+    };
+    match doc.uint("max_prompt_length")? {
+        Some(p) => out.set(
+            "max_prompt_length + max_completion_length",
+            p + c,
+            "--seq",
+            p + c,
+        ),
+        None => out.ignore(
+            "max_prompt_length (absent)",
+            "none",
+            "prompts untruncated (trl 1.16.0): give --seq as prompt + completion",
+        ),
+    }
     match doc.uint("num_generations")? {
         Some(g) => out.set("num_generations", g, "--generations", g),
         None => out.trainer_default("num_generations", "8", "--generations", "8", DEFAULTS[6].2),
     }
     if let Some(true) = doc.flag("use_vllm")? {
-        let mode = doc.text("vllm_mode")?.unwrap_or_else(|| "server".into());
+        // TRL 1.16.0's default mode is colocate (grpo_config.py:594).
+        let mode = doc.text("vllm_mode")?.unwrap_or_else(|| "colocate".into());
         let share = doc
             .take("vllm_gpu_memory_utilization")
             .and_then(|v| v.text())

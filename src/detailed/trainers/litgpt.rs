@@ -8,10 +8,11 @@ use super::value::{finish, Doc, Out, ReadError, Value};
 
 /// litgpt's defaults and what its code fixes.
 pub const DEFAULTS: &[(&str, &str, &str)] = &[
-    ("precision", "bf16-true on bf16 cards", "litgpt/utils.py `get_default_supported_precision(training=True)`: \"bf16-true\" where bf16 is supported, else \"16-mixed\""),
-    ("devices", "1", "litgpt/finetune/lora.py `setup`: `devices: Union[int, str] = 1`"),
-    ("(checkpointing)", "off on one device", "litgpt/finetune/lora.py: `FSDPStrategy(…, activation_checkpointing_policy={Block}, …)` only when `devices * num_nodes > 1`"),
-    ("train.micro_batch_size", "1", "litgpt/args.py `TrainArgs`: `micro_batch_size: int = 1`"),
+    ("precision", "bf16-mixed on bf16 cards", "litgpt 0.5.13 `litgpt/finetune/lora.py:131`: `precision = precision or get_default_supported_precision(training=True)`; `litgpt/utils.py:377`: `return \"bf16-mixed\" if training else \"bf16-true\"`"),
+    ("devices", "1", "litgpt 0.5.13 `litgpt/finetune/lora.py:54`: `devices: int | str = 1`"),
+    ("(sharding, checkpointing)", "FSDP2 and every Block checkpointed on more than one device; neither on one", "litgpt 0.5.13 `litgpt/finetune/lora.py:152`: `if devices * num_nodes > 1:` → `ModelParallelStrategy(parallelize_fn=…)`; `:522` `parallelize_fn(model, device_mesh, activation_checkpointing=True)`: `checkpoint_wrapper` on each Block, `fully_shard`"),
+    ("train.micro_batch_size", "4", "litgpt 0.5.13 `litgpt/args.py:17`: `micro_batch_size: int = 4`"),
+    ("lora_query, lora_value", "true (key, projection, mlp, head false)", "litgpt 0.5.13 `litgpt/finetune/lora.py:59`–`61`: `lora_query: bool = True`, `lora_key: bool = False`, `lora_value: bool = True`"),
 ];
 
 const IGNORED: &[(&str, &str)] = &[
@@ -42,12 +43,9 @@ pub fn read(root: &Value) -> Result<Out, ReadError> {
         out.set("num_nodes", nodes, "--nnodes", nodes);
     }
     if devices * nodes > 1 {
-        // FSDP (Lightning's FSDPStrategy, FULL_SHARD) with each Block checkpointed.
-        out.ignore(
-            "devices",
-            devices,
-            "FSDP1 sharding is not priced (Lightning's FSDPStrategy)",
-        );
+        // FSDP2 over every GPU, each Block checkpointed (DEFAULTS[2]).
+        out.set("devices", devices, "--framework", "fsdp2");
+        out.set("devices", devices, "--zero", "3");
         out.set("devices", devices, "--recompute", "full");
     } else {
         out.trainer_default(
@@ -62,9 +60,9 @@ pub fn read(root: &Value) -> Result<Out, ReadError> {
         Some(n) => out.set("train.micro_batch_size", n, "--micro-batch", n),
         None => out.trainer_default(
             "train.micro_batch_size",
-            "1",
+            "4",
             "--micro-batch",
-            "1",
+            "4",
             DEFAULTS[3].2,
         ),
     }
@@ -98,9 +96,9 @@ fn read_precision(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
         None => {
             out.trainer_default(
                 "precision",
-                "bf16-true",
+                "bf16-mixed",
                 "--precision",
-                "bf16",
+                "mixed",
                 DEFAULTS[0].2,
             );
             return Ok(());

@@ -9,13 +9,14 @@ use super::value::{finish, Doc, Out, ReadError, Value};
 
 /// LLaMA-Factory's defaults for what a file leaves out.
 pub const DEFAULTS: &[(&str, &str, &str)] = &[
-    ("finetuning_type", "lora", "hparams/finetuning_args.py: `finetuning_type: Literal[\"lora\", \"oft\", \"freeze\", \"full\"] = field(default=\"lora\", …)`"),
-    ("lora_rank", "8", "hparams/finetuning_args.py: `lora_rank: int = field(default=8, …)`"),
-    ("lora_target", "all", "hparams/finetuning_args.py: `lora_target: str = field(default=\"all\", …)`"),
-    ("cutoff_len", "2048", "hparams/data_args.py: `cutoff_len: int = field(default=2048, …)`"),
-    ("disable_gradient_checkpointing", "false (checkpointing on)", "hparams/model_args.py: `disable_gradient_checkpointing: bool = field(default=False, …)`; model/model_utils/checkpointing.py `prepare_model_for_training` turns it on"),
-    ("double_quantization", "true", "hparams/model_args.py: `double_quantization: bool = field(default=True, …)`"),
-    ("per_device_train_batch_size", "8", "transformers/training_args.py: `per_device_train_batch_size: int = field(default=8, …)`"),
+    ("finetuning_type", "lora", "llamafactory 0.9.5 `hparams/finetuning_args.py:464`: `finetuning_type: Literal[\"lora\", \"oft\", \"freeze\", \"full\"] = field(default=\"lora\", …)`"),
+    ("lora_rank", "8", "llamafactory 0.9.5 `hparams/finetuning_args.py:77`: `lora_rank: int = field(default=8, …)`"),
+    ("lora_target", "all", "llamafactory 0.9.5 `hparams/finetuning_args.py:81`: `lora_target: str = field(default=\"all\", …)`"),
+    ("cutoff_len", "2048", "llamafactory 0.9.5 `hparams/data_args.py:46`: `cutoff_len: int = field(default=2048, …)`"),
+    ("disable_gradient_checkpointing", "false (checkpointing on)", "llamafactory 0.9.5 `hparams/model_args.py:145`: `disable_gradient_checkpointing: bool = field(default=False, …)`"),
+    ("double_quantization", "true", "llamafactory 0.9.5 `hparams/model_args.py:291`: `double_quantization: bool = field(default=True, …)`"),
+    ("per_device_train_batch_size", "8", "transformers 5.25.0 `training_args.py:777`: `per_device_train_batch_size: int = field(default=8, …)`"),
+    ("bf16", "trainable weights in fp32", "llamafactory 0.9.5 `model/adapter.py:51`: `if cast_trainable_params_to_fp32:` (true unless `pure_bf16`)"),
 ];
 
 const IGNORED: &[(&str, &str)] = &[
@@ -184,8 +185,7 @@ fn read_memory(doc: &mut Doc, out: &mut Out, v1: bool) -> Result<(), ReadError> 
     for key in ["bf16", "fp16"] {
         if let Some(b) = doc.flag(key)? {
             if b && !pure {
-                // Trainable weights cast to fp32 unless pure_bf16
-                // (model/adapter.py, `cast_trainable_params_to_fp32`).
+                // Trainable weights cast to fp32 unless pure_bf16 (DEFAULTS[7]).
                 out.set(key, b, "--precision", "mixed");
             } else if !b {
                 out.ignore(key, b, "off");

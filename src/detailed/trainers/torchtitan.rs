@@ -10,11 +10,11 @@ use super::value::{finish, number, Doc, Out, ReadError, Value};
 
 /// torchtitan's defaults for what a file leaves out.
 pub const DEFAULTS: &[(&str, &str, &str)] = &[
-    ("training.data_parallel_shard_degree", "-1 (every GPU the other sizes leave)", "torchtitan/config_manager.py: `--training.data_parallel_shard_degree`, `default=-1`"),
-    ("training.mixed_precision_param", "bfloat16", "torchtitan/config_manager.py: `--training.mixed_precision_param`, `default=\"bfloat16\"`"),
-    ("activation_checkpoint.mode", "selective", "torchtitan/config_manager.py: `--activation_checkpoint.mode`, `default=\"selective\"`"),
-    ("activation_checkpoint.selective_ac_option", "2", "torchtitan/config_manager.py: `--activation_checkpoint.selective_ac_option`, `default=\"2\"`"),
-    ("optimizer.fused", "False (foreach)", "torchtitan/config_manager.py: `--optimizer.fused`, `default=False`; 2025: `implementation: Literal[\"for-loop\", \"foreach\", \"fused\"] = \"fused\"`"),
+    ("data_parallel_shard_degree", "-1 (every GPU the other sizes leave)", "torchtitan 0.3.0 `torchtitan/config/configs.py:124`: `data_parallel_shard_degree: int = -1` (the same in `config_manager.py`, 2024-12)"),
+    ("mixed_precision_param", "bfloat16", "torchtitan 0.3.0 `torchtitan/config/configs.py:85`: `mixed_precision_param: Literal[\"bfloat16\", \"float32\"] = \"bfloat16\"`"),
+    ("activation_checkpoint.mode", "selective", "torchtitan `torchtitan/config_manager.py` (2024-12, 9dec370): `'--activation_checkpoint.mode', type=str, default='selective'`"),
+    ("activation_checkpoint.selective_ac_option", "2 (every other layer)", "torchtitan `torchtitan/config_manager.py` (2024-12, 9dec370): `'--activation_checkpoint.selective_ac_option', type=str, default='2'`"),
+    ("fsdp_reshard_after_forward", "default (reshard, but not the last stage's under PP)", "torchtitan 0.3.0 `torchtitan/config/configs.py:136`: `fsdp_reshard_after_forward: Literal[\"default\", \"always\", \"never\"] = \"default\"`"),
 ];
 
 const IGNORED: &[(&str, &str)] = &[

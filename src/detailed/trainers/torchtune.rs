@@ -9,12 +9,16 @@ use super::value::{finish, Doc, Out, ReadError, Value};
 
 /// torchtune's defaults for keys a recipe reads with `cfg.get`.
 pub const DEFAULTS: &[(&str, &str, &str)] = &[
-    ("compile", "False", "recipes/lora_finetune_single_device.py: `compile_model=cfg.get(\"compile\", False)`"),
-    ("enable_activation_offloading", "False", "recipes/lora_finetune_single_device.py: `cfg.get(\"enable_activation_offloading\", False)`"),
-    ("optimizer_in_bwd", "False", "recipes/full_finetune_single_device.py: `cfg.get(\"optimizer_in_bwd\", False)`"),
-    ("fsdp_reshard_after_forward", "True", "recipes/full_finetune_distributed.py: `cfg.get(\"fsdp_reshard_after_forward\", True)`"),
-    ("model.apply_lora_to_mlp", "False", "torchtune/models/llama3_1/_model_builders.py `lora_llama3_1_8b`: `apply_lora_to_mlp: bool = False`"),
-    ("model.lora_dropout", "0.0", "torchtune/models/llama3_1/_model_builders.py `lora_llama3_1_8b`: `lora_dropout: float = 0.0`"),
+    ("enable_activation_checkpointing", "False", "torchtune 0.6.1 `recipes/lora_finetune_single_device.py:161`: `cfg.get(\"enable_activation_checkpointing\", False)`"),
+    ("enable_activation_offloading", "False", "torchtune 0.6.1 `recipes/lora_finetune_single_device.py:165`: `cfg.get(\"enable_activation_offloading\", False)`"),
+    ("compile", "False", "torchtune 0.6.1 `recipes/full_finetune_distributed.py:292`: `cfg.get(\"compile\", False)`"),
+    ("optimizer_in_bwd", "False", "torchtune 0.6.1 `recipes/full_finetune_distributed.py:181`: `cfg.get(\"optimizer_in_bwd\", False)`"),
+    ("fsdp_reshard_after_forward", "True", "torchtune 0.6.1 `recipes/full_finetune_distributed.py:299`: `reshard_after_forward=cfg.get(\"fsdp_reshard_after_forward\", True)`"),
+    ("model.apply_lora_to_mlp", "False", "torchtune 0.6.1 `torchtune/models/llama3_1/_model_builders.py:86`: `apply_lora_to_mlp: bool = False`"),
+    ("model.lora_dropout", "0.0", "torchtune 0.6.1 `torchtune/models/llama3_1/_model_builders.py:90`: `lora_dropout: float = 0.0`"),
+    ("tokenizer.max_seq_len", "None (untruncated)", "torchtune 0.6.1 `torchtune/models/llama3/_tokenizer.py:79`: `max_seq_len: Optional[int] = None`"),
+    ("loss.num_output_chunks", "8", "torchtune 0.6.1 `torchtune/modules/loss/ce_chunked_output_loss.py:30`: `num_output_chunks: int = 8`"),
+    ("model._component_ qlora_*", "NF4 base", "torchtune 0.6.1 `torchtune/models/llama3_1/_model_builders.py:251`: `qlora_llama3_1_8b = partial(lora_llama3_1_8b, quantize_base=True)`"),
 ];
 
 const IGNORED: &[(&str, &str)] = &[
@@ -138,7 +142,7 @@ fn read_doc(doc: &mut Doc, defaults: bool, distributed: bool) -> Result<Out, Rea
         };
         out.set("dtype", &d, "--precision", p);
     }
-    read_memory(doc, &mut out, distributed)?;
+    read_memory(doc, &mut out, distributed, defaults)?;
     finish(doc, &mut out, "torchtune", IGNORED);
     Ok(out)
 }
@@ -177,7 +181,7 @@ fn read_model(doc: &mut Doc, out: &mut Out, defaults: bool) -> Result<(), ReadEr
         common::lora_targets(out, "model.lora_attn_modules + apply_lora_to_mlp", &targets);
     }
     if mlp.is_none() && defaults {
-        out.ignore("model.apply_lora_to_mlp (default)", "False", DEFAULTS[4].2);
+        out.ignore("model.apply_lora_to_mlp (default)", "False", DEFAULTS[5].2);
     }
     if let Some(v) = doc.take("model.lora_dropout") {
         out.pending("model.lora_dropout", &v, Pending::LoraDropout, &v);
@@ -185,9 +189,19 @@ fn read_model(doc: &mut Doc, out: &mut Out, defaults: bool) -> Result<(), ReadEr
     Ok(())
 }
 
-fn read_memory(doc: &mut Doc, out: &mut Out, distributed: bool) -> Result<(), ReadError> {
-    if let Some(b) = doc.flag("enable_activation_checkpointing")? {
-        common::recompute(out, "enable_activation_checkpointing", b);
+fn read_memory(
+    doc: &mut Doc,
+    out: &mut Out,
+    distributed: bool,
+    defaults: bool,
+) -> Result<(), ReadError> {
+    match doc.flag("enable_activation_checkpointing")? {
+        Some(b) => common::recompute(out, "enable_activation_checkpointing", b),
+        None if defaults => {
+            let key = "enable_activation_checkpointing";
+            out.trainer_default(key, "False", "--recompute", "none", DEFAULTS[0].2)
+        }
+        None => {}
     }
     if let Some(true) = doc.flag("enable_activation_offloading")? {
         out.set(
