@@ -504,13 +504,26 @@ pub fn unsloth(doc: &mut Doc, kwargs: bool) -> Result<Out, ReadError> {
         Some(v) => common::recompute(&mut out, &gc, super::value::boolean(v).unwrap_or(true)),
         None => {}
     }
+    let dkey = p(load, "dtype");
+    match doc.text(&dkey)?.as_deref() {
+        None | Some("None" | "null" | "auto") => {
+            out.trainer_default(&dkey, "None", "--precision", "bf16", UNSLOTH_DTYPE)
+        }
+        Some(d @ ("float32" | "torch.float32")) => out.set(&dkey, d, "--precision", "fp32"),
+        Some(d) => out.set(&dkey, d, "--precision", "bf16"),
+    }
     let mut rest = Doc::from_pairs(
         doc.rest()
             .into_iter()
             .map(|(k, v)| (k.strip_prefix("SFTConfig.").unwrap_or(&k).to_string(), v))
             .collect(),
     );
-    let trl = hf::read_doc(&mut rest, Kind::Sft)?;
+    // unsloth-cli.py builds transformers' TrainingArguments (no TRL
+    // defaults); the README's example an SFTConfig.
+    let trl = hf::read_doc(&mut rest, if kwargs { Kind::Sft } else { Kind::Plain })?;
+    if !kwargs {
+        unsloth_cli_defaults(&mut out, &trl);
+    }
     // TRL's defaults only where Unsloth's own keys said nothing.
     let mine: Vec<&str> = out.set.iter().map(|s| s.flag).collect();
     let trl_set: Vec<_> = trl
@@ -548,6 +561,39 @@ fn unsloth_lora(doc: &mut Doc, out: &mut Out, prefix: &str) -> Result<(), ReadEr
         }
     }
     Ok(())
+}
+
+/// `unsloth-cli.py`'s argparse defaults (unslothai/unsloth at 066c227):
+/// (key, value, flag, its value, the argparse line).
+pub const UNSLOTH_CLI_DEFAULTS: &[(&str, &str, &str, &str, &str)] = &[
+    ("model_name", "unsloth/llama-3-8b", "--model", "llama-3.1-8b", "unsloth-cli.py: `model_group.add_argument('--model_name', type=str, default=\"unsloth/llama-3-8b\", …)`"),
+    ("max_seq_length", "2048", "--seq", "2048", "unsloth-cli.py: `model_group.add_argument('--max_seq_length', type=int, default=2048, …)`"),
+    ("r", "16", "--lora-rank", "16", "unsloth-cli.py: `lora_group.add_argument('--r', type=int, default=16, …)`"),
+    ("use_gradient_checkpointing", "unsloth", "--recompute", "full", "unsloth-cli.py: `lora_group.add_argument('--use_gradient_checkpointing', type=str, default=\"unsloth\", …)`"),
+    ("use_gradient_checkpointing", "unsloth", "--offload-activations", "", "unsloth-cli.py: `default=\"unsloth\"`: the checkpoints offloaded to the CPU"),
+    ("per_device_train_batch_size", "2", "--micro-batch", "2", "unsloth-cli.py: `training_group.add_argument('--per_device_train_batch_size', type=int, default=2, …)`"),
+    ("gradient_accumulation_steps", "4", "--grad-accum", "4", "unsloth-cli.py: `training_group.add_argument('--gradient_accumulation_steps', type=int, default=4, …)`"),
+    ("optim", "adamw_8bit", "--optimizer", "adam8bit", "unsloth-cli.py: `training_group.add_argument('--optim', type=str, default=\"adamw_8bit\", …)`"),
+];
+
+/// Unsloth's `dtype=None`: auto, bf16 where the card has it
+/// (`unsloth-cli.py`: `model_group.add_argument('--dtype', type=str,
+/// default=None, help="… (None for auto detection)")`; the README's
+/// `from_pretrained` leaves it out the same).
+const UNSLOTH_DTYPE: &str = "unsloth-cli.py: `model_group.add_argument('--dtype', type=str, default=None, help=\"Data type for model (None for auto detection)\")`: bf16 weights where the card has bf16";
+
+/// `unsloth-cli.py`'s defaults for what its flags and TRL's left unset.
+fn unsloth_cli_defaults(out: &mut Out, trl: &Out) {
+    for (key, value, flag, arg, source) in UNSLOTH_CLI_DEFAULTS {
+        let set = |o: &Out| {
+            o.set
+                .iter()
+                .any(|s| s.flag == *flag && s.default_from.is_none())
+        };
+        if !set(out) && !set(trl) && !(*flag == "--model" && out.unknown_model.is_some()) {
+            out.trainer_default(key, value, flag, arg, source);
+        }
+    }
 }
 
 /// Unsloth's keyword arguments written as YAML (call → kwargs).
