@@ -652,3 +652,50 @@ fn real_files_price_or_refuse_in_words() {
     }
     assert!(priced >= 40, "{priced} of {} files priced", files.len());
 }
+
+/// docs/trainers.md carries every default with its source, and every
+/// ignored key with its reason, as the readers have them.
+#[test]
+fn docs_list_every_default_and_ignored_key() {
+    use membudget::detailed::trainers::{
+        accelerate, axolotl, command, deepspeed, hf, litgpt, llamafactory, megatron, torchtitan,
+        torchtune,
+    };
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/trainers.md")).unwrap();
+    let defaults = [
+        torchtune::DEFAULTS,
+        torchtitan::DEFAULTS,
+        axolotl::DEFAULTS,
+        llamafactory::DEFAULTS,
+        litgpt::DEFAULTS,
+        hf::DEFAULTS,
+        deepspeed::DEFAULTS,
+        accelerate::DEFAULTS,
+        megatron::DEFAULTS,
+        command::FSDP_QLORA_DEFAULTS,
+    ];
+    for (key, value, source) in defaults.iter().flat_map(|d| d.iter()) {
+        let row = format!("| `{key}` | {value} | {source} |");
+        assert!(doc.contains(&row), "docs/trainers.md lacks {row}");
+    }
+    for (key, value, flag, arg, source) in command::UNSLOTH_CLI_DEFAULTS {
+        let row = format!("| `{key}` | {value} | `{flag} {arg}` | {source} |");
+        assert!(doc.contains(&row), "docs/trainers.md lacks {row}");
+    }
+    let ignored = [
+        torchtune::IGNORED,
+        torchtitan::IGNORED,
+        axolotl::IGNORED,
+        llamafactory::IGNORED,
+        litgpt::IGNORED,
+        hf::IGNORED,
+        deepspeed::IGNORED,
+        accelerate::IGNORED,
+        megatron::IGNORED,
+    ];
+    for (key, reason) in ignored.iter().flat_map(|d| d.iter()) {
+        let row = format!("| `{key}` | {reason} |");
+        assert!(doc.contains(&row), "docs/trainers.md lacks {row}");
+    }
+}

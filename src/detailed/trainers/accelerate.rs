@@ -10,7 +10,8 @@ pub const DEFAULTS: &[(&str, &str, &str)] = &[
     ("num_machines", "1", "accelerate 1.16.0 `accelerate/commands/config/config_args.py:182`: `num_machines: int = 1`"),
 ];
 
-const IGNORED: &[(&str, &str)] = &[
+/// Keys read and not priced, with the reason (`*` matches the rest of a key).
+pub const IGNORED: &[(&str, &str)] = &[
     (
         "fsdp_config.fsdp_cpu_ram_efficient_loading",
         "how the weights are loaded: before the step",

@@ -17,7 +17,8 @@ pub const DEFAULTS: &[(&str, &str, &str)] = &[
     ("load_in_4bit", "double quantization", "axolotl 0.19.0 `loaders/model.py:807`: `\"bnb_4bit_use_double_quant\": True`"),
 ];
 
-const IGNORED: &[(&str, &str)] = &[
+/// Keys read and not priced, with the reason (`*` matches the rest of a key).
+pub const IGNORED: &[(&str, &str)] = &[
     (
         "sample_packing",
         "packed rows of sequence_len tokens: --seq prices them",

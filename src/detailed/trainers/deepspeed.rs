@@ -18,7 +18,7 @@ pub const DEFAULTS: &[(&str, &str, &str)] = &[
 ];
 
 /// Keys read and not priced, with the reason.
-const IGNORED: &[(&str, &str)] = &[
+pub const IGNORED: &[(&str, &str)] = &[
     (
         "zero_optimization.offload_optimizer.pin_memory",
         "pinned host memory: host RAM, not the GPU's",

@@ -38,7 +38,8 @@ pub const DEFAULTS: &[(&str, &str, &str)] = &[
     ("vllm_mode", "colocate", "trl 1.16.0 `trl/trainer/grpo_config.py:594`: `vllm_mode: str = field(default=\"colocate\", …)`"),
 ];
 
-const IGNORED: &[(&str, &str)] = &[
+/// Keys read and not priced, with the reason (`*` matches the rest of a key).
+pub const IGNORED: &[(&str, &str)] = &[
     (
         "per_device_eval_batch_size",
         "evaluation, not the training step",

@@ -15,7 +15,8 @@ pub const DEFAULTS: &[(&str, &str, &str)] = &[
     ("lora_query, lora_value", "true (key, projection, mlp, head false)", "litgpt 0.5.13 `litgpt/finetune/lora.py:59`–`61`: `lora_query: bool = True`, `lora_key: bool = False`, `lora_value: bool = True`"),
 ];
 
-const IGNORED: &[(&str, &str)] = &[
+/// Keys read and not priced, with the reason (`*` matches the rest of a key).
+pub const IGNORED: &[(&str, &str)] = &[
     ("lora_alpha", "a scale: no memory"),
     ("eval.*", "evaluation, not the training step"),
     ("data.*", "the data: no memory"),

@@ -19,7 +19,8 @@ pub const DEFAULTS: &[(&str, &str, &str)] = &[
     ("bf16", "trainable weights in fp32", "llamafactory 0.9.5 `model/adapter.py:51`: `if cast_trainable_params_to_fp32:` (true unless `pure_bf16`)"),
 ];
 
-const IGNORED: &[(&str, &str)] = &[
+/// Keys read and not priced, with the reason (`*` matches the rest of a key).
+pub const IGNORED: &[(&str, &str)] = &[
     ("lora_alpha", "a scale: no memory"),
     (
         "packing",

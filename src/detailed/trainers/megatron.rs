@@ -13,7 +13,8 @@ pub const DEFAULTS: &[(&str, &str, &str)] = &[
     ("--optimizer", "adam", "megatron/training/arguments.py: `'--optimizer', type=str, default='adam'` (AdamW's decoupled decay)"),
 ];
 
-const IGNORED: &[(&str, &str)] = &[
+/// Keys read and not priced, with the reason (`*` matches the rest of a key).
+pub const IGNORED: &[(&str, &str)] = &[
     (
         "overlap-grad-reduce",
         "overlapping communication: time, not memory here",

@@ -17,7 +17,8 @@ pub const DEFAULTS: &[(&str, &str, &str)] = &[
     ("fsdp_reshard_after_forward", "default (reshard, but not the last stage's under PP)", "torchtitan 0.3.0 `torchtitan/config/configs.py:136`: `fsdp_reshard_after_forward: Literal[\"default\", \"always\", \"never\"] = \"default\"`"),
 ];
 
-const IGNORED: &[(&str, &str)] = &[
+/// Keys read and not priced, with the reason (`*` matches the rest of a key).
+pub const IGNORED: &[(&str, &str)] = &[
     ("training.compile", "compile is not priced"),
     ("compile.*", "compile is not priced"),
     (

@@ -21,7 +21,8 @@ pub const DEFAULTS: &[(&str, &str, &str)] = &[
     ("model._component_ qlora_*", "NF4 base", "torchtune 0.6.1 `torchtune/models/llama3_1/_model_builders.py:251`: `qlora_llama3_1_8b = partial(lora_llama3_1_8b, quantize_base=True)`"),
 ];
 
-const IGNORED: &[(&str, &str)] = &[
+/// Keys read and not priced, with the reason (`*` matches the rest of a key).
+pub const IGNORED: &[(&str, &str)] = &[
     ("model.lora_alpha", "a scale: no memory"),
     ("compile", "compile is not priced"),
     ("fsdp_cpu_offload", "FSDP CPU offload is not priced"),
