@@ -1041,7 +1041,7 @@ impl Args {
         };
         let world = nproc * f.nnodes.unwrap_or(1);
         let model = par.tp.unwrap_or(1) * par.pp.unwrap_or(1) * par.cp.unwrap_or(1);
-        if world % model != 0 || world < model {
+        if !world.is_multiple_of(model) || world < model {
             return Err(format!(
                 "--nproc-per-node × --nnodes = {world} GPUs do not split into tp × pp × cp = {model}"
             ));

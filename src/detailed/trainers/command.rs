@@ -56,7 +56,6 @@ pub const FSDP_QLORA_DEFAULTS: &[(&str, &str, &str)] = &[
 pub fn read(words: &[String]) -> Result<Out, ReadError> {
     let mut out = Out::default();
     let mut i = 0;
-    let launcher: Vec<(String, Value)>;
     // The launcher and its own flags, up to the script.
     let w = |i: usize| words.get(i).map(String::as_str).unwrap_or("");
     while i < words.len() && w(i).contains('=') && !w(i).starts_with('-') {
@@ -77,7 +76,7 @@ pub fn read(words: &[String]) -> Result<Out, ReadError> {
     } else if first == "trl" {
         let kind = trl_kind(w(i + 1));
         let pairs = flags(&words[(i + 2).min(words.len())..])?;
-        return Ok(hf::read_doc(&mut Doc::from_pairs(pairs), kind)?);
+        return hf::read_doc(&mut Doc::from_pairs(pairs), kind);
     }
     let start = i;
     while i < words.len() && words[i].starts_with('-') {
@@ -90,7 +89,7 @@ pub fn read(words: &[String]) -> Result<Out, ReadError> {
             i += 1;
         }
     }
-    launcher = flags(&words[start..i])?;
+    let launcher = flags(&words[start..i])?;
     read_launcher(&mut out, launcher)?;
     let script = w(i).to_string();
     let rest = flags(&words[(i + 1).min(words.len())..])?;
@@ -590,7 +589,8 @@ fn unsloth_cli_defaults(out: &mut Out, trl: &Out) {
                 .iter()
                 .any(|s| s.flag == *flag && s.default_from.is_none())
         };
-        if !set(out) && !set(trl) && !(*flag == "--model" && out.unknown_model.is_some()) {
+        let named_elsewhere = *flag == "--model" && out.unknown_model.is_some();
+        if !(set(out) || set(trl) || named_elsewhere) {
             out.trainer_default(key, value, flag, arg, source);
         }
     }

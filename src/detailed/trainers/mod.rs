@@ -123,9 +123,7 @@ pub fn read(name: &str, text: &str) -> Result<Reading, ReadError> {
         (Format::Torchtitan, torchtitan::read(&parse::toml(text)?)?)
     } else if lower.ends_with(".json") {
         read_json(&parse::json(text)?)?
-    } else if lower.ends_with(".yaml") || lower.ends_with(".yml") {
-        read_yaml(&parse::yaml(text)?, text)?
-    } else if looks_like_yaml(text) {
+    } else if lower.ends_with(".yaml") || lower.ends_with(".yml") || looks_like_yaml(text) {
         read_yaml(&parse::yaml(text)?, text)?
     } else {
         (Format::Command, command::read(&parse::words(text)?)?)
