@@ -26,7 +26,16 @@ pub fn with_from(args: Args, argv: &[OsString]) -> Result<Args, CliError> {
             trainers::read(&file, &text).map_err(|e| format!("--from {file}: {e}"))?;
         if own_model {
             // The user's --model, --config or --arch names the model.
-            reading.out.set.retain(|s| s.flag != "--model");
+            let (models, rest): (Vec<_>, Vec<_>) =
+                reading.out.set.drain(..).partition(|s| s.flag == "--model");
+            reading.out.set = rest;
+            for s in models {
+                reading.out.ignore(
+                    &s.key,
+                    &s.value,
+                    "your --model, --config or --arch names the model",
+                );
+            }
             reading.out.unknown_model = None;
         }
         check_flags(&file, &reading)?;
@@ -127,7 +136,7 @@ pub fn text(read: &[FromRead]) -> String {
             if s.value.is_empty() {
                 format!("{} → {flag}", s.key)
             } else {
-                format!("{}={} → {flag}", s.key, s.value)
+                format!("{}={} → {flag}", s.key, shorten(&s.value))
             }
         };
         let given: Vec<String> = set
@@ -158,13 +167,22 @@ pub fn text(read: &[FromRead]) -> String {
             .out
             .ignored
             .iter()
-            .map(|i| format!("{}={} ({})", i.key, i.value, i.reason))
+            .map(|i| format!("{}={} ({})", i.key, shorten(&i.value), i.reason))
             .collect();
         if !ignored.is_empty() {
             out += &format!("  ignored: {}\n", ignored.join("; "));
         }
     }
     out
+}
+
+/// A value on one line, at most 60 characters (the JSON keeps it whole).
+fn shorten(value: &str) -> String {
+    let one: String = value.split_whitespace().collect::<Vec<_>>().join(" ");
+    match one.char_indices().nth(60) {
+        Some((at, _)) => format!("{}…", &one[..at]),
+        None => one,
+    }
 }
 
 fn list(items: &[String]) -> String {

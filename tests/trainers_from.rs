@@ -699,3 +699,41 @@ fn docs_list_every_default_and_ignored_key() {
         assert!(doc.contains(&row), "docs/trainers.md lacks {row}");
     }
 }
+
+/// The binary: a bad file is exit code 2 with the file and key, never a
+/// panic (101).
+#[test]
+fn the_binary_refuses_a_bad_file_with_exit_code_2() {
+    let dir = std::env::temp_dir().join("membudget-from-exit");
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("bad.toml");
+    std::fs::write(&f, "[training]\nlocal_batch_size = -3\n").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_membudget"))
+        .args(["--from", f.to_str().unwrap(), "--model", "llama-3.2-1b"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("training.local_batch_size: expected a whole number, got -3"),
+        "{err}"
+    );
+    let ok = std::process::Command::new(env!("CARGO_BIN_EXE_membudget"))
+        .args([
+            "--from",
+            &fixture("deepspeed_z2.json"),
+            "--model",
+            "llama-3.2-1b",
+            "--nproc-per-node",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        ok.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert!(String::from_utf8_lossy(&ok.stdout).starts_with("read from "));
+}

@@ -71,7 +71,7 @@ pub fn read(root: &Value) -> Result<Out, ReadError> {
     if let Some(m) = doc.text("base_model")? {
         match models::hub(&m) {
             Some(p) => out.set("base_model", &m, "--model", p),
-            None => out.unknown_model = Some(("base_model".into(), m)),
+            None => out.unknown("base_model", &m),
         }
     }
     for (key, flag, default) in [

@@ -109,7 +109,7 @@ pub fn attention(out: &mut Out, key: &str, name: &str) {
 pub fn hub_model(out: &mut Out, key: &str, name: &str) {
     match models::hub(name) {
         Some(p) => out.set(key, name, "--model", p),
-        None => out.unknown_model = Some((key.to_string(), name.to_string())),
+        None => out.unknown(key, name),
     }
 }
 

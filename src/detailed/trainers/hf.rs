@@ -248,6 +248,16 @@ fn read_precision(doc: &mut Doc, out: &mut Out, kind: Kind) -> Result<(), ReadEr
             "--precision",
             if amp { "mixed" } else { "fp32" },
         );
+    } else if pure {
+        for (k, v) in [("bf16", bf16), ("fp16", fp16)] {
+            if let Some(v) = v {
+                out.ignore(
+                    k,
+                    v,
+                    "autocast over 16-bit weights: priced as --precision bf16",
+                );
+            }
+        }
     }
     Ok(())
 }
@@ -338,7 +348,7 @@ fn read_grpo(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
             .and_then(|v| v.text())
             .unwrap_or_else(|| "0.3".into());
         if mode == "colocate" {
-            out.set("vllm_mode", &mode, "--vllm-colocate", share);
+            out.set("use_vllm + vllm_mode", &mode, "--vllm-colocate", share);
         } else {
             out.ignore(
                 "vllm_mode",

@@ -90,7 +90,7 @@ pub fn read(root: &Value) -> Result<Out, ReadError> {
     if let Some(f) = doc.text("model.flavor")? {
         match models::torchtitan(&name, &f) {
             Some(p) => out.set("model.flavor", format!("{name} {f}"), "--model", p),
-            None => out.unknown_model = Some(("model.flavor".into(), format!("{name} {f}"))),
+            None => out.unknown("model.flavor", &format!("{name} {f}")),
         }
     }
     for (keys, flag) in [

@@ -155,7 +155,7 @@ fn read_model(doc: &mut Doc, out: &mut Out, defaults: bool) -> Result<(), ReadEr
     };
     match models::torchtune(&c) {
         Some(p) => out.set(key, &c, "--model", p),
-        None => out.unknown_model = Some((key.to_string(), c.clone())),
+        None => out.unknown(key, &c),
     }
     let last = c.rsplit('.').next().unwrap_or(&c).to_string();
     if models::torchtune_is_qlora(&c) {

@@ -358,6 +358,13 @@ impl Out {
         }
     }
 
+    /// A model the file names that no preset matches: kept for the
+    /// command line's message, and listed.
+    pub fn unknown(&mut self, key: &str, name: &str) {
+        self.unknown_model = Some((key.to_string(), name.to_string()));
+        self.ignore(key, name, "not one of membudget's presets: the model comes from --config PATH (its config.json) or --model");
+    }
+
     /// Whether a setting for `flag` has been made.
     pub fn has(&self, flag: &str) -> bool {
         self.set.iter().any(|s| s.flag == flag)
