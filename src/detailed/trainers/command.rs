@@ -163,6 +163,10 @@ fn read_launcher(out: &mut Out, pairs: Vec<(String, Value)>) -> Result<(), ReadE
             .collect(),
     );
     let machines = doc.uint("num_machines")?.or(doc.uint("nnodes")?);
+    // deepspeed's launcher names it --num_gpus.
+    if let Some(n) = doc.uint("num_gpus")? {
+        out.set("num_gpus", n, "--nproc-per-node", n);
+    }
     if let Some(n) = doc.uint("nproc_per_node")? {
         out.set("nproc_per_node", n, "--nproc-per-node", n);
     }

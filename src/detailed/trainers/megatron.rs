@@ -94,6 +94,7 @@ pub fn read(pairs: Vec<(String, Value)>) -> Result<Out, ReadError> {
         ("context-parallel-size", "--cp"),
         ("expert-model-parallel-size", "--ep"),
         ("expert-tensor-parallel-size", "--etp"),
+        ("virtual-pipeline-model-parallel-size", "--vp"),
         ("num-layers-per-virtual-pipeline-stage", "--vp-layers"),
     ] {
         if let Some(n) = doc.uint(key)? {

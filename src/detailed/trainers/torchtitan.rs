@@ -89,8 +89,13 @@ pub fn read(root: &Value) -> Result<Out, ReadError> {
     let name = doc.text("model.name")?.unwrap_or_default();
     if let Some(f) = doc.text("model.flavor")? {
         match models::torchtitan(&name, &f) {
-            Some(p) => out.set("model.flavor", format!("{name} {f}"), "--model", p),
-            None => out.unknown("model.flavor", &format!("{name} {f}")),
+            Some(p) => out.set(
+                "model.name + model.flavor",
+                format!("{name} {f}"),
+                "--model",
+                p,
+            ),
+            None => out.unknown("model.name + model.flavor", &format!("{name} {f}")),
         }
     }
     for (keys, flag) in [
@@ -102,6 +107,16 @@ pub fn read(root: &Value) -> Result<Out, ReadError> {
         (&["training.seq_len"][..], "--seq"),
     ] {
         for key in keys {
+            // `global_batch_size = -1` (the 2025 default): local batch × dp.
+            if doc.peek(key).and_then(Value::text).as_deref() == Some("-1") {
+                doc.take(key);
+                out.ignore(
+                    key,
+                    -1,
+                    "−1: the local batch × the data-parallel size, no accumulation",
+                );
+                continue;
+            }
             if let Some(n) = doc.uint(key)? {
                 if !(flag == "--batch" && n == 0) {
                     out.set(key, n, flag, n);
