@@ -568,6 +568,12 @@ pub struct OutputArgs {
     /// GB by term, and for the detailed model the step's peak and timeline.
     #[arg(long)]
     pub json: bool,
+    /// Print the configuration as a trainer's own file instead of its
+    /// budget: deepspeed (JSON), torchtune (recipe), axolotl, trl (YAML),
+    /// torchtitan (TOML) or megatron (a launch line); what the format
+    /// cannot say is refused. `--from` reads it back.
+    #[arg(long, value_name = "FORMAT", value_parser = PossibleValuesParser::new(crate::detailed::trainers::emit::Target::NAMES), ignore_case = true)]
+    pub emit: Option<String>,
 }
 
 impl OverheadArgs {
@@ -651,6 +657,7 @@ impl Args {
             || self.hardware.gpu_memory.is_some()
             || self.time.given()
             || self.from.given()
+            || self.output.emit.is_some()
     }
 
     /// The card of the table named by `--gpu`, in nodes of
@@ -1458,6 +1465,15 @@ fn run_lesson(args: &Args) -> Result<String, CliError> {
 /// The detailed model's printout (or JSON) for its flags.
 fn run_detailed(args: &Args) -> Result<String, CliError> {
     let read = &args.from.read;
+    if let Some(format) = &args.output.emit {
+        use crate::detailed::trainers::emit;
+        let (cfg, _) = args
+            .detailed_config()
+            .map_err(|e| crate::from::explain(e, read))?;
+        // Priced first: a configuration the model refuses is not written.
+        detailed::estimate(&cfg).map_err(|e| e.to_string())?;
+        return emit::emit(&cfg, format.parse()?);
+    }
     let priced = DetailedRun::new(args).map_err(|e| crate::from::explain(e, read))?;
     Ok(if args.output.json {
         priced.into_json(read)

@@ -15,6 +15,7 @@ pub const DEFAULTS: &[(&str, &str, &str)] = &[
     ("optimizer", "adamw_torch_fused", "axolotl 0.19.0 `utils/schemas/training.py:122`: `optimizer: … = Field(default=\"adamw_torch_fused\", …)`"),
     ("bf16", "weights loaded in bf16", "axolotl 0.19.0 `utils/config/__init__.py:198`: `if cfg.bf16 or cfg.bfloat16: cfg.torch_dtype = torch.bfloat16`"),
     ("load_in_4bit", "double quantization", "axolotl 0.19.0 `loaders/model.py:807`: `\"bnb_4bit_use_double_quant\": True`"),
+    ("bf16, fp16 (absent or false)", "fp32 weights (fp16 with load_in_8bit)", "axolotl 0.19.0 `utils/config/__init__.py:200`–`203`: `elif cfg.load_in_8bit or cfg.fp16 or cfg.float16: cfg.torch_dtype = torch.float16`, `else: cfg.torch_dtype = torch.float32`"),
 ];
 
 /// Keys read and not priced, with the reason (`*` matches the rest of a key).
@@ -219,26 +220,34 @@ fn read_lora(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
 }
 
 fn read_precision(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
-    for key in ["bfloat16", "float16"] {
-        if let Some(true) = doc.flag(key)? {
-            // axolotl's "no AMP": weights and states in 16 bits.
-            out.set(key, true, "--precision", "bf16");
-            return Ok(());
-        }
-    }
     // bf16 (or auto, bf16 where the card has it) loads the weights in
     // bf16 (DEFAULTS[4]): the Trainer's autocast then keeps no fp32 master
-    // and AdamW's states follow the bf16 weights. fp16 loads them in fp16
-    // the same way.
-    for key in ["bf16", "fp16"] {
+    // and AdamW's states follow the bf16 weights; `bfloat16`/`float16` are
+    // axolotl's "no AMP" spellings of the same; fp16 loads them in fp16.
+    let mut sixteen = false;
+    for key in ["bfloat16", "float16", "bf16", "fp16"] {
         match doc.text(key)?.as_deref() {
-            Some("auto") => out.set(key, "auto", "--precision", "bf16"),
-            Some(v) if super::value::boolean(v) == Some(true) => {
-                out.set(key, v, "--precision", "bf16")
+            Some(v) if v == "auto" || super::value::boolean(v) == Some(true) => {
+                if !sixteen {
+                    out.set(key, v, "--precision", "bf16");
+                }
+                sixteen = true;
             }
             Some(v) => out.ignore(key, v, "off"),
             None => {}
         }
+    }
+    if !sixteen {
+        let int8 = out
+            .set
+            .iter()
+            .any(|s| s.flag == "--quant-base" && s.arg == "int8");
+        let (key, arg) = if int8 {
+            ("load_in_8bit", "bf16")
+        } else {
+            ("bf16", "fp32")
+        };
+        out.trainer_default(key, "(no 16-bit flag)", "--precision", arg, DEFAULTS[6].2);
     }
     if let Some(true) = doc.flag("fp8")? {
         // torchao's float8 training, tensorwise (axolotl's `fp8: true`).

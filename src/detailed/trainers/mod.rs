@@ -5,7 +5,8 @@
 //! settings the command line already understands: an ordered list of
 //! flags (applied before the user's own, so the user's override), what each
 //! key set, and every key not priced with the reason. Nothing is dropped
-//! silently. It may use [`crate::detailed::config`] and
+//! silently; [`emit`] writes a configuration back as a trainer's file
+//! (`--emit`), which reads back to the same. It may use [`crate::detailed::config`] and
 //! [`crate::detailed::model`] only: a reader says what a file asks for; the
 //! memory and time rooms price it.
 //!
@@ -27,6 +28,7 @@ pub mod axolotl;
 pub mod command;
 pub mod common;
 pub mod deepspeed;
+pub mod emit;
 pub mod hf;
 pub mod litgpt;
 pub mod llamafactory;
