@@ -56,8 +56,12 @@ pub fn lora_targets(out: &mut Out, key: &str, names: &[String]) {
             "gate_proj" | "w1" | "gate" => "gate",
             "up_proj" | "w3" | "up" => "up",
             "down_proj" | "w2" | "down" => "down",
-            "lm_head" | "output" | "embed_tokens" | "embed" => {
-                outer.push(n.clone());
+            "lm_head" | "output" => {
+                outer.push("lm_head");
+                continue;
+            }
+            "embed_tokens" | "embed" | "tok_embeddings" => {
+                outer.push("embed");
                 continue;
             }
             _ => {
@@ -69,18 +73,35 @@ pub fn lora_targets(out: &mut Out, key: &str, names: &[String]) {
             ours.push(t);
         }
     }
-    let list = if ours.contains(&"all") || ours.len() == 7 {
+    let all = ours.contains(&"all") || ours.len() == 7;
+    let shown = names.join(",");
+    // The output layer and the embedding join the same list once the
+    // pending row is on (a second --lora-targets would replace the first).
+    if !outer.is_empty() && super::pending::lookup(Pending::LoraTargetsOuter).active {
+        let mut list: Vec<&str> = if all {
+            vec!["q", "k", "v", "o", "gate", "up", "down"]
+        } else {
+            ours
+        };
+        list.extend(outer);
+        out.set(key, &shown, "--lora-targets", list.join(","));
+        return ignore_unknown(out, key, &unknown);
+    }
+    let list = if all {
         "all".to_string()
     } else {
         ours.join(",")
     };
-    let shown = names.join(",");
     if !list.is_empty() {
         out.set(key, &shown, "--lora-targets", &list);
     }
     for n in outer {
-        out.pending(key, &n, Pending::LoraTargetsOuter, &n);
+        out.pending(key, n, Pending::LoraTargetsOuter, format!("{list},{n}"));
     }
+    ignore_unknown(out, key, &unknown);
+}
+
+fn ignore_unknown(out: &mut Out, key: &str, unknown: &[String]) {
     if !unknown.is_empty() {
         out.ignore(
             key,
