@@ -255,6 +255,49 @@ pub struct DetailedInputs {
     pub step: String,
     /// AdamW's implementation for the peak (`loop`, `foreach`, `fused`).
     pub adam: String,
+    /// With `--from`: what each trainer's file set and what it ignored,
+    /// file by file in the order given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub from: Vec<FromReport>,
+}
+
+/// What `--from FILE` read.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FromReport {
+    /// The path as given.
+    pub file: String,
+    /// The format it was read as (`DeepSpeed JSON`, …).
+    pub format: String,
+    /// Settings in order: each key, its value, the flag it became; a
+    /// trainer default also names its source.
+    pub set: Vec<FromSet>,
+    /// Keys read and not priced, with the reason.
+    pub ignored: Vec<FromIgnored>,
+}
+
+/// One key a file set.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FromSet {
+    /// The key path.
+    pub key: String,
+    /// Its value as written (the trainer's default when absent).
+    pub value: String,
+    /// The flag and its value (`--micro-batch 2`).
+    pub flag: String,
+    /// For a trainer default: where the trainer sets it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_from: Option<String>,
+}
+
+/// One key read and not priced.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FromIgnored {
+    /// The key path.
+    pub key: String,
+    /// Its value as written.
+    pub value: String,
+    /// Why.
+    pub reason: String,
 }
 
 /// GRPO's rollout as priced.
@@ -741,6 +784,7 @@ impl DetailedInputs {
                 .then(|| RolloutReport::new(cfg, parts.timeline)),
             step: step_name(parts.timeline).into(),
             adam: parts.adam.name().into(),
+            from: Vec::new(),
         }
     }
 }
