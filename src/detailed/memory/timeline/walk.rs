@@ -266,10 +266,17 @@ impl<'a> Walk<'a> {
     fn accumulate(&mut self, bytes: f64) -> f64 {
         let par = &self.cfg.parallel;
         // With the optimizer offloaded the shard goes to the host too.
+        // DeepSpeed's ZeRO-1 without `overlap_comm` reduces only when
+        // backward ends: the whole gradient is kept until then.
+        let divisor = if states::whole_grads_in_backward(self.cfg) {
+            1.0
+        } else {
+            par.zero_divisor(states::grad_stage(self.cfg))
+        };
         let shard = if self.cfg.offload.optimizer {
             0.0
         } else {
-            bytes * self.pieces.shard_scale / par.zero_divisor(states::grad_stage(self.cfg))
+            bytes * self.pieces.shard_scale / divisor
         };
         // Until reduce-scattered, the full gradient is held.
         let unreduced = bytes - shard / self.pieces.shard_scale;

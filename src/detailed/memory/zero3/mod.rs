@@ -63,14 +63,10 @@ use super::states::{grad_bytes, param_split, weight_bytes};
 use crate::detailed::config::{DetailedConfig, Framework};
 use trace::{LayerTensors, Weights};
 
-/// `stage3_param_persistence_threshold` (`runtime/zero/config.py`).
-const PERSISTENCE_THRESHOLD: f64 = 1e5;
 /// `stage3_max_reuse_distance` (`runtime/zero/config.py`).
 const MAX_REUSE_DISTANCE: f64 = 1e9;
 /// `stage3_max_live_parameters` (`runtime/zero/config.py`).
 const MAX_LIVE_PARAMETERS: f64 = 1e9;
-/// `sub_group_size` (`runtime/zero/config.py`).
-pub(crate) const SUB_GROUP_SIZE: f64 = 1e9;
 
 /// What ZeRO-3 holds gathered on one GPU, in bytes, at each moment of one
 /// step: the largest at any module of that moment.
@@ -81,8 +77,9 @@ pub(crate) struct Zero3 {
     persistent: f64,
     /// The embedding's gathered weights.
     embedding: f64,
-    /// Gradient bytes reduced when backward ends.
-    last_bucket: f64,
+    /// What the reduction of the bucket's last gradients holds when
+    /// backward ends, in bytes.
+    last_reduce: f64,
     /// A layer's largest weight gradient: what backward holds of a layer's
     /// gradients at once.
     pub(crate) largest_grad: f64,
@@ -98,6 +95,8 @@ impl Zero3 {
         let Framework::DeepSpeed {
             reduce_bucket_size,
             prefetch_bucket_size,
+            param_persistence_threshold,
+            ..
         } = cfg.framework
         else {
             return None;
@@ -105,26 +104,30 @@ impl Zero3 {
         if cfg.parallel.zero < 3 {
             return None;
         }
+        let threshold = param_persistence_threshold as f64;
         let (embedding, head, layer) = param_split(cfg);
-        let tensors = LayerTensors::of(cfg, layer);
+        let tensors = LayerTensors::of(cfg, layer, threshold);
         let weights = Weights::new(embedding, head, cfg.arch.layers, &tensors.matrices);
         let numel = &weights.numel;
         let trace = trace::trace(cfg, &weights, &tensors);
         let (wb, gb) = (weight_bytes(cfg), grad_bytes(cfg));
-        let bucket = reduce_bucket_size as f64;
-        let (reduce_at, held) = trace::bucket_reductions(&trace, numel, head == 0.0, bucket, gb);
+        let bucket = (reduce_bucket_size as f64, gb);
+        let world = cfg.parallel.zero_divisor(3);
+        let (reduce_at, last_reduce) =
+            trace::bucket_reductions(&trace, numel, head == 0.0, bucket, world);
         let persistent = cfg.arch.layers as f64 * tensors.persistent * wb;
         let at = if first_step {
-            gather::first_step(&trace, numel, wb, persistent, &reduce_at)
+            gather::first_step(&trace, numel, (wb, persistent), threshold, &reduce_at)
         } else {
             let prefetch = prefetch_bucket_size as f64;
-            gather::later_step(&trace, numel, (wb, persistent), prefetch, &reduce_at)
+            let bytes = (wb, persistent, threshold);
+            gather::later_step(&trace, numel, bytes, prefetch, &reduce_at)
         };
         Some(Zero3 {
             first_step,
             persistent,
             embedding: embedding * wb,
-            last_bucket: held * gb,
+            last_reduce,
             largest_grad: tensors
                 .matrices
                 .iter()
@@ -141,7 +144,7 @@ impl Zero3 {
         match moment {
             Moment::Start | Moment::End if self.first_step => 0.0,
             Moment::Start | Moment::End => self.persistent,
-            Moment::GradientReduce => self.persistent + self.embedding + 2.0 * self.last_bucket,
+            Moment::GradientReduce => self.persistent + self.embedding + self.last_reduce,
             m => self
                 .at
                 .iter()
@@ -149,6 +152,35 @@ impl Zero3 {
                 .map_or(0.0, |&(_, bytes)| bytes),
         }
     }
+}
+
+/// The largest sub-group ZeRO-3's optimizer step updates at once, in
+/// values of this GPU's partition: the parameters in the model's order,
+/// each `ceil(numel / world)` values, closed into a sub-group once it
+/// reaches `sub_group_size` (`stage3.py` 0.19.8, `_create_fp16_sub_groups`);
+/// the whole partition when that is not smaller. Infinite under other
+/// frameworks.
+pub(crate) fn largest_sub_group(cfg: &DetailedConfig) -> f64 {
+    let Framework::DeepSpeed { sub_group_size, .. } = cfg.framework else {
+        return f64::INFINITY;
+    };
+    let limit = sub_group_size as f64;
+    let world = cfg.parallel.zero_divisor(3);
+    let (embedding, head, layer) = param_split(cfg);
+    let tensors = LayerTensors::of(cfg, layer, 0.0);
+    // The embedding, each layer's matrices then its norms and biases, the
+    // output layer.
+    let per_layer = tensors.matrices.iter().copied().chain([tensors.rest]);
+    let layers = (0..cfg.arch.layers).flat_map(|_| per_layer.clone());
+    let (mut largest, mut open) = (0.0_f64, 0.0_f64);
+    for n in std::iter::once(embedding).chain(layers).chain([head]) {
+        open += (n / world).ceil();
+        if open >= limit {
+            largest = largest.max(open);
+            open = 0.0;
+        }
+    }
+    largest.max(open)
 }
 
 #[cfg(test)]
@@ -215,6 +247,9 @@ mod tests {
         cfg.framework = Framework::DeepSpeed {
             reduce_bucket_size: 500_000_000,
             prefetch_bucket_size: 0,
+            overlap_comm: None,
+            sub_group_size: 1_000_000_000,
+            param_persistence_threshold: 100_000,
         };
         let without = Zero3::new(&cfg, false).unwrap();
         let at = Moment::LayerForward(3);
