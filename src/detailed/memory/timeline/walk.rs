@@ -267,16 +267,15 @@ impl<'a> Walk<'a> {
         let par = &self.cfg.parallel;
         // With the optimizer offloaded the shard goes to the host too.
         // DeepSpeed's ZeRO-1 without `overlap_comm` reduces only when
-        // backward ends: the whole gradient is kept until then.
-        let divisor = if states::whole_grads_in_backward(self.cfg) {
-            1.0
-        } else {
-            par.zero_divisor(states::grad_stage(self.cfg))
-        };
-        let shard = if self.cfg.offload.optimizer {
+        // backward ends: the whole gradient is kept on the GPU until then,
+        // the optimizer offloaded or not. With the optimizer offloaded
+        // otherwise, the shard goes to the host too.
+        let shard = if states::whole_grads_in_backward(self.cfg) {
+            bytes * self.pieces.shard_scale
+        } else if self.cfg.offload.optimizer {
             0.0
         } else {
-            bytes * self.pieces.shard_scale / divisor
+            bytes * self.pieces.shard_scale / par.zero_divisor(states::grad_stage(self.cfg))
         };
         // Until reduce-scattered, the full gradient is held.
         let unreduced = bytes - shard / self.pieces.shard_scale;
