@@ -939,7 +939,7 @@ impl Args {
         .iter()
         .find_map(|&(given, flag)| given.then_some(flag))
         {
-            return Err(format!("{flag} needs --framework deepspeed").into());
+            return Err(format!("{flag} needs --framework deepspeed"));
         }
         Ok(framework)
     }
