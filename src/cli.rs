@@ -139,7 +139,7 @@ pub struct ModelArgs {
 #[derive(clap::Args, Debug, Default)]
 #[command(next_help_heading = "Training")]
 pub struct TrainingArgs {
-    /// Sequence length in tokens, 128–131072 [default: 2048].
+    /// Sequence length in tokens, 1–131072 [default: 2048].
     #[arg(long, value_name = "TOKENS")]
     pub seq: Option<String>,
     /// Batch in sequences: the lesson's, 1–1024 [default: 4]; the detailed
