@@ -12,7 +12,7 @@ use crate::detailed::config::{
 use crate::detailed::memory::events::{Event, Live, Moment, Phase, StepTimeline};
 use crate::detailed::memory::grpo;
 use crate::detailed::memory::states::{self, weight_bytes, ModelStates};
-use crate::detailed::memory::zero3::Zero3;
+use crate::detailed::memory::zero3::{zero1_reduce_values, Zero3};
 
 /// What every stage's walk starts from.
 pub(super) struct Start {
@@ -496,6 +496,12 @@ impl<'a> Walk<'a> {
     pub(super) fn optimizer_step(&mut self, start: &Start) {
         let cfg = self.cfg;
         let states = &start.states;
+        // DeepSpeed's ZeRO-1 without `overlap_comm` reduces the whole
+        // gradients into its partition when backward ends.
+        if states::whole_grads_in_backward(cfg) && !cfg.offload.optimizer {
+            self.live.grads = zero1_reduce_values(cfg) * states::grad_bytes(cfg);
+            self.record(Moment::PartitionReduce, 0.0);
+        }
         // DeepSpeed frees its bucket when backward ends (stages 1 and 2).
         if self.zero3.is_none() {
             self.bucket = 0.0;

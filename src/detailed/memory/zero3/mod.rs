@@ -154,6 +154,20 @@ impl Zero3 {
     }
 }
 
+/// Each weight's values on this GPU in the model's parameter order: the
+/// embedding, each layer's matrices then its norms and biases (as one), the
+/// output layer (none when tied).
+fn param_order(cfg: &DetailedConfig) -> Vec<f64> {
+    let (embedding, head, layer) = param_split(cfg);
+    let tensors = LayerTensors::of(cfg, layer, 0.0);
+    let per_layer = tensors.matrices.iter().copied().chain([tensors.rest]);
+    let layers = (0..cfg.arch.layers).flat_map(|_| per_layer.clone());
+    std::iter::once(embedding)
+        .chain(layers)
+        .chain((head > 0.0).then_some(head))
+        .collect()
+}
+
 /// The largest sub-group ZeRO-3's optimizer step updates at once, in
 /// values of this GPU's partition: the parameters in the model's order,
 /// each `ceil(numel / world)` values, closed into a sub-group once it
@@ -166,14 +180,8 @@ pub(crate) fn largest_sub_group(cfg: &DetailedConfig) -> f64 {
     };
     let limit = sub_group_size as f64;
     let world = cfg.parallel.zero_divisor(3);
-    let (embedding, head, layer) = param_split(cfg);
-    let tensors = LayerTensors::of(cfg, layer, 0.0);
-    // The embedding, each layer's matrices then its norms and biases, the
-    // output layer.
-    let per_layer = tensors.matrices.iter().copied().chain([tensors.rest]);
-    let layers = (0..cfg.arch.layers).flat_map(|_| per_layer.clone());
     let (mut largest, mut open) = (0.0_f64, 0.0_f64);
-    for n in std::iter::once(embedding).chain(layers).chain([head]) {
+    for n in param_order(cfg) {
         open += (n / world).ceil();
         if open >= limit {
             largest = largest.max(open);
@@ -181,6 +189,65 @@ pub(crate) fn largest_sub_group(cfg: &DetailedConfig) -> f64 {
         }
     }
     largest.max(open)
+}
+
+/// DeepSpeed's ZeRO-1 without `overlap_comm`, after backward
+/// (`stage_1_and_2.py` 0.19.8, `reduce_gradients`): the gradient values
+/// held, whole and in the flat partition, when the partition is allocated.
+/// The whole gradients are taken in the model's order; each is copied into
+/// the bucket and its own tensor freed, a bucket that would overflow
+/// reduced first (`reduce_independent_p_g_buckets_and_remove_grads`); one
+/// larger than the bucket is reduced in its own tensor, which stage 1 frees
+/// only if it falls in this GPU's partition. The first reduction holding a
+/// weight of the partition allocates it whole (`copy_grads_in_partition`,
+/// `grads_in_partition`). Priced for the last GPU, whose partition comes
+/// last and so is allocated last: the smallest peak over the ranks (the
+/// first GPU allocates its partition beside every whole gradient).
+pub(crate) fn zero1_reduce_values(cfg: &DetailedConfig) -> f64 {
+    let Framework::DeepSpeed {
+        reduce_bucket_size, ..
+    } = cfg.framework
+    else {
+        return 0.0;
+    };
+    let bucket = reduce_bucket_size as f64;
+    let params = param_order(cfg);
+    let total: f64 = params.iter().sum();
+    let world = cfg.parallel.zero_divisor(1);
+    let partition = (total / world).ceil();
+    let starts = total - partition;
+    let mut whole = total;
+    let mut held: Vec<(f64, bool)> = Vec::new();
+    let (mut elements, mut offset) = (0.0, 0.0);
+    let mut allocated = false;
+    let mut peak = whole;
+    // Reduces the bucket: allocates the partition at the first weight of
+    // it, frees an oversized gradient of the partition once copied.
+    let mut reduce = |held: &mut Vec<(f64, bool)>, whole: &mut f64| {
+        for (n, mine) in held.drain(..) {
+            if mine && !allocated {
+                allocated = true;
+                peak = peak.max(*whole + partition);
+            }
+            if mine && n > bucket {
+                *whole -= n;
+            }
+        }
+    };
+    for n in params {
+        if elements + n > bucket {
+            reduce(&mut held, &mut whole);
+            elements = 0.0;
+        }
+        if n <= bucket {
+            whole -= n;
+        }
+        held.push((n, offset + n > starts));
+        elements += n;
+        offset += n;
+    }
+    reduce(&mut held, &mut whole);
+    peak
 }
 
 #[cfg(test)]
