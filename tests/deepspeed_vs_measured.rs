@@ -128,6 +128,11 @@ fn compare(rows: &[Row]) -> (Vec<f64>, Vec<(String, bool)>) {
             phase,
             t.peak_event().moment
         );
+        if std::env::var("DS_EVENTS").is_ok_and(|k| r.key.starts_with(&k)) {
+            for e in &t.events {
+                println!("    {:?} {:?} {:.1} MB", e.phase, e.moment, e.live.total() / 1e6);
+            }
+        }
         errors.push(err);
         if phase != r.phase {
             // A close call, as in the first fixtures: the model's peak

@@ -260,6 +260,21 @@ impl<'a> Walk<'a> {
         self.events.push(event);
     }
 
+    /// DeepSpeed reducing a tied table's gradient on the first micro-batch
+    /// (not ZeRO-1 without `overlap_comm`, which keeps every gradient
+    /// whole): the output layer's share is autograd's, held whole in the
+    /// table's input buffer until the embedding's backward adds the
+    /// second (`torch/csrc/autograd/input_buffer.cpp`); only their sum
+    /// reaches DeepSpeed's gradient hook (measured:
+    /// `deepspeed_heldout39_measured.tsv`, the tied Llama under ZeRO-2).
+    fn tied_whole(&self) -> bool {
+        self.micro_batch == 1
+            && self.pieces.tied_gradient > 0.0
+            && matches!(self.cfg.framework, Framework::DeepSpeed { .. })
+            && self.cfg.parallel.zero < 3
+            && !states::whole_grads_in_backward(self.cfg)
+    }
+
     /// Adds `bytes` of a gradient: a new `.grad` on the first micro-batch,
     /// an in-place add of a transient of that size on later ones. Returns the
     /// transient. ZeRO-2/3 keep a shard of it.
@@ -413,7 +428,13 @@ impl<'a> Walk<'a> {
         let pc = self.pieces;
         self.record(Moment::LossBackward, pc.loss_backward);
         self.live.activations -= pc.logits;
-        let extra = self.accumulate(pc.head_grads);
+        let tied_whole = self.tied_whole();
+        let extra = if tied_whole {
+            self.bucket = states::deepspeed_bucket(self.cfg);
+            pc.head_grads
+        } else {
+            self.accumulate(pc.head_grads)
+        };
         self.record(
             Moment::HeadBackward,
             pc.head_backward + extra + pc.gathered_outer,
@@ -421,7 +442,7 @@ impl<'a> Walk<'a> {
         if self.root_bytes > 0.0 {
             self.root_grads += extra;
         }
-        if self.micro_batch > 1 {
+        if self.micro_batch > 1 || tied_whole {
             // The tied table's first gradient waits for the second.
             self.held = pc.tied_gradient;
         }
@@ -471,6 +492,10 @@ impl<'a> Walk<'a> {
             Moment::EmbeddingBackward,
             extra + 2.0 * pc.tied_gradient + pc.gathered_outer,
         );
+        if self.tied_whole() {
+            // Their sum is the table's gradient, reduced to its shard.
+            self.accumulate(pc.tied_gradient);
+        }
         self.held = 0.0;
         if self.zero3.is_some() {
             self.record(Moment::GradientReduce, 0.0);
