@@ -130,7 +130,12 @@ fn compare(rows: &[Row]) -> (Vec<f64>, Vec<(String, bool)>) {
         );
         if std::env::var("DS_EVENTS").is_ok_and(|k| r.key.starts_with(&k)) {
             for e in &t.events {
-                println!("    {:?} {:?} {:.1} MB", e.phase, e.moment, e.live.total() / 1e6);
+                println!(
+                    "    {:?} {:?} {:.1} MB",
+                    e.phase,
+                    e.moment,
+                    e.live.total() / 1e6
+                );
             }
         }
         errors.push(err);

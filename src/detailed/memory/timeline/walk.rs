@@ -12,7 +12,7 @@ use crate::detailed::config::{
 use crate::detailed::memory::events::{Event, Live, Moment, Phase, StepTimeline};
 use crate::detailed::memory::grpo;
 use crate::detailed::memory::states::{self, weight_bytes, ModelStates};
-use crate::detailed::memory::zero3::{zero1_reduce_values, Zero3};
+use crate::detailed::memory::zero3::{first_partition_layer, zero1_reduce_values, Zero3};
 
 /// What every stage's walk starts from.
 pub(super) struct Start {
@@ -131,6 +131,11 @@ pub(super) struct Walk<'a> {
     root_grads: f64,
     /// DeepSpeed's gradient bucket, once allocated.
     bucket: f64,
+    /// DeepSpeed's stages 1 (with `overlap_comm`) and 2 on the first
+    /// micro-batch: the flat gradient partition not yet allocated, and the
+    /// layer whose reduction allocates it (none: the embedding's, when
+    /// backward ends); `None` otherwise.
+    partition_at: Option<Option<u64>>,
     /// GRPO: a colocated vLLM engine's reservation, held through training
     /// unless it sleeps ([`grpo::engine_during_training`]).
     pub(super) engine: f64,
@@ -168,6 +173,7 @@ impl<'a> Walk<'a> {
                 0.0
             },
             zero3: start.zero3.clone(),
+            partition_at: partition_at(cfg),
             engine: 0.0,
             live: Live {
                 grads: if persistent_grads {
@@ -260,9 +266,8 @@ impl<'a> Walk<'a> {
         self.events.push(event);
     }
 
-    /// DeepSpeed reducing a tied table's gradient on the first micro-batch
-    /// (not ZeRO-1 without `overlap_comm`, which keeps every gradient
-    /// whole): the output layer's share is autograd's, held whole in the
+    /// DeepSpeed's ZeRO-2 reducing a tied table's gradient on the first
+    /// micro-batch: the output layer's share is autograd's, held whole in the
     /// table's input buffer until the embedding's backward adds the
     /// second (`torch/csrc/autograd/input_buffer.cpp`); only their sum
     /// reaches DeepSpeed's gradient hook (measured:
@@ -271,8 +276,14 @@ impl<'a> Walk<'a> {
         self.micro_batch == 1
             && self.pieces.tied_gradient > 0.0
             && matches!(self.cfg.framework, Framework::DeepSpeed { .. })
-            && self.cfg.parallel.zero < 3
-            && !states::whole_grads_in_backward(self.cfg)
+            && self.cfg.parallel.zero == 2
+    }
+
+    /// DeepSpeed allocates the flat gradient partition, whole
+    /// ([`partition_at`]).
+    fn allocate_partition(&mut self) {
+        self.live.grads += states::model_states(self.cfg).grads;
+        self.partition_at = None;
     }
 
     /// Adds `bytes` of a gradient: a new `.grad` on the first micro-batch,
@@ -297,7 +308,10 @@ impl<'a> Walk<'a> {
         // DeepSpeed's bucket, from the first gradient of backward on.
         self.bucket = states::deepspeed_bucket(self.cfg);
         if self.micro_batch == 1 && !self.persistent_grads {
-            self.live.grads += shard;
+            // DeepSpeed allocates its partition whole, at once (below).
+            if self.partition_at.is_none() {
+                self.live.grads += shard;
+            }
             unreduced
         } else {
             bytes
@@ -476,6 +490,9 @@ impl<'a> Walk<'a> {
             pc.layer_backward + pc.recomputed + extra - from_extra + pc.gathered_layer,
         );
         self.live.grads += relief - from_extra;
+        if self.partition_at == Some(Some(i)) {
+            self.allocate_partition();
+        }
         self.layers_held -= self.unsharded_layer;
         if !offload || i == 0 {
             self.live.activations -= pc.per_layer;
@@ -495,6 +512,9 @@ impl<'a> Walk<'a> {
         if self.tied_whole() {
             // Their sum is the table's gradient, reduced to its shard.
             self.accumulate(pc.tied_gradient);
+        }
+        if self.partition_at == Some(None) {
+            self.allocate_partition();
         }
         self.held = 0.0;
         if self.zero3.is_some() {
@@ -574,4 +594,14 @@ impl<'a> Walk<'a> {
             engine: grpo::engine_during_training(self.cfg),
         }
     }
+}
+
+/// Where DeepSpeed allocates the flat gradient partition of the GPU priced
+/// ([`first_partition_layer`]), under stages 2, and 1 with `overlap_comm`,
+/// which reduce as backward goes; `None` under other frameworks and
+/// stages, and with the optimizer offloaded.
+fn partition_at(cfg: &DetailedConfig) -> Option<Option<u64>> {
+    let deepspeed = matches!(cfg.framework, Framework::DeepSpeed { .. });
+    let zero = cfg.parallel.zero;
+    (deepspeed && zero == 2 && !cfg.offload.optimizer).then(|| first_partition_layer(cfg))
 }

@@ -191,6 +191,33 @@ pub(crate) fn largest_sub_group(cfg: &DetailedConfig) -> f64 {
     largest.max(open)
 }
 
+/// Where the first GPU's flat gradient partition is allocated under
+/// DeepSpeed's stages 2 (and 1 with `overlap_comm`), which reduce as
+/// backward goes: at the first reduction holding a weight of it
+/// (`copy_grads_in_partition`, `grads_in_partition`, allocated whole). Its
+/// partition is the first `1/N` of the weights in the model's order, so
+/// its first gradient is that of the last weight it reaches: in layer `j`
+/// (`Some(j)`), or the embedding, reduced when backward ends (`None`).
+/// Priced for that GPU, whose partition comes latest: the smallest peak
+/// over the ranks (measured, `deepspeed_heldout39_measured.tsv`).
+pub(crate) fn first_partition_layer(cfg: &DetailedConfig) -> Option<u64> {
+    let params = param_order(cfg);
+    let total: f64 = params.iter().sum();
+    let partition = (total / cfg.parallel.zero_divisor(2)).ceil();
+    let head = u64::from(param_split(cfg).1 > 0.0);
+    let per_layer = (params.len() as u64 - 1 - head) / cfg.arch.layers.max(1);
+    // The index of the last weight that starts inside the partition.
+    let mut offset = 0.0;
+    let mut last = 0;
+    for (k, n) in params.iter().enumerate() {
+        if offset < partition {
+            last = k;
+        }
+        offset += n;
+    }
+    (last > 0).then(|| ((last as u64 - 1) / per_layer.max(1)).min(cfg.arch.layers - 1))
+}
+
 /// DeepSpeed's ZeRO-1 without `overlap_comm`, after backward
 /// (`stage_1_and_2.py` 0.19.8, `reduce_gradients`): the gradient values
 /// held, whole and in the flat partition, when the partition is allocated.
