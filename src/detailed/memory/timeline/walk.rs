@@ -505,9 +505,13 @@ impl<'a> Walk<'a> {
         let pc = self.pieces;
         let extra = self.accumulate(pc.embedding_grads);
         self.live.activations -= pc.embedding;
+        // Three tables at once while autograd sums the two shares, or
+        // under DeepSpeed's ZeRO-3 two (measured,
+        // `deepspeed_settings_measured.tsv`: the tied Llama's first steps).
+        let sums = if self.zero3.is_some() { 1.0 } else { 2.0 };
         self.record(
             Moment::EmbeddingBackward,
-            extra + 2.0 * pc.tied_gradient + pc.gathered_outer,
+            extra + sums * pc.tied_gradient + pc.gathered_outer,
         );
         if self.tied_whole() {
             // Their sum is the table's gradient, reduced to its shard.
