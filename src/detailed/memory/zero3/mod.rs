@@ -41,14 +41,21 @@
 //!   (`independent_gradient_partition_epilogue`), the embedding still
 //!   gathered (measured).
 //! - **The optimizer step** runs per sub-group (`sub_group_size`, 1e9
-//!   values): `flatten(averaged_gradients).to(fp32)` is a copy of the
-//!   sub-group's gradient partition before the update
+//!   values, [`largest_sub_group`]): `flatten(averaged_gradients).to(fp32)`
+//!   is a copy of the sub-group's gradient partition before the update
 //!   (`_prepare_fp32_grad_for_sub_group`).
 //!
 //! Measured per rank (`tests/fixtures/deepspeed_measured.tsv`,
 //! `deepspeed3_heldout_measured.tsv`, `deepspeed3_gpt2_measured.tsv`: five
 //! shapes, 2 and 4 processes, the default buckets and smaller ones, first
 //! and later steps; `tests/deepspeed_vs_measured.rs`).
+//!
+//! Beside stage 3, this module keeps the weights in the model's parameter
+//! order that DeepSpeed's flat partitions follow at every stage
+//! (`param_order`): ZeRO-1's reduction after backward without
+//! `overlap_comm` ([`zero1_reduce_values`]), where ZeRO-2 allocates its
+//! flat gradient partition ([`first_partition_layer`]), ZeRO-3's
+//! sub-groups ([`largest_sub_group`]).
 //!
 //! The parts: `trace.rs` lays out the weights and the modules in the
 //! order their hooks fire, and where backward's gradients overflow the
