@@ -607,5 +607,8 @@ impl<'a> Walk<'a> {
 fn partition_at(cfg: &DetailedConfig) -> Option<Option<u64>> {
     let deepspeed = matches!(cfg.framework, Framework::DeepSpeed { .. });
     let zero = cfg.parallel.zero;
-    (deepspeed && zero == 2 && !cfg.offload.optimizer).then(|| first_partition_layer(cfg))
+    // (Under pipeline parallelism, which DeepSpeed's engine runs with
+    // ZeRO-1 at most, the partition keeps growing gradient by gradient.)
+    (deepspeed && zero == 2 && !cfg.offload.optimizer && cfg.parallel.pp == 1)
+        .then(|| first_partition_layer(cfg))
 }
