@@ -190,7 +190,7 @@ pub struct ModelArgs {
 #[derive(clap::Args, Debug, Default)]
 #[command(next_help_heading = "Training")]
 pub struct TrainingArgs {
-    /// Sequence length in tokens, 128–131072 [default: 2048].
+    /// Sequence length in tokens, 1–131072 [default: 2048].
     #[arg(long, value_name = "TOKENS")]
     pub seq: Option<String>,
     /// Batch in sequences: the lesson's, 1–1024 [default: 4]; the detailed
@@ -389,6 +389,24 @@ pub struct ParallelArgs {
     /// [default: 5e7].
     #[arg(long, value_name = "VALUES")]
     pub prefetch_bucket_size: Option<f64>,
+    /// With --framework deepspeed: its zero_optimization.overlap_comm.
+    /// Under ZeRO-1 without it every whole gradient is kept until backward
+    /// ends; under stages 1 and 2 with it the reduce bucket is doubled
+    /// [default: DeepSpeed's, true at --zero 3 only].
+    #[arg(long, value_name = "BOOL", value_parser = one_of::<bool>(&["true", "false"]))]
+    pub overlap_comm: Option<bool>,
+    /// With --framework deepspeed --zero 3: its
+    /// zero_optimization.sub_group_size, in values, 1e3–1e10: the optimizer
+    /// step copies one sub-group's gradients to fp32 at a time
+    /// [default: 1e9].
+    #[arg(long, value_name = "VALUES")]
+    pub sub_group_size: Option<f64>,
+    /// With --framework deepspeed --zero 3: its
+    /// zero_optimization.stage3_param_persistence_threshold, in values,
+    /// 0–1e10: weights of at most this many values stay gathered
+    /// [default: 1e5].
+    #[arg(long, value_name = "VALUES")]
+    pub param_persistence_threshold: Option<f64>,
     /// Context parallelism: each sequence split over N GPUs, keys and
     /// values passed around a ring (flash attention; seq divisible by 2 ×
     /// cp), 1–64 [default: 1].
@@ -674,6 +692,9 @@ impl Args {
             || par.reshard_after_forward.is_some()
             || par.reduce_bucket_size.is_some()
             || par.prefetch_bucket_size.is_some()
+            || par.overlap_comm.is_some()
+            || par.sub_group_size.is_some()
+            || par.param_persistence_threshold.is_some()
             || par.schedule.is_some()
             || par.tp_layers_only
             || par.dp_shard.is_some()
@@ -1039,33 +1060,73 @@ impl Args {
             (_, true, _) => return Err("--grad-as-bucket-view needs --framework ddp".into()),
             _ => return Err("--reshard-after-forward needs --framework fsdp2".into()),
         };
-        if let Framework::DeepSpeed {
-            reduce_bucket_size,
-            prefetch_bucket_size,
-        } = &mut framework
+        if let Framework::DeepSpeed { .. } = framework {
+            self.read_deepspeed(&mut framework)?;
+        } else if let Some(flag) = [
+            (par.reduce_bucket_size.is_some(), "--reduce-bucket-size"),
+            (par.prefetch_bucket_size.is_some(), "--prefetch-bucket-size"),
+            (par.overlap_comm.is_some(), "--overlap-comm"),
+            (par.sub_group_size.is_some(), "--sub-group-size"),
+            (
+                par.param_persistence_threshold.is_some(),
+                "--param-persistence-threshold",
+            ),
+        ]
+        .iter()
+        .find_map(|&(given, flag)| given.then_some(flag))
         {
-            if let Some(values) = par.reduce_bucket_size {
-                if !(1e3..=1e10).contains(&values) {
-                    return Err(format!(
-                        "--reduce-bucket-size must be 1e3 to 1e10 values (got {values})"
-                    ));
-                }
-                *reduce_bucket_size = values.round() as u64;
-            }
-            if let Some(values) = par.prefetch_bucket_size {
-                if !(0.0..=1e10).contains(&values) {
-                    return Err(format!(
-                        "--prefetch-bucket-size must be 0 to 1e10 values (got {values})"
-                    ));
-                }
-                *prefetch_bucket_size = values.round() as u64;
-            }
-        } else if par.reduce_bucket_size.is_some() {
-            return Err("--reduce-bucket-size needs --framework deepspeed".into());
-        } else if par.prefetch_bucket_size.is_some() {
-            return Err("--prefetch-bucket-size needs --framework deepspeed".into());
+            return Err(format!("{flag} needs --framework deepspeed"));
         }
         Ok(framework)
+    }
+
+    /// DeepSpeed's own flags: its bucket sizes, `overlap_comm`, ZeRO-3's
+    /// sub-groups and persistence threshold, each checked.
+    fn read_deepspeed(&self, framework: &mut Framework) -> Result<(), CliError> {
+        let par = &self.parallel;
+        let Framework::DeepSpeed {
+            reduce_bucket_size,
+            prefetch_bucket_size,
+            overlap_comm,
+            sub_group_size,
+            param_persistence_threshold,
+        } = framework
+        else {
+            return Ok(());
+        };
+        let values = |given: Option<f64>, flag: &str, low: f64, into: &mut u64| {
+            if let Some(v) = given {
+                if !(low..=1e10).contains(&v) {
+                    return Err(format!(
+                        "--{flag} must be {} to 1e10 values (got {v})",
+                        if low == 0.0 { "0" } else { "1e3" }
+                    ));
+                }
+                *into = v.round() as u64;
+            }
+            Ok(())
+        };
+        values(
+            par.reduce_bucket_size,
+            "reduce-bucket-size",
+            1e3,
+            reduce_bucket_size,
+        )?;
+        values(
+            par.prefetch_bucket_size,
+            "prefetch-bucket-size",
+            0.0,
+            prefetch_bucket_size,
+        )?;
+        values(par.sub_group_size, "sub-group-size", 1e3, sub_group_size)?;
+        values(
+            par.param_persistence_threshold,
+            "param-persistence-threshold",
+            0.0,
+            param_persistence_threshold,
+        )?;
+        *overlap_comm = par.overlap_comm;
+        Ok(())
     }
 
     /// The offload flags: optimizer, parameters, activations, GPUs per node.

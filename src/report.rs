@@ -228,6 +228,18 @@ pub struct DetailedInputs {
     /// `deepspeed` at ZeRO stage 3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefetch_bucket_size: Option<u64>,
+    /// DeepSpeed's `overlap_comm` as it runs: as set, or DeepSpeed's
+    /// default, true at ZeRO stage 3 only (only under `deepspeed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overlap_comm: Option<bool>,
+    /// DeepSpeed's `sub_group_size` in values (only under `deepspeed` at
+    /// ZeRO stage 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sub_group_size: Option<u64>,
+    /// DeepSpeed's `stage3_param_persistence_threshold` in values (only
+    /// under `deepspeed` at ZeRO stage 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub param_persistence_threshold: Option<u64>,
     /// Experts' implementation (`grouped` or `loop`).
     pub experts_impl: String,
     /// Megatron's capacity factor, if any.
@@ -767,6 +779,21 @@ impl DetailedInputs {
                     prefetch_bucket_size,
                     ..
                 } if p.zero == 3 => Some(prefetch_bucket_size),
+                _ => None,
+            },
+            overlap_comm: matches!(cfg.framework, crate::detailed::Framework::DeepSpeed { .. })
+                .then(|| cfg.framework.overlap_comm(p.zero)),
+            sub_group_size: match cfg.framework {
+                crate::detailed::Framework::DeepSpeed { sub_group_size, .. } if p.zero == 3 => {
+                    Some(sub_group_size)
+                }
+                _ => None,
+            },
+            param_persistence_threshold: match cfg.framework {
+                crate::detailed::Framework::DeepSpeed {
+                    param_persistence_threshold,
+                    ..
+                } if p.zero == 3 => Some(param_persistence_threshold),
                 _ => None,
             },
             experts_impl: cfg.experts_impl.name().into(),

@@ -33,7 +33,7 @@ const OWN: &[(&str, Format, &str)] = &[
     ("litgpt_lora.yaml", Format::Litgpt, "--model mistral-7b --nproc-per-node 1 --recompute none --micro-batch 4 --batch 16 --seq 1024 --precision bf16 --quant-base nf4 --lora-rank 4 --lora-dtype bf16 --lora-targets q,k,v,o --lora-dropout 0.05 --optimizer adamw"),
     ("trl_grpo.yaml", Format::TrainingArguments, "--impl hf --model llama-3.2-1b --micro-batch 8 --grad-accum 1 --recompute full --precision bf16 --objective grpo-kl --completion 768 --seq 1024 --generations 4 --vllm-colocate 0.25"),
     ("hf_args.json", Format::TrainingArguments, "--impl hf --model qwen2.5-7b --micro-batch 1 --grad-accum 16 --recompute none --optimizer adamw --adam fused --precision mixed"),
-    ("deepspeed_z2.json", Format::DeepSpeed, "--micro-batch 2 --framework deepspeed --zero 2 --offload-optimizer --reduce-bucket-size 200000000 --precision mixed"),
+    ("deepspeed_z2.json", Format::DeepSpeed, "--micro-batch 2 --framework deepspeed --zero 2 --offload-optimizer --reduce-bucket-size 200000000 --overlap-comm true --precision mixed"),
     ("accelerate_fsdp2.yaml", Format::Accelerate, "--nproc-per-node 8 --nnodes 2 --precision mixed --framework fsdp2 --zero 3 --reshard-after-forward false --recompute full"),
     ("megatron.sh", Format::Command, "--nproc-per-node 8 --nnodes 2 --arch llama --layers 16 --hidden 2048 --heads 16 --ffn 8192 --vocab 32000 --kv-heads 4 --micro-batch 2 --batch 64 --seq 4096 --tp 2 --pp 2 --precision mixed --sp --zero 1 --recompute selective"),
     ("fsdp_qlora.sh", Format::Command, "--impl hf --model llama-2-13b --micro-batch 2 --seq 2048 --recompute none --precision mixed --lora-rank 16 --lora-targets q,k,v,gate,up,down --nproc-per-node 2"),

@@ -261,6 +261,9 @@ fn deepspeed(cfg: &DetailedConfig) -> Result<String, String> {
     let Framework::DeepSpeed {
         reduce_bucket_size,
         prefetch_bucket_size,
+        overlap_comm,
+        sub_group_size,
+        param_persistence_threshold,
     } = cfg.framework
     else {
         return Err(cannot(
@@ -301,7 +304,10 @@ fn deepspeed(cfg: &DetailedConfig) -> Result<String, String> {
     let z = cfg.parallel.zero;
     let mut zero = format!("    \"stage\": {z},\n    \"reduce_bucket_size\": {reduce_bucket_size}");
     if z == 3 {
-        zero += &format!(",\n    \"stage3_prefetch_bucket_size\": {prefetch_bucket_size}");
+        zero += &format!(",\n    \"stage3_prefetch_bucket_size\": {prefetch_bucket_size},\n    \"sub_group_size\": {sub_group_size},\n    \"stage3_param_persistence_threshold\": {param_persistence_threshold}");
+    }
+    if let Some(on) = overlap_comm {
+        zero += &format!(",\n    \"overlap_comm\": {on}");
     }
     if cfg.offload.optimizer {
         zero += ",\n    \"offload_optimizer\": {\"device\": \"cpu\"}";

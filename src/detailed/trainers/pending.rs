@@ -92,19 +92,19 @@ pub const PENDING: &[Row] = &[
         what: Pending::OverlapComm,
         flag: "--overlap-comm",
         feature: "DeepSpeed's overlap_comm buffers",
-        active: false,
+        active: true,
     },
     Row {
         what: Pending::SubGroupSize,
         flag: "--sub-group-size",
         feature: "DeepSpeed's optimizer sub-groups",
-        active: false,
+        active: true,
     },
     Row {
         what: Pending::ParamPersistenceThreshold,
         flag: "--param-persistence-threshold",
         feature: "ZeRO-3's persistence threshold",
-        active: false,
+        active: true,
     },
 ];
 
