@@ -227,6 +227,11 @@ pub struct KernelArgs {
     /// The model uses dropout (masks are kept for backward).
     #[arg(long)]
     pub dropout: bool,
+    /// The model wrapped in torch.compile (inductor): AOTAutograd's
+    /// partitioner recomputes the cheap pointwise ops in backward instead
+    /// of saving them, and inductor fuses them; hf kernels, no dropout.
+    #[arg(long)]
+    pub compile: bool,
     /// Activation recomputation; selective is Megatron's (fused kernels
     /// only), selective-op torchtitan's per-operator policy (each layer
     /// keeps its attention output and every other projection's) [default:
@@ -595,6 +600,7 @@ impl Args {
             || p.adam.is_some()
             || k.attention.is_some()
             || k.dropout
+            || k.compile
             || k.recompute.is_some()
             || k.implementation.is_some()
             || k.loss.is_some()
@@ -891,6 +897,7 @@ impl Args {
         let k = &self.kernels;
         cfg.attention = k.attention.unwrap_or(defaults::ATTENTION);
         cfg.dropout = k.dropout || defaults::DROPOUT;
+        cfg.compile = k.compile;
         cfg.recompute = k.recompute.unwrap_or_else(|| {
             defaults::recompute(self.training.objective.unwrap_or(Objective::Sft))
         });

@@ -1,0 +1,103 @@
+//! What a layer and the loss save under `torch.compile` (the "hf"
+//! profile's modules, inductor): AOTAutograd's min-cut partitioner
+//! (`torch/_functorch/partitioners.py`, `min_cut_rematerialization_partition`,
+//! torch 2.15) chooses, over the joint forward and backward graph, the
+//! cheapest set of tensors to save: a matrix multiply's and SDPA's outputs
+//! are never recomputed (not on its `recomputable_ops` allowlist), while
+//! pointwise ops and cheap reductions fed by saved tensors are recomputed
+//! inside the backward's fused kernels. Measured tensor by tensor
+//! (`tests/fixtures/measure_compile.py` lists the compiled graph's saved
+//! tensors) and byte for byte (`tests/fixtures/compile_measured.tsv`).
+
+use super::outer::OuterActivations;
+use super::LayerActivations;
+use crate::detailed::config::DetailedConfig;
+use crate::detailed::memory::bytes::act_bytes;
+use crate::detailed::model::Family;
+
+/// One layer for `b` sequences under `torch.compile`.
+///
+/// Llama (`LlamaDecoderLayer`): each RMSNorm's input in the dtype, its
+/// fp32 reciprocal root per token and its output (the projections' input)
+/// in the dtype — the fp32 upcast and the normalised values eager autograd
+/// keeps are recomputed from the input and the root; SDPA's q (rotated), k,
+/// v, output and log-sum-exp (the rotation and `o_proj`'s transposed copy
+/// recomputed); the gate's and the up projection's outputs and their
+/// SwiGLU product (the down projection's input) — the SiLU's output is
+/// recomputed. Per layer: 4·n·h·p + 8·n + (q + k + v + o)·n·p + lse +
+/// 3·n·F·p, where eager keeps 2·(4·n·h + 4·n + n·h·p) + 2·n·h·p and
+/// 4·n·F·p for the norms and the MLP.
+///
+/// GPT-2 (`GPT2Block`): see [`gpt2_block`].
+pub(super) fn block(cfg: &DetailedConfig, b: f64) -> LayerActivations {
+    match cfg.arch.family {
+        Family::Gpt2 => gpt2_block(cfg, b),
+        Family::Llama => llama_block(cfg, b),
+    }
+}
+
+/// A Llama layer's saved tensors under compile ([`block`]).
+fn llama_block(cfg: &DetailedConfig, b: f64) -> LayerActivations {
+    let a = &cfg.arch;
+    let n = cfg.seq as f64 * b;
+    let p = act_bytes(cfg);
+    let (h, f) = (a.hidden as f64, a.ffn as f64);
+    let lse = 4.0 * a.heads as f64 * n;
+    let qkvo = (a.q_dim() + 2 * a.kv_dim() + a.o_dim()) as f64;
+    LayerActivations {
+        replicated: 4.0 * n * h * p + 8.0 * n,
+        sharded: qkvo * n * p + lse + 3.0 * n * f * p,
+        scores: 0.0,
+        experts: 0.0,
+        experts_ffn: 0.0,
+    }
+}
+
+/// GPT-2's block under compile: each LayerNorm's input, its fp32 mean and
+/// reciprocal standard deviation per token and its output (the
+/// projection's input); SDPA's q, k, v, output and log-sum-exp; `c_fc`'s
+/// output and the tanh GELU's output (`c_proj`'s input): the GELU written
+/// in Python (`NewGELUActivation`), four n·F tensors in eager autograd,
+/// becomes one fused kernel recomputed in backward.
+fn gpt2_block(cfg: &DetailedConfig, b: f64) -> LayerActivations {
+    let a = &cfg.arch;
+    let n = cfg.seq as f64 * b;
+    let p = act_bytes(cfg);
+    let (h, f) = (a.hidden as f64, a.ffn as f64);
+    let lse = 4.0 * a.heads as f64 * n;
+    LayerActivations {
+        replicated: 4.0 * n * h * p + 16.0 * n,
+        sharded: 4.0 * n * h * p + lse + 2.0 * n * f * p,
+        scores: 0.0,
+        experts: 0.0,
+        experts_ffn: 0.0,
+    }
+}
+
+/// Outside the layers under compile, for `b` sequences: nothing before
+/// the first layer (RoPE's cos and sin are recomputed from the position ids
+/// and the inverse frequencies); after the last, the final norm as in a
+/// layer, the logits in the dtype (the loss's fp32 upcast and
+/// log-softmax are recomputed in backward from them and the per-token
+/// log-sum-exp), the labels padded by one column (`ForCausalLMLoss` pads
+/// before it shifts: int64, s + 1 per sequence), two fp32 values per token
+/// and the loss's total weight.
+pub(super) fn outer(cfg: &DetailedConfig, b: f64) -> OuterActivations {
+    let a = &cfg.arch;
+    let s = cfg.seq as f64;
+    let n = s * b;
+    let p = act_bytes(cfg);
+    let h = a.hidden as f64;
+    let stats = match a.family {
+        Family::Llama => 4.0 * n,
+        Family::Gpt2 => 8.0 * n,
+    };
+    let norm = 2.0 * n * h * p + stats;
+    let loss = 8.0 * b * (s + 1.0) + 8.0 * n + 4.0;
+    OuterActivations {
+        embedding: 0.0,
+        head: norm + loss,
+        head_norm: norm,
+        logits: n * a.vocab as f64 * p,
+    }
+}
