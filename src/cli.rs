@@ -1181,7 +1181,11 @@ fn description_line(cfg: &DetailedConfig) -> String {
         cfg.attention.name(),
         if cfg.dropout { ", dropout" } else { "" },
         cfg.recompute.name(),
-        Implementation::of(cfg).name(),
+        if cfg.compile {
+            format!("{} (torch.compile)", Implementation::of(cfg).name())
+        } else {
+            Implementation::of(cfg).name().to_string()
+        },
         loss_words(cfg),
         p.dp,
         p.zero,
