@@ -53,12 +53,17 @@ fn llama_block(cfg: &DetailedConfig, b: f64) -> LayerActivations {
     }
 }
 
-/// GPT-2's block under compile: each LayerNorm's input, its fp32 mean and
-/// reciprocal standard deviation per token and its output (the
-/// projection's input); SDPA's q, k, v, output and log-sum-exp; `c_fc`'s
-/// output and the tanh GELU's output (`c_proj`'s input): the GELU written
-/// in Python (`NewGELUActivation`), four n·F tensors in eager autograd,
-/// becomes one fused kernel recomputed in backward.
+/// GPT-2's block under compile: each LayerNorm's input and output (the
+/// projection's input) in the dtype and 4 bytes of statistics a token (the
+/// fp32 reciprocal standard deviation, or in bf16 the mean and the
+/// reciprocal standard deviation in the dtype: the partitioner's choices,
+/// listed); the attention as in eager autograd (the fused qkv output, three
+/// n·h tensors, log-sum-exp); `c_fc`'s output and the tanh GELU's output
+/// (`c_proj`'s input, kept transposed): the GELU written in Python
+/// (`NewGELUActivation`), whose four n·F tensors eager autograd keeps, is
+/// recomputed in one fused kernel. Per layer: 4·n·h·p + 8·n + 6·n·h·p +
+/// lse + 2·n·F·p, where eager keeps 4·n·h·p + 8·n·p and 5·n·F·p for the
+/// norms and the MLP.
 fn gpt2_block(cfg: &DetailedConfig, b: f64) -> LayerActivations {
     let a = &cfg.arch;
     let n = cfg.seq as f64 * b;
@@ -66,36 +71,40 @@ fn gpt2_block(cfg: &DetailedConfig, b: f64) -> LayerActivations {
     let (h, f) = (a.hidden as f64, a.ffn as f64);
     let lse = 4.0 * a.heads as f64 * n;
     LayerActivations {
-        replicated: 4.0 * n * h * p + 16.0 * n,
-        sharded: 4.0 * n * h * p + lse + 2.0 * n * f * p,
+        replicated: 4.0 * n * h * p + 8.0 * n,
+        sharded: 6.0 * n * h * p + lse + 2.0 * n * f * p,
         scores: 0.0,
         experts: 0.0,
         experts_ffn: 0.0,
     }
 }
 
-/// Outside the layers under compile, for `b` sequences: nothing before
-/// the first layer (RoPE's cos and sin are recomputed from the position ids
-/// and the inverse frequencies); after the last, the final norm as in a
-/// layer, the logits in the dtype (the loss's fp32 upcast and
-/// log-softmax are recomputed in backward from them and the per-token
-/// log-sum-exp), the labels padded by one column (`ForCausalLMLoss` pads
-/// before it shifts: int64, s + 1 per sequence), two fp32 values per token
-/// and the loss's total weight.
+/// Outside the layers under compile, for `b` sequences. Before the first
+/// layer: Llama nothing (RoPE's cos and sin are recomputed from the
+/// position ids and the inverse frequencies); GPT-2 its position ids
+/// (int64, one row) and, in 16 bits, the position embedding's output (one
+/// row, s·h·p: measured in bf16, not in fp32, where the partitioner
+/// recomputes it). After the last: the final norm as in a layer (input and
+/// output in the dtype, 4 bytes of statistics a token); the logits in the
+/// dtype (the loss's fp32 upcast and log-softmax are recomputed in backward
+/// from them and two fp32 values a token); the labels padded by one column
+/// (`ForCausalLMLoss` pads before it shifts: int64, s + 1 per sequence);
+/// the loss's total weight.
 pub(super) fn outer(cfg: &DetailedConfig, b: f64) -> OuterActivations {
     let a = &cfg.arch;
     let s = cfg.seq as f64;
     let n = s * b;
     let p = act_bytes(cfg);
     let h = a.hidden as f64;
-    let stats = match a.family {
-        Family::Llama => 4.0 * n,
-        Family::Gpt2 => 8.0 * n,
+    let embedding = match a.family {
+        Family::Llama => 0.0,
+        Family::Gpt2 if p == 4.0 => 8.0 * s,
+        Family::Gpt2 => 8.0 * s + s * h * p,
     };
-    let norm = 2.0 * n * h * p + stats;
+    let norm = 2.0 * n * h * p + 4.0 * n;
     let loss = 8.0 * b * (s + 1.0) + 8.0 * n + 4.0;
     OuterActivations {
-        embedding: 0.0,
+        embedding,
         head: norm + loss,
         head_norm: norm,
         logits: n * a.vocab as f64 * p,
