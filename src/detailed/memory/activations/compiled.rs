@@ -110,3 +110,82 @@ pub(super) fn outer(cfg: &DetailedConfig, b: f64) -> OuterActivations {
         logits: n * a.vocab as f64 * p,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detailed::config::{AttentionKernel, Device, Precision, Profile};
+    use crate::detailed::memory::activations::layer_activations;
+    use crate::detailed::preset;
+
+    fn cfg(name: &str, precision: Precision) -> DetailedConfig {
+        let mut c = DetailedConfig::new(preset(name).unwrap().arch, 2048, 2);
+        c.profile = Profile::Hf;
+        c.attention = AttentionKernel::Flash;
+        c.dropout = false;
+        c.device = Device::Cuda;
+        c.precision = precision;
+        c
+    }
+
+    fn total(l: LayerActivations) -> f64 {
+        l.replicated + l.sharded + l.scores
+    }
+
+    /// A Llama layer under compile keeps exactly the norms' fp32 inputs
+    /// (8·n·h: two norms, eager's fp32 copy and its normalised values less
+    /// the input in the dtype) and the SiLU's output (n·F·p) less than
+    /// eager autograd; the attention is the same.
+    #[test]
+    fn llama_drops_the_norms_fp32_copies_and_the_silu_output() {
+        for precision in [Precision::Bf16, Precision::Fp32] {
+            let eager = cfg("llama-3.2-1b", precision);
+            let compiled = DetailedConfig {
+                compile: true,
+                ..eager
+            };
+            let a = &eager.arch;
+            let n = 2.0 * 2048.0;
+            let p = act_bytes(&eager);
+            let (h, f) = (a.hidden as f64, a.ffn as f64);
+            let (e, c) = (
+                layer_activations(&eager, 2.0),
+                layer_activations(&compiled, 2.0),
+            );
+            assert_eq!(
+                total(e) - total(c),
+                8.0 * n * h + n * f * p,
+                "{precision:?}"
+            );
+            assert_eq!(e.scores, c.scores);
+        }
+    }
+
+    /// GPT-2's GELU written in Python keeps five n·F tensors in eager
+    /// autograd and two compiled; its LayerNorms keep 4 bytes of statistics
+    /// a token instead of 2·p.
+    #[test]
+    fn gpt2_drops_three_gelu_tensors() {
+        for precision in [Precision::Bf16, Precision::Fp32] {
+            let eager = cfg("gpt2", precision);
+            let compiled = DetailedConfig {
+                compile: true,
+                ..eager
+            };
+            let a = &eager.arch;
+            let n = 2.0 * 2048.0;
+            let p = act_bytes(&eager);
+            let f = a.ffn as f64;
+            let (e, c) = (
+                layer_activations(&eager, 2.0),
+                layer_activations(&compiled, 2.0),
+            );
+            let stats = 2.0 * (2.0 * n * p - 4.0 * n);
+            assert_eq!(
+                total(e) - total(c),
+                3.0 * n * f * p + stats,
+                "{precision:?}"
+            );
+        }
+    }
+}
