@@ -27,7 +27,16 @@ struct Row {
     phase: Phase,
 }
 
+/// The measured rows the model prices: all but GPT-2 with checkpointing,
+/// which it refuses ([`gpt2_with_checkpointing_is_refused`]).
 fn rows() -> Vec<Row> {
+    all_rows()
+        .into_iter()
+        .filter(|r| estimate(&r.cfg).is_ok())
+        .collect()
+}
+
+fn all_rows() -> Vec<Row> {
     let text = include_str!("fixtures/compile_measured.tsv");
     common::tsv_rows(text)
         .map(|(line, c)| {
@@ -79,7 +88,7 @@ fn checks(r: &Row) -> Vec<(&'static str, f64, f64)> {
 #[test]
 fn compile_within_five_percent_in_the_right_phase() {
     let rows = rows();
-    assert!(rows.len() >= 1, "{} rows", rows.len());
+    assert_eq!(rows.len(), 24, "{} rows", rows.len());
     let mut failures = Vec::new();
     for r in &rows {
         for (what, got, want) in checks(r) {
@@ -100,6 +109,24 @@ fn compile_within_five_percent_in_the_right_phase() {
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// GPT-2 with checkpointing inside the compiled graph is measured (two
+/// rows) but refused: its backward peaks 10 to 19 % below the walk's.
+#[test]
+fn gpt2_with_checkpointing_is_refused() {
+    let refused: Vec<Row> = all_rows()
+        .into_iter()
+        .filter(|r| estimate(&r.cfg).is_err())
+        .collect();
+    assert_eq!(refused.len(), 2);
+    for r in refused {
+        assert!(
+            r.line.starts_with("gpt2") && r.cfg.recompute == Recompute::Full,
+            "{}",
+            r.line
+        );
+    }
 }
 
 /// Compile saves less than eager on every row without recomputation: the
@@ -141,8 +168,8 @@ fn table() -> String {
         };
         let a = &r.cfg.arch;
         out += &format!(
-            "| {:?} L{} h{} V{} s{} b{} {}{} | {} | {} | {} | {} | {} | {} | {} | {} | {:+.2} % | {} |\n",
-            a.family,
+            "| {} L{} h{} V{} s{} b{} {}{} | {} | {} | {} | {} | {} | {} | {} | {} | {:+.2} % | {} |\n",
+            a.family.name(),
             a.layers,
             a.hidden,
             a.vocab,

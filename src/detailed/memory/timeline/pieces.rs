@@ -372,7 +372,13 @@ fn loss(cfg: &DetailedConfig, s: &Sizes) -> (f64, f64, f64) {
 fn compiled_loss(cfg: &DetailedConfig, s: &Sizes) -> (f64, f64, f64) {
     let (nv, p) = (s.nv, s.p);
     let nh2 = 2.0 * s.n * cfg.arch.hidden as f64 * p;
-    (0.0, 4.0 * nv + nv * p + nh2, nv * p + nh2)
+    match cfg.arch.family {
+        Family::Llama => (0.0, 4.0 * nv + nv * p + nh2, nv * p + nh2),
+        Family::Gpt2 => {
+            let copy = if p == 4.0 { 0.0 } else { nv * p };
+            (0.0, 4.0 * nv + copy, nv * p + nh2)
+        }
+    }
 }
 
 /// PEFT's LoRA on the output layer (`result = result + lora_B(lora_A(x)) *
