@@ -278,6 +278,11 @@ pub struct KernelArgs {
     /// The model uses dropout (masks are kept for backward).
     #[arg(long)]
     pub dropout: bool,
+    /// The model wrapped in torch.compile (inductor): AOTAutograd's
+    /// partitioner recomputes the cheap pointwise ops in backward instead
+    /// of saving them, and inductor fuses them; hf kernels, no dropout.
+    #[arg(long)]
+    pub compile: bool,
     /// Activation recomputation; selective is Megatron's (fused kernels
     /// only), selective-op torchtitan's per-operator policy (each layer
     /// keeps its attention output and every other projection's) [default:
@@ -670,6 +675,7 @@ impl Args {
             || p.adam.is_some()
             || k.attention.is_some()
             || k.dropout
+            || k.compile
             || k.recompute.is_some()
             || k.implementation.is_some()
             || k.loss.is_some()
@@ -993,6 +999,7 @@ impl Args {
         let k = &self.kernels;
         cfg.attention = k.attention.unwrap_or(defaults::ATTENTION);
         cfg.dropout = k.dropout || defaults::DROPOUT;
+        cfg.compile = k.compile;
         cfg.recompute = k.recompute.unwrap_or_else(|| {
             defaults::recompute(self.training.objective.unwrap_or(Objective::Sft))
         });
@@ -1353,7 +1360,11 @@ fn description_line(cfg: &DetailedConfig) -> String {
         cfg.attention.name(),
         if cfg.dropout { ", dropout" } else { "" },
         cfg.recompute.name(),
-        Implementation::of(cfg).name(),
+        if cfg.compile {
+            format!("{} (torch.compile)", Implementation::of(cfg).name())
+        } else {
+            Implementation::of(cfg).name().to_string()
+        },
         loss_words(cfg),
         p.dp,
         p.zero,

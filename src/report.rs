@@ -207,6 +207,9 @@ pub struct DetailedInputs {
     /// `hf` profile); left out when false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub liger_kernels: bool,
+    /// The model under torch.compile (`--compile`); written only when on.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub compile: bool,
     /// The loss: `full`, `chunked`, `liger` or `cce`.
     #[serde(default)]
     pub loss: String,
@@ -763,6 +766,7 @@ impl DetailedInputs {
             profile: cfg.profile.name().into(),
             profile_reason: parts.profile_reason.into(),
             liger_kernels: cfg.liger,
+            compile: cfg.compile,
             loss: cfg.loss.name().into(),
             loss_chunks: (cfg.loss == crate::detailed::Loss::Chunked).then_some(cfg.loss_chunks),
             device: cfg.device.name().into(),

@@ -265,6 +265,8 @@ pub struct DetailedOptions {
     pub optimizer: Optimizer,
     /// The optimizer's step in backward (torchtune's `optimizer_in_bwd`).
     pub optimizer_in_backward: bool,
+    /// The model under `torch.compile` (inductor).
+    pub compile: bool,
     /// Attention kernel.
     pub attention: AttentionKernel,
     /// Dropout on.
@@ -372,6 +374,7 @@ impl Default for DetailedOptions {
             fp8: crate::detailed::Fp8::None,
             optimizer: Optimizer::AdamW,
             optimizer_in_backward: false,
+            compile: false,
             attention: AttentionKernel::Flash,
             dropout: false,
             recompute: Recompute::None,
@@ -519,6 +522,7 @@ impl PageState {
         cfg.fp8 = d.fp8;
         cfg.optimizer = d.optimizer;
         cfg.optimizer_in_backward = d.optimizer_in_backward;
+        cfg.compile = d.compile;
         cfg.attention = d.attention;
         cfg.dropout = d.dropout;
         cfg.recompute = d.recompute;

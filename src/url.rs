@@ -145,9 +145,10 @@ const COUNTS: [Count; 17] = [
 
 /// The detailed settings that are on or off (`1`/`0`): key, where it goes.
 type Flag = (&'static str, fn(&mut DetailedOptions) -> &mut bool);
-const FLAGS: [Flag; 14] = [
+const FLAGS: [Flag; 15] = [
     ("vllmsleep", |d| &mut d.vllm_sleep),
     ("optbwd", |d| &mut d.optimizer_in_backward),
+    ("compile", |d| &mut d.compile),
     ("tied", |d| &mut d.arch.tied_embeddings),
     ("qkvbias", |d| &mut d.arch.qkv_bias),
     ("qknorm", |d| &mut d.arch.qk_norm),
@@ -713,6 +714,7 @@ fn encode_training(d: &DetailedOptions, def: &DetailedOptions, out: &mut Query<'
     pair(out, "optbwd", flag(d.optimizer_in_backward), "0");
     pair(out, "attn", d.attention.name(), def.attention.name());
     pair(out, "dropout", flag(d.dropout), flag(def.dropout));
+    pair(out, "compile", flag(d.compile), "0");
     pair(
         out,
         "recompute",

@@ -286,6 +286,7 @@ proptest! {
         if lora > 0 && precision == "bf16" { f.extend(strings(&["--lora-dtype", "bf16"])); }
         if let Some(n) = chunks { f.extend(["--loss".into(), "chunked".into(), "--loss-chunks".into(), n.to_string()]); }
         if in_bwd && accum == 1 && !fsdp && lora == 0 { f.push("--optimizer-in-backward".into()); }
+        if !in_bwd && lora == 0 && chunks.is_none() && !offload { f.extend(strings(&["--compile", "--attention", "flash"])); }
         if lora == 2 { f.extend(strings(&["--quant-base", "nf4"])); }
         if offload { f.push("--offload-activations".into()); }
         f.extend(["--micro-batch".into(), micro.to_string(), "--batch".into(), (micro * accum * dp).to_string()]);

@@ -215,7 +215,7 @@ fn the_printout_says_what_was_read() {
     assert!(first.contains("batch_size=3 → --micro-batch 3"), "{first}");
     let ignored = out.lines().find(|l| l.starts_with("  ignored: ")).unwrap();
     assert!(
-        ignored.contains("compile=false (compile is not priced)"),
+        ignored.contains("compile=false (off: priced without it)"),
         "{ignored}"
     );
     assert!(

@@ -707,6 +707,7 @@ fn attention_group(state: RwSignal<PageState>) -> impl IntoView {
             {choice("attention-select", "Attention", ATTENTION_NAMES, |d| index_of(&ATTENTION, d.attention), |d, i| d.attention = ATTENTION[i])}
             <p class="derived" id="attention-cost">{text(attention_cost)}</p>
             {flag("dropout-input", "Dropout", |d| d.dropout, |d, on| d.dropout = on)}
+            {flag("compile-input", "torch.compile (hf)", |d| d.compile, |d, on| d.compile = on)}
             {choice("recompute-select", "Recomputation", RECOMPUTE_NAMES, |d| index_of(&RECOMPUTE, d.recompute), |d, i| d.recompute = RECOMPUTE[i])}
             {choice("impl-select", "Implementation", PROFILE_NAMES, implementation_index, |d, i| { d.profile = PROFILES[i]; d.liger = i == 3; })}
             {choice("loss-select", "Loss", LOSS_NAMES, |d| index_of(&LOSSES, d.loss), |d, i| d.loss = LOSSES[i])}

@@ -51,7 +51,8 @@ pub const MICRO_BATCH: u64 = 1;
 /// The kernel profile for `cfg` when the reader did not choose one, and the
 /// reason in a few words: stock `transformers` (`hf`) for what people run
 /// with it (LoRA and QLoRA through PEFT and bitsandbytes, DPO through TRL,
-/// torchtune's optimizer in backward, a model imported from its
+/// torchtune's optimizer in backward, `torch.compile` over `transformers`'
+/// modules, a model imported from its
 /// config.json, a loss without the full logits), Megatron-style fused
 /// kernels
 /// otherwise.
@@ -66,6 +67,8 @@ pub fn profile(cfg: &DetailedConfig, imported: bool) -> (Profile, &'static str) 
         (Profile::Hf, "GRPO")
     } else if cfg.optimizer_in_backward {
         (Profile::Hf, "the optimizer in backward")
+    } else if cfg.compile {
+        (Profile::Hf, "torch.compile")
     } else if imported {
         (Profile::Hf, "a config.json")
     } else if cfg.loss != super::Loss::Full {

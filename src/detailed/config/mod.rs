@@ -585,6 +585,10 @@ pub struct DetailedConfig {
     /// Liger's RMSNorm, SwiGLU and RoPE kernels in place of stock
     /// `transformers`' ("hf" profile).
     pub liger: bool,
+    /// The model wrapped in `torch.compile` (TorchDynamo, AOTAutograd's
+    /// min-cut partitioner, inductor), "hf" profile: what a layer saves and
+    /// its memory-bound kernels change.
+    pub compile: bool,
 }
 
 /// torchtune's default chunks (`CEWithChunkedOutputLoss(num_output_chunks=8)`,
@@ -625,6 +629,7 @@ impl DetailedConfig {
             loss: Loss::Full,
             loss_chunks: LOSS_CHUNKS,
             liger: false,
+            compile: false,
         }
     }
 

@@ -36,8 +36,10 @@ pub const IGNORED: &[(&str, &str)] = &[
         "gradient_checkpointing_kwargs.*",
         "reentrant or not: the same tensors kept at the layers' boundaries",
     ),
-    ("torch_compile", "compile is not priced"),
-    ("flex_attn_compile_kwargs.*", "compile is not priced"),
+    (
+        "flex_attn_compile_kwargs.*",
+        "flex attention's compile options: flex attention is not priced",
+    ),
     ("tiled_mlp", "the tiled MLP is not priced"),
     ("lora_alpha", "a scale: no memory"),
     ("tf32", "a matmul mode: no memory"),
@@ -96,6 +98,7 @@ pub fn read(root: &Value) -> Result<Out, ReadError> {
     read_lora(&mut doc, &mut out)?;
     read_precision(&mut doc, &mut out)?;
     read_fsdp(&mut doc, &mut out)?;
+    common::compile(&mut doc, &mut out, "torch_compile")?;
     finish(&mut doc, &mut out, "axolotl", IGNORED);
     Ok(out)
 }

@@ -156,3 +156,44 @@ pub fn recompute(out: &mut Out, key: &str, on: bool) {
 pub fn transformers(out: &mut Out) {
     out.set("(a transformers model)", "", "--impl", "hf");
 }
+
+/// `torch.compile` as the file's `key` asks: `--compile` where membudget
+/// prices it (full fine-tuning with the full loss over whole layers,
+/// `memory/check.rs`, `compiled`; measured in
+/// `tests/fixtures/compile_measured.tsv`), else named as priced without it.
+pub fn compile(doc: &mut Doc, out: &mut Out, key: &str) -> Result<(), ReadError> {
+    let Some(on) = doc.flag(key)? else {
+        return Ok(());
+    };
+    if !on {
+        out.ignore(key, false, "off: priced without it");
+        return Ok(());
+    }
+    let beyond = [
+        "--lora-rank",
+        "--loss",
+        "--tp",
+        "--pp",
+        "--cp",
+        "--ep",
+        "--quant-base",
+        "--objective",
+        "--fp8",
+        "--offload-activations",
+    ]
+    .into_iter()
+    .find(|f| out.sets(f));
+    let liger = out
+        .set
+        .iter()
+        .any(|s| s.flag == "--impl" && s.arg == "liger");
+    match beyond.or(liger.then_some("--impl liger")) {
+        None => out.set(key, true, "--compile", ""),
+        Some(f) => out.ignore(
+            key,
+            true,
+            format!("torch.compile is priced for full fine-tuning with the full loss over whole layers only ({f} here): priced as eager, an upper bound on the activations"),
+        ),
+    }
+    Ok(())
+}

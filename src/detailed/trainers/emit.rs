@@ -145,6 +145,9 @@ fn refuse_features(cfg: &DetailedConfig, format: &str) -> Result<(), String> {
             "its file here writes no such loss or kernels (torchtune: --loss chunked; trl: --impl liger)",
         ));
     }
+    if cfg.compile && !(torchtune || trl || format == "axolotl") {
+        return Err(cannot(format, "its file here writes no torch.compile"));
+    }
     if cfg.optimizer_in_backward && !torchtune {
         return Err(cannot(
             format,
@@ -418,6 +421,9 @@ fn torchtune(cfg: &DetailedConfig) -> Result<String, String> {
     if cfg.optimizer_in_backward {
         out += "optimizer_in_bwd: true\n";
     }
+    if cfg.compile {
+        out += "compile: true\n";
+    }
     if cfg.loss == Loss::Chunked {
         out += &format!(
             "loss:\n  _component_: torchtune.modules.loss.CEWithChunkedOutputLoss\n  num_output_chunks: {}\n",
@@ -524,6 +530,9 @@ fn trl(cfg: &DetailedConfig) -> Result<String, String> {
     if cfg.liger {
         out += "use_liger_kernel: true\n";
     }
+    if cfg.compile {
+        out += "torch_compile: true\n";
+    }
     if let Some(r) = cfg.lora_rank {
         out += &format!(
             "use_peft: true\nlora_r: {r}\nlora_target_modules: {}\nlora_dropout: {}\n",
@@ -569,6 +578,9 @@ fn axolotl(cfg: &DetailedConfig) -> Result<String, String> {
         (false, true) => "gradient_checkpointing: false\nactivation_offloading: true\n".to_string(),
     };
     out += &format!("optimizer: {}\n", hf_optim(cfg, f)?);
+    if cfg.compile {
+        out += "torch_compile: true\n";
+    }
     out +=
         match cfg.precision {
             Precision::Bf16 => "bf16: true\n",

@@ -50,8 +50,10 @@ pub const IGNORED: &[(&str, &str)] = &[
         "gradient_checkpointing_kwargs.*",
         "reentrant or not: the same tensors kept at the layers' boundaries",
     ),
-    ("torch_compile", "compile is not priced"),
-    ("torch_compile_*", "compile is not priced"),
+    (
+        "torch_compile_*",
+        "compile's backend and mode: torch_compile prices it",
+    ),
     ("lora_alpha", "a scale: no memory"),
     ("use_rslora", "a scale: no memory"),
     (
@@ -139,6 +141,7 @@ pub fn read_doc(doc: &mut Doc, kind: Kind) -> Result<Out, ReadError> {
         );
     }
     read_parallel(doc, &mut out)?;
+    common::compile(doc, &mut out, "torch_compile")?;
     finish(doc, &mut out, "TrainingArguments", IGNORED);
     Ok(out)
 }

@@ -4,6 +4,7 @@
 //! `local_batch_size` (2025-08). Keys: `torchtitan/config_manager.py`
 //! (later `torchtitan/config/job_config.py`).
 
+use super::common;
 use super::models;
 use super::pending::Pending;
 use super::value::{finish, number, Doc, Out, ReadError, Value};
@@ -19,8 +20,10 @@ pub const DEFAULTS: &[(&str, &str, &str)] = &[
 
 /// Keys read and not priced, with the reason (`*` matches the rest of a key).
 pub const IGNORED: &[(&str, &str)] = &[
-    ("training.compile", "compile is not priced"),
-    ("compile.*", "compile is not priced"),
+    (
+        "compile.*",
+        "compile's other settings (components, backend): compile.enable prices it",
+    ),
     (
         "training.enable_cpu_offload",
         "FSDP CPU offload is not priced",
@@ -128,6 +131,8 @@ pub fn read(root: &Value) -> Result<Out, ReadError> {
     read_precision(&mut doc, &mut out)?;
     read_checkpointing(&mut doc, &mut out)?;
     read_optimizer(&mut doc, &mut out)?;
+    common::compile(&mut doc, &mut out, "compile.enable")?;
+    common::compile(&mut doc, &mut out, "training.compile")?;
     finish(&mut doc, &mut out, "torchtitan", IGNORED);
     Ok(out)
 }

@@ -25,7 +25,6 @@ pub const DEFAULTS: &[(&str, &str, &str)] = &[
 /// Keys read and not priced, with the reason (`*` matches the rest of a key).
 pub const IGNORED: &[(&str, &str)] = &[
     ("model.lora_alpha", "a scale: no memory"),
-    ("compile", "compile is not priced"),
     ("fsdp_cpu_offload", "FSDP CPU offload is not priced"),
     (
         "fsdp.cpu_offload",
@@ -154,6 +153,7 @@ fn read_doc(doc: &mut Doc, defaults: bool, distributed: bool) -> Result<Out, Rea
         }
     }
     read_memory(doc, &mut out, distributed, defaults)?;
+    common::compile(doc, &mut out, "compile")?;
     finish(doc, &mut out, "torchtune", IGNORED);
     Ok(out)
 }

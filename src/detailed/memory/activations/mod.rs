@@ -16,6 +16,7 @@
 //! [`outer`] what is kept outside the layers; this file adds them up as
 //! parallelism and recomputation leave them on one GPU.
 
+mod compiled;
 mod fused;
 mod hf;
 mod moe;
@@ -170,6 +171,9 @@ fn layer_activations_of(cfg: &DetailedConfig, b: f64, moe_layer: bool) -> LayerA
 fn block_activations_of(cfg: &DetailedConfig, b: f64, moe_layer: bool) -> LayerActivations {
     let moe = cfg.arch.moe.filter(|_| moe_layer);
     match cfg.profile {
+        // `torch.compile` over stock `transformers` (dense layers only,
+        // `super::check`).
+        Profile::Hf if cfg.compile => compiled::block(cfg, b),
         Profile::Fused => fused::block(cfg, b, moe),
         Profile::Hf => hf::block(cfg, b, moe),
     }

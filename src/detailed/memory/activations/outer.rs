@@ -31,6 +31,7 @@ pub(crate) struct OuterActivations {
 /// profile and family.
 pub(crate) fn outer_activations(cfg: &DetailedConfig, b: f64) -> OuterActivations {
     match (cfg.profile, cfg.arch.family) {
+        (Profile::Hf, _) if cfg.compile => super::compiled::outer(cfg, b),
         (Profile::Fused, _) => fused(cfg, b),
         (Profile::Hf, Family::Gpt2) => hf_gpt2(cfg, b),
         (Profile::Hf, Family::Llama) => hf_llama(cfg, b),

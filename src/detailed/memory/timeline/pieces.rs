@@ -188,8 +188,9 @@ pub(super) fn pieces(cfg: &DetailedConfig) -> Pieces {
 
 /// A dense Llama layer's backward moments ([`LayerSplit`]); `None` for
 /// GPT-2, mixtures of experts, hybrids, adapters and float8 (whose saved
-/// casts the MLP's moment does not free as counted here) and offloaded
-/// activations, priced as one moment.
+/// casts the MLP's moment does not free as counted here), offloaded
+/// activations and `torch.compile` (whose backward is one compiled graph
+/// with its own saved set), priced as one moment.
 fn layer_split(cfg: &DetailedConfig, s: &Sizes, extras: f64) -> Option<LayerSplit> {
     let a = &cfg.arch;
     if a.family != Family::Llama
@@ -198,6 +199,7 @@ fn layer_split(cfg: &DetailedConfig, s: &Sizes, extras: f64) -> Option<LayerSpli
         || cfg.lora_rank.is_some()
         || cfg.fp8 != Fp8::None
         || cfg.offload.activations
+        || cfg.compile
     {
         return None;
     }
@@ -336,6 +338,9 @@ fn loss(cfg: &DetailedConfig, s: &Sizes) -> (f64, f64, f64) {
     if let Some(l) = loss_bytes(cfg, s.n) {
         return (l.forward, l.backward, l.head_backward);
     }
+    if cfg.compile {
+        return compiled_loss(cfg, s);
+    }
     // The loss (vocabulary-parallel under tensor parallelism).
     let (loss_forward, loss_backward) = match cfg.profile {
         // Logits in the dtype and their fp32 copy (the log-probabilities are
@@ -353,6 +358,27 @@ fn loss(cfg: &DetailedConfig, s: &Sizes) -> (f64, f64, f64) {
         loss_backward,
         head_backward,
     )
+}
+
+/// The loss under `torch.compile` (measured,
+/// `tests/fixtures/compile_measured.tsv`): the compiled forward writes the
+/// logits (saved, in the dtype) and only per-token statistics beside them,
+/// so nothing transient. The compiled backward, while the saved logits are
+/// still held, writes two logit-sized tensors, one fp32 and one in the
+/// dtype (the recomputed fp32 probabilities and the logits' gradient),
+/// and two n·h ones (the output layer's input gradient and the final
+/// norm's recomputed output); then the output layer's weight gradient
+/// beside the logits' gradient and the n·h pair.
+fn compiled_loss(cfg: &DetailedConfig, s: &Sizes) -> (f64, f64, f64) {
+    let (nv, p) = (s.nv, s.p);
+    let nh2 = 2.0 * s.n * cfg.arch.hidden as f64 * p;
+    match cfg.arch.family {
+        Family::Llama => (0.0, 4.0 * nv + nv * p + nh2, nv * p + nh2),
+        Family::Gpt2 => {
+            let copy = if p == 4.0 { 0.0 } else { nv * p };
+            (0.0, 4.0 * nv + copy, nv * p + nh2)
+        }
+    }
 }
 
 /// PEFT's LoRA on the output layer (`result = result + lora_B(lora_A(x)) *

@@ -247,6 +247,39 @@ mod tests {
         assert!((saved / (36.0 * per_logit) - 1.0).abs() < 1e-9);
     }
 
+    /// `torch.compile` over the hf profile prices the layers' memory-bound
+    /// kernels as the fused profile's (inductor's fused kernels) and
+    /// leaves the products, the attention and the loss as they are.
+    #[test]
+    fn compile_fuses_the_layers_memory_bound_kernels() {
+        use super::super::{Cluster, Efficiency};
+        use super::{micro_batch, DetailedConfig, Rates};
+        use crate::detailed::config::{Precision, Profile};
+        use crate::detailed::time::hardware::gpu;
+        let mut c = llama(4096, 4);
+        c.profile = Profile::Hf;
+        c.precision = Precision::Bf16;
+        c.dropout = false;
+        let cluster = Cluster::new(gpu("a100-80gb").unwrap(), 8);
+        let r = Rates::new(&c, &cluster, &Efficiency::default());
+        let m = 4096.0 * 4.0;
+        let eager = micro_batch(&c, &r, m, 1.0);
+        let compiled = micro_batch(&DetailedConfig { compile: true, ..c }, &r, m, 1.0);
+        let fused = micro_batch(
+            &DetailedConfig {
+                profile: Profile::Fused,
+                ..c
+            },
+            &r,
+            m,
+            1.0,
+        );
+        assert_eq!(compiled.matmul, eager.matmul);
+        assert_eq!(compiled.attention, eager.attention);
+        assert_eq!(compiled.forward.mem, fused.forward.mem);
+        assert!(compiled.memory_bound < eager.memory_bound);
+    }
+
     /// Recomputation costs time in the order of the work it repeats, and
     /// HFU counts it while MFU does not.
     #[test]

@@ -34,7 +34,17 @@ pub(super) fn per_token_bytes(cfg: &DetailedConfig, w: &Widths, act_width: f64) 
     // Norms, residuals and dropout run on every tensor-parallel rank unless
     // sequence parallelism splits them.
     let sp = if p.sp { t } else { 1.0 };
-    let eager = cfg.profile == Profile::Hf;
+    // `torch.compile` (inductor) fuses each chain of pointwise ops and the
+    // reduction beside it into one generated kernel (Ansel et al. 2024,
+    // "PyTorch 2", ASPLOS, the TorchInductor section;
+    // `torch/_inductor/scheduler.py`, `Scheduler.fuse_nodes`, torch
+    // 2.15): RMSNorm, the rotation and
+    // SwiGLU then read and write their tensors once, as the fused
+    // profile's kernels do. What the partitioner recomputes in backward is
+    // fused into the backward's kernels, which read the saved inputs
+    // instead of the saved outputs: no traffic added, so the backward stays
+    // at twice the forward's.
+    let eager = cfg.profile == Profile::Hf && !cfg.compile;
     // GPT-2's LayerNorm is one kernel in either profile.
     // Liger's kernels (liger-kernel 0.8.5: `ops/rms_norm.py`,
     // `ops/swiglu.py`, `ops/rope.py`) are one Triton kernel each, as

@@ -1,0 +1,191 @@
+//! What a layer and the loss save under `torch.compile` (the "hf"
+//! profile's modules, inductor): AOTAutograd's min-cut partitioner
+//! (`torch/_functorch/partitioners.py`, `min_cut_rematerialization_partition`,
+//! torch 2.15) chooses, over the joint forward and backward graph, the
+//! cheapest set of tensors to save: a matrix multiply's and SDPA's outputs
+//! are never recomputed (not on its `recomputable_ops` allowlist), while
+//! pointwise ops and cheap reductions fed by saved tensors are recomputed
+//! inside the backward's fused kernels. Measured tensor by tensor
+//! (`tests/fixtures/measure_compile.py` lists the compiled graph's saved
+//! tensors) and byte for byte (`tests/fixtures/compile_measured.tsv`).
+
+use super::outer::OuterActivations;
+use super::LayerActivations;
+use crate::detailed::config::DetailedConfig;
+use crate::detailed::memory::bytes::act_bytes;
+use crate::detailed::model::Family;
+
+/// One layer for `b` sequences under `torch.compile`.
+///
+/// Llama (`LlamaDecoderLayer`): each RMSNorm's input in the dtype, its
+/// fp32 reciprocal root per token and its output (the projections' input)
+/// in the dtype — the fp32 upcast and the normalised values eager autograd
+/// keeps are recomputed from the input and the root; SDPA's q (rotated), k,
+/// v, output and log-sum-exp (the rotation and `o_proj`'s transposed copy
+/// recomputed); the gate's and the up projection's outputs and their
+/// SwiGLU product (the down projection's input) — the SiLU's output is
+/// recomputed. Per layer: 4·n·h·p + 8·n + (q + k + v + o)·n·p + lse +
+/// 3·n·F·p, where eager keeps 2·(4·n·h + 4·n + n·h·p) + 2·n·h·p and
+/// 4·n·F·p for the norms and the MLP.
+///
+/// GPT-2 (`GPT2Block`): see [`gpt2_block`].
+pub(super) fn block(cfg: &DetailedConfig, b: f64) -> LayerActivations {
+    match cfg.arch.family {
+        Family::Gpt2 => gpt2_block(cfg, b),
+        Family::Llama => llama_block(cfg, b),
+    }
+}
+
+/// A Llama layer's saved tensors under compile ([`block`]).
+fn llama_block(cfg: &DetailedConfig, b: f64) -> LayerActivations {
+    let a = &cfg.arch;
+    let n = cfg.seq as f64 * b;
+    let p = act_bytes(cfg);
+    let (h, f) = (a.hidden as f64, a.ffn as f64);
+    let lse = 4.0 * a.heads as f64 * n;
+    let qkvo = (a.q_dim() + 2 * a.kv_dim() + a.o_dim()) as f64;
+    LayerActivations {
+        replicated: 4.0 * n * h * p + 8.0 * n,
+        sharded: qkvo * n * p + lse + 3.0 * n * f * p,
+        scores: 0.0,
+        experts: 0.0,
+        experts_ffn: 0.0,
+    }
+}
+
+/// GPT-2's block under compile: each LayerNorm's input and output (the
+/// projection's input) in the dtype and 4 bytes of statistics a token (the
+/// fp32 reciprocal standard deviation, or in bf16 the mean and the
+/// reciprocal standard deviation in the dtype: the partitioner's choices,
+/// listed); the attention as in eager autograd (the fused qkv output, three
+/// n·h tensors, log-sum-exp); `c_fc`'s output and the tanh GELU's output
+/// (`c_proj`'s input, kept transposed): the GELU written in Python
+/// (`NewGELUActivation`), whose four n·F tensors eager autograd keeps, is
+/// recomputed in one fused kernel. Per layer: 4·n·h·p + 8·n + 6·n·h·p +
+/// lse + 2·n·F·p, where eager keeps 4·n·h·p + 8·n·p and 5·n·F·p for the
+/// norms and the MLP.
+fn gpt2_block(cfg: &DetailedConfig, b: f64) -> LayerActivations {
+    let a = &cfg.arch;
+    let n = cfg.seq as f64 * b;
+    let p = act_bytes(cfg);
+    let (h, f) = (a.hidden as f64, a.ffn as f64);
+    let lse = 4.0 * a.heads as f64 * n;
+    LayerActivations {
+        replicated: 4.0 * n * h * p + 8.0 * n,
+        sharded: 6.0 * n * h * p + lse + 2.0 * n * f * p,
+        scores: 0.0,
+        experts: 0.0,
+        experts_ffn: 0.0,
+    }
+}
+
+/// Outside the layers under compile, for `b` sequences. Before the first
+/// layer: Llama nothing (RoPE's cos and sin are recomputed from the
+/// position ids and the inverse frequencies); GPT-2 its position ids
+/// (int64, one row) and, in 16 bits, the position embedding's output (one
+/// row, s·h·p: measured in bf16, not in fp32, where the partitioner
+/// recomputes it). After the last: the final norm as in a layer (input and
+/// output in the dtype, 4 bytes of statistics a token); the logits in the
+/// dtype (the loss's fp32 upcast and log-softmax are recomputed in backward
+/// from them and two fp32 values a token); the labels padded by one column
+/// (`ForCausalLMLoss` pads before it shifts: int64, s + 1 per sequence);
+/// the loss's total weight.
+pub(super) fn outer(cfg: &DetailedConfig, b: f64) -> OuterActivations {
+    let a = &cfg.arch;
+    let s = cfg.seq as f64;
+    let n = s * b;
+    let p = act_bytes(cfg);
+    let h = a.hidden as f64;
+    let embedding = match a.family {
+        Family::Llama => 0.0,
+        Family::Gpt2 if p == 4.0 => 8.0 * s,
+        Family::Gpt2 => 8.0 * s + s * h * p,
+    };
+    let norm = 2.0 * n * h * p + 4.0 * n;
+    let loss = 8.0 * b * (s + 1.0) + 8.0 * n + 4.0;
+    OuterActivations {
+        embedding,
+        head: norm + loss,
+        head_norm: norm,
+        logits: n * a.vocab as f64 * p,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detailed::config::{AttentionKernel, Device, Precision, Profile};
+    use crate::detailed::memory::activations::layer_activations;
+    use crate::detailed::preset;
+
+    fn cfg(name: &str, precision: Precision) -> DetailedConfig {
+        let mut c = DetailedConfig::new(preset(name).unwrap().arch, 2048, 2);
+        c.profile = Profile::Hf;
+        c.attention = AttentionKernel::Flash;
+        c.dropout = false;
+        c.device = Device::Cuda;
+        c.precision = precision;
+        c
+    }
+
+    fn total(l: LayerActivations) -> f64 {
+        l.replicated + l.sharded + l.scores
+    }
+
+    /// A Llama layer under compile keeps exactly the norms' fp32 inputs
+    /// (8·n·h: two norms, eager's fp32 copy and its normalised values less
+    /// the input in the dtype) and the SiLU's output (n·F·p) less than
+    /// eager autograd; the attention is the same.
+    #[test]
+    fn llama_drops_the_norms_fp32_copies_and_the_silu_output() {
+        for precision in [Precision::Bf16, Precision::Fp32] {
+            let eager = cfg("llama-3.2-1b", precision);
+            let compiled = DetailedConfig {
+                compile: true,
+                ..eager
+            };
+            let a = &eager.arch;
+            let n = 2.0 * 2048.0;
+            let p = act_bytes(&eager);
+            let (h, f) = (a.hidden as f64, a.ffn as f64);
+            let (e, c) = (
+                layer_activations(&eager, 2.0),
+                layer_activations(&compiled, 2.0),
+            );
+            assert_eq!(
+                total(e) - total(c),
+                8.0 * n * h + n * f * p,
+                "{precision:?}"
+            );
+            assert_eq!(e.scores, c.scores);
+        }
+    }
+
+    /// GPT-2's GELU written in Python keeps five n·F tensors in eager
+    /// autograd and two compiled; its LayerNorms keep 4 bytes of statistics
+    /// a token instead of 2·p.
+    #[test]
+    fn gpt2_drops_three_gelu_tensors() {
+        for precision in [Precision::Bf16, Precision::Fp32] {
+            let eager = cfg("gpt2", precision);
+            let compiled = DetailedConfig {
+                compile: true,
+                ..eager
+            };
+            let a = &eager.arch;
+            let n = 2.0 * 2048.0;
+            let p = act_bytes(&eager);
+            let f = a.ffn as f64;
+            let (e, c) = (
+                layer_activations(&eager, 2.0),
+                layer_activations(&compiled, 2.0),
+            );
+            let stats = 2.0 * (2.0 * n * p - 4.0 * n);
+            assert_eq!(
+                total(e) - total(c),
+                3.0 * n * f * p + stats,
+                "{precision:?}"
+            );
+        }
+    }
+}
