@@ -1547,6 +1547,21 @@ fn overhead_lines(o: &OverheadBytes, t: &StepTimeline) -> String {
     out
 }
 
+/// When a step that does not fit would fit with its paged optimizer state
+/// on the host: bitsandbytes' unified memory is paged out under memory
+/// pressure (`bitsandbytes/optim/optimizer.py`, `get_state_buffer`), so
+/// the step runs, slower.
+fn paged_spill(f: &FitReport) -> String {
+    if f.paged == 0 || f.need - f.paged > f.capacity {
+        return String::new();
+    }
+    format!(
+        "; without its {:.1} GB of paged optimizer state it needs {:.1} GB, so it runs once that state spills to host memory (slower: each step pages it over PCIe)",
+        f.paged as f64 / 1e9,
+        (f.need - f.paged) as f64 / 1e9
+    )
+}
+
 /// The verdict on a card and what fits it, as the page says it.
 fn fit_lines(f: &FitReport) -> String {
     let gb = |b: u64| b as f64 / 1e9;
@@ -1559,10 +1574,11 @@ fn fit_lines(f: &FitReport) -> String {
         )
     } else {
         format!(
-            "does not fit by {:.1} GB: the step needs {:.1} GB, the card has {:.1} GB",
+            "does not fit by {:.1} GB: the step needs {:.1} GB, the card has {:.1} GB{}",
             gb(f.need - f.capacity),
             gb(f.need),
-            gb(f.capacity)
+            gb(f.capacity),
+            paged_spill(f)
         )
     };
     let or_none = |v: Option<u64>| v.map_or("none".to_string(), |v| v.to_string());
@@ -1698,7 +1714,14 @@ impl DetailedRun {
         let timed = cluster.as_ref().map(|c| (c, &eff));
         let fit = args
             .card()?
-            .map(|(gpu, capacity)| fit_report(&cfg, gpu, capacity, need, settings.as_ref(), timed));
+            .map(|(gpu, capacity)| fit_report(&cfg, gpu, capacity, need, settings.as_ref(), timed))
+            .map(|f| FitReport {
+                paged: whole(detailed::memory::paged::paged_at_peak(
+                    &cfg,
+                    timeline.peak_event().live.optimizer_state,
+                )),
+                ..f
+            });
         let price = args.time.checked_price()?;
         let tokens = args.time.checked_tokens()?;
         let time = cluster
@@ -1822,6 +1845,7 @@ fn fit_report(
                 .collect()
         }),
         card: plan.and_then(|p| smallest_card(p.need).map(String::from)),
+        paged: 0,
     }
 }
 

@@ -422,6 +422,15 @@ pub struct FitReport {
     pub changes: Vec<ChangeReport>,
     /// The smallest card of the table it fits on as it is, if any.
     pub card: Option<String>,
+    /// Of `need`, bitsandbytes' paged optimizer state (CUDA unified
+    /// memory), bytes: 0 without a paged optimizer.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub paged: u64,
+}
+
+/// Whether a byte count is 0 (left out of the JSON).
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// One change [`crate::detailed::plan::planner::make_it_fit`] tried.

@@ -945,3 +945,41 @@ fn deepspeed_overlap_comm_and_stage3_settings() {
     let (code, _, err) = membudget(&["--model", "gpt2", "--seq", "1", "--batch", "8"]);
     assert_eq!(code, 0, "{err}");
 }
+
+/// A step that fits only once its paged optimizer state spills to the host
+/// says so beside the verdict, with the figure without it; one that does
+/// not fit even then does not.
+#[test]
+fn paged_state_that_spills_is_named_in_the_verdict() {
+    let base = [
+        "--model",
+        "llama-2-7b",
+        "--precision",
+        "bf16",
+        "--optimizer",
+        "paged-adamw",
+        "--optimizer-in-backward",
+        "--recompute",
+        "full",
+        "--micro-batch",
+        "2",
+        "--batch",
+        "2",
+    ];
+    let (code, out, _) = membudget(&[&base[..], &["--gpu", "rtx-4090"]].concat());
+    assert_eq!(code, 0);
+    let verdict = out.lines().find(|l| l.starts_with("gpu: ")).unwrap();
+    assert!(verdict.contains("does not fit by"), "{verdict}");
+    assert!(
+        verdict.contains("of paged optimizer state it needs"),
+        "{verdict}"
+    );
+    assert!(
+        verdict.contains("runs once that state spills to host memory"),
+        "{verdict}"
+    );
+    // The same on a 12 GB card: too big even without the paged state.
+    let (_, out, _) = membudget(&[&base[..], &["--gpu-memory", "12"]].concat());
+    let verdict = out.lines().find(|l| l.contains("does not fit by")).unwrap();
+    assert!(!verdict.contains("spills"), "{verdict}");
+}
