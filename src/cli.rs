@@ -102,6 +102,12 @@ pub struct FromArgs {
     /// Megatron's pretrain_gpt.py, FSDP-QLoRA's train.py, unsloth-cli.py).
     #[arg(long, value_name = "FILE")]
     pub from: Vec<std::path::PathBuf>,
+    /// The trainer that runs it: its defaults (kernels, loss,
+    /// checkpointing, adapters' dtype and dropout, sharding) before any
+    /// --from file and the flags, which override them; listed with what
+    /// was read ([docs/trainers.md]).
+    #[arg(long, value_name = "NAME", value_parser = clap::builder::PossibleValuesParser::new(crate::detailed::trainers::choice::TRAINERS))]
+    pub trainer: Option<String>,
     /// GPUs per node, as torchrun names it: the data-parallel size is what
     /// tp × pp × cp leave of nproc-per-node × nnodes (unless --dp),
     /// 1–4096.

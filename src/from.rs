@@ -11,7 +11,7 @@ use std::ffi::OsString;
 /// `args` (parsed from `argv`) with its `--from` files applied: each file's
 /// flags, in order, then `argv`'s own. Errors name the file and the key.
 pub fn with_from(args: Args, argv: &[OsString]) -> Result<Args, CliError> {
-    if args.from.from.is_empty() {
+    if args.from.from.is_empty() && args.from.trainer.is_none() {
         return Ok(args);
     }
     let own_model =
@@ -63,12 +63,59 @@ pub fn with_from(args: Args, argv: &[OsString]) -> Result<Args, CliError> {
             ));
         }
     }
+    if let Some(t) = &args.from.trainer {
+        let reading = trainer_defaults(t, &flags, argv);
+        let mut first: Vec<OsString> = reading.flags().map(OsString::from).collect();
+        first.append(&mut flags);
+        flags = first;
+        read.insert(
+            0,
+            FromRead {
+                file: format!("--trainer {t}"),
+                reading,
+            },
+        );
+    }
     let mut all = vec![argv.first().cloned().unwrap_or_else(|| "membudget".into())];
     all.extend(flags);
     all.extend(argv.iter().skip(1).cloned());
     let mut merged = Args::try_parse_from(all).map_err(|e| first_line(&e.to_string()))?;
     merged.from.read = read;
     Ok(merged)
+}
+
+/// `--trainer`'s defaults for the run the files' `flags` and `argv` ask
+/// for: with LoRA or not, in bf16 or not (the last `--precision`, else the
+/// trainer's own).
+fn trainer_defaults(trainer: &str, flags: &[OsString], argv: &[OsString]) -> Reading {
+    let later: Vec<String> = flags
+        .iter()
+        .chain(argv.iter().skip(1))
+        .map(|f| f.to_string_lossy().into_owned())
+        .collect();
+    let lora = later
+        .iter()
+        .any(|f| f == "--lora-rank" || f.starts_with("--lora-rank="));
+    let mut given =
+        later
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| match f.strip_prefix("--precision") {
+                Some("") => later.get(i + 1).cloned(),
+                Some(v) => v.strip_prefix('=').map(String::from),
+                None => None,
+            });
+    let own = trainers::choice::defaults(trainer, false, false)
+        .and_then(|r| r.out.set.into_iter().find(|s| s.flag == "--precision"))
+        .map(|s| s.arg);
+    let bf16 = given
+        .next_back()
+        .or(own)
+        .is_some_and(|p| p.eq_ignore_ascii_case("bf16"));
+    trainers::choice::defaults(trainer, lora, bf16).unwrap_or(Reading {
+        format: trainers::Format::TrainerDefaults,
+        out: Default::default(),
+    })
 }
 
 /// Each setting's flag, parsed alone: a value the command line refuses is
@@ -149,6 +196,15 @@ pub fn text(read: &[FromRead]) -> String {
             .filter(|s| s.default_from.is_some())
             .map(shown)
             .collect();
+        if r.reading.format == trainers::Format::TrainerDefaults {
+            let flags: Vec<String> = r.reading.flags().collect();
+            out += &format!(
+                "{}: that trainer's defaults, before your flags (docs/trainers.md): {}\n",
+                r.file,
+                flags.join(" ")
+            );
+            continue;
+        }
         out += &format!(
             "read from {} ({}): {}\n",
             r.file,

@@ -737,3 +737,64 @@ fn the_binary_refuses_a_bad_file_with_exit_code_2() {
     );
     assert!(String::from_utf8_lossy(&ok.stdout).starts_with("read from "));
 }
+
+/// `--trainer` places that trainer's defaults before the files and flags:
+/// torchtune's chunked loss and bf16 adapters with LoRA, overridden by a
+/// later flag; in fp32 its adapters stay fp32 (no refusal); TRL's LoRA
+/// dropout only with LoRA.
+#[test]
+fn the_trainer_choice_sets_its_defaults_first() {
+    let line = |out: &str| {
+        out.lines()
+            .find(|l| l.starts_with("# detailed"))
+            .unwrap()
+            .to_string()
+    };
+    let out = cli(&[
+        "--model",
+        "llama-3.2-1b",
+        "--trainer",
+        "torchtune",
+        "--lora-rank",
+        "8",
+    ])
+    .unwrap();
+    assert!(out.starts_with("--trainer torchtune: that trainer's defaults, before your flags (docs/trainers.md): --impl hf --precision bf16 --loss chunked --lora-dtype bf16\n"), "{out}");
+    assert!(line(&out).contains("the chunked loss (8 chunks)"), "{out}");
+    assert!(line(&out).contains("bf16 adapters"), "{out}");
+    let out = cli(&[
+        "--model",
+        "llama-3.2-1b",
+        "--trainer",
+        "torchtune",
+        "--loss",
+        "full",
+    ])
+    .unwrap();
+    assert!(!line(&out).contains("chunked"), "{out}");
+    let out = cli(&[
+        "--model",
+        "llama-3.2-1b",
+        "--trainer",
+        "torchtune",
+        "--precision",
+        "fp32",
+        "--lora-rank",
+        "8",
+    ])
+    .unwrap();
+    assert!(!line(&out).contains("bf16 adapters"), "{out}");
+    let out = cli(&["--model", "llama-3.2-1b", "--trainer", "trl"]).unwrap();
+    assert!(!out.contains("--lora-dropout"), "{out}");
+    let out = cli(&[
+        "--model",
+        "llama-3.2-1b",
+        "--trainer",
+        "trl",
+        "--lora-rank",
+        "8",
+    ])
+    .unwrap();
+    assert!(line(&out).contains("dropout 0.05"), "{out}");
+    assert!(cli(&["--model", "llama-3.2-1b", "--trainer", "nemo"]).is_err());
+}

@@ -25,6 +25,7 @@
 
 pub mod accelerate;
 pub mod axolotl;
+pub mod choice;
 pub mod command;
 pub mod common;
 pub mod deepspeed;
@@ -68,6 +69,8 @@ pub enum Format {
     /// A launch command line (torchrun, accelerate launch, tune run,
     /// python …, Megatron's pretrain_gpt.py, unsloth-cli.py).
     Command,
+    /// `--trainer NAME`: the defaults that trainer applies ([`choice`]).
+    TrainerDefaults,
 }
 
 impl Format {
@@ -85,6 +88,7 @@ impl Format {
             Format::FsdpQloraDefaults => "FSDP-QLoRA train.py defaults",
             Format::UnslothKwargs => "Unsloth keyword arguments",
             Format::Command => "command line",
+            Format::TrainerDefaults => "the trainer's defaults",
         }
     }
 }

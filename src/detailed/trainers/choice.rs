@@ -1,0 +1,179 @@
+//! `--trainer NAME`: what a trainer runs when its file says nothing — its
+//! kernels, loss, checkpointing, adapters' dtype and dropout, sharding —
+//! as flags placed before any `--from` file and the user's own flags,
+//! which override them. Each default cites the trainer's code (the same
+//! sources as the readers' tables, [docs/trainers.md]).
+
+use super::value::Out;
+use super::{hf, litgpt, torchtune, Format, Reading};
+
+/// The trainers `--trainer` names.
+pub const TRAINERS: [&str; 9] = [
+    "hf",
+    "trl",
+    "torchtune",
+    "torchtitan",
+    "axolotl",
+    "unsloth",
+    "litgpt",
+    "megatron",
+    "deepspeed",
+];
+
+/// When a default applies.
+#[derive(Clone, Copy, PartialEq)]
+enum When {
+    Always,
+    /// With LoRA.
+    Lora,
+    /// With LoRA in bf16.
+    LoraBf16,
+}
+
+/// Stock modules: what a Hugging Face model runs in these trainers.
+const HF_MODULES: &str =
+    "the trainer runs the model's transformers modules (stock kernels, the full loss)";
+const TORCHTUNE_RECIPES: &str = "torchtune 0.6.1 `recipes/configs/llama3_1/8B_full_single_device.yaml` and its kin: `dtype: bf16`, `loss: _component_: torchtune.modules.loss.CEWithChunkedOutputLoss`";
+const TORCHTITAN: &str = "torchtitan 0.3.0 `torchtitan/config/job_config.py`: `Parallelism.data_parallel_shard_degree = -1` (FSDP2 over every GPU, `fully_shard` in `parallelize_llama`), `Training.mixed_precision_param = \"bfloat16\"`, `mixed_precision_reduce = \"float32\"`";
+const UNSLOTH: &str = "unsloth `unsloth-cli.py`: `--use_gradient_checkpointing` default `\"unsloth\"`: every layer checkpointed, its input offloaded to the host";
+const MEGATRON: &str = "Megatron-LM: fused kernels (`--use-flash-attn`, fused RMSNorm/SwiGLU, the fused cross-entropy)";
+const DEEPSPEED: &str =
+    "DeepSpeed: the engine runs data parallelism with ZeRO (`deepspeed.initialize`)";
+
+/// Each trainer's defaults: (trainer, when, flag, value, source).
+fn table() -> [(&'static str, When, &'static str, &'static str, &'static str); 19] {
+    [
+        ("hf", When::Always, "--impl", "hf", HF_MODULES),
+        ("trl", When::Always, "--impl", "hf", HF_MODULES),
+        (
+            "trl",
+            When::Always,
+            "--recompute",
+            "full",
+            hf::DEFAULTS[1].2,
+        ),
+        (
+            "trl",
+            When::Lora,
+            "--lora-dropout",
+            "0.05",
+            hf::DEFAULTS[12].2,
+        ),
+        ("torchtune", When::Always, "--impl", "hf", TORCHTUNE_RECIPES),
+        (
+            "torchtune",
+            When::Always,
+            "--precision",
+            "bf16",
+            TORCHTUNE_RECIPES,
+        ),
+        (
+            "torchtune",
+            When::Always,
+            "--loss",
+            "chunked",
+            TORCHTUNE_RECIPES,
+        ),
+        (
+            "torchtune",
+            When::LoraBf16,
+            "--lora-dtype",
+            "bf16",
+            torchtune::DEFAULTS[10].2,
+        ),
+        (
+            "torchtitan",
+            When::Always,
+            "--framework",
+            "fsdp2",
+            TORCHTITAN,
+        ),
+        ("torchtitan", When::Always, "--zero", "3", TORCHTITAN),
+        (
+            "torchtitan",
+            When::Always,
+            "--precision",
+            "mixed",
+            TORCHTITAN,
+        ),
+        ("axolotl", When::Always, "--impl", "hf", HF_MODULES),
+        ("unsloth", When::Always, "--impl", "hf", HF_MODULES),
+        ("unsloth", When::Always, "--recompute", "full", UNSLOTH),
+        (
+            "unsloth",
+            When::Always,
+            "--offload-activations",
+            "",
+            UNSLOTH,
+        ),
+        (
+            "litgpt",
+            When::Always,
+            "--precision",
+            "mixed",
+            litgpt::DEFAULTS[0].2,
+        ),
+        (
+            "litgpt",
+            When::Lora,
+            "--lora-dropout",
+            "0.05",
+            litgpt::DEFAULTS[5].2,
+        ),
+        ("megatron", When::Always, "--impl", "fused", MEGATRON),
+        (
+            "deepspeed",
+            When::Always,
+            "--framework",
+            "deepspeed",
+            DEEPSPEED,
+        ),
+    ]
+}
+
+/// `trainer`'s defaults as a reading, for a run with LoRA or not whose
+/// precision ends up bf16 or not; `None` for a name not in [`TRAINERS`].
+pub fn defaults(trainer: &str, lora: bool, bf16: bool) -> Option<Reading> {
+    if !TRAINERS.contains(&trainer) {
+        return None;
+    }
+    let mut out = Out::default();
+    for (name, when, flag, arg, source) in table() {
+        let applies = match when {
+            When::Always => true,
+            When::Lora => lora,
+            When::LoraBf16 => lora && bf16,
+        };
+        if name == trainer && applies {
+            out.trainer_default(&format!("({trainer})"), arg, flag, arg, source);
+        }
+    }
+    Some(Reading {
+        format: Format::TrainerDefaults,
+        out,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every trainer has a default; torchtune's adapters follow bf16 only
+    /// with LoRA; an unknown name has none.
+    #[test]
+    fn each_trainer_has_its_defaults() {
+        for t in TRAINERS {
+            assert!(
+                !defaults(t, false, false).unwrap().out.set.is_empty(),
+                "{t}"
+            );
+        }
+        let flags = |lora, bf16| -> Vec<String> {
+            defaults("torchtune", lora, bf16).unwrap().flags().collect()
+        };
+        assert!(!flags(false, true).contains(&"--lora-dtype".to_string()));
+        assert!(flags(true, true).contains(&"--lora-dtype".to_string()));
+        assert!(!flags(true, false).contains(&"--lora-dtype".to_string()));
+        assert!(defaults("nemo", false, false).is_none());
+    }
+}
