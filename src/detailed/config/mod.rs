@@ -328,6 +328,16 @@ pub enum Framework {
         /// `reshard_after_forward=True` (the default).
         reshard_after_forward: bool,
     },
+    /// PyTorch's FSDP1 (`torch.distributed.fsdp.FullyShardedDataParallel`)
+    /// as accelerate and the FSDP-QLoRA trainers wrap a model: one flat
+    /// parameter per decoder layer and one for the rest (the root unit),
+    /// `use_orig_params=True`, backward prefetch `BACKWARD_PRE`
+    /// (`torch/distributed/fsdp/_flat_param.py`, `_runtime_utils.py`,
+    /// torch 2.15). Measured, `tests/fixtures/fsdp1_measured.tsv`.
+    Fsdp1 {
+        /// The sharding strategy.
+        sharding: FsdpSharding,
+    },
     /// DeepSpeed's ZeRO stages 1 and 2 (`deepspeed/runtime/zero/
     /// stage_1_and_2.py`): the optimizer keeps an fp32 copy of its partition
     /// of the weights whatever the precision
@@ -346,10 +356,45 @@ pub enum Framework {
     },
 }
 
+/// FSDP1's `ShardingStrategy` (`torch/distributed/fsdp/api.py`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FsdpSharding {
+    /// `FULL_SHARD`: parameters, gradients and optimizer state sharded;
+    /// each layer's flat parameter freed after its forward and gathered
+    /// again for its backward (the root's kept, `_post_forward_reshard`).
+    Full,
+    /// `SHARD_GRAD_OP`: the same, but the gathered parameters are kept
+    /// from forward to the end of backward.
+    GradOp,
+    /// `NO_SHARD`: nothing sharded, the gradients all-reduced (DDP's
+    /// algorithm over flat parameters, no bucket copy).
+    NoShard,
+}
+
+impl FsdpSharding {
+    /// Every strategy by the name `--fsdp-sharding` takes.
+    pub const ALL: [(&'static str, FsdpSharding); 3] = [
+        ("full", FsdpSharding::Full),
+        ("grad-op", FsdpSharding::GradOp),
+        ("no-shard", FsdpSharding::NoShard),
+    ];
+}
+
+impl std::str::FromStr for FsdpSharding {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(s))
+            .map(|(_, f)| *f)
+            .ok_or_else(|| "FSDP sharding must be full, grad-op or no-shard".to_string())
+    }
+}
+
 impl Framework {
     /// Every framework by its name, as the command line and the address
     /// spell it.
-    pub const ALL: [(&'static str, Framework); 6] = [
+    pub const ALL: [(&'static str, Framework); 9] = [
         ("megatron", Framework::Megatron),
         ("ddp", Framework::Ddp { bucket_view: false }),
         ("ddp-bucket-view", Framework::Ddp { bucket_view: true }),
@@ -366,7 +411,44 @@ impl Framework {
             },
         ),
         ("deepspeed", Framework::DEEPSPEED),
+        (
+            "fsdp1",
+            Framework::Fsdp1 {
+                sharding: FsdpSharding::Full,
+            },
+        ),
+        (
+            "fsdp1-grad-op",
+            Framework::Fsdp1 {
+                sharding: FsdpSharding::GradOp,
+            },
+        ),
+        (
+            "fsdp1-no-shard",
+            Framework::Fsdp1 {
+                sharding: FsdpSharding::NoShard,
+            },
+        ),
     ];
+
+    /// A sharded FSDP (FSDP2, or FSDP1 sharding): whether each layer's
+    /// gathered parameters are freed after its forward (FSDP2's
+    /// `reshard_after_forward`, FSDP1's `FULL_SHARD`); `None` for the
+    /// other frameworks and FSDP1's `NO_SHARD`.
+    pub fn fsdp_reshard(self) -> Option<bool> {
+        match self {
+            Framework::Fsdp2 {
+                reshard_after_forward,
+            } => Some(reshard_after_forward),
+            Framework::Fsdp1 {
+                sharding: FsdpSharding::Full,
+            } => Some(true),
+            Framework::Fsdp1 {
+                sharding: FsdpSharding::GradOp,
+            } => Some(false),
+            _ => None,
+        }
+    }
 
     /// DeepSpeed with its default buckets, 5e8 values to reduce and 5e7 to
     /// prefetch (`deepspeed/runtime/zero/config.py`, `reduce_bucket_size`,
@@ -396,7 +478,7 @@ impl std::str::FromStr for Framework {
             .find(|(n, _)| n.eq_ignore_ascii_case(s))
             .map(|(_, f)| *f)
             .ok_or_else(|| {
-                "framework must be megatron, ddp, ddp-bucket-view, fsdp2, fsdp2-no-reshard or deepspeed"
+                "framework must be megatron, ddp, ddp-bucket-view, fsdp2, fsdp2-no-reshard, deepspeed, fsdp1, fsdp1-grad-op or fsdp1-no-shard"
                     .to_string()
             })
     }

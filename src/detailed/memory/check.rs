@@ -4,8 +4,8 @@
 
 use super::{grpo, sac};
 use crate::detailed::config::{
-    AttentionKernel, BaseQuant, CpComm, DetailedConfig, DetailedError, Fp8, Framework, LoraDtype,
-    Loss, Objective, Optimizer, Precision, Profile, Recompute, Schedule,
+    AttentionKernel, BaseQuant, CpComm, DetailedConfig, DetailedError, Fp8, Framework,
+    FsdpSharding, LoraDtype, Loss, Objective, Optimizer, Precision, Profile, Recompute, Schedule,
 };
 use crate::detailed::model::{Family, LoraTargets};
 
@@ -440,6 +440,14 @@ fn framework(cfg: &DetailedConfig) -> Result<(), DetailedError> {
                     "DeepSpeed's ZeRO-3 is modelled without a reference model (DPO, GRPO with KL)",
                 );
             }
+        }
+    }
+    if let Framework::Fsdp1 { sharding } = cfg.framework {
+        if sharding == FsdpSharding::NoShard && p.zero != 0 {
+            return refuse("FSDP1's NO_SHARD shards nothing: it is --zero 0");
+        }
+        if sharding != FsdpSharding::NoShard && p.zero != 3 {
+            return refuse("FSDP1's FULL_SHARD and SHARD_GRAD_OP shard parameters, gradients and optimizer state: they are ZeRO-3 (--zero 3)");
         }
     }
     if matches!(cfg.framework, Framework::Ddp { .. }) && p.zero > 0 {
