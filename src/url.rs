@@ -26,7 +26,7 @@
 //! `ssm`, a Mamba-2 mixer beside the attention = `heads,head_dim,groups,state,conv,chunk` and
 //! four 0/1 flags: gated norm, conv bias, in_proj bias, out_proj bias),
 //! `prec opt optbwd attn dropout recompute impl` (`optbwd=1`: the optimizer in backward), `fp8` (none, tensorwise, rowwise, te, te-mxfp8), `framework` (megatron, ddp,
-//! ddp-bucket-view, fsdp2, fsdp2-no-reshard, deepspeed), `schedule` (1f1b, zb-h1), `cpcomm` (p2p, a2a), `stage` (the
+//! ddp-bucket-view, fsdp2, fsdp2-no-reshard, deepspeed, fsdp1, fsdp1-grad-op, fsdp1-no-shard; FSDP's CPU offload is `offopt=1&offparams=1`), `schedule` (1f1b, zb-h1), `cpcomm` (p2p, a2a), `stage` (the
 //! pipeline stage the step chart shows: peak, first, last),
 //! `dp zero tp sp pp ep etp cp
 //! micro`, `shard` (hybrid sharding's group), `lora`, `lorat` (LoRA targets), `loradtype` (fp32, bf16: the adapters'), `loradrop` (LoRA dropout, percent 1–99), `quant` (none, nf4, nf4-nodq,

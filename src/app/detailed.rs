@@ -12,8 +12,8 @@ use crate::detailed::config::LoraDtype;
 use crate::detailed::memory::offload::BUFFER_FACTOR;
 use crate::detailed::{
     host_ram, import_config, Architecture, AttentionKernel, BaseQuant, CpComm, DetailedBreakdown,
-    DetailedError, Family, Framework, LoraTargets, Loss, Objective, Optimizer, Overhead, Precision,
-    Profile, Recompute, Schedule, StepTimeline, PRESETS,
+    DetailedError, Family, Framework, FsdpSharding, LoraTargets, Loss, Objective, Optimizer,
+    Overhead, Precision, Profile, Recompute, Schedule, StepTimeline, PRESETS,
 };
 use crate::export::{detailed_rows, DETAILED_ROWS};
 use crate::state::{DetailedOptions, Mode, PageState, ShownStage};
@@ -331,7 +331,7 @@ const SCHEDULE_NAMES: &[&str] = &[
     "1F1B (interleaved with virtual stages)",
     "Zero Bubble ZB-H1 (weight gradients fill the bubble)",
 ];
-const FRAMEWORKS: [Framework; 6] = [
+const FRAMEWORKS: [Framework; 9] = [
     Framework::Megatron,
     Framework::Ddp { bucket_view: false },
     Framework::Ddp { bucket_view: true },
@@ -342,6 +342,15 @@ const FRAMEWORKS: [Framework; 6] = [
         reshard_after_forward: false,
     },
     Framework::DEEPSPEED,
+    Framework::Fsdp1 {
+        sharding: FsdpSharding::Full,
+    },
+    Framework::Fsdp1 {
+        sharding: FsdpSharding::GradOp,
+    },
+    Framework::Fsdp1 {
+        sharding: FsdpSharding::NoShard,
+    },
 ];
 const FRAMEWORK_NAMES: &[&str] = &[
     "Megatron-LM (gradient buffers, ZeRO)",
@@ -350,6 +359,9 @@ const FRAMEWORK_NAMES: &[&str] = &[
     "PyTorch FSDP2 (ZeRO-3)",
     "PyTorch FSDP2, reshard_after_forward=False",
     "DeepSpeed (fp32 partition, 5e8-value bucket)",
+    "PyTorch FSDP1 FULL_SHARD (accelerate, flat parameters)",
+    "PyTorch FSDP1 SHARD_GRAD_OP",
+    "PyTorch FSDP1 NO_SHARD (--zero 0)",
 ];
 const ATTENTION_NAMES: &[&str] = &["Flash / SDPA (the default)", "Eager (keeps a·s² scores)"];
 

@@ -231,7 +231,11 @@ impl<'a> Walk<'a> {
         };
         if let Some(reshard_after_forward) = cfg.framework.fsdp_reshard() {
             walk.root_bytes = start.root;
-            walk.reshard_root = reshard_after_forward;
+            // FSDP1 never reshards the root after forward
+            // (`_runtime_utils.py`, `_post_forward_reshard`: "Do not free
+            // the root's parameters in the post-forward for FULL_SHARD").
+            walk.reshard_root =
+                reshard_after_forward && matches!(cfg.framework, Framework::Fsdp2 { .. });
             if reshard_after_forward {
                 walk.prefetched = pc.gathered_layer / 2.0;
             } else {
