@@ -8,10 +8,10 @@ use crate::detailed::plan::search;
 use crate::detailed::time::hardware;
 use crate::detailed::time::steptime::{step_time, Cluster, Efficiency, Parts};
 use crate::detailed::{
-    self, preset, AdamImpl, Architecture, AttentionKernel, BaseQuant, CpComm, DetailedBreakdown,
-    DetailedConfig, Device, ExpertsImpl, Family, Fp8, Framework, FsdpSharding, HostRam,
-    Implementation, LoraTargets, Loss, Objective, Optimizer, Overhead, OverheadBytes, Precision,
-    Recompute, Schedule, Step, StepOptions, StepTimeline,
+    self, preset, ActOffload, AdamImpl, Architecture, AttentionKernel, BaseQuant, CpComm,
+    DetailedBreakdown, DetailedConfig, Device, ExpertsImpl, Family, Fp8, Framework, FsdpSharding,
+    HostRam, Implementation, LoraTargets, Loss, Objective, Optimizer, Overhead, OverheadBytes,
+    Precision, Recompute, Schedule, Step, StepOptions, StepTimeline,
 };
 use crate::report::{
     whole, ChangeReport, DetailedParts, DetailedReport, FitReport, LessonReport, PlanReport,
@@ -397,9 +397,15 @@ pub struct OffloadArgs {
     /// With ZeRO-3 and --offload-optimizer: the 16-bit parameters on the CPU too.
     #[arg(long)]
     pub offload_params: bool,
-    /// Saved activations on the CPU (save_on_cpu, CPU checkpointing).
-    #[arg(long)]
-    pub offload_activations: bool,
+    /// Saved activations on the CPU: alone or save-on-cpu
+    /// (torch.autograd.graph.save_on_cpu, DeepSpeed's CPU checkpointing:
+    /// each saved tensor once, one layer in flight on the GPU), torchtune
+    /// (OffloadActivations: every saved tensor of 1 KB or more, once per
+    /// node that saves it, the linear layers' weight views included; the
+    /// output layer and the loss stay) or checkpoints (Unsloth's offloaded
+    /// gradient checkpointing: with --recompute full, each layer's input).
+    #[arg(long, value_name = "KIND", num_args = 0..=1, default_missing_value = "save-on-cpu", value_parser = one_of::<ActOffload>(&["save-on-cpu", "torchtune", "checkpoints"]), ignore_case = true)]
+    pub offload_activations: Option<ActOffload>,
     /// With --framework fsdp1 or fsdp2: FSDP's CPU offload
     /// (`CPUOffload(offload_params=True)`, `CPUOffloadPolicy`): the sharded
     /// parameters, gradients and optimizer state on the host, the optimizer
@@ -641,7 +647,7 @@ impl Args {
             || f.quant_base.is_some()
             || o.offload_optimizer
             || o.offload_params
-            || o.offload_activations
+            || o.offload_activations.is_some()
             || o.fsdp_cpu_offload
             || o.gpus_per_node.is_some()
             || self.overhead.given()
@@ -1017,7 +1023,8 @@ impl Args {
         let o = &self.offload;
         cfg.offload.optimizer = o.offload_optimizer;
         cfg.offload.params = o.offload_params;
-        cfg.offload.activations = o.offload_activations;
+        cfg.offload.activations = o.offload_activations.is_some();
+        cfg.offload.activations_by = o.offload_activations.unwrap_or_default();
         // FSDP's CPU offload moves the parameters' shards, their gradients
         // and the optimizer state to the host together: ZeRO-Infinity's
         // parameters and optimizer offload, over FSDP's shards.

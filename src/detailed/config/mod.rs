@@ -105,8 +105,72 @@ pub struct Offload {
     /// Saved activations on the CPU (`torch.autograd.graph.save_on_cpu`,
     /// DeepSpeed's `cpu_checkpointing` under full recomputation).
     pub activations: bool,
+    /// Whose activation offload, when `activations` is on.
+    #[serde(default, skip_serializing_if = "ActOffload::is_default")]
+    pub activations_by: ActOffload,
     /// GPUs per node, for the host memory per node.
     pub gpus_per_node: u64,
+}
+
+/// Whose activation offload: what goes to the host and what the host holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ActOffload {
+    /// `torch.autograd.graph.save_on_cpu` (DeepSpeed's `cpu_checkpointing`
+    /// under full recomputation): every saved activation once, one layer
+    /// in flight on the GPU. The flag's meaning before the others.
+    #[default]
+    SaveOnCpu,
+    /// torchtune's `OffloadActivations` (torchtune 0.6.1,
+    /// `training/_activation_offloading.py`): every saved tensor of 1,024
+    /// bytes or more that is not a parameter is copied to the host by its
+    /// pack hook, once per node that saves it (a storage saved by q, k and
+    /// v goes three times, and the transposed weight views `F.linear` saves
+    /// are not `nn.Parameter`s, so each step copies the layer's weights
+    /// too); the output layer runs under `NoOpManager` and the loss outside
+    /// the context, so their tensors stay. Measured on the CPU
+    /// (`tests/fixtures/act_offload_measured.tsv`).
+    Torchtune,
+    /// Unsloth's offloaded gradient checkpointing
+    /// (`use_gradient_checkpointing="unsloth"`): full recomputation, each
+    /// layer's checkpointed input moved to the host in forward and back
+    /// for its recomputation.
+    Checkpoints,
+}
+
+impl ActOffload {
+    /// Every kind by the name `--offload-activations` takes.
+    pub const ALL: [(&'static str, ActOffload); 3] = [
+        ("save-on-cpu", ActOffload::SaveOnCpu),
+        ("torchtune", ActOffload::Torchtune),
+        ("checkpoints", ActOffload::Checkpoints),
+    ];
+
+    /// The default (serde leaves it out of the inputs).
+    pub fn is_default(&self) -> bool {
+        *self == ActOffload::SaveOnCpu
+    }
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, k)| *k == self)
+            .map_or("save-on-cpu", |(n, _)| n)
+    }
+}
+
+impl std::str::FromStr for ActOffload {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(s))
+            .map(|(_, k)| *k)
+            .ok_or_else(|| {
+                "activation offload must be save-on-cpu, torchtune or checkpoints".to_string()
+            })
+    }
 }
 
 impl Default for Offload {
@@ -115,6 +179,7 @@ impl Default for Offload {
             optimizer: false,
             params: false,
             activations: false,
+            activations_by: ActOffload::SaveOnCpu,
             gpus_per_node: 8,
         }
     }

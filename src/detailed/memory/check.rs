@@ -4,7 +4,7 @@
 
 use super::{grpo, sac};
 use crate::detailed::config::{
-    AttentionKernel, BaseQuant, CpComm, DetailedConfig, DetailedError, Fp8, Framework,
+    ActOffload, AttentionKernel, BaseQuant, CpComm, DetailedConfig, DetailedError, Fp8, Framework,
     FsdpSharding, LoraDtype, Loss, Objective, Optimizer, Precision, Profile, Recompute, Schedule,
 };
 use crate::detailed::model::{Family, LoraTargets};
@@ -370,6 +370,18 @@ fn offload(cfg: &DetailedConfig) -> Result<(), DetailedError> {
         return refuse(
             "offloading the optimizer or the parameters needs ZeRO (stage 1–3): it is ZeRO-Offload",
         );
+    }
+    if o.activations
+        && o.activations_by == ActOffload::Torchtune
+        && cfg.recompute != Recompute::Full
+    {
+        return refuse("torchtune's activation offloading runs with activation checkpointing only: its recipes refuse it otherwise (\"enable_activation_offloading should only be True when enable_activation_checkpointing is True\"): add --recompute full");
+    }
+    if o.activations
+        && o.activations_by == ActOffload::Checkpoints
+        && cfg.recompute != Recompute::Full
+    {
+        return refuse("offloaded checkpoints (Unsloth's gradient checkpointing) move each checkpointed layer input to the host: add --recompute full");
     }
     if o.params && (p.zero < 3 || !o.optimizer) {
         return refuse("offloading the parameters needs ZeRO-3 and the optimizer offloaded too (DeepSpeed's offload_param)");
