@@ -63,7 +63,10 @@ fn torchtune_host_bytes_under_checkpointing() {
         let measured: f64 = rows.values().map(|r| r[2]).sum();
         let err = model / measured - 1.0;
         println!(
-            "{cfg:?}: host measured {measured} model {model} ({:+.2} %)",
+            "h {} seq {} {:?}: host measured {measured} model {model} ({:+.2} %)",
+            cfg.arch.hidden,
+            cfg.seq,
+            cfg.precision,
             100.0 * err
         );
         assert!(err.abs() <= 0.01, "{:+.3} %", 100.0 * err);
