@@ -11,9 +11,9 @@ use crate::chart::{term_colour_hex, LOGITS_COLOUR};
 use crate::detailed::config::LoraDtype;
 use crate::detailed::memory::offload::BUFFER_FACTOR;
 use crate::detailed::{
-    host_ram, import_config, Architecture, AttentionKernel, BaseQuant, CpComm, DetailedBreakdown,
-    DetailedError, Family, Framework, FsdpSharding, LoraTargets, Loss, Objective, Optimizer,
-    Overhead, Precision, Profile, Recompute, Schedule, StepTimeline, PRESETS,
+    host_ram, import_config, ActOffload, Architecture, AttentionKernel, BaseQuant, CpComm,
+    DetailedBreakdown, DetailedError, Family, Framework, FsdpSharding, LoraTargets, Loss,
+    Objective, Optimizer, Overhead, Precision, Profile, Recompute, Schedule, StepTimeline, PRESETS,
 };
 use crate::export::{detailed_rows, DETAILED_ROWS};
 use crate::state::{DetailedOptions, Mode, PageState, ShownStage};
@@ -745,6 +745,12 @@ fn objective_group() -> impl IntoView {
     }
 }
 
+const ACT_OFFLOAD_NAMES: &[&str] = &[
+    "save_on_cpu (one copy of each saved tensor)",
+    "torchtune OffloadActivations (needs full recomputation)",
+    "Offloaded checkpoints (Unsloth; full recomputation)",
+];
+
 /// The offload to host memory group.
 fn offload_group() -> impl IntoView {
     view! {
@@ -753,6 +759,7 @@ fn offload_group() -> impl IntoView {
             {flag("offload-opt-input", "Optimizer state (ZeRO-Offload)", |d| d.offload.optimizer, |d, on| d.offload.optimizer = on)}
             {flag("offload-params-input", "Parameters (ZeRO-3)", |d| d.offload.params, |d, on| d.offload.params = on)}
             {flag("offload-acts-input", "Activations", |d| d.offload.activations, |d, on| d.offload.activations = on)}
+            {choice("offload-acts-select", "Activations offloaded by", ACT_OFFLOAD_NAMES, |d| index_of(&ActOffload::ALL.map(|(_, k)| k), d.offload.activations_by), |d, i| d.offload.activations_by = ActOffload::ALL[i].1)}
             {count("gpn-input", "GPUs per node", (1, 64), |d| Some(d.offload.gpus_per_node), |d, v| d.offload.gpus_per_node = v.unwrap_or(1), false)}
         </details>
     }
