@@ -241,6 +241,18 @@ fn detailed_flags_are_checked() {
             "--fsdp-sharding needs --framework fsdp1",
         ),
         (
+            &["--model", "gpt2", "--offload-activations", "torchtune"],
+            "torchtune's activation offloading runs with activation checkpointing only",
+        ),
+        (
+            &["--model", "gpt2", "--offload-activations", "checkpoints", "--recompute", "selective"],
+            "offloaded checkpoints (Unsloth's gradient checkpointing) move each checkpointed layer input to the host: add --recompute full",
+        ),
+        (
+            &["--model", "gpt2", "--offload-activations", "unsloth"],
+            "invalid value 'unsloth' for '--offload-activations [<KIND>]'",
+        ),
+        (
             &["--model", "gpt2", "--dp", "2", "--zero", "3", "--fsdp-cpu-offload"],
             "--fsdp-cpu-offload needs --framework fsdp1 or fsdp2",
         ),
@@ -844,6 +856,10 @@ fn framework_options_are_the_named_frameworks() {
         (
             &["--framework", "fsdp1", "--fsdp-sharding", "no-shard"],
             &["--framework", "fsdp1-no-shard"],
+        ),
+        (
+            &["--zero", "1", "--offload-activations"][..],
+            &["--zero", "1", "--offload-activations", "save-on-cpu"][..],
         ),
         (
             &["--framework", "fsdp1", "--zero", "3", "--fsdp-cpu-offload"],

@@ -132,9 +132,12 @@ pub enum ActOffload {
     /// (`tests/fixtures/act_offload_measured.tsv`).
     Torchtune,
     /// Unsloth's offloaded gradient checkpointing
-    /// (`use_gradient_checkpointing="unsloth"`): full recomputation, each
-    /// layer's checkpointed input moved to the host in forward and back
-    /// for its recomputation.
+    /// (`use_gradient_checkpointing="unsloth"`;
+    /// `unsloth_zoo/gradient_checkpointing.py`,
+    /// `Unsloth_Offloaded_Gradient_Checkpointer`: `hidden_states.to("cpu",
+    /// non_blocking=True)` saved, the layer run under `no_grad`, brought
+    /// back and recomputed in backward): full recomputation, each layer's
+    /// checkpointed input on the host.
     Checkpoints,
 }
 
