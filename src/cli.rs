@@ -989,6 +989,12 @@ impl Args {
             (Framework::Fsdp1 { .. }, Some(sharding)) => framework = Framework::Fsdp1 { sharding },
             _ => return Err("--fsdp-sharding needs --framework fsdp1".into()),
         }
+        if self.offload.fsdp_cpu_offload
+            && framework.fsdp_reshard().is_none()
+            && matches!(framework, Framework::Fsdp1 { .. })
+        {
+            return Err("--fsdp-cpu-offload with FSDP1's NO_SHARD is not modelled (FSDP1 runs it, keeping the whole flat parameters on the host): choose --fsdp-sharding full or grad-op".into());
+        }
         if let Framework::DeepSpeed {
             reduce_bucket_size,
             prefetch_bucket_size,

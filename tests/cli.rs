@@ -266,7 +266,7 @@ fn detailed_flags_are_checked() {
         ),
         (
             &["--model", "gpt2", "--dp", "2", "--framework", "fsdp1-no-shard", "--fsdp-cpu-offload"],
-            "offloading the optimizer or the parameters needs ZeRO",
+            "--fsdp-cpu-offload with FSDP1's NO_SHARD is not modelled",
         ),
         (
             &[
