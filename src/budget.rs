@@ -132,7 +132,9 @@ impl Field {
         match self {
             Field::ModelSize => (0.1, 1000.0),
             Field::Batch => (1.0, 1024.0),
-            Field::SeqLen => (128.0, 131_072.0),
+            // Down to one token: classification and reward models score
+            // short sequences.
+            Field::SeqLen => (1.0, 131_072.0),
             Field::Hidden => (128.0, 65_536.0),
             Field::Layers => (1.0, 256.0),
         }
@@ -800,11 +802,8 @@ mod tests {
             ),
             (
                 Field::SeqLen,
-                "100",
-                Err(ErrorKind::BelowMin {
-                    min: 128.0,
-                    got: 100.0,
-                }),
+                "0",
+                Err(ErrorKind::BelowMin { min: 1.0, got: 0.0 }),
             ),
             (
                 Field::Hidden,

@@ -210,7 +210,9 @@ pub fn timeline_bars(t: &StepTimeline, overhead_bytes: f64) -> (Vec<Bar>, usize)
             Moment::NormBackward => format!("norm↓{mb}"),
             Moment::LayerBackward(i) => format!("L{}↓{mb}", i + 1),
             Moment::EmbeddingBackward => format!("emb↓{mb}"),
-            Moment::RootReduce | Moment::GradientReduce => format!("reduce{mb}"),
+            Moment::RootReduce | Moment::GradientReduce | Moment::PartitionReduce => {
+                format!("reduce{mb}")
+            }
             Moment::OptimizerState => "state".into(),
             Moment::OptimizerUpdate => "update".into(),
             Moment::WeightsGather => "all-gather".into(),

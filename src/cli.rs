@@ -84,6 +84,57 @@ pub struct Args {
     /// Output format.
     #[command(flatten)]
     pub output: OutputArgs,
+    /// A trainer's own configuration files and the launcher.
+    #[command(flatten)]
+    pub from: FromArgs,
+}
+
+/// A trainer's own configuration (`--from`), and what no configuration
+/// file holds: the launcher's GPU count and gradient accumulation.
+#[derive(clap::Args, Debug, Default)]
+#[command(next_help_heading = "A trainer's configuration")]
+pub struct FromArgs {
+    /// A trainer's own configuration, read before the flags (which
+    /// override it); repeatable, later files override earlier ones:
+    /// torchtune, torchtitan, axolotl, LLaMA-Factory, litgpt, TRL or
+    /// TrainingArguments YAML/JSON, DeepSpeed JSON, accelerate YAML, or a
+    /// launch command line (torchrun, accelerate launch, tune run,
+    /// Megatron's pretrain_gpt.py, FSDP-QLoRA's train.py, unsloth-cli.py).
+    #[arg(long, value_name = "FILE")]
+    pub from: Vec<std::path::PathBuf>,
+    /// GPUs per node, as torchrun names it: the data-parallel size is what
+    /// tp × pp × cp leave of nproc-per-node × nnodes (unless --dp),
+    /// 1–4096.
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=4096))]
+    pub nproc_per_node: Option<u64>,
+    /// Nodes, as torchrun names it, 1–65536 [default: 1].
+    #[arg(long, value_name = "M", value_parser = value_parser!(u64).range(1..=65536))]
+    pub nnodes: Option<u64>,
+    /// Gradient accumulation steps: without --batch, the batch is
+    /// micro-batch × N × dp, 1–2²⁰ [default: 1].
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=1 << 20))]
+    pub grad_accum: Option<u64>,
+    /// What each `--from` file asked for, filled by [`with_from`].
+    #[arg(skip)]
+    pub read: Vec<FromRead>,
+}
+
+/// One `--from` file as read.
+#[derive(Clone, Debug)]
+pub struct FromRead {
+    /// The path as given.
+    pub file: String,
+    /// Its settings, trainer defaults and ignored keys.
+    pub reading: crate::detailed::trainers::Reading,
+}
+
+impl FromArgs {
+    fn given(&self) -> bool {
+        !self.from.is_empty()
+            || self.nproc_per_node.is_some()
+            || self.nnodes.is_some()
+            || self.grad_accum.is_some()
+    }
 }
 
 /// The lesson's inputs; `--batch`, `--seq`, `--hidden` and `--layers` serve
@@ -139,7 +190,7 @@ pub struct ModelArgs {
 #[derive(clap::Args, Debug, Default)]
 #[command(next_help_heading = "Training")]
 pub struct TrainingArgs {
-    /// Sequence length in tokens, 128–131072 [default: 2048].
+    /// Sequence length in tokens, 1–131072 [default: 2048].
     #[arg(long, value_name = "TOKENS")]
     pub seq: Option<String>,
     /// Batch in sequences: the lesson's, 1–1024 [default: 4]; the detailed
@@ -345,6 +396,24 @@ pub struct ParallelArgs {
     /// [default: 5e7].
     #[arg(long, value_name = "VALUES")]
     pub prefetch_bucket_size: Option<f64>,
+    /// With --framework deepspeed: its zero_optimization.overlap_comm.
+    /// Under ZeRO-1 without it every whole gradient is kept until backward
+    /// ends; under stages 1 and 2 with it the reduce bucket is doubled
+    /// [default: DeepSpeed's, true at --zero 3 only].
+    #[arg(long, value_name = "BOOL", value_parser = one_of::<bool>(&["true", "false"]))]
+    pub overlap_comm: Option<bool>,
+    /// With --framework deepspeed --zero 3: its
+    /// zero_optimization.sub_group_size, in values, 1e3–1e10: the optimizer
+    /// step copies one sub-group's gradients to fp32 at a time
+    /// [default: 1e9].
+    #[arg(long, value_name = "VALUES")]
+    pub sub_group_size: Option<f64>,
+    /// With --framework deepspeed --zero 3: its
+    /// zero_optimization.stage3_param_persistence_threshold, in values,
+    /// 0–1e10: weights of at most this many values stay gathered
+    /// [default: 1e5].
+    #[arg(long, value_name = "VALUES")]
+    pub param_persistence_threshold: Option<f64>,
     /// Context parallelism: each sequence split over N GPUs, keys and
     /// values passed around a ring (flash attention; seq divisible by 2 ×
     /// cp), 1–64 [default: 1].
@@ -565,6 +634,12 @@ pub struct OutputArgs {
     /// GB by term, and for the detailed model the step's peak and timeline.
     #[arg(long)]
     pub json: bool,
+    /// Print the configuration as a trainer's own file instead of its
+    /// budget: deepspeed (JSON), torchtune (recipe), axolotl, trl (YAML),
+    /// torchtitan (TOML) or megatron (a launch line); what the format
+    /// cannot say is refused. `--from` reads it back.
+    #[arg(long, value_name = "FORMAT", value_parser = PossibleValuesParser::new(crate::detailed::trainers::emit::Target::NAMES), ignore_case = true)]
+    pub emit: Option<String>,
 }
 
 impl OverheadArgs {
@@ -637,6 +712,9 @@ impl Args {
             || par.fsdp_sharding.is_some()
             || par.reduce_bucket_size.is_some()
             || par.prefetch_bucket_size.is_some()
+            || par.overlap_comm.is_some()
+            || par.sub_group_size.is_some()
+            || par.param_persistence_threshold.is_some()
             || par.schedule.is_some()
             || par.tp_layers_only
             || par.dp_shard.is_some()
@@ -654,13 +732,15 @@ impl Args {
             || self.hardware.gpu.is_some()
             || self.hardware.gpu_memory.is_some()
             || self.time.given()
+            || self.from.given()
+            || self.output.emit.is_some()
     }
 
     /// The card of the table named by `--gpu`, in nodes of
     /// `--gpus-per-node`: what the step time needs.
     pub fn cluster(&self) -> Option<Cluster> {
         let mut g = hardware::gpu(self.hardware.gpu.as_deref()?)?;
-        let per_node = self.offload.gpus_per_node.unwrap_or(8);
+        let per_node = self.gpus_per_node().unwrap_or(8);
         if let Some(gbit) = self.time.network_gbit {
             // Gbit/s per node to GB/s per GPU: its share of the node's NICs.
             g.inter_node_gbps = gbit as f64 / 8.0 / per_node as f64;
@@ -843,6 +923,7 @@ impl Args {
             None => defaults::profile(&cfg, imported),
         };
         cfg.profile = profile;
+        self.check_accumulation(&cfg)?;
         if cfg.micro_batch.is_none() && !batch.is_multiple_of(cfg.parallel.dp) {
             return Err(format!(
                 "--batch ({batch}) must be a multiple of --dp ({}), or give --micro-batch",
@@ -850,6 +931,25 @@ impl Args {
             ));
         }
         Ok((cfg, reason))
+    }
+
+    /// `--grad-accum` with `--batch` and `--micro-batch`: the three agree
+    /// (as DeepSpeed asserts train_batch_size = micro × accumulation × dp).
+    fn check_accumulation(&self, cfg: &DetailedConfig) -> Result<(), CliError> {
+        if let (Some(accum), Some(_), Some(micro)) = (
+            self.from.grad_accum,
+            self.training.batch.as_ref(),
+            cfg.micro_batch,
+        ) {
+            let want = micro * accum * cfg.parallel.dp;
+            if want != cfg.batch {
+                return Err(format!(
+                    "--batch {} is not --micro-batch {micro} × --grad-accum {accum} × dp {} = {want}",
+                    cfg.batch, cfg.parallel.dp
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Refuses the lesson's own flags, `--params` and `--fp32`, which the
@@ -879,7 +979,9 @@ impl Args {
                     Some(g) => g,
                     None => detailed::config::Rollout::default().generations,
                 };
-                t.micro_batch.unwrap_or(micro) * self.parallel.dp.unwrap_or(1)
+                t.micro_batch.unwrap_or(micro)
+                    * self.from.grad_accum.unwrap_or(1)
+                    * self.data_parallel()?
             }
             Some(t) => t
                 .trim()
@@ -945,7 +1047,7 @@ impl Args {
     /// checked.
     fn read_parallelism(&self, cfg: &mut DetailedConfig) -> Result<(), CliError> {
         let par = &self.parallel;
-        cfg.parallel.dp = par.dp.unwrap_or(1);
+        cfg.parallel.dp = self.data_parallel()?;
         cfg.parallel.zero = par.zero.unwrap_or(0);
         cfg.parallel.tp = par.tp.unwrap_or(1);
         cfg.parallel.sp = par.sp;
@@ -995,33 +1097,73 @@ impl Args {
         {
             return Err("--fsdp-cpu-offload with FSDP1's NO_SHARD is not modelled (FSDP1 runs it, keeping the whole flat parameters on the host): choose --fsdp-sharding full or grad-op".into());
         }
-        if let Framework::DeepSpeed {
-            reduce_bucket_size,
-            prefetch_bucket_size,
-        } = &mut framework
+        if let Framework::DeepSpeed { .. } = framework {
+            self.read_deepspeed(&mut framework)?;
+        } else if let Some(flag) = [
+            (par.reduce_bucket_size.is_some(), "--reduce-bucket-size"),
+            (par.prefetch_bucket_size.is_some(), "--prefetch-bucket-size"),
+            (par.overlap_comm.is_some(), "--overlap-comm"),
+            (par.sub_group_size.is_some(), "--sub-group-size"),
+            (
+                par.param_persistence_threshold.is_some(),
+                "--param-persistence-threshold",
+            ),
+        ]
+        .iter()
+        .find_map(|&(given, flag)| given.then_some(flag))
         {
-            if let Some(values) = par.reduce_bucket_size {
-                if !(1e3..=1e10).contains(&values) {
-                    return Err(format!(
-                        "--reduce-bucket-size must be 1e3 to 1e10 values (got {values})"
-                    ));
-                }
-                *reduce_bucket_size = values.round() as u64;
-            }
-            if let Some(values) = par.prefetch_bucket_size {
-                if !(0.0..=1e10).contains(&values) {
-                    return Err(format!(
-                        "--prefetch-bucket-size must be 0 to 1e10 values (got {values})"
-                    ));
-                }
-                *prefetch_bucket_size = values.round() as u64;
-            }
-        } else if par.reduce_bucket_size.is_some() {
-            return Err("--reduce-bucket-size needs --framework deepspeed".into());
-        } else if par.prefetch_bucket_size.is_some() {
-            return Err("--prefetch-bucket-size needs --framework deepspeed".into());
+            return Err(format!("{flag} needs --framework deepspeed"));
         }
         Ok(framework)
+    }
+
+    /// DeepSpeed's own flags: its bucket sizes, `overlap_comm`, ZeRO-3's
+    /// sub-groups and persistence threshold, each checked.
+    fn read_deepspeed(&self, framework: &mut Framework) -> Result<(), CliError> {
+        let par = &self.parallel;
+        let Framework::DeepSpeed {
+            reduce_bucket_size,
+            prefetch_bucket_size,
+            overlap_comm,
+            sub_group_size,
+            param_persistence_threshold,
+        } = framework
+        else {
+            return Ok(());
+        };
+        let values = |given: Option<f64>, flag: &str, low: f64, into: &mut u64| {
+            if let Some(v) = given {
+                if !(low..=1e10).contains(&v) {
+                    return Err(format!(
+                        "--{flag} must be {} to 1e10 values (got {v})",
+                        if low == 0.0 { "0" } else { "1e3" }
+                    ));
+                }
+                *into = v.round() as u64;
+            }
+            Ok(())
+        };
+        values(
+            par.reduce_bucket_size,
+            "reduce-bucket-size",
+            1e3,
+            reduce_bucket_size,
+        )?;
+        values(
+            par.prefetch_bucket_size,
+            "prefetch-bucket-size",
+            0.0,
+            prefetch_bucket_size,
+        )?;
+        values(par.sub_group_size, "sub-group-size", 1e3, sub_group_size)?;
+        values(
+            par.param_persistence_threshold,
+            "param-persistence-threshold",
+            0.0,
+            param_persistence_threshold,
+        )?;
+        *overlap_comm = par.overlap_comm;
+        Ok(())
     }
 
     /// The offload flags: optimizer, parameters, activations, GPUs per node.
@@ -1038,8 +1180,45 @@ impl Args {
             cfg.offload.optimizer = true;
             cfg.offload.params = true;
         }
-        if let Some(n) = o.gpus_per_node {
+        if let Some(n) = self.gpus_per_node() {
             cfg.offload.gpus_per_node = n;
+        }
+    }
+
+    /// `--gpus-per-node`, else torchrun's `--nproc-per-node` (up to 64).
+    fn gpus_per_node(&self) -> Option<u64> {
+        self.offload
+            .gpus_per_node
+            .or(self.from.nproc_per_node.filter(|&n| n <= 64))
+    }
+
+    /// The data-parallel size: `--dp`, else what tp × pp × cp leave of
+    /// torchrun's `--nproc-per-node` × `--nnodes` (PyTorch's and Megatron's
+    /// world = dp × tp × pp × cp), else 1.
+    fn data_parallel(&self) -> Result<u64, CliError> {
+        let par = &self.parallel;
+        let f = &self.from;
+        if let Some(dp) = par.dp {
+            return Ok(dp);
+        }
+        let Some(nproc) = f.nproc_per_node else {
+            if f.nnodes.is_some() {
+                return Err("--nnodes needs --nproc-per-node".into());
+            }
+            return Ok(1);
+        };
+        let world = nproc * f.nnodes.unwrap_or(1);
+        let model = par.tp.unwrap_or(1) * par.pp.unwrap_or(1) * par.cp.unwrap_or(1);
+        if !world.is_multiple_of(model) || world < model {
+            return Err(format!(
+                "--nproc-per-node × --nnodes = {world} GPUs do not split into tp × pp × cp = {model}"
+            ));
+        }
+        match world / model {
+            dp @ 1..=4096 => Ok(dp),
+            dp => Err(format!(
+                "the data-parallel size {dp} left by --nproc-per-node × --nnodes must be 1 to 4096"
+            )),
         }
     }
 
@@ -1495,11 +1674,21 @@ fn run_lesson(args: &Args) -> Result<String, CliError> {
 
 /// The detailed model's printout (or JSON) for its flags.
 fn run_detailed(args: &Args) -> Result<String, CliError> {
-    let priced = DetailedRun::new(args)?;
+    let read = &args.from.read;
+    if let Some(format) = &args.output.emit {
+        use crate::detailed::trainers::emit;
+        let (cfg, _) = args
+            .detailed_config()
+            .map_err(|e| crate::from::explain(e, read))?;
+        // Priced first: a configuration the model refuses is not written.
+        detailed::estimate(&cfg).map_err(|e| e.to_string())?;
+        return emit::emit(&cfg, format.parse()?);
+    }
+    let priced = DetailedRun::new(args).map_err(|e| crate::from::explain(e, read))?;
     Ok(if args.output.json {
-        priced.into_json()
+        priced.into_json(read)
     } else {
-        priced.text()
+        crate::from::text(read) + &priced.text()
     })
 }
 
@@ -1567,7 +1756,7 @@ impl DetailedRun {
     }
 
     /// The JSON document (docs/json.md).
-    fn into_json(self) -> String {
+    fn into_json(self, read: &[FromRead]) -> String {
         let host = detailed::host_ram(&self.cfg);
         let parts = DetailedParts {
             breakdown: &self.breakdown,
@@ -1582,7 +1771,9 @@ impl DetailedRun {
             time: self.time,
             plan: self.plan,
         };
-        json(&DetailedReport::new(&self.cfg, &parts))
+        let mut doc = DetailedReport::new(&self.cfg, &parts);
+        doc.inputs.from = crate::from::report(read);
+        json(&doc)
     }
 
     /// The printout: the budget, then the step's time and the plan.

@@ -25,6 +25,8 @@ pub mod chart;
 pub mod cli;
 pub mod detailed;
 pub mod export;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod from;
 #[cfg(target_arch = "wasm32")]
 pub mod light;
 pub mod number;

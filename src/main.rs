@@ -18,7 +18,9 @@ fn main() -> std::process::ExitCode {
     use clap::Parser;
     use std::io::Write;
     let args = membudget::cli::Args::parse();
-    match membudget::cli::run(&args) {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let run = membudget::from::with_from(args, &argv).and_then(|a| membudget::cli::run(&a));
+    match run {
         Ok(out) => {
             // A reader who pipes into `head` closes the pipe early: that
             // ends the output quietly instead of panicking, as `print!` would.

@@ -228,6 +228,18 @@ pub struct DetailedInputs {
     /// `deepspeed` at ZeRO stage 3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefetch_bucket_size: Option<u64>,
+    /// DeepSpeed's `overlap_comm` as it runs: as set, or DeepSpeed's
+    /// default, true at ZeRO stage 3 only (only under `deepspeed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overlap_comm: Option<bool>,
+    /// DeepSpeed's `sub_group_size` in values (only under `deepspeed` at
+    /// ZeRO stage 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sub_group_size: Option<u64>,
+    /// DeepSpeed's `stage3_param_persistence_threshold` in values (only
+    /// under `deepspeed` at ZeRO stage 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub param_persistence_threshold: Option<u64>,
     /// Experts' implementation (`grouped` or `loop`).
     pub experts_impl: String,
     /// Megatron's capacity factor, if any.
@@ -255,6 +267,49 @@ pub struct DetailedInputs {
     pub step: String,
     /// AdamW's implementation for the peak (`loop`, `foreach`, `fused`).
     pub adam: String,
+    /// With `--from`: what each trainer's file set and what it ignored,
+    /// file by file in the order given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub from: Vec<FromReport>,
+}
+
+/// What `--from FILE` read.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FromReport {
+    /// The path as given.
+    pub file: String,
+    /// The format it was read as (`DeepSpeed JSON`, …).
+    pub format: String,
+    /// Settings in order: each key, its value, the flag it became; a
+    /// trainer default also names its source.
+    pub set: Vec<FromSet>,
+    /// Keys read and not priced, with the reason.
+    pub ignored: Vec<FromIgnored>,
+}
+
+/// One key a file set.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FromSet {
+    /// The key path.
+    pub key: String,
+    /// Its value as written (the trainer's default when absent).
+    pub value: String,
+    /// The flag and its value (`--micro-batch 2`).
+    pub flag: String,
+    /// For a trainer default: where the trainer sets it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_from: Option<String>,
+}
+
+/// One key read and not priced.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FromIgnored {
+    /// The key path.
+    pub key: String,
+    /// Its value as written.
+    pub value: String,
+    /// Why.
+    pub reason: String,
 }
 
 /// GRPO's rollout as priced.
@@ -726,6 +781,21 @@ impl DetailedInputs {
                 } if p.zero == 3 => Some(prefetch_bucket_size),
                 _ => None,
             },
+            overlap_comm: matches!(cfg.framework, crate::detailed::Framework::DeepSpeed { .. })
+                .then(|| cfg.framework.overlap_comm(p.zero)),
+            sub_group_size: match cfg.framework {
+                crate::detailed::Framework::DeepSpeed { sub_group_size, .. } if p.zero == 3 => {
+                    Some(sub_group_size)
+                }
+                _ => None,
+            },
+            param_persistence_threshold: match cfg.framework {
+                crate::detailed::Framework::DeepSpeed {
+                    param_persistence_threshold,
+                    ..
+                } if p.zero == 3 => Some(param_persistence_threshold),
+                _ => None,
+            },
             experts_impl: cfg.experts_impl.name().into(),
             capacity_factor: cfg.capacity_factor,
             lora_rank: cfg.lora_rank,
@@ -741,6 +811,7 @@ impl DetailedInputs {
                 .then(|| RolloutReport::new(cfg, parts.timeline)),
             step: step_name(parts.timeline).into(),
             adam: parts.adam.name().into(),
+            from: Vec::new(),
         }
     }
 }

@@ -87,9 +87,14 @@ impl SweepAxis {
         }
     }
 
-    /// The powers of two across the field's range.
+    /// The powers of two across the field's range; sequences from 128
+    /// tokens, where the activations start to tell.
     pub fn points(self) -> Vec<u32> {
         let (min, max) = self.field().range();
+        let min = match self {
+            SweepAxis::SeqLen => min.max(128.0),
+            _ => min,
+        };
         let (lo, hi) = (min.log2() as u32, max.log2() as u32);
         (lo..=hi).map(|k| 1u32 << k).collect()
     }

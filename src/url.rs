@@ -26,7 +26,8 @@
 //! `ssm`, a Mamba-2 mixer beside the attention = `heads,head_dim,groups,state,conv,chunk` and
 //! four 0/1 flags: gated norm, conv bias, in_proj bias, out_proj bias),
 //! `prec opt optbwd attn dropout recompute impl` (`optbwd=1`: the optimizer in backward), `fp8` (none, tensorwise, rowwise, te, te-mxfp8), `framework` (megatron, ddp,
-//! ddp-bucket-view, fsdp2, fsdp2-no-reshard, deepspeed, fsdp1, fsdp1-grad-op, fsdp1-no-shard; FSDP's CPU offload is `offopt=1&offparams=1`), `schedule` (1f1b, zb-h1), `cpcomm` (p2p, a2a), `stage` (the
+//! ddp-bucket-view, fsdp2, fsdp2-no-reshard, deepspeed, fsdp1, fsdp1-grad-op, fsdp1-no-shard; FSDP's CPU offload is `offopt=1&offparams=1`) and after it DeepSpeed's `dsbucket dsprefetch dssubgroup
+//! dspersist` (values) and `dsoverlap` (1/0; absent: DeepSpeed's default per stage), `schedule` (1f1b, zb-h1), `cpcomm` (p2p, a2a), `stage` (the
 //! pipeline stage the step chart shows: peak, first, last),
 //! `dp zero tp sp pp ep etp cp
 //! micro`, `shard` (hybrid sharding's group), `lora`, `lorat` (LoRA targets), `loradtype` (fp32, bf16: the adapters'), `loradrop` (LoRA dropout, percent 1–99), `quant` (none, nf4, nf4-nodq,
@@ -260,6 +261,9 @@ fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result
         "shard" => state.detailed.parallel.dp_shard = Some(parse_count(value, 1, 4096)?),
         "lora" => state.detailed.lora_rank = Some(parse_count(value, 1, 1024)?),
         "loradrop" => state.detailed.lora_dropout_percent = parse_count(value, 1, 99)?,
+        "dsbucket" | "dsprefetch" | "dsoverlap" | "dssubgroup" | "dspersist" => {
+            return read_deepspeed(&mut state.detailed.framework, key, value)
+        }
         // The runtime overhead.
         "oh" => {
             state.detailed.overhead =
@@ -470,6 +474,38 @@ fn parse_counts<const N: usize>(value: &str, names: [&str; N]) -> Result<[u64; N
         *slot = parse_count(part, 0, 1 << 24).map_err(|e| format!("{name} {e}"))?;
     }
     Ok(out)
+}
+
+/// DeepSpeed's settings (after `framework=deepspeed`): `dsbucket`
+/// (`reduce_bucket_size`), `dsprefetch`, `dssubgroup`, `dspersist` (values,
+/// 0 to 1e10; the bucket and sub-group from 1,000) and `dsoverlap` (1/0).
+fn read_deepspeed(
+    framework: &mut crate::detailed::Framework,
+    key: &str,
+    value: &str,
+) -> Result<(), String> {
+    let crate::detailed::Framework::DeepSpeed {
+        reduce_bucket_size,
+        prefetch_bucket_size,
+        overlap_comm,
+        sub_group_size,
+        param_persistence_threshold,
+    } = framework
+    else {
+        return Err("needs framework=deepspeed before it".into());
+    };
+    let (slot, min) = match key {
+        "dsoverlap" => {
+            *overlap_comm = Some(parse_flag(value)?);
+            return Ok(());
+        }
+        "dsbucket" => (reduce_bucket_size, 1_000),
+        "dsprefetch" => (prefetch_bucket_size, 0),
+        "dssubgroup" => (sub_group_size, 1_000),
+        _ => (param_persistence_threshold, 0),
+    };
+    *slot = parse_count(value, min, 10_000_000_000)?;
+    Ok(())
 }
 
 fn parse_flag(value: &str) -> Result<bool, String> {
@@ -718,6 +754,58 @@ fn encode_parallel(d: &DetailedOptions, def: &DetailedOptions, out: &mut Query<'
     pair(out, "stage", d.stage_shown.name(), "peak");
     pair(out, "framework", d.framework.name(), def.framework.name());
     pair(out, "schedule", p.schedule.name(), "1f1b");
+    encode_deepspeed(d.framework, out);
+}
+
+/// DeepSpeed's settings where not its defaults, after `framework`.
+fn encode_deepspeed(f: crate::detailed::Framework, out: &mut Query<'_>) {
+    use crate::detailed::Framework;
+    let (
+        Framework::DeepSpeed {
+            reduce_bucket_size,
+            prefetch_bucket_size,
+            overlap_comm,
+            sub_group_size,
+            param_persistence_threshold,
+        },
+        Framework::DeepSpeed {
+            reduce_bucket_size: b,
+            prefetch_bucket_size: pf,
+            sub_group_size: g,
+            param_persistence_threshold: t,
+            ..
+        },
+    ) = (f, Framework::DEEPSPEED)
+    else {
+        return;
+    };
+    pair(
+        out,
+        "dsbucket",
+        &reduce_bucket_size.to_string(),
+        &b.to_string(),
+    );
+    pair(
+        out,
+        "dsprefetch",
+        &prefetch_bucket_size.to_string(),
+        &pf.to_string(),
+    );
+    if let Some(o) = overlap_comm {
+        out.append_pair("dsoverlap", flag(o));
+    }
+    pair(
+        out,
+        "dssubgroup",
+        &sub_group_size.to_string(),
+        &g.to_string(),
+    );
+    pair(
+        out,
+        "dspersist",
+        &param_persistence_threshold.to_string(),
+        &t.to_string(),
+    );
 }
 
 /// Fine-tuning: LoRA's targets and the quantized base (the rank is among the

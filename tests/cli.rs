@@ -927,3 +927,83 @@ fn deepspeed_bucket_moves_the_peak() {
     // 3e8 fewer bf16 values in the bucket, at the backward peak.
     assert_eq!(default - small, 600_000_000);
 }
+
+/// DeepSpeed's `overlap_comm` follows its default per stage in the JSON
+/// inputs; set at stage 2 it doubles the bucket (one more 5e8-value bf16
+/// buffer at the backward peak); at stage 1 turning it off keeps the whole
+/// gradients through backward. ZeRO-3's sub-group and persistence settings
+/// are echoed; misplaced flags are refused.
+#[test]
+fn deepspeed_overlap_comm_and_stage3_settings() {
+    let run = |zero: &str, extra: &[&str]| {
+        let mut args = vec![
+            "--model",
+            "llama-3.2-1b",
+            "--dp",
+            "4",
+            "--zero",
+            zero,
+            "--seq",
+            "1024",
+            "--framework",
+            "deepspeed",
+            "--json",
+        ];
+        args.extend(extra);
+        let (code, out, err) = membudget(&args);
+        assert_eq!(code, 0, "{err}");
+        serde_json::from_str::<serde_json::Value>(&out).unwrap()
+    };
+    let stage2 = run("2", &[]);
+    assert_eq!(stage2["inputs"]["overlap_comm"], false);
+    let overlapped = run("2", &["--overlap-comm", "true"]);
+    assert_eq!(overlapped["inputs"]["overlap_comm"], true);
+    let diff = overlapped["peak"].as_u64().unwrap() - stage2["peak"].as_u64().unwrap();
+    assert_eq!(diff, 1_000_000_000);
+    let whole = run("1", &[])["peak"].as_u64().unwrap();
+    let reduced = run("1", &["--overlap-comm", "true"]);
+    assert!(whole > reduced["peak"].as_u64().unwrap() - 1_000_000_000);
+    let z3 = run(
+        "3",
+        &[
+            "--sub-group-size",
+            "1e6",
+            "--param-persistence-threshold",
+            "0",
+        ],
+    );
+    assert_eq!(z3["inputs"]["overlap_comm"], true);
+    assert_eq!(z3["inputs"]["sub_group_size"], 1_000_000);
+    assert_eq!(z3["inputs"]["param_persistence_threshold"], 0);
+    for (args, message) in [
+        (
+            &["--model", "gpt2", "--overlap-comm", "true"][..],
+            "--overlap-comm needs --framework deepspeed",
+        ),
+        (
+            &[
+                "--model",
+                "gpt2",
+                "--dp",
+                "2",
+                "--zero",
+                "3",
+                "--framework",
+                "deepspeed",
+                "--sub-group-size",
+                "10",
+            ],
+            "--sub-group-size must be 1e3 to 1e10 values (got 10)",
+        ),
+        (
+            &["--model", "gpt2", "--seq", "0"],
+            "Sequence length must be at least 1 (got 0)",
+        ),
+    ] {
+        let (code, _, err) = membudget(args);
+        assert_eq!(code, 2, "{args:?}");
+        assert!(err.contains(message), "{err}");
+    }
+    let (code, _, err) = membudget(&["--model", "gpt2", "--seq", "1", "--batch", "8"]);
+    assert_eq!(code, 0, "{err}");
+}

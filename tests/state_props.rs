@@ -126,14 +126,43 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
         )
 }
 
+/// DeepSpeed with any of its settings (`dsbucket dsprefetch dsoverlap
+/// dssubgroup dspersist`).
+fn any_deepspeed() -> impl Strategy<Value = membudget::detailed::Framework> {
+    (
+        1_000u64..=10_000_000_000,
+        0u64..=10_000_000_000,
+        proptest::option::of(any::<bool>()),
+        1_000u64..=10_000_000_000,
+        0u64..=10_000_000_000,
+    )
+        .prop_map(|(bucket, prefetch, overlap, sub_group, persist)| {
+            membudget::detailed::Framework::DeepSpeed {
+                reduce_bucket_size: bucket,
+                prefetch_bucket_size: prefetch,
+                overlap_comm: overlap,
+                sub_group_size: sub_group,
+                param_persistence_threshold: persist,
+            }
+        })
+}
+
 fn any_state() -> impl Strategy<Value = PageState> {
-    (any_lesson_state(), proptest::option::of(any_detailed())).prop_map(|(mut s, detailed)| {
-        if let Some(d) = detailed {
-            s.mode = Mode::Detailed;
-            s.detailed = d;
-        }
-        s.normalized()
-    })
+    (
+        any_lesson_state(),
+        proptest::option::of(any_detailed()),
+        proptest::option::of(any_deepspeed()),
+    )
+        .prop_map(|(mut s, detailed, deepspeed)| {
+            if let Some(mut d) = detailed {
+                s.mode = Mode::Detailed;
+                if let Some(f) = deepspeed {
+                    d.framework = f;
+                }
+                s.detailed = d;
+            }
+            s.normalized()
+        })
 }
 
 fn any_lesson_state() -> impl Strategy<Value = PageState> {
@@ -235,7 +264,7 @@ proptest! {
     #[test]
     fn max_seq_matches_brute_force(cfg in any_config(), cap_gb in 1.0f64..50_000.0) {
         let cap = cap_gb * 1e9;
-        let brute = (128..=131_072u32)
+        let brute = (1..=131_072u32)
             .rev()
             .find(|&s| estimate(&TrainingConfig { seq_len: s, ..cfg }).unwrap().total <= cap);
         prop_assert_eq!(max_fitting(&cfg, Field::SeqLen, cap), brute);

@@ -364,6 +364,47 @@ const FRAMEWORK_NAMES: &[&str] = &[
     "PyTorch FSDP1 NO_SHARD (--zero 0)",
 ];
 const ATTENTION_NAMES: &[&str] = &["Flash / SDPA (the default)", "Eager (keeps a·s² scores)"];
+const OVERLAP_NAMES: &[&str] = &[
+    "DeepSpeed's default (on at ZeRO-3 only)",
+    "On (stages 1-2: two buckets)",
+    "Off (ZeRO-1: whole gradients through backward)",
+];
+
+/// DeepSpeed's `sub_group_size`, or with `persist` its persistence
+/// threshold; none under other frameworks.
+fn deepspeed_setting(f: Framework, persist: bool) -> Option<u64> {
+    match f {
+        Framework::DeepSpeed {
+            sub_group_size,
+            param_persistence_threshold,
+            ..
+        } => Some(if persist {
+            param_persistence_threshold
+        } else {
+            sub_group_size
+        }),
+        _ => None,
+    }
+}
+
+/// Sets what [`deepspeed_setting`] reads, under DeepSpeed only.
+fn set_deepspeed_setting(f: &mut Framework, persist: bool, v: Option<u64>) {
+    if let (
+        Framework::DeepSpeed {
+            sub_group_size,
+            param_persistence_threshold,
+            ..
+        },
+        Some(v),
+    ) = (f, v)
+    {
+        *if persist {
+            param_persistence_threshold
+        } else {
+            sub_group_size
+        } = v;
+    }
+}
 
 /// Bytes per GPU that eager attention keeps beyond flash attention's for
 /// `cfg` (the a·s² scores), if both compute.
@@ -693,7 +734,10 @@ fn parallelism_group() -> impl IntoView {
         <details>
             <summary>"Parallelism"</summary>
             {count("dp-input", "Data-parallel GPUs", (1, 4096), |d| Some(d.parallel.dp), |d, v| d.parallel.dp = v.unwrap_or(1), false)}
-            {choice("framework-select", "Data parallelism run by", FRAMEWORK_NAMES, |d| index_of(&FRAMEWORKS, d.framework), |d, i| d.framework = FRAMEWORKS[i])}
+            {choice("framework-select", "Data parallelism run by", FRAMEWORK_NAMES, |d| FRAMEWORKS.iter().position(|f| f.name() == d.framework.name()).unwrap_or(0), |d, i| d.framework = FRAMEWORKS[i])}
+            {choice("overlap-select", "DeepSpeed overlap_comm", OVERLAP_NAMES, |d| match d.framework { Framework::DeepSpeed { overlap_comm: Some(on), .. } => 2 - usize::from(on), _ => 0 }, |d, i| if let Framework::DeepSpeed { overlap_comm, .. } = &mut d.framework { *overlap_comm = [None, Some(true), Some(false)][i] })}
+            {count("subgroup-input", "DeepSpeed ZeRO-3 sub_group_size", (1_000, 10_000_000_000), |d| deepspeed_setting(d.framework, false), |d, v| set_deepspeed_setting(&mut d.framework, false, v), false)}
+            {count("persist-input", "DeepSpeed ZeRO-3 param_persistence_threshold", (0, 10_000_000_000), |d| deepspeed_setting(d.framework, true), |d, v| set_deepspeed_setting(&mut d.framework, true, v), false)}
             {count("zero-input", "ZeRO stage", (0, 3), |d| Some(u64::from(d.parallel.zero)), |d, v| d.parallel.zero = v.unwrap_or(0) as u8, false)}
             {count("shard-input", "ZeRO shard group (hybrid, HSDP)", (1, 4096), |d| d.parallel.dp_shard, |d, v| d.parallel.dp_shard = v, true)}
             {count("tp-input", "Tensor parallel", (1, 512), |d| Some(d.parallel.tp), |d, v| d.parallel.tp = v.unwrap_or(1), false)}

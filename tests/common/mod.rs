@@ -68,6 +68,16 @@ pub fn measured_arch(
             ..Architecture::gpt2(layers, hidden, heads, vocab)
         },
         "llama" => Architecture::llama(layers, hidden, heads, kv_heads, ffn, vocab),
+        // `LlamaConfig(tie_word_embeddings=True)`.
+        "llama-tied" => Architecture {
+            tied_embeddings: true,
+            ..Architecture::llama(layers, hidden, heads, kv_heads, ffn, vocab)
+        },
+        // `Qwen2Config`: a Llama with q/k/v biases.
+        "qwen2" => Architecture {
+            qkv_bias: true,
+            ..Architecture::llama(layers, hidden, heads, kv_heads, ffn, vocab)
+        },
         other => panic!("unknown arch {other}"),
     }
 }

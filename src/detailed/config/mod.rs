@@ -407,20 +407,35 @@ pub enum Framework {
         sharding: FsdpSharding,
     },
     /// DeepSpeed's ZeRO stages 1 and 2 (`deepspeed/runtime/zero/
-    /// stage_1_and_2.py`): the optimizer keeps an fp32 copy of its partition
-    /// of the weights whatever the precision
-    /// (`single_partition_of_fp32_groups`), stage 1 reduces the gradients
-    /// into partitions bucket by bucket as stage 2 does, and the first
-    /// gradient of backward allocates the flat bucket they are copied into
-    /// (`ipg_buffer`, `reduce_bucket_size` values in the weights' dtype),
-    /// freed when the step ends. Stage 3 (`stage3.py`) as
-    /// [`crate::detailed::memory::zero3`] walks it. Measured, `tests/fixtures/deepspeed_measured.tsv`.
+    /// stage_1_and_2.py`, 0.19.8): the optimizer keeps an fp32 copy of its
+    /// partition of the weights whatever the precision
+    /// (`single_partition_of_fp32_groups`), and the first gradient of
+    /// backward allocates the flat bucket they are copied into
+    /// (`ipg_buckets`, `reduce_bucket_size` values in the weights' dtype;
+    /// two of them with `overlap_comm`, `setup_buckets`), freed when the
+    /// step ends. Stage 2, and stage 1 with `overlap_comm`, reduce the
+    /// gradients into partitions bucket by bucket as backward produces
+    /// them (`process_gradients`); stage 1 without it keeps every whole
+    /// gradient until backward ends (`reduce_gradients`). Stage 3
+    /// (`stage3.py`) as [`crate::detailed::memory::zero3`] walks it.
+    /// Measured, `tests/fixtures/deepspeed_measured.tsv`,
+    /// `deepspeed_settings_measured.tsv`.
     DeepSpeed {
         /// `reduce_bucket_size`, in values (DeepSpeed's default 5e8).
         reduce_bucket_size: u64,
         /// `stage3_prefetch_bucket_size`, in values (DeepSpeed's default
         /// 5e7): how far ahead stage 3 all-gathers once it has traced a step.
         prefetch_bucket_size: u64,
+        /// `overlap_comm`; `None` for DeepSpeed's own default, true at
+        /// stage 3 only (`runtime/zero/config.py`, `overlap_comm_valid`).
+        overlap_comm: Option<bool>,
+        /// `sub_group_size`, in values (DeepSpeed's default 1e9): stage 3
+        /// updates its partition in sub-groups of parameters this large.
+        sub_group_size: u64,
+        /// `stage3_param_persistence_threshold`, in values (DeepSpeed's
+        /// default 1e5): stage 3 keeps a weight of at most this many values
+        /// gathered.
+        param_persistence_threshold: u64,
     },
 }
 
@@ -518,13 +533,30 @@ impl Framework {
         }
     }
 
-    /// DeepSpeed with its default buckets, 5e8 values to reduce and 5e7 to
-    /// prefetch (`deepspeed/runtime/zero/config.py`, `reduce_bucket_size`,
-    /// `prefetch_bucket_size`).
+    /// DeepSpeed with its defaults: buckets of 5e8 values to reduce and 5e7
+    /// to prefetch, `overlap_comm` per stage, sub-groups of 1e9 values,
+    /// weights of at most 1e5 values persistent
+    /// (`deepspeed/runtime/zero/config.py`, `reduce_bucket_size`,
+    /// `prefetch_bucket_size`, `overlap_comm`, `sub_group_size`,
+    /// `param_persistence_threshold`).
     pub const DEEPSPEED: Framework = Framework::DeepSpeed {
         reduce_bucket_size: 500_000_000,
         prefetch_bucket_size: 50_000_000,
+        overlap_comm: None,
+        sub_group_size: 1_000_000_000,
+        param_persistence_threshold: 100_000,
     };
+
+    /// Whether DeepSpeed runs with `overlap_comm` at ZeRO stage `zero`: as
+    /// set, or DeepSpeed's default, true at stage 3 only
+    /// (`runtime/zero/config.py`, `overlap_comm_valid`). False under other
+    /// frameworks.
+    pub fn overlap_comm(self, zero: u8) -> bool {
+        match self {
+            Framework::DeepSpeed { overlap_comm, .. } => overlap_comm.unwrap_or(zero == 3),
+            _ => false,
+        }
+    }
 
     /// Its name.
     pub fn name(self) -> &'static str {

@@ -423,6 +423,9 @@ fn framework(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     if let Framework::DeepSpeed {
         reduce_bucket_size,
         prefetch_bucket_size,
+        sub_group_size,
+        param_persistence_threshold,
+        ..
     } = cfg.framework
     {
         if !(1..=3).contains(&p.zero) {
@@ -433,6 +436,12 @@ fn framework(cfg: &DetailedConfig) -> Result<(), DetailedError> {
         }
         if prefetch_bucket_size > 10_000_000_000 {
             return refuse("DeepSpeed's prefetch bucket must be 0 to 1e10 values");
+        }
+        if !(1_000..=10_000_000_000).contains(&sub_group_size) {
+            return refuse("DeepSpeed's sub-group size must be 1e3 to 1e10 values");
+        }
+        if param_persistence_threshold > 10_000_000_000 {
+            return refuse("DeepSpeed's persistence threshold must be 0 to 1e10 values");
         }
         if p.zero == 3 {
             // DeepSpeed's pipeline engine runs ZeRO stage 1 at most

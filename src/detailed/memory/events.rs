@@ -74,6 +74,10 @@ pub enum Moment {
     /// DeepSpeed's ZeRO-3: the gradients left in the bucket all-reduced
     /// when backward ends (`independent_gradient_partition_epilogue`).
     GradientReduce,
+    /// DeepSpeed's ZeRO-1 without `overlap_comm`: after backward, the whole
+    /// gradients reduced bucket by bucket and copied into the flat
+    /// partition (`reduce_gradients`).
+    PartitionReduce,
     /// The first step creates the optimizer state.
     OptimizerState,
     /// The update, with its temporaries.
@@ -102,6 +106,7 @@ impl Moment {
             Moment::LayerBackward(i) => format!("layer {} backward", i + 1),
             Moment::EmbeddingBackward => "embedding backward".into(),
             Moment::GradientReduce => "gradient all-reduce".into(),
+            Moment::PartitionReduce => "gradient reduce into the partition".into(),
             Moment::RootReduce => "root reduce-scatter".into(),
             Moment::OptimizerState => "optimizer state created".into(),
             Moment::OptimizerUpdate => "optimizer update".into(),

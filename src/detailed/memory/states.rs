@@ -83,9 +83,10 @@ pub(crate) fn fsdp2_policy(cfg: &DetailedConfig) -> bool {
         && !peft(cfg)
 }
 
-/// The ZeRO stage from which gradients are partitioned: 2, or 1 under
-/// DeepSpeed, whose stage 1 also reduces them into partitions as backward
-/// produces them (`stage_1_and_2.py`; measured: stages 1 and 2 peak alike).
+/// The ZeRO stage from which the gradients kept for the optimizer are
+/// partitioned: 2, or 1 under DeepSpeed, whose stage 1 also keeps only its
+/// partition of them (`grads_in_partition`, `stage_1_and_2.py`); how
+/// backward reaches it is [`whole_grads_in_backward`].
 pub(crate) fn grad_stage(cfg: &DetailedConfig) -> u8 {
     if matches!(
         cfg.framework,
@@ -97,15 +98,39 @@ pub(crate) fn grad_stage(cfg: &DetailedConfig) -> u8 {
     }
 }
 
-/// DeepSpeed's flat gradient bucket (`ipg_buffer`): `reduce_bucket_size`
-/// values in the weights' dtype, 0 under other frameworks.
+/// DeepSpeed's flat gradient buckets (`ipg_buckets`): `reduce_bucket_size`
+/// values in the weights' dtype, twice under stages 1 and 2 with
+/// `overlap_comm` (`stage_1_and_2.py`, `setup_buckets`: "double buffers to
+/// avoid data access conflict"; stage 3 keeps one, `stage3.py`), 0 under
+/// other frameworks.
 pub(crate) fn deepspeed_bucket(cfg: &DetailedConfig) -> f64 {
     match cfg.framework {
         crate::detailed::config::Framework::DeepSpeed {
             reduce_bucket_size, ..
-        } => reduce_bucket_size as f64 * weight_bytes(cfg),
+        } => {
+            let zero = cfg.parallel.zero;
+            let buffers = if zero < 3 && cfg.framework.overlap_comm(zero) {
+                2.0
+            } else {
+                1.0
+            };
+            buffers * reduce_bucket_size as f64 * weight_bytes(cfg)
+        }
         _ => 0.0,
     }
+}
+
+/// DeepSpeed's ZeRO-1 without `overlap_comm` keeps every whole gradient
+/// through backward: its gradient hooks reduce only `if
+/// self.partition_gradients or self.overlap_comm` (`stage_1_and_2.py`
+/// 0.19.8, `process_gradients`), so the reduction runs after autograd, in
+/// `reduce_gradients`, from the engine's `allreduce_gradients`.
+pub(crate) fn whole_grads_in_backward(cfg: &DetailedConfig) -> bool {
+    matches!(
+        cfg.framework,
+        crate::detailed::config::Framework::DeepSpeed { .. }
+    ) && cfg.parallel.zero == 1
+        && !cfg.framework.overlap_comm(1)
 }
 
 /// Bytes per value of the gradients kept between steps: 4 in fp32, with

@@ -62,7 +62,10 @@
 //!   layers are gathered at a time (PyTorch FSDP's `limit_all_gathers` rate
 //!   limiter allows two in-flight all-gathers; DeepSpeed prefetches by
 //!   `stage3_prefetch_bucket_size`). ZeRO-2 and 3 hold a layer's full
-//!   gradient until it is reduce-scattered to its shard.
+//!   gradient until it is reduce-scattered to its shard. DeepSpeed's ZeRO-2
+//!   allocates its flat gradient partition whole at its first reduction;
+//!   its ZeRO-1 without `overlap_comm` keeps every whole gradient until
+//!   backward ends, then reduces them into the partition.
 //! - **Pipelines (1F1B)**: the first stage holds p micro-batches' activations
 //!   when its first backward starts, the last stage one and the logits
 //!   (Narayanan et al. 2021, §2.2); both stages are walked and the one with

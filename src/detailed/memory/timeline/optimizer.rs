@@ -5,7 +5,7 @@
 
 use crate::detailed::config::{AdamImpl, DetailedConfig, Framework, Optimizer};
 use crate::detailed::memory::states::{grad_bytes, param_split, trained_params, update_bytes};
-use crate::detailed::memory::zero3::SUB_GROUP_SIZE;
+use crate::detailed::memory::zero3::largest_sub_group;
 use crate::detailed::model::Family;
 
 /// The update's temporaries on one GPU, `stage3` saying whether
@@ -17,7 +17,7 @@ pub(super) fn temporaries(cfg: &DetailedConfig, adam: AdamImpl, stage3: bool) ->
     // partition under stages 1 and 2, a sub-group of it under stage 3.
     let partition = trained_params(cfg) / shard;
     let sub_group = if stage3 {
-        partition.min(SUB_GROUP_SIZE)
+        partition.min(largest_sub_group(cfg))
     } else {
         partition
     } * update_bytes(cfg);

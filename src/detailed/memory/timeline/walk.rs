@@ -12,7 +12,7 @@ use crate::detailed::config::{
 use crate::detailed::memory::events::{Event, Live, Moment, Phase, StepTimeline};
 use crate::detailed::memory::grpo;
 use crate::detailed::memory::states::{self, weight_bytes, ModelStates};
-use crate::detailed::memory::zero3::Zero3;
+use crate::detailed::memory::zero3::{first_partition_layer, zero1_reduce_values, Zero3};
 
 /// What every stage's walk starts from.
 pub(super) struct Start {
@@ -170,6 +170,11 @@ pub(super) struct Walk<'a> {
     root_grads: f64,
     /// DeepSpeed's gradient bucket, once allocated.
     bucket: f64,
+    /// DeepSpeed's stages 1 (with `overlap_comm`) and 2 on the first
+    /// micro-batch: the flat gradient partition not yet allocated, and the
+    /// layer whose reduction allocates it (none: the embedding's, when
+    /// backward ends); `None` otherwise.
+    partition_at: Option<Option<u64>>,
     /// GRPO: a colocated vLLM engine's reservation, held through training
     /// unless it sleeps ([`grpo::engine_during_training`]).
     pub(super) engine: f64,
@@ -210,6 +215,7 @@ impl<'a> Walk<'a> {
             },
             zero3: start.zero3.clone(),
             in_backward: start.in_backward,
+            partition_at: partition_at(cfg),
             engine: 0.0,
             live: Live {
                 grads: if persistent_grads {
@@ -303,13 +309,39 @@ impl<'a> Walk<'a> {
         self.events.push(event);
     }
 
+    /// DeepSpeed's ZeRO-2 reducing a tied table's gradient on the first
+    /// micro-batch: the output layer's share is autograd's, held whole in the
+    /// table's input buffer until the embedding's backward adds the
+    /// second (`torch/csrc/autograd/input_buffer.cpp`); only their sum
+    /// reaches DeepSpeed's gradient hook (measured:
+    /// `deepspeed_heldout39_measured.tsv`, the tied Llama under ZeRO-2).
+    fn tied_whole(&self) -> bool {
+        self.micro_batch == 1
+            && self.pieces.tied_gradient > 0.0
+            && matches!(self.cfg.framework, Framework::DeepSpeed { .. })
+            && self.cfg.parallel.zero == 2
+    }
+
+    /// DeepSpeed allocates the flat gradient partition, whole
+    /// ([`partition_at`]).
+    fn allocate_partition(&mut self) {
+        self.live.grads += states::model_states(self.cfg).grads;
+        self.partition_at = None;
+    }
+
     /// Adds `bytes` of a gradient: a new `.grad` on the first micro-batch,
     /// an in-place add of a transient of that size on later ones. Returns the
     /// transient. ZeRO-2/3 keep a shard of it.
     fn accumulate(&mut self, bytes: f64) -> f64 {
         let par = &self.cfg.parallel;
         // With the optimizer offloaded the shard goes to the host too.
-        let shard = if self.cfg.offload.optimizer {
+        // DeepSpeed's ZeRO-1 without `overlap_comm` reduces only when
+        // backward ends: the whole gradient is kept on the GPU until then,
+        // the optimizer offloaded or not. With the optimizer offloaded
+        // otherwise, the shard goes to the host too.
+        let shard = if states::whole_grads_in_backward(self.cfg) {
+            bytes * self.pieces.shard_scale
+        } else if self.cfg.offload.optimizer {
             0.0
         } else {
             bytes * self.pieces.shard_scale / par.zero_divisor(states::grad_stage(self.cfg))
@@ -319,7 +351,10 @@ impl<'a> Walk<'a> {
         // DeepSpeed's bucket, from the first gradient of backward on.
         self.bucket = states::deepspeed_bucket(self.cfg);
         if self.micro_batch == 1 && !self.persistent_grads {
-            self.live.grads += shard;
+            // DeepSpeed allocates its partition whole, at once (below).
+            if self.partition_at.is_none() {
+                self.live.grads += shard;
+            }
             unreduced
         } else {
             bytes
@@ -459,6 +494,7 @@ impl<'a> Walk<'a> {
         let pc = self.pieces;
         self.record(Moment::LossBackward, pc.loss_backward);
         self.live.activations -= pc.logits;
+        let tied_whole = self.tied_whole();
         let extra = match self.in_backward {
             // A tied table's gradient waits in autograd's input buffer for
             // the embedding's: its hook runs then.
@@ -474,6 +510,10 @@ impl<'a> Walk<'a> {
                 let step = self.step_in_backward(ib, pc.head_grads, pc.head_grads);
                 step.max(pc.head_backward + pc.head_grads) - pc.head_backward
             }
+            None if tied_whole => {
+                self.bucket = states::deepspeed_bucket(self.cfg);
+                pc.head_grads
+            }
             None => self.accumulate(pc.head_grads),
         };
         self.record(
@@ -483,7 +523,7 @@ impl<'a> Walk<'a> {
         if self.root_bytes > 0.0 {
             self.root_grads += extra;
         }
-        if self.micro_batch > 1 {
+        if self.micro_batch > 1 || tied_whole {
             // The tied table's first gradient waits for the second.
             self.held = pc.tied_gradient;
         }
@@ -527,6 +567,9 @@ impl<'a> Walk<'a> {
         match pc.split.filter(|_| self.zero3.is_none()) {
             Some(split) => self.split_backward(i, split, grads_before, extra, gathered),
             None => self.whole_backward(i, grads_before, extra, gathered),
+        }
+        if self.partition_at == Some(Some(i)) {
+            self.allocate_partition();
         }
         self.layers_held -= self.unsharded_layer;
         if !offload || i == 0 {
@@ -642,10 +685,21 @@ impl<'a> Walk<'a> {
             None => self.accumulate(pc.embedding_grads),
         };
         self.live.activations -= pc.embedding;
+        // Three tables at once while autograd sums the two shares, or
+        // under DeepSpeed's ZeRO-3 two (measured,
+        // `deepspeed_settings_measured.tsv`: the tied Llama's first steps).
+        let sums = if self.zero3.is_some() { 1.0 } else { 2.0 };
         self.record(
             Moment::EmbeddingBackward,
-            extra + 2.0 * pc.tied_gradient + pc.gathered_outer + self.root_flat_grad(),
+            extra + sums * pc.tied_gradient + pc.gathered_outer + self.root_flat_grad(),
         );
+        if self.tied_whole() {
+            // Their sum is the table's gradient, reduced to its shard.
+            self.accumulate(pc.tied_gradient);
+        }
+        if self.partition_at == Some(None) {
+            self.allocate_partition();
+        }
         self.held = 0.0;
         if self.zero3.is_some() {
             self.record(Moment::GradientReduce, 0.0);
@@ -690,6 +744,12 @@ impl<'a> Walk<'a> {
     pub(super) fn optimizer_step(&mut self, start: &Start) {
         let cfg = self.cfg;
         let states = &start.states;
+        // DeepSpeed's ZeRO-1 without `overlap_comm` reduces the whole
+        // gradients into its partition when backward ends.
+        if states::whole_grads_in_backward(cfg) && !cfg.offload.optimizer {
+            self.live.grads = zero1_reduce_values(cfg) * states::grad_bytes(cfg);
+            self.record(Moment::PartitionReduce, 0.0);
+        }
         // DeepSpeed frees its bucket when backward ends (stages 1 and 2).
         if self.zero3.is_none() {
             self.bucket = 0.0;
@@ -746,4 +806,17 @@ impl<'a> Walk<'a> {
             loss: self.cfg.loss,
         }
     }
+}
+
+/// Where DeepSpeed allocates the flat gradient partition of the GPU priced
+/// ([`first_partition_layer`]), under stages 2, and 1 with `overlap_comm`,
+/// which reduce as backward goes; `None` under other frameworks and
+/// stages, and with the optimizer offloaded.
+fn partition_at(cfg: &DetailedConfig) -> Option<Option<u64>> {
+    let deepspeed = matches!(cfg.framework, Framework::DeepSpeed { .. });
+    let zero = cfg.parallel.zero;
+    // (Under pipeline parallelism, which DeepSpeed's engine runs with
+    // ZeRO-1 at most, the partition keeps growing gradient by gradient.)
+    (deepspeed && zero == 2 && !cfg.offload.optimizer && cfg.parallel.pp == 1)
+        .then(|| first_partition_layer(cfg))
 }

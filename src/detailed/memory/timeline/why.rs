@@ -137,6 +137,9 @@ fn collective(moment: Moment, transient: &str) -> Option<String> {
         Moment::GradientReduce => format!(
             " Backward has ended and DeepSpeed's ZeRO-3 all-reduces the gradients left in its bucket: two copies of them beside the bucket and the still-gathered embedding ({transient} in all)."
         ),
+        Moment::PartitionReduce => format!(
+            " Backward has ended and DeepSpeed's ZeRO-1, without overlap_comm, reduces the whole gradients bucket by bucket: the flat partition of the gradients is allocated while those not yet reduced are still whole ({transient} of transient buffers beside them)."
+        ),
         Moment::RootReduce => format!(
             " FSDP2 is reduce-scattering the root module's gradients: cast to the reduce dtype and copied into one flat buffer, two full copies ({transient})."
         ),

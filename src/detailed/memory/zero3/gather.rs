@@ -4,7 +4,7 @@
 //! `release_sub_module`), each moment's bytes the largest over its modules.
 
 use super::trace::{backward_from, Module};
-use super::{MAX_LIVE_PARAMETERS, MAX_REUSE_DISTANCE, PERSISTENCE_THRESHOLD};
+use super::{MAX_LIVE_PARAMETERS, MAX_REUSE_DISTANCE};
 use crate::detailed::memory::events::Moment;
 
 /// Notes `bytes` gathered at `m`: the largest at any of its modules.
@@ -17,17 +17,18 @@ fn note(at: &mut Vec<(Moment, f64)>, m: Moment, bytes: f64) {
 
 /// The first step, with no trace yet: the bytes gathered at each moment,
 /// `wb` being a weight's bytes per value, `persistent` the bytes of all
-/// persistent weights and `reduce_at` each module's bucket reduction.
+/// persistent weights, `threshold` the persistence threshold and
+/// `reduce_at` each module's bucket reduction.
 pub(super) fn first_step(
     trace: &[Module],
     numel: &[f64],
-    wb: f64,
-    persistent: f64,
+    (wb, persistent): (f64, f64),
+    threshold: f64,
     reduce_at: &[f64],
 ) -> Vec<(Moment, f64)> {
     let mut at: Vec<(Moment, f64)> = Vec::new();
     let backward_from = backward_from(trace);
-    let persistent_param = |i: usize| numel[i] < PERSISTENCE_THRESHOLD;
+    let persistent_param = |i: usize| numel[i] <= threshold;
     // No trace yet: each module's weights gathered when it runs
     // (in forward the all-gather output beside the copy, 2×; in
     // backward the output is freed before the gradients exist) and
@@ -80,9 +81,10 @@ struct Reuse {
 }
 
 impl Reuse {
-    /// The reuse bookkeeping of `trace` over weights of `numel` values.
-    fn of(trace: &[Module], numel: &[f64]) -> Self {
-        let persistent = |i: usize| numel[i] < PERSISTENCE_THRESHOLD;
+    /// The reuse bookkeeping of `trace` over weights of `numel` values,
+    /// those of at most `threshold` values persistent.
+    fn of(trace: &[Module], numel: &[f64], threshold: f64) -> Self {
+        let persistent = |i: usize| numel[i] <= threshold;
         // Prefix sums of the values each module counts, and each use's next.
         let mut prefix = vec![0.0];
         for m in trace {
@@ -128,6 +130,8 @@ struct Gathering<'a> {
     flats: f64,
     /// Values gathered or in flight (`stage3_max_live_parameters`' count).
     available: f64,
+    /// `stage3_param_persistence_threshold`.
+    threshold: f64,
 }
 
 impl Gathering<'_> {
@@ -224,7 +228,7 @@ impl Gathering<'_> {
 
     /// Whether weight `p` is persistent (kept gathered).
     fn persistent(&self, p: usize) -> bool {
-        self.numel[p] < PERSISTENCE_THRESHOLD
+        self.numel[p] <= self.threshold
     }
 }
 
@@ -237,17 +241,18 @@ impl Gathering<'_> {
 /// passed its next use or that use comes within `stage3_max_reuse_distance`
 /// values (`__params_to_release`). Persistent weights stay gathered.
 /// Returns the bytes gathered at each moment, `wb` being a weight's bytes
-/// per value, `persistent_bytes` those of all persistent weights and
-/// `reduce_at` each module's bucket reduction.
+/// per value, `persistent_bytes` those of all persistent weights,
+/// `threshold` the persistence threshold and `reduce_at` each module's
+/// bucket reduction.
 pub(super) fn later_step(
     trace: &[Module],
     numel: &[f64],
-    (wb, persistent_bytes): (f64, f64),
+    (wb, persistent_bytes, threshold): (f64, f64, f64),
     prefetch: f64,
     reduce_at: &[f64],
 ) -> Vec<(Moment, f64)> {
     let mut at: Vec<(Moment, f64)> = Vec::new();
-    let reuse = Reuse::of(trace, numel);
+    let reuse = Reuse::of(trace, numel, threshold);
     let backward = backward_from(trace);
     let mut g = Gathering {
         numel,
@@ -259,6 +264,7 @@ pub(super) fn later_step(
         copies: 0.0_f64,
         flats: 0.0_f64,
         available: 0.0_f64,
+        threshold,
     };
     for (k, m) in trace.iter().enumerate() {
         let mut peak = 0.0_f64;

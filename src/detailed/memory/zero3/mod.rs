@@ -41,14 +41,21 @@
 //!   (`independent_gradient_partition_epilogue`), the embedding still
 //!   gathered (measured).
 //! - **The optimizer step** runs per sub-group (`sub_group_size`, 1e9
-//!   values): `flatten(averaged_gradients).to(fp32)` is a copy of the
-//!   sub-group's gradient partition before the update
+//!   values, [`largest_sub_group`]): `flatten(averaged_gradients).to(fp32)`
+//!   is a copy of the sub-group's gradient partition before the update
 //!   (`_prepare_fp32_grad_for_sub_group`).
 //!
 //! Measured per rank (`tests/fixtures/deepspeed_measured.tsv`,
 //! `deepspeed3_heldout_measured.tsv`, `deepspeed3_gpt2_measured.tsv`: five
 //! shapes, 2 and 4 processes, the default buckets and smaller ones, first
 //! and later steps; `tests/deepspeed_vs_measured.rs`).
+//!
+//! Beside stage 3, this module keeps the weights in the model's parameter
+//! order that DeepSpeed's flat partitions follow at every stage
+//! (`param_order`): ZeRO-1's reduction after backward without
+//! `overlap_comm` ([`zero1_reduce_values`]), where ZeRO-2 allocates its
+//! flat gradient partition ([`first_partition_layer`]), ZeRO-3's
+//! sub-groups ([`largest_sub_group`]).
 //!
 //! The parts: `trace.rs` lays out the weights and the modules in the
 //! order their hooks fire, and where backward's gradients overflow the
@@ -63,14 +70,10 @@ use super::states::{grad_bytes, param_split, weight_bytes};
 use crate::detailed::config::{DetailedConfig, Framework};
 use trace::{LayerTensors, Weights};
 
-/// `stage3_param_persistence_threshold` (`runtime/zero/config.py`).
-const PERSISTENCE_THRESHOLD: f64 = 1e5;
 /// `stage3_max_reuse_distance` (`runtime/zero/config.py`).
 const MAX_REUSE_DISTANCE: f64 = 1e9;
 /// `stage3_max_live_parameters` (`runtime/zero/config.py`).
 const MAX_LIVE_PARAMETERS: f64 = 1e9;
-/// `sub_group_size` (`runtime/zero/config.py`).
-pub(crate) const SUB_GROUP_SIZE: f64 = 1e9;
 
 /// What ZeRO-3 holds gathered on one GPU, in bytes, at each moment of one
 /// step: the largest at any module of that moment.
@@ -81,8 +84,9 @@ pub(crate) struct Zero3 {
     persistent: f64,
     /// The embedding's gathered weights.
     embedding: f64,
-    /// Gradient bytes reduced when backward ends.
-    last_bucket: f64,
+    /// What the reduction of the bucket's last gradients holds when
+    /// backward ends, in bytes.
+    last_reduce: f64,
     /// A layer's largest weight gradient: what backward holds of a layer's
     /// gradients at once.
     pub(crate) largest_grad: f64,
@@ -98,6 +102,8 @@ impl Zero3 {
         let Framework::DeepSpeed {
             reduce_bucket_size,
             prefetch_bucket_size,
+            param_persistence_threshold,
+            ..
         } = cfg.framework
         else {
             return None;
@@ -105,26 +111,30 @@ impl Zero3 {
         if cfg.parallel.zero < 3 {
             return None;
         }
+        let threshold = param_persistence_threshold as f64;
         let (embedding, head, layer) = param_split(cfg);
-        let tensors = LayerTensors::of(cfg, layer);
+        let tensors = LayerTensors::of(cfg, layer, threshold);
         let weights = Weights::new(embedding, head, cfg.arch.layers, &tensors.matrices);
         let numel = &weights.numel;
         let trace = trace::trace(cfg, &weights, &tensors);
         let (wb, gb) = (weight_bytes(cfg), grad_bytes(cfg));
-        let bucket = reduce_bucket_size as f64;
-        let (reduce_at, held) = trace::bucket_reductions(&trace, numel, head == 0.0, bucket, gb);
+        let bucket = (reduce_bucket_size as f64, gb);
+        let world = cfg.parallel.zero_divisor(3);
+        let (reduce_at, last_reduce) =
+            trace::bucket_reductions(&trace, numel, head == 0.0, bucket, world);
         let persistent = cfg.arch.layers as f64 * tensors.persistent * wb;
         let at = if first_step {
-            gather::first_step(&trace, numel, wb, persistent, &reduce_at)
+            gather::first_step(&trace, numel, (wb, persistent), threshold, &reduce_at)
         } else {
             let prefetch = prefetch_bucket_size as f64;
-            gather::later_step(&trace, numel, (wb, persistent), prefetch, &reduce_at)
+            let bytes = (wb, persistent, threshold);
+            gather::later_step(&trace, numel, bytes, prefetch, &reduce_at)
         };
         Some(Zero3 {
             first_step,
             persistent,
             embedding: embedding * wb,
-            last_bucket: held * gb,
+            last_reduce,
             largest_grad: tensors
                 .matrices
                 .iter()
@@ -141,7 +151,7 @@ impl Zero3 {
         match moment {
             Moment::Start | Moment::End if self.first_step => 0.0,
             Moment::Start | Moment::End => self.persistent,
-            Moment::GradientReduce => self.persistent + self.embedding + 2.0 * self.last_bucket,
+            Moment::GradientReduce => self.persistent + self.embedding + self.last_reduce,
             m => self
                 .at
                 .iter()
@@ -149,6 +159,129 @@ impl Zero3 {
                 .map_or(0.0, |&(_, bytes)| bytes),
         }
     }
+}
+
+/// Each weight's values on this GPU in the model's parameter order: the
+/// embedding, each layer's matrices then its norms and biases (as one), the
+/// output layer (none when tied).
+fn param_order(cfg: &DetailedConfig) -> Vec<f64> {
+    let (embedding, head, layer) = param_split(cfg);
+    let tensors = LayerTensors::of(cfg, layer, 0.0);
+    let per_layer = tensors.matrices.iter().copied().chain([tensors.rest]);
+    let layers = (0..cfg.arch.layers).flat_map(|_| per_layer.clone());
+    std::iter::once(embedding)
+        .chain(layers)
+        .chain((head > 0.0).then_some(head))
+        .collect()
+}
+
+/// The largest sub-group ZeRO-3's optimizer step updates at once, in
+/// values of this GPU's partition: the parameters in the model's order,
+/// each `ceil(numel / world)` values, closed into a sub-group once it
+/// reaches `sub_group_size` (`stage3.py` 0.19.8, `_create_fp16_sub_groups`);
+/// the whole partition when that is not smaller. Infinite under other
+/// frameworks.
+pub(crate) fn largest_sub_group(cfg: &DetailedConfig) -> f64 {
+    let Framework::DeepSpeed { sub_group_size, .. } = cfg.framework else {
+        return f64::INFINITY;
+    };
+    let limit = sub_group_size as f64;
+    let world = cfg.parallel.zero_divisor(3);
+    let (mut largest, mut open) = (0.0_f64, 0.0_f64);
+    for n in param_order(cfg) {
+        open += (n / world).ceil();
+        if open >= limit {
+            largest = largest.max(open);
+            open = 0.0;
+        }
+    }
+    largest.max(open)
+}
+
+/// Where the first GPU's flat gradient partition is allocated under
+/// DeepSpeed's stages 2 (and 1 with `overlap_comm`), which reduce as
+/// backward goes: at the first reduction holding a weight of it
+/// (`copy_grads_in_partition`, `grads_in_partition`, allocated whole). Its
+/// partition is the first `1/N` of the weights in the model's order, so
+/// its first gradient is that of the last weight it reaches: in layer `j`
+/// (`Some(j)`), or the embedding, reduced when backward ends (`None`).
+/// Priced for that GPU, whose partition comes latest: the smallest peak
+/// over the ranks (measured, `deepspeed_heldout39_measured.tsv`).
+pub(crate) fn first_partition_layer(cfg: &DetailedConfig) -> Option<u64> {
+    let params = param_order(cfg);
+    let total: f64 = params.iter().sum();
+    let partition = (total / cfg.parallel.zero_divisor(2)).ceil();
+    let head = u64::from(param_split(cfg).1 > 0.0);
+    let per_layer = (params.len() as u64 - 1 - head) / cfg.arch.layers.max(1);
+    // The index of the last weight that starts inside the partition.
+    let mut offset = 0.0;
+    let mut last = 0;
+    for (k, n) in params.iter().enumerate() {
+        if offset < partition {
+            last = k;
+        }
+        offset += n;
+    }
+    (last > 0).then(|| ((last as u64 - 1) / per_layer.max(1)).min(cfg.arch.layers - 1))
+}
+
+/// DeepSpeed's ZeRO-1 without `overlap_comm`, after backward
+/// (`stage_1_and_2.py` 0.19.8, `reduce_gradients`): the gradient values
+/// held, whole and in the flat partition, when the partition is allocated.
+/// The whole gradients are taken in the model's order; each is copied into
+/// the bucket and its own tensor freed, a bucket that would overflow
+/// reduced first (`reduce_independent_p_g_buckets_and_remove_grads`); one
+/// larger than the bucket is reduced in its own tensor, which stage 1 frees
+/// only if it falls in this GPU's partition. The first reduction holding a
+/// weight of the partition allocates it whole (`copy_grads_in_partition`,
+/// `grads_in_partition`). Priced for the last GPU, whose partition comes
+/// last and so is allocated last: the smallest peak over the ranks (the
+/// first GPU allocates its partition beside every whole gradient).
+pub(crate) fn zero1_reduce_values(cfg: &DetailedConfig) -> f64 {
+    let Framework::DeepSpeed {
+        reduce_bucket_size, ..
+    } = cfg.framework
+    else {
+        return 0.0;
+    };
+    let bucket = reduce_bucket_size as f64;
+    let params = param_order(cfg);
+    let total: f64 = params.iter().sum();
+    let world = cfg.parallel.zero_divisor(1);
+    let partition = (total / world).ceil();
+    let starts = total - partition;
+    let mut whole = total;
+    let mut held: Vec<(f64, bool)> = Vec::new();
+    let (mut elements, mut offset) = (0.0, 0.0);
+    let mut allocated = false;
+    let mut peak = whole;
+    // Reduces the bucket: allocates the partition at the first weight of
+    // it, frees an oversized gradient of the partition once copied.
+    let mut reduce = |held: &mut Vec<(f64, bool)>, whole: &mut f64| {
+        for (n, mine) in held.drain(..) {
+            if mine && !allocated {
+                allocated = true;
+                peak = peak.max(*whole + partition);
+            }
+            if mine && n > bucket {
+                *whole -= n;
+            }
+        }
+    };
+    for n in params {
+        if elements + n > bucket {
+            reduce(&mut held, &mut whole);
+            elements = 0.0;
+        }
+        if n <= bucket {
+            whole -= n;
+        }
+        held.push((n, offset + n > starts));
+        elements += n;
+        offset += n;
+    }
+    reduce(&mut held, &mut whole);
+    peak
 }
 
 #[cfg(test)]
@@ -215,6 +348,9 @@ mod tests {
         cfg.framework = Framework::DeepSpeed {
             reduce_bucket_size: 500_000_000,
             prefetch_bucket_size: 0,
+            overlap_comm: None,
+            sub_group_size: 1_000_000_000,
+            param_persistence_threshold: 100_000,
         };
         let without = Zero3::new(&cfg, false).unwrap();
         let at = Moment::LayerForward(3);

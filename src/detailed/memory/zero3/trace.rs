@@ -3,7 +3,6 @@
 //! the order their hooks fire in forward and backward, and where backward's
 //! gradients overflow the reduce bucket.
 
-use super::PERSISTENCE_THRESHOLD;
 use crate::detailed::config::DetailedConfig;
 use crate::detailed::memory::events::Moment;
 use crate::detailed::model::Family;
@@ -45,8 +44,9 @@ pub(super) struct LayerTensors {
 }
 
 impl LayerTensors {
-    /// The tensors of one of `cfg`'s layers of `layer` values on this GPU.
-    pub(super) fn of(cfg: &DetailedConfig, layer: f64) -> Self {
+    /// The tensors of one of `cfg`'s layers of `layer` values on this GPU,
+    /// weights of at most `threshold` values persistent.
+    pub(super) fn of(cfg: &DetailedConfig, layer: f64, threshold: f64) -> Self {
         let tp = cfg.parallel.tp as f64;
         // A layer's weights as tensors (`ds_numel` on this GPU), each its
         // own module (`nn.Linear`); what the matrices leave is norms and
@@ -59,11 +59,12 @@ impl LayerTensors {
             .map(|m| m.iter().map(|&(r, c)| (r * c) as f64 / tp).collect())
             .unwrap_or_else(|| vec![layer]);
         let rest = (layer - matrices.iter().sum::<f64>()).max(0.0);
-        let persistent = matrices
-            .iter()
-            .filter(|n| **n < PERSISTENCE_THRESHOLD)
-            .sum::<f64>()
-            + rest;
+        // The norms and biases (a norm is `hidden` values) persist unless
+        // the threshold is below them; then each is gathered around its
+        // use, a transient too small to count.
+        let rest_persists = threshold >= cfg.arch.hidden as f64;
+        let persistent = matrices.iter().filter(|n| **n <= threshold).sum::<f64>()
+            + if rest_persists { rest } else { 0.0 };
         LayerTensors {
             matrices,
             rest,
@@ -228,21 +229,21 @@ pub(super) fn backward_from(trace: &[Module]) -> usize {
 }
 
 /// Backward's bucket reductions: at each module the bytes a reduction of
-/// the bucket holds (0 if none), and the values left in the bucket when
-/// backward ends. `bucket` is `reduce_bucket_size`, `gb` a gradient's
-/// bytes per value, `tied` whether the output layer is the embedding's.
+/// the bucket holds (0 if none), and those of the reduction of what is left
+/// in the bucket when backward ends. `bucket` is `reduce_bucket_size`, `gb`
+/// a gradient's bytes per value, `tied` whether the output layer is the
+/// embedding's, `world` the GPUs the gradients are reduce-scattered over.
 pub(super) fn bucket_reductions(
     trace: &[Module],
     numel: &[f64],
     tied: bool,
-    bucket: f64,
-    gb: f64,
+    (bucket, gb): (f64, f64),
+    world: f64,
 ) -> (Vec<f64>, f64) {
     // Gradients: copied into the bucket as backward produces them; a
     // weight that would overflow a non-empty bucket reduces it first
-    // (`__add_grad_to_ipg_bucket`), two copies of its contents at the
-    // peak (measured).
-    let mut held = 0.0_f64;
+    // (`__add_grad_to_ipg_bucket`).
+    let mut held = Held::default();
     let mut reduce_at = vec![0.0_f64; trace.len()];
     for (k, m) in trace.iter().enumerate().skip(backward_from(trace)) {
         let norms = (m.params.is_empty() && m.numel > 0.0).then_some(m.numel);
@@ -251,12 +252,36 @@ pub(super) fn bucket_reductions(
         let tied = m.at == Moment::HeadBackward && tied;
         let grads = m.params.iter().filter(|_| !tied).map(|&i| numel[i]);
         for n in grads.chain(norms) {
-            if held > 0.0 && held + n > bucket {
-                reduce_at[k] = reduce_at[k].max(2.0 * held * gb);
-                held = 0.0;
+            if held.values > 0.0 && held.values + n > bucket {
+                reduce_at[k] = reduce_at[k].max(held.reduction(bucket, world) * gb);
+                held = Held::default();
             }
-            held += n;
+            held.values += n;
+            held.tensors += 1;
         }
     }
-    (reduce_at, held)
+    let last = held.reduction(bucket, world) * gb;
+    (reduce_at, last)
+}
+
+/// The gradients waiting in the bucket: their values and how many tensors.
+#[derive(Default)]
+struct Held {
+    values: f64,
+    tensors: u32,
+}
+
+impl Held {
+    /// The values a reduction of these gradients holds beyond the bucket:
+    /// two copies of them (measured), and a third when they are one
+    /// gradient larger than the bucket (so in a tensor of its own) that
+    /// does not divide by the world: `reduce_scatter_coalesced`
+    /// (`runtime/comm/coalesced_collectives.py`, 0.19.8) reduces a single
+    /// tensor in place only when `numel() % world_sz == 0`, else
+    /// `torch.cat`s a padded copy of it.
+    fn reduction(&self, bucket: f64, world: f64) -> f64 {
+        let padded = self.tensors == 1 && self.values > bucket && self.values % world != 0.0;
+        let copies = if padded { 3.0 } else { 2.0 };
+        copies * self.values
+    }
 }

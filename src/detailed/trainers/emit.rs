@@ -1,0 +1,835 @@
+//! `--emit FORMAT`: a configuration written as a trainer's own file
+//! (DeepSpeed JSON, torchtune recipe, axolotl YAML, TRL config,
+//! torchtitan TOML, Megatron-LM launch line), with only the keys the
+//! readers of this room read back. What the format cannot say is refused in
+//! words, never dropped: reading the file back gives the same settings
+//! (`tests/trainers_props.rs`, the round trip).
+
+use super::models;
+use crate::detailed::config::{
+    AdamImpl, BaseQuant, DetailedConfig, Fp8, Framework, LoraDtype, Loss, Optimizer, Precision,
+    Recompute,
+};
+use crate::detailed::model::arch::Family;
+use crate::detailed::model::presets::PRESETS;
+use crate::detailed::model::LoraTargets;
+
+/// The formats `--emit` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// A DeepSpeed config JSON.
+    DeepSpeed,
+    /// A torchtune recipe YAML.
+    Torchtune,
+    /// An axolotl YAML.
+    Axolotl,
+    /// A TRL config YAML (SFTConfig and ModelConfig keys).
+    Trl,
+    /// A torchtitan TOML (2025 layout).
+    Torchtitan,
+    /// A Megatron-LM launch line.
+    Megatron,
+}
+
+impl Target {
+    /// The names `--emit` takes.
+    pub const NAMES: &'static [&'static str] = &[
+        "deepspeed",
+        "torchtune",
+        "axolotl",
+        "trl",
+        "torchtitan",
+        "megatron",
+    ];
+
+    /// The file name's extension the readers recognise.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Target::DeepSpeed => "json",
+            Target::Torchtitan => "toml",
+            Target::Megatron => "sh",
+            _ => "yaml",
+        }
+    }
+}
+
+impl std::str::FromStr for Target {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "deepspeed" => Ok(Target::DeepSpeed),
+            "torchtune" => Ok(Target::Torchtune),
+            "axolotl" => Ok(Target::Axolotl),
+            "trl" => Ok(Target::Trl),
+            "torchtitan" => Ok(Target::Torchtitan),
+            "megatron" => Ok(Target::Megatron),
+            _ => Err(format!(
+                "--emit must be one of: {}",
+                Target::NAMES.join(", ")
+            )),
+        }
+    }
+}
+
+/// `cfg` as `target`'s file, or what it cannot say.
+pub fn emit(cfg: &DetailedConfig, target: Target) -> Result<String, String> {
+    match target {
+        Target::DeepSpeed => deepspeed(cfg),
+        Target::Torchtune => torchtune(cfg),
+        Target::Axolotl => axolotl(cfg),
+        Target::Trl => trl(cfg),
+        Target::Torchtitan => torchtitan(cfg),
+        Target::Megatron => megatron(cfg),
+    }
+}
+
+/// A refusal: `format` cannot say `what`.
+fn cannot(format: &str, what: impl std::fmt::Display) -> String {
+    format!("--emit {format}: {what}")
+}
+
+/// The preset `cfg` runs, by name.
+fn preset(cfg: &DetailedConfig, format: &str) -> Result<&'static str, String> {
+    PRESETS
+        .iter()
+        .find(|p| p.arch == cfg.arch)
+        .map(|p| p.name)
+        .ok_or_else(|| {
+            cannot(
+                format,
+                "the model must be a preset (--model) to be named in a trainer's file",
+            )
+        })
+}
+
+/// Settings no trainer file of `format` holds: refused unless at their default.
+fn refuse_unsaid(cfg: &DetailedConfig, format: &str, parallel: bool) -> Result<(), String> {
+    let p = &cfg.parallel;
+    if parallel && (p.tp > 1 || p.pp > 1 || p.cp > 1 || p.ep > 1) {
+        return Err(cannot(
+            format,
+            "its file holds no tensor, pipeline, context or expert parallelism",
+        ));
+    }
+    if cfg.fp8 != Fp8::None && !matches!(format, "torchtitan" | "megatron" | "axolotl") {
+        return Err(cannot(format, "its file holds no fp8 recipe"));
+    }
+    if !matches!(cfg.objective, crate::detailed::config::Objective::Sft) {
+        return Err(cannot(
+            format,
+            "only supervised training is written (--objective sft)",
+        ));
+    }
+    refuse_features(cfg, format)
+}
+
+/// The trainers' memory features (issue 34) that `format`'s file does not
+/// write, refused unless at their default: torchtune writes its chunked
+/// loss, the optimizer in backward and LoRA's dropout, and keeps the
+/// adapters in the model's dtype (`torchtune/modules/peft/lora.py`); TRL
+/// writes `use_liger_kernel` and PEFT's dropout, with fp32 adapters;
+/// axolotl PEFT's dropout. Adapters on the output layer or the embedding
+/// are not written.
+fn refuse_features(cfg: &DetailedConfig, format: &str) -> Result<(), String> {
+    let (torchtune, trl) = (format == "torchtune", format == "trl");
+    let liger = cfg.liger && cfg.loss == Loss::Liger;
+    let loss_ok = match cfg.loss {
+        Loss::Full => !cfg.liger,
+        Loss::Chunked => torchtune && !cfg.liger,
+        Loss::Liger => trl && liger,
+        Loss::Cce => false,
+    };
+    if !loss_ok {
+        return Err(cannot(
+            format,
+            "its file here writes no such loss or kernels (torchtune: --loss chunked; trl: --impl liger)",
+        ));
+    }
+    if cfg.optimizer_in_backward && !torchtune {
+        return Err(cannot(
+            format,
+            "only torchtune's file writes the optimizer in backward",
+        ));
+    }
+    if cfg.lora_rank.is_some() {
+        if cfg.lora_targets.lm_head() || cfg.lora_targets.embed() {
+            return Err(cannot(
+                format,
+                "adapters on the output layer or embedding are not written",
+            ));
+        }
+        let model_dtype = if cfg.precision == Precision::Bf16 {
+            LoraDtype::Bf16
+        } else {
+            LoraDtype::Fp32
+        };
+        match (torchtune, cfg.lora_dtype) {
+            (true, d) if d != model_dtype => {
+                return Err(cannot(
+                    format,
+                    "torchtune keeps the adapters in the model's dtype",
+                ))
+            }
+            (false, LoraDtype::Bf16) => {
+                return Err(cannot(format, "PEFT keeps the adapters in fp32"))
+            }
+            _ => {}
+        }
+        if cfg.lora_dropout > 0.0 && !(torchtune || trl || format == "axolotl") {
+            return Err(cannot(format, "its file here writes no LoRA dropout"));
+        }
+    }
+    Ok(())
+}
+
+/// Whether the micro-batch, accumulation and dp give the batch exactly.
+fn accumulation(cfg: &DetailedConfig, format: &str) -> Result<u64, String> {
+    if cfg.effective_batch() != cfg.batch {
+        return Err(cannot(
+            format,
+            format!(
+                "the batch {} is not micro-batch × accumulation × dp",
+                cfg.batch
+            ),
+        ));
+    }
+    Ok(cfg.accumulation_steps())
+}
+
+/// transformers' `optim` names.
+fn hf_optim(cfg: &DetailedConfig, format: &str) -> Result<&'static str, String> {
+    Ok(match (cfg.optimizer, cfg_adam(cfg)) {
+        (Optimizer::AdamW, Some(AdamImpl::Fused)) => "adamw_torch_fused",
+        (Optimizer::AdamW, _) => "adamw_torch",
+        (Optimizer::PagedAdamW, _) => "paged_adamw_32bit",
+        (Optimizer::PagedAdam8bit, _) => "paged_adamw_8bit",
+        (Optimizer::Adam8bit, _) => "adamw_bnb_8bit",
+        (Optimizer::Sgd, _) => "sgd",
+        (Optimizer::Adafactor, _) => "adafactor",
+        (o, _) => {
+            return Err(cannot(
+                format,
+                format!("no optimizer named for {}", o.name()),
+            ))
+        }
+    })
+}
+
+/// AdamW's implementation is a step option, not part of `cfg`: the
+/// emitters write the default.
+fn cfg_adam(_cfg: &DetailedConfig) -> Option<AdamImpl> {
+    None
+}
+
+/// LoRA's targets as module names (`q_proj`, …).
+fn modules(t: LoraTargets, names: [&str; 7]) -> Vec<String> {
+    let bits = [
+        LoraTargets::Q,
+        LoraTargets::K,
+        LoraTargets::V,
+        LoraTargets::O,
+        LoraTargets::GATE,
+        LoraTargets::UP,
+        LoraTargets::DOWN,
+    ];
+    bits.iter()
+        .zip(names)
+        .filter(|(b, _)| t.0 & **b != 0)
+        .map(|(_, n)| n.to_string())
+        .collect()
+}
+
+const HF_MODULES: [&str; 7] = [
+    "q_proj",
+    "k_proj",
+    "v_proj",
+    "o_proj",
+    "gate_proj",
+    "up_proj",
+    "down_proj",
+];
+
+fn yaml_list(items: &[String]) -> String {
+    format!("[{}]", items.join(", "))
+}
+
+/// A DeepSpeed config: batch, ZeRO, offload, precision and optimizer (the
+/// model, sequence and checkpointing are the training script's).
+fn deepspeed(cfg: &DetailedConfig) -> Result<String, String> {
+    let f = "deepspeed";
+    refuse_unsaid(cfg, f, true)?;
+    let Framework::DeepSpeed {
+        reduce_bucket_size,
+        prefetch_bucket_size,
+        overlap_comm,
+        sub_group_size,
+        param_persistence_threshold,
+    } = cfg.framework
+    else {
+        return Err(cannot(
+            f,
+            "the framework must be deepspeed (--framework deepspeed)",
+        ));
+    };
+    if cfg.lora_rank.is_some() || cfg.base_quant != BaseQuant::None {
+        return Err(cannot(
+            f,
+            "LoRA and a quantized base belong to the training script, not the DeepSpeed config",
+        ));
+    }
+    let accum = accumulation(cfg, f)?;
+    let precision = match cfg.precision {
+        Precision::Mixed => "\n  \"bf16\": {\"enabled\": true},",
+        Precision::Fp32 => "",
+        Precision::Bf16 => {
+            return Err(cannot(
+                f,
+                "DeepSpeed keeps an fp32 master copy: pure bf16 is not written",
+            ))
+        }
+    };
+    let optimizer = match cfg.optimizer {
+        Optimizer::AdamW => "AdamW",
+        Optimizer::Lion => "Lion",
+        o => {
+            return Err(cannot(
+                f,
+                format!(
+                    "DeepSpeed's optimizer block names AdamW or Lion, not {}",
+                    o.name()
+                ),
+            ))
+        }
+    };
+    let z = cfg.parallel.zero;
+    let mut zero = format!("    \"stage\": {z},\n    \"reduce_bucket_size\": {reduce_bucket_size}");
+    if z == 3 {
+        zero += &format!(",\n    \"stage3_prefetch_bucket_size\": {prefetch_bucket_size},\n    \"sub_group_size\": {sub_group_size},\n    \"stage3_param_persistence_threshold\": {param_persistence_threshold}");
+    }
+    if let Some(on) = overlap_comm {
+        zero += &format!(",\n    \"overlap_comm\": {on}");
+    }
+    if cfg.offload.optimizer {
+        zero += ",\n    \"offload_optimizer\": {\"device\": \"cpu\"}";
+    }
+    if cfg.offload.params {
+        zero += ",\n    \"offload_param\": {\"device\": \"cpu\"}";
+    }
+    Ok(format!(
+        "{{\n  \"train_micro_batch_size_per_gpu\": {},\n  \"gradient_accumulation_steps\": {accum},{precision}\n  \"optimizer\": {{\"type\": \"{optimizer}\"}},\n  \"zero_optimization\": {{\n{zero}\n  }}\n}}\n",
+        cfg.micro()
+    ))
+}
+
+/// torchtune's builder for a preset (`torchtune.models.llama3_1.lora_llama3_1_8b`).
+fn torchtune_builder(name: &str, prefix: &str) -> Option<String> {
+    let (family, size) = name.rsplit_once('-')?;
+    let module = match family {
+        "llama-2" => "llama2",
+        "llama-3.1" => "llama3_1",
+        "llama-3.2" => "llama3_2",
+        "qwen2.5" => "qwen2_5",
+        "qwen3" => "qwen3",
+        "mistral" => "mistral",
+        _ => return None,
+    };
+    let component = format!("torchtune.models.{module}.{prefix}{module}_{size}");
+    (models::torchtune(&component) == Some(name)).then_some(component)
+}
+
+/// A torchtune recipe.
+fn torchtune(cfg: &DetailedConfig) -> Result<String, String> {
+    let f = "torchtune";
+    refuse_unsaid(cfg, f, true)?;
+    let name = preset(cfg, f)?;
+    let distributed = match cfg.framework {
+        Framework::Fsdp2 {
+            reshard_after_forward,
+        } if cfg.parallel.zero == 3 => Some(reshard_after_forward),
+        _ if cfg.parallel.dp == 1 && cfg.parallel.zero == 0 => None,
+        _ => {
+            return Err(cannot(
+                f,
+                "torchtune runs on one GPU or shards with FSDP2 (--framework fsdp2 --zero 3)",
+            ))
+        }
+    };
+    let prefix = match (cfg.lora_rank, cfg.base_quant) {
+        (None, BaseQuant::None) => "",
+        (Some(_), BaseQuant::None) => "lora_",
+        (Some(_), BaseQuant::Nf4 { double_quant: true }) => "qlora_",
+        _ => {
+            return Err(cannot(
+                f,
+                "torchtune's quantized base is NF4 (--quant-base nf4)",
+            ))
+        }
+    };
+    let component = torchtune_builder(name, prefix)
+        .ok_or_else(|| cannot(f, format!("no torchtune builder for {name}")))?;
+    let dtype = match cfg.precision {
+        Precision::Bf16 => "bf16",
+        Precision::Fp32 => "fp32",
+        Precision::Mixed => {
+            return Err(cannot(
+                f,
+                "torchtune trains in pure bf16 or fp32 (--precision bf16|fp32)",
+            ))
+        }
+    };
+    let optimizer = match cfg.optimizer {
+        Optimizer::AdamW => "torch.optim.AdamW",
+        Optimizer::PagedAdamW => "bitsandbytes.optim.PagedAdamW",
+        Optimizer::PagedAdam8bit => "bitsandbytes.optim.PagedAdamW8bit",
+        Optimizer::Adam8bit => "bitsandbytes.optim.AdamW8bit",
+        o => {
+            return Err(cannot(
+                f,
+                format!("no torchtune optimizer written for {}", o.name()),
+            ))
+        }
+    };
+    let recipe = match (cfg.lora_rank.is_some(), distributed.is_some()) {
+        (true, true) => "lora_finetune_distributed",
+        (true, false) => "lora_finetune_single_device",
+        (false, true) => "full_finetune_distributed",
+        (false, false) => "full_finetune_single_device",
+    };
+    let mut out = format!("# Written by membudget --emit torchtune. Run: tune run {recipe} --config THIS_FILE\nmodel:\n  _component_: {component}\n");
+    out += &torchtune_lora(cfg, f)?;
+    out += &format!(
+        "tokenizer:\n  max_seq_len: {}\nbatch_size: {}\ngradient_accumulation_steps: {}\n",
+        cfg.seq,
+        cfg.micro(),
+        accumulation(cfg, f)?
+    );
+    out += &format!("optimizer:\n  _component_: {optimizer}\ndtype: {dtype}\n");
+    out += &format!(
+        "enable_activation_checkpointing: {}\n",
+        recompute_on(cfg, f)?
+    );
+    out += &format!(
+        "enable_activation_offloading: {}\n",
+        cfg.offload.activations
+    );
+    if let Some(r) = distributed {
+        out += &format!("fsdp_reshard_after_forward: {r}\n");
+    }
+    if cfg.optimizer_in_backward {
+        out += "optimizer_in_bwd: true\n";
+    }
+    if cfg.loss == Loss::Chunked {
+        out += &format!(
+            "loss:\n  _component_: torchtune.modules.loss.CEWithChunkedOutputLoss\n  num_output_chunks: {}\n",
+            cfg.loss_chunks
+        );
+    }
+    Ok(out)
+}
+
+fn torchtune_lora(cfg: &DetailedConfig, f: &str) -> Result<String, String> {
+    let Some(r) = cfg.lora_rank else {
+        return Ok(String::new());
+    };
+    let t = cfg.lora_targets;
+    let mlp = t.0 & (LoraTargets::GATE | LoraTargets::UP | LoraTargets::DOWN);
+    if mlp != 0 && mlp != LoraTargets::GATE | LoraTargets::UP | LoraTargets::DOWN {
+        return Err(cannot(
+            f,
+            "torchtune adapts the MLP's three projections together (apply_lora_to_mlp)",
+        ));
+    }
+    let attn = modules(
+        LoraTargets(t.0 & 15),
+        ["q_proj", "k_proj", "v_proj", "output_proj", "", "", ""],
+    );
+    Ok(format!(
+        "  lora_attn_modules: {}\n  apply_lora_to_mlp: {}\n  lora_rank: {r}\n  lora_dropout: {}\n",
+        yaml_list(&attn),
+        mlp != 0,
+        cfg.lora_dropout
+    ))
+}
+
+/// Full recomputation or none: what the trainers' switches say.
+fn recompute_on(cfg: &DetailedConfig, f: &str) -> Result<bool, String> {
+    match cfg.recompute {
+        Recompute::Full => Ok(true),
+        Recompute::None => Ok(false),
+        r => Err(cannot(
+            f,
+            format!(
+                "its checkpointing switch is all or nothing, not {}",
+                r.name()
+            ),
+        )),
+    }
+}
+
+/// A hub name for a preset, as the trainers name models.
+fn hub(name: &str) -> String {
+    const HUB: &[(&str, &str)] = &[
+        ("llama-2-7b", "meta-llama/Llama-2-7b-hf"),
+        ("llama-2-13b", "meta-llama/Llama-2-13b-hf"),
+        ("llama-2-70b", "meta-llama/Llama-2-70b-hf"),
+        ("llama-3.1-8b", "meta-llama/Llama-3.1-8B"),
+        ("llama-3.1-70b", "meta-llama/Llama-3.1-70B"),
+        ("llama-3.1-405b", "meta-llama/Llama-3.1-405B"),
+        ("llama-3.2-1b", "meta-llama/Llama-3.2-1B"),
+        ("llama-3.2-3b", "meta-llama/Llama-3.2-3B"),
+        ("mistral-7b", "mistralai/Mistral-7B-v0.1"),
+        ("qwen2.5-0.5b", "Qwen/Qwen2.5-0.5B"),
+        ("qwen2.5-7b", "Qwen/Qwen2.5-7B"),
+        ("qwen2.5-72b", "Qwen/Qwen2.5-72B"),
+        ("qwen3-8b", "Qwen/Qwen3-8B"),
+    ];
+    HUB.iter()
+        .find(|(p, _)| *p == name)
+        .map_or_else(|| name.to_string(), |(_, h)| h.to_string())
+}
+
+/// A TRL config (SFTConfig and ModelConfig keys), as `trl sft --config` reads it.
+fn trl(cfg: &DetailedConfig) -> Result<String, String> {
+    let f = "trl";
+    refuse_unsaid(cfg, f, true)?;
+    if cfg.parallel.zero > 0
+        || !matches!(cfg.framework, Framework::Megatron | Framework::Ddp { .. })
+    {
+        return Err(cannot(
+            f,
+            "ZeRO and FSDP live in the DeepSpeed or accelerate file: emit deepspeed for them",
+        ));
+    }
+    let name = hub(preset(cfg, f)?);
+    let mut out = format!("# Written by membudget --emit trl. Run: trl sft --config THIS_FILE\nmodel_name_or_path: {name}\n");
+    out += &format!(
+        "per_device_train_batch_size: {}\ngradient_accumulation_steps: {}\nmax_length: {}\n",
+        cfg.micro(),
+        accumulation(cfg, f)?,
+        cfg.seq
+    );
+    out += &format!(
+        "gradient_checkpointing: {}\noptim: {}\n",
+        recompute_on(cfg, f)?,
+        hf_optim(cfg, f)?
+    );
+    out += match cfg.precision {
+        Precision::Mixed => "bf16: true\n",
+        Precision::Bf16 => "bf16: true\ndtype: bfloat16\n",
+        Precision::Fp32 => "bf16: false\n",
+    };
+    if cfg.offload.activations {
+        out += "activation_offloading: true\n";
+    }
+    if cfg.liger {
+        out += "use_liger_kernel: true\n";
+    }
+    if let Some(r) = cfg.lora_rank {
+        out += &format!(
+            "use_peft: true\nlora_r: {r}\nlora_target_modules: {}\nlora_dropout: {}\n",
+            yaml_list(&modules(cfg.lora_targets, HF_MODULES)),
+            cfg.lora_dropout
+        );
+    }
+    out += match cfg.base_quant {
+        BaseQuant::None => "",
+        BaseQuant::Nf4 { double_quant: true } => "load_in_4bit: true\nuse_bnb_nested_quant: true\n",
+        BaseQuant::Nf4 {
+            double_quant: false,
+        } => "load_in_4bit: true\n",
+        BaseQuant::Int8 => "load_in_8bit: true\n",
+    };
+    Ok(out)
+}
+
+/// An axolotl YAML.
+fn axolotl(cfg: &DetailedConfig) -> Result<String, String> {
+    let f = "axolotl";
+    refuse_unsaid(cfg, f, false)?;
+    let p = &cfg.parallel;
+    if p.pp > 1 || p.ep > 1 {
+        return Err(cannot(
+            f,
+            "its file holds no pipeline or expert parallelism",
+        ));
+    }
+    let name = hub(preset(cfg, f)?);
+    let mut out = format!(
+        "# Written by membudget --emit axolotl. Run: axolotl train THIS_FILE\nbase_model: {name}\n"
+    );
+    out += &format!(
+        "micro_batch_size: {}\ngradient_accumulation_steps: {}\nsequence_len: {}\n",
+        cfg.micro(),
+        accumulation(cfg, f)?,
+        cfg.seq
+    );
+    out += &match (recompute_on(cfg, f)?, cfg.offload.activations) {
+        (true, true) => "gradient_checkpointing: offload\n".to_string(),
+        (on, false) => format!("gradient_checkpointing: {on}\n"),
+        (false, true) => "gradient_checkpointing: false\nactivation_offloading: true\n".to_string(),
+    };
+    out += &format!("optimizer: {}\n", hf_optim(cfg, f)?);
+    out +=
+        match cfg.precision {
+            Precision::Bf16 => "bf16: true\n",
+            Precision::Fp32 => "bf16: false\n",
+            Precision::Mixed => return Err(cannot(
+                f,
+                "axolotl loads the weights in bf16 or fp32 (--precision bf16|fp32), no fp32 master",
+            )),
+        };
+    if let Some(r) = cfg.lora_rank {
+        let adapter = if cfg.base_quant == BaseQuant::None {
+            "lora"
+        } else {
+            "qlora"
+        };
+        out += &format!(
+            "adapter: {adapter}\nlora_r: {r}\nlora_target_modules: {}\nlora_dropout: {}\n",
+            yaml_list(&modules(cfg.lora_targets, HF_MODULES)),
+            cfg.lora_dropout
+        );
+    }
+    out += match cfg.base_quant {
+        BaseQuant::None => "",
+        BaseQuant::Nf4 { double_quant: true } => "load_in_4bit: true\n",
+        BaseQuant::Int8 => "load_in_8bit: true\n",
+        BaseQuant::Nf4 {
+            double_quant: false,
+        } => {
+            return Err(cannot(
+                f,
+                "axolotl's 4-bit base is double-quantized (--quant-base nf4)",
+            ))
+        }
+    };
+    out += &axolotl_parallel(cfg, f)?;
+    Ok(out)
+}
+
+fn axolotl_parallel(cfg: &DetailedConfig, f: &str) -> Result<String, String> {
+    let p = &cfg.parallel;
+    let mut out = String::new();
+    if cfg.fp8 == Fp8::Tensorwise {
+        out += "fp8: true\n";
+    } else if cfg.fp8 != Fp8::None {
+        return Err(cannot(f, "axolotl's fp8 is torchao's tensorwise recipe"));
+    }
+    match cfg.framework {
+        Framework::Fsdp2 { reshard_after_forward } if p.zero == 3 => {
+            out += &format!("fsdp_version: 2\nfsdp_config:\n  reshard_after_forward: {reshard_after_forward}\n");
+        }
+        _ if p.zero == 0 && matches!(cfg.framework, Framework::Megatron | Framework::Ddp { .. }) => {}
+        _ => return Err(cannot(f, "ZeRO under DeepSpeed lives in its JSON (emit deepspeed); axolotl's own sharding is FSDP2 (--framework fsdp2 --zero 3)")),
+    }
+    if p.cp > 1 {
+        out += &format!("context_parallel_size: {}\n", p.cp);
+    }
+    if p.tp > 1 {
+        out += &format!("tensor_parallel_size: {}\n", p.tp);
+    }
+    if let Some(n) = p.dp_shard {
+        out += &format!("dp_shard_size: {n}\n");
+    }
+    Ok(out)
+}
+
+/// A torchtitan TOML (the 2025 `[parallelism]` layout).
+fn torchtitan(cfg: &DetailedConfig) -> Result<String, String> {
+    let f = "torchtitan";
+    refuse_unsaid(cfg, f, false)?;
+    let name = preset(cfg, f)?;
+    let flavor = name
+        .strip_prefix("llama-3.1-")
+        .map(str::to_ascii_uppercase)
+        .ok_or_else(|| {
+            cannot(
+                f,
+                "torchtitan's llama3 flavours are Llama 3.1 8B, 70B and 405B",
+            )
+        })?;
+    if cfg.lora_rank.is_some() || cfg.base_quant != BaseQuant::None || cfg.offload.activations {
+        return Err(cannot(
+            f,
+            "torchtitan trains the whole model, without offload",
+        ));
+    }
+    let p = &cfg.parallel;
+    let Framework::Fsdp2 {
+        reshard_after_forward,
+    } = cfg.framework
+    else {
+        return Err(cannot(
+            f,
+            "torchtitan shards with FSDP2 (--framework fsdp2 --zero 3)",
+        ));
+    };
+    if p.zero != 3 || p.ep > 1 || p.vp > 1 || (p.tp > 1 && !(p.sp && p.tp_layers_only)) {
+        return Err(cannot(f, "torchtitan runs FSDP2 (--zero 3), tensor parallelism on the layers with sequence parallelism (--tp-layers-only --sp), no interleaving or experts here"));
+    }
+    let mp = match cfg.precision {
+        Precision::Mixed => "bfloat16",
+        Precision::Fp32 => "float32",
+        Precision::Bf16 => {
+            return Err(cannot(
+                f,
+                "torchtitan keeps fp32 shards under a bf16 policy (--precision mixed)",
+            ))
+        }
+    };
+    let ac = match cfg.recompute {
+        Recompute::None => "mode = \"none\"",
+        Recompute::Full => "mode = \"full\"",
+        Recompute::SelectiveOp => "mode = \"selective\"\nselective_ac_option = \"op\"",
+        Recompute::Selective => {
+            return Err(cannot(
+                f,
+                "Megatron's selective recomputation is not torchtitan's",
+            ))
+        }
+    };
+    let shard = p.dp_shard.map_or("-1".to_string(), |n| n.to_string());
+    let replicate = p.dp_shard.map_or(1, |n| p.dp / n.max(1));
+    let mut out = format!("# Written by membudget --emit torchtitan.\n[model]\nname = \"llama3\"\nflavor = \"{flavor}\"\n\n");
+    out += &format!("[training]\nlocal_batch_size = {}\nglobal_batch_size = {}\nseq_len = {}\nmixed_precision_param = \"{mp}\"\n\n", cfg.micro(), cfg.batch, cfg.seq);
+    out += &format!("[parallelism]\ndata_parallel_replicate_degree = {replicate}\ndata_parallel_shard_degree = {shard}\ntensor_parallel_degree = {}\npipeline_parallel_degree = {}\ncontext_parallel_degree = {}\nfsdp_reshard_after_forward = \"{}\"\n\n", p.tp, p.pp, p.cp, if reshard_after_forward { "always" } else { "never" });
+    out += &format!("[activation_checkpoint]\n{ac}\n\n[optimizer]\nname = \"AdamW\"\n");
+    if cfg.optimizer != Optimizer::AdamW {
+        return Err(cannot(f, "torchtitan's optimizer here is AdamW"));
+    }
+    match cfg.fp8 {
+        Fp8::None => {}
+        Fp8::Tensorwise => out += "\n[float8]\nenable_float8_linear = true\n",
+        Fp8::Rowwise => {
+            out += "\n[float8]\nenable_float8_linear = true\nrecipe_name = \"rowwise\"\n"
+        }
+        _ => {
+            return Err(cannot(
+                f,
+                "torchtitan's float8 is torchao's tensorwise or rowwise",
+            ))
+        }
+    }
+    Ok(out)
+}
+
+/// A Megatron-LM launch line (`torchrun … pretrain_gpt.py …`).
+fn megatron(cfg: &DetailedConfig) -> Result<String, String> {
+    let f = "megatron";
+    refuse_unsaid(cfg, f, false)?;
+    let a = &cfg.arch;
+    if a.moe.is_some() || a.mla.is_some() || a.ssm.is_some() {
+        return Err(cannot(
+            f,
+            "only dense models are written (no experts, latent attention or Mamba)",
+        ));
+    }
+    let p = &cfg.parallel;
+    if !matches!(cfg.framework, Framework::Megatron) || p.zero > 1 || p.ep > 1 {
+        return Err(cannot(
+            f,
+            "Megatron runs its own framework with ZeRO 0 or 1 (the distributed optimizer)",
+        ));
+    }
+    if cfg.lora_rank.is_some()
+        || cfg.base_quant != BaseQuant::None
+        || (cfg.offload.optimizer || cfg.offload.params || cfg.offload.activations)
+    {
+        return Err(cannot(
+            f,
+            "pretrain_gpt.py trains the whole model, without offload",
+        ));
+    }
+    // What the reader builds from the shape flags must be this model.
+    let shaped = match a.family {
+        Family::Llama => crate::detailed::model::Architecture::llama(
+            a.layers, a.hidden, a.heads, a.kv_heads, a.ffn, a.vocab,
+        ),
+        Family::Gpt2 => {
+            crate::detailed::model::Architecture::gpt2(a.layers, a.hidden, a.heads, a.vocab)
+        }
+    };
+    if shaped != *a {
+        return Err(cannot(f, "Megatron's shape flags written here do not say all of this model (tied embeddings, biases, norms): give the shape with --arch"));
+    }
+    let world = cfg.gpus();
+    let (nproc, nodes) = if world <= 8 {
+        (world, 1)
+    } else if world.is_multiple_of(8) {
+        (8, world / 8)
+    } else {
+        return Err(cannot(f, format!("{world} GPUs are not whole nodes of 8")));
+    };
+    let mut out = format!("# Written by membudget --emit megatron.\ntorchrun --nproc_per_node {nproc} --nnodes {nodes} pretrain_gpt.py \\\n");
+    out += &format!("    --num-layers {} --hidden-size {} --num-attention-heads {} --ffn-hidden-size {} --vocab-size {} \\\n", a.layers, a.hidden, a.heads, a.ffn, a.vocab);
+    if a.family == Family::Llama {
+        out += &format!(
+            "    --swiglu --group-query-attention --num-query-groups {} \\\n",
+            a.kv_heads
+        );
+    }
+    out += &format!(
+        "    --micro-batch-size {} --global-batch-size {} --seq-length {} \\\n",
+        cfg.micro(),
+        cfg.batch,
+        cfg.seq
+    );
+    out += &format!("    --tensor-model-parallel-size {} --pipeline-model-parallel-size {} --context-parallel-size {}", p.tp, p.pp, p.cp);
+    if p.vp > 1 {
+        out += &format!(" --virtual-pipeline-model-parallel-size {}", p.vp);
+    }
+    out += &megatron_switches(cfg, f)?;
+    Ok(out + "\n")
+}
+
+fn megatron_switches(cfg: &DetailedConfig, f: &str) -> Result<String, String> {
+    let mut out = String::new();
+    if cfg.parallel.sp {
+        out += " --sequence-parallel";
+    }
+    if cfg.parallel.zero == 1 {
+        out += " --use-distributed-optimizer";
+    }
+    match cfg.precision {
+        Precision::Mixed => out += " --bf16",
+        Precision::Fp32 => {}
+        Precision::Bf16 => {
+            return Err(cannot(
+                f,
+                "Megatron keeps fp32 main weights: pure bf16 is not written",
+            ))
+        }
+    }
+    match cfg.recompute {
+        Recompute::None => {}
+        Recompute::Full => out += " --recompute-granularity full",
+        Recompute::Selective => out += " --recompute-granularity selective",
+        Recompute::SelectiveOp => {
+            return Err(cannot(
+                f,
+                "torchtitan's per-operator policy is not Megatron's",
+            ))
+        }
+    }
+    match cfg.fp8 {
+        Fp8::None => {}
+        Fp8::Te => out += " --fp8-format hybrid",
+        _ => {
+            return Err(cannot(
+                f,
+                "Megatron's fp8 is Transformer Engine's (--fp8 te)",
+            ))
+        }
+    }
+    match cfg.optimizer {
+        Optimizer::AdamW => {}
+        Optimizer::Sgd => out += " --optimizer sgd",
+        o => {
+            return Err(cannot(
+                f,
+                format!("Megatron's optimizers are Adam and SGD, not {}", o.name()),
+            ))
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,325 @@
+//! torchtitan's TOML, in its three layouts: `[training]` sizes and
+//! `[experimental]` PP/CP (2024-12, `9dec370`), the same under
+//! `torchtitan/models/llama/` (2025-03), and `[parallelism]` with
+//! `local_batch_size` (2025-08). Keys: `torchtitan/config_manager.py`
+//! (later `torchtitan/config/job_config.py`).
+
+use super::models;
+use super::pending::Pending;
+use super::value::{finish, number, Doc, Out, ReadError, Value};
+
+/// torchtitan's defaults for what a file leaves out.
+pub const DEFAULTS: &[(&str, &str, &str)] = &[
+    ("data_parallel_shard_degree", "-1 (every GPU the other sizes leave)", "torchtitan 0.3.0 `torchtitan/config/configs.py:124`: `data_parallel_shard_degree: int = -1` (the same in `config_manager.py`, 2024-12)"),
+    ("mixed_precision_param", "bfloat16", "torchtitan 0.3.0 `torchtitan/config/configs.py:85`: `mixed_precision_param: Literal[\"bfloat16\", \"float32\"] = \"bfloat16\"`"),
+    ("activation_checkpoint.mode", "selective", "torchtitan `torchtitan/config_manager.py` (2024-12, 9dec370): `'--activation_checkpoint.mode', type=str, default='selective'`"),
+    ("activation_checkpoint.selective_ac_option", "2 (every other layer)", "torchtitan `torchtitan/config_manager.py` (2024-12, 9dec370): `'--activation_checkpoint.selective_ac_option', type=str, default='2'`"),
+    ("fsdp_reshard_after_forward", "default (reshard, but not the last stage's under PP)", "torchtitan 0.3.0 `torchtitan/config/configs.py:136`: `fsdp_reshard_after_forward: Literal[\"default\", \"always\", \"never\"] = \"default\"`"),
+];
+
+/// Keys read and not priced, with the reason (`*` matches the rest of a key).
+pub const IGNORED: &[(&str, &str)] = &[
+    ("training.compile", "compile is not priced"),
+    ("compile.*", "compile is not priced"),
+    (
+        "training.enable_cpu_offload",
+        "FSDP CPU offload is not priced",
+    ),
+    (
+        "training.mixed_precision_reduce",
+        "the gradient reduction's dtype: not priced apart",
+    ),
+    (
+        "*.disable_loss_parallel",
+        "loss parallelism: the logits as --tp-layers-only says",
+    ),
+    (
+        "*.enable_async_tensor_parallel",
+        "async TP: time, not memory",
+    ),
+    (
+        "*.pipeline_parallel_microbatches",
+        "the pipeline's micro-batches come from --batch / --micro-batch",
+    ),
+    (
+        "*.pipeline_parallel_split_points",
+        "where the stages split: even splits are priced",
+    ),
+    (
+        "*.pipeline_parallel_layers_per_stage",
+        "even splits are priced",
+    ),
+    (
+        "float8.enable_fsdp_float8_all_gather",
+        "fp8 all-gather: not priced apart",
+    ),
+    (
+        "float8.precompute_float8_dynamic_scale_for_fsdp",
+        "a scale: small",
+    ),
+    (
+        "float8.force_recompute_fp8_weight_in_bwd",
+        "not priced apart",
+    ),
+    (
+        "float8.filter_fqns",
+        "which linears: the layers' all are priced",
+    ),
+    ("model.norm_type", "the norm's kernel: no memory here"),
+    ("model.tokenizer_path", "no memory"),
+    ("optimizer.lr", "a hyperparameter: no memory"),
+    ("optimizer.eps", "a hyperparameter: no memory"),
+    ("optimizer.weight_decay", "a hyperparameter: no memory"),
+    ("training.max_norm", "gradient clipping: no memory"),
+    ("training.warmup_steps", "no memory"),
+    ("training.steps", "no memory"),
+    ("training.dataset*", "the data: no memory"),
+    ("lr_scheduler.*", "no memory"),
+    ("job.*", "no memory"),
+    ("profiling.*", "profiling"),
+    ("metrics.*", "logging"),
+    ("checkpoint.*", "checkpoint files: no memory in the step"),
+    ("comm.*", "timeouts: no memory"),
+];
+
+/// Reads a torchtitan TOML.
+pub fn read(root: &Value) -> Result<Out, ReadError> {
+    let mut doc = Doc::new(root);
+    let mut out = Out::default();
+    let name = doc.text("model.name")?.unwrap_or_default();
+    if let Some(f) = doc.text("model.flavor")? {
+        match models::torchtitan(&name, &f) {
+            Some(p) => out.set(
+                "model.name + model.flavor",
+                format!("{name} {f}"),
+                "--model",
+                p,
+            ),
+            None => out.unknown("model.name + model.flavor", &format!("{name} {f}")),
+        }
+    }
+    for (keys, flag) in [
+        (
+            &["training.local_batch_size", "training.batch_size"][..],
+            "--micro-batch",
+        ),
+        (&["training.global_batch_size"][..], "--batch"),
+        (&["training.seq_len"][..], "--seq"),
+    ] {
+        for key in keys {
+            // `global_batch_size = -1` (the 2025 default): local batch × dp.
+            if doc.peek(key).and_then(Value::text).as_deref() == Some("-1") {
+                doc.take(key);
+                out.ignore(
+                    key,
+                    -1,
+                    "−1: the local batch × the data-parallel size, no accumulation",
+                );
+                continue;
+            }
+            if let Some(n) = doc.uint(key)? {
+                if !(flag == "--batch" && n == 0) {
+                    out.set(key, n, flag, n);
+                }
+            }
+        }
+    }
+    read_parallel(&mut doc, &mut out)?;
+    read_precision(&mut doc, &mut out)?;
+    read_checkpointing(&mut doc, &mut out)?;
+    read_optimizer(&mut doc, &mut out)?;
+    finish(&mut doc, &mut out, "torchtitan", IGNORED);
+    Ok(out)
+}
+
+/// A size from `[parallelism]`, `[training]` or `[experimental]`, whichever has it.
+fn size(doc: &mut Doc, name: &str) -> Result<Option<(String, i64)>, ReadError> {
+    for section in ["parallelism", "training", "experimental"] {
+        let key = format!("{section}.{name}");
+        if let Some(v) = doc.take(&key) {
+            let n = v
+                .text()
+                .as_deref()
+                .and_then(number)
+                .filter(|x| x.fract() == 0.0 && *x >= -1.0 && *x < 1e6)
+                .ok_or_else(|| {
+                    ReadError::at(&key, format!("expected a whole number or -1, got {v}"))
+                })?;
+            return Ok(Some((key, n as i64)));
+        }
+    }
+    Ok(None)
+}
+
+fn read_parallel(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
+    for (name, flag) in [
+        ("tensor_parallel_degree", "--tp"),
+        ("pipeline_parallel_degree", "--pp"),
+        ("context_parallel_degree", "--cp"),
+        ("expert_parallel_degree", "--ep"),
+    ] {
+        if let Some((key, n)) = size(doc, name)? {
+            if n < 1 {
+                return Err(ReadError::at(&key, format!("expected 1 or more, got {n}")));
+            }
+            out.set(&key, n, flag, n);
+            if flag == "--tp" && n > 1 {
+                // torchtitan's TP plan covers the decoder layers; its
+                // sequence parallelism is on (parallelize_llama).
+                out.set(&key, n, "--tp-layers-only", "");
+                out.set(&key, n, "--sp", "");
+            }
+        }
+    }
+    let replicate = size(doc, "data_parallel_replicate_degree")?;
+    let shard = size(doc, "data_parallel_shard_degree")?;
+    // FSDP2 over the shard group (torchtitan/parallelisms/parallelize_llama.py, `apply_fsdp`).
+    match &shard {
+        Some((key, n)) if *n == 1 => out.ignore(key, n, "no sharding: plain data parallelism"),
+        Some((key, n)) => {
+            out.set(key, n, "--framework", "fsdp2");
+            out.set(key, n, "--zero", "3");
+            if *n > 1 && replicate.as_ref().is_some_and(|(_, r)| *r > 1) {
+                out.set(key, n, "--dp-shard", n);
+            }
+        }
+        None => {
+            out.trainer_default(
+                "training.data_parallel_shard_degree",
+                "-1",
+                "--framework",
+                "fsdp2",
+                DEFAULTS[0].2,
+            );
+            out.trainer_default(
+                "training.data_parallel_shard_degree",
+                "-1",
+                "--zero",
+                "3",
+                DEFAULTS[0].2,
+            );
+        }
+    }
+    if let Some((key, r)) = replicate {
+        out.ignore(
+            &key,
+            r,
+            "replicas: the data-parallel size is what --nproc-per-node leaves",
+        );
+    }
+    for key in [
+        "parallelism.fsdp_reshard_after_forward",
+        "training.fsdp_reshard_after_forward",
+    ] {
+        if let Some(v) = doc.text(key)? {
+            let b = v != "never";
+            out.set(key, &v, "--reshard-after-forward", b);
+        }
+    }
+    for key in [
+        "experimental.pipeline_parallel_schedule",
+        "parallelism.pipeline_parallel_schedule",
+    ] {
+        if let Some(s) = doc.text(key)? {
+            match s.as_str() {
+                "1F1B" | "1f1b" => out.set(key, &s, "--schedule", "1f1b"),
+                "ZBH1" | "ZeroBubble" => out.set(key, &s, "--schedule", "zb-h1"),
+                _ => out.ignore(
+                    key,
+                    s,
+                    "a schedule membudget does not price (1F1B, interleaved with --vp, ZB-H1)",
+                ),
+            }
+        }
+    }
+    Ok(())
+}
+
+fn read_precision(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
+    let key = "training.mixed_precision_param";
+    match doc.text(key)?.as_deref() {
+        Some("float32") => out.set(key, "float32", "--precision", "fp32"),
+        Some(p) => out.set(key, p, "--precision", "mixed"),
+        None => out.trainer_default(key, "bfloat16", "--precision", "mixed", DEFAULTS[1].2),
+    }
+    let converters = doc
+        .take("model.converters")
+        .map(|v| v.items())
+        .unwrap_or_default();
+    let linear = doc.flag("float8.enable_float8_linear")?.unwrap_or(false);
+    if linear || converters.iter().any(|c| c == "float8") {
+        let recipe = doc.text("float8.recipe_name")?.unwrap_or_default();
+        let r = if recipe == "rowwise" {
+            "rowwise"
+        } else {
+            "tensorwise"
+        };
+        out.set(
+            "float8",
+            if linear {
+                "enable_float8_linear"
+            } else {
+                "converters"
+            },
+            "--fp8",
+            r,
+        );
+    }
+    Ok(())
+}
+
+fn read_checkpointing(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
+    let key = "activation_checkpoint.mode";
+    let mode = doc.text(key)?;
+    let option = doc.text("activation_checkpoint.selective_ac_option")?;
+    let (m, o, default) = match (&mode, &option) {
+        (Some(m), o) => (m.clone(), o.clone().unwrap_or_else(|| "2".into()), false),
+        (None, o) => (
+            "selective".to_string(),
+            o.clone().unwrap_or_else(|| "2".into()),
+            true,
+        ),
+    };
+    let flag = match (m.as_str(), o.as_str()) {
+        ("none", _) => Some("none"),
+        ("full", _) | ("selective", "1") => Some("full"),
+        ("selective", "op") => Some("selective-op"),
+        _ => None,
+    };
+    match (flag, default) {
+        (Some(f), false) => out.set(key, format!("{m} {o}"), "--recompute", f),
+        (Some(f), true) => out.trainer_default(key, "selective", "--recompute", f, DEFAULTS[2].2),
+        (None, _) => out.ignore(
+            key,
+            format!("{m} {o}"),
+            "checkpointing every Nth layer is not priced (every layer or none is)",
+        ),
+    }
+    Ok(())
+}
+
+fn read_optimizer(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
+    if let Some(n) = doc.text("optimizer.name")? {
+        super::common::optimizer(out, "optimizer.name", &n);
+    }
+    if let Some(true) = doc.flag("optimizer.fused")? {
+        out.set("optimizer.fused", true, "--adam", "fused");
+    }
+    if let Some(i) = doc.text("optimizer.implementation")? {
+        let a = match i.as_str() {
+            "fused" => "fused",
+            "foreach" => "foreach",
+            _ => "loop",
+        };
+        out.set("optimizer.implementation", &i, "--adam", a);
+    }
+    if let Some(true) = doc.flag("optimizer.early_step_in_backward")? {
+        out.pending(
+            "optimizer.early_step_in_backward",
+            true,
+            Pending::OptimizerInBackward,
+            "",
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,231 @@
+//! `--from FILE`: a trainer's own configuration read into flags placed
+//! before the user's own, so that the user's flags (and later files)
+//! override it; what was read, for the printout and `inputs.from`.
+
+use crate::cli::{Args, CliError, FromRead};
+use crate::detailed::trainers::{self, Reading};
+use crate::report::{FromIgnored, FromReport, FromSet};
+use clap::Parser;
+use std::ffi::OsString;
+
+/// `args` (parsed from `argv`) with its `--from` files applied: each file's
+/// flags, in order, then `argv`'s own. Errors name the file and the key.
+pub fn with_from(args: Args, argv: &[OsString]) -> Result<Args, CliError> {
+    if args.from.from.is_empty() {
+        return Ok(args);
+    }
+    let own_model =
+        args.model.model.is_some() || args.model.config.is_some() || args.model.arch.is_some();
+    let mut read = Vec::new();
+    let mut flags: Vec<OsString> = Vec::new();
+    for path in &args.from.from {
+        let file = path.display().to_string();
+        let text = std::fs::read(path).map_err(|e| format!("--from {file}: {e}"))?;
+        let text = String::from_utf8(text).map_err(|_| format!("--from {file}: not UTF-8 text"))?;
+        let mut reading =
+            trainers::read(&file, &text).map_err(|e| format!("--from {file}: {e}"))?;
+        if own_model {
+            // The user's --model, --config or --arch names the model.
+            let (models, rest): (Vec<_>, Vec<_>) =
+                reading.out.set.drain(..).partition(|s| s.flag == "--model");
+            reading.out.set = rest;
+            for s in models {
+                reading.out.ignore(
+                    &s.key,
+                    &s.value,
+                    "your --model, --config or --arch names the model",
+                );
+            }
+            reading.out.unknown_model = None;
+        }
+        check_flags(&file, &reading)?;
+        flags.extend(reading.flags().map(OsString::from));
+        read.push(FromRead { file, reading });
+    }
+    if !own_model
+        && !read.iter().any(|r| {
+            r.reading
+                .out
+                .set
+                .iter()
+                .any(|s| matches!(s.flag, "--model" | "--arch"))
+        })
+    {
+        if let Some(r) = read
+            .iter()
+            .rev()
+            .find(|r| r.reading.out.unknown_model.is_some())
+        {
+            let (key, name) = r.reading.out.unknown_model.clone().unwrap_or_default();
+            return Err(format!(
+                "--from {}: {key} names the model '{name}', which is not one of membudget's presets: give its Hugging Face config.json with --config PATH (or a preset with --model)",
+                r.file
+            ));
+        }
+    }
+    let mut all = vec![argv.first().cloned().unwrap_or_else(|| "membudget".into())];
+    all.extend(flags);
+    all.extend(argv.iter().skip(1).cloned());
+    let mut merged = Args::try_parse_from(all).map_err(|e| first_line(&e.to_string()))?;
+    merged.from.read = read;
+    Ok(merged)
+}
+
+/// Each setting's flag, parsed alone: a value the command line refuses is
+/// reported with the file and key that gave it.
+fn check_flags(file: &str, reading: &Reading) -> Result<(), CliError> {
+    for s in &reading.out.set {
+        let mut one = vec!["membudget".to_string(), s.flag.to_string()];
+        if !s.arg.is_empty() {
+            one.push(s.arg.clone());
+        }
+        if let Err(e) = Args::try_parse_from(&one) {
+            return Err(format!(
+                "--from {file}: {} = {} gives {} {}, which is refused: {}",
+                s.key,
+                s.value,
+                s.flag,
+                s.arg,
+                first_line(&e.to_string()).trim_start_matches("error: ")
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn first_line(text: &str) -> String {
+    text.lines().next().unwrap_or_default().to_string()
+}
+
+/// An error of the configuration the files led to, with the file and key
+/// behind each flag it names.
+pub fn explain(error: CliError, read: &[FromRead]) -> CliError {
+    let mut from = Vec::new();
+    for r in read {
+        for s in &r.reading.out.set {
+            let named = error
+                .split(|c: char| c.is_whitespace() || c == '(' || c == ',')
+                .any(|w| w == s.flag);
+            if named && !from.iter().any(|(f, _): &(&str, String)| *f == s.flag) {
+                from.push((
+                    s.flag,
+                    format!("{} from {}: {} = {}", s.flag, r.file, s.key, s.value),
+                ));
+            }
+        }
+    }
+    if from.is_empty() {
+        return error;
+    }
+    let notes: Vec<String> = from.into_iter().map(|(_, n)| n).collect();
+    format!("{error} ({})", notes.join("; "))
+}
+
+/// The printout's lines: what each file set, the trainer's defaults it
+/// applied, and what it ignored with the reason.
+pub fn text(read: &[FromRead]) -> String {
+    let mut out = String::new();
+    for r in read {
+        let set = &r.reading.out.set;
+        let shown = |s: &trainers::Set| {
+            let flag = if s.arg.is_empty() {
+                s.flag.to_string()
+            } else {
+                format!("{} {}", s.flag, s.arg)
+            };
+            if s.value.is_empty() {
+                format!("{} → {flag}", s.key)
+            } else {
+                format!("{}={} → {flag}", s.key, shorten(&s.value))
+            }
+        };
+        let given: Vec<String> = set
+            .iter()
+            .filter(|s| s.default_from.is_none())
+            .map(shown)
+            .collect();
+        let defaults: Vec<String> = set
+            .iter()
+            .filter(|s| s.default_from.is_some())
+            .map(shown)
+            .collect();
+        out += &format!(
+            "read from {} ({}): {}\n",
+            r.file,
+            r.reading.format.name(),
+            list(&given)
+        );
+        if !defaults.is_empty() {
+            out += &format!(
+                "  {} defaults (docs/trainers.md): {}\n",
+                r.reading.format.name(),
+                list(&defaults)
+            );
+        }
+        let ignored: Vec<String> = r
+            .reading
+            .out
+            .ignored
+            .iter()
+            .map(|i| format!("{}={} ({})", i.key, shorten(&i.value), i.reason))
+            .collect();
+        if !ignored.is_empty() {
+            out += &format!("  ignored: {}\n", ignored.join("; "));
+        }
+    }
+    out
+}
+
+/// A value on one line, at most 60 characters (the JSON keeps it whole).
+fn shorten(value: &str) -> String {
+    let one: String = value.split_whitespace().collect::<Vec<_>>().join(" ");
+    match one.char_indices().nth(60) {
+        Some((at, _)) => format!("{}…", &one[..at]),
+        None => one,
+    }
+}
+
+fn list(items: &[String]) -> String {
+    if items.is_empty() {
+        "nothing".into()
+    } else {
+        items.join(", ")
+    }
+}
+
+/// `inputs.from` of the JSON document.
+pub fn report(read: &[FromRead]) -> Vec<FromReport> {
+    read.iter()
+        .map(|r| FromReport {
+            file: r.file.clone(),
+            format: r.reading.format.name().into(),
+            set: r
+                .reading
+                .out
+                .set
+                .iter()
+                .map(|s| FromSet {
+                    key: s.key.clone(),
+                    value: s.value.clone(),
+                    flag: if s.arg.is_empty() {
+                        s.flag.into()
+                    } else {
+                        format!("{} {}", s.flag, s.arg)
+                    },
+                    default_from: s.default_from.map(String::from),
+                })
+                .collect(),
+            ignored: r
+                .reading
+                .out
+                .ignored
+                .iter()
+                .map(|i| FromIgnored {
+                    key: i.key.clone(),
+                    value: i.value.clone(),
+                    reason: i.reason.clone(),
+                })
+                .collect(),
+        })
+        .collect()
+}

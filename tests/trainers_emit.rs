@@ -1,0 +1,338 @@
+//! `--emit FORMAT` round trip: a configuration written as a trainer's file
+//! and read back with `--from` is the same configuration (for every
+//! setting; the kernel profile, which the HF trainers' readers set to `hf`,
+//! and the GPUs per node, which `--nproc-per-node` sets, aside).
+#![cfg(not(target_arch = "wasm32"))]
+
+use clap::Parser;
+use membudget::cli::Args;
+use membudget::detailed::trainers::emit::{emit, Target};
+use membudget::detailed::DetailedConfig;
+use membudget::from::with_from;
+use proptest::prelude::*;
+use std::ffi::OsString;
+
+/// The configuration the flags describe, `--from` applied.
+fn config(flags: &[String]) -> Result<DetailedConfig, String> {
+    let argv: Vec<OsString> = std::iter::once("membudget".to_string())
+        .chain(flags.iter().cloned())
+        .map(OsString::from)
+        .collect();
+    let args = Args::try_parse_from(&argv).map_err(|e| e.to_string())?;
+    let args = with_from(args, &argv)?;
+    let (cfg, _) = args.detailed_config()?;
+    membudget::detailed::estimate(&cfg).map_err(|e| e.to_string())?;
+    Ok(cfg)
+}
+
+/// Writes `cfg` as `target`, reads it back, and compares. `Ok(false)` when
+/// the configuration is not one the format (or the model) takes.
+fn round_trip(flags: &[String], target: Target) -> Result<bool, TestCaseError> {
+    let Ok(a) = config(flags) else {
+        return Ok(false);
+    };
+    let Ok(text) = emit(&a, target) else {
+        return Ok(false);
+    };
+    let dir = std::env::temp_dir().join(format!("membudget-emit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(format!(
+        "{:?}-{}.{}",
+        target,
+        std::thread::current()
+            .name()
+            .unwrap_or("t")
+            .replace("::", "-"),
+        target.extension()
+    ));
+    std::fs::write(&file, &text).unwrap();
+    let mut back = vec!["--from".to_string(), file.display().to_string()];
+    if target == Target::DeepSpeed {
+        // A DeepSpeed config names no model, sequence or checkpointing:
+        // the training script does.
+        let p = membudget::detailed::PRESETS
+            .iter()
+            .find(|p| p.arch == a.arch)
+            .unwrap();
+        back.extend([
+            "--model".into(),
+            p.name.to_string(),
+            "--seq".into(),
+            a.seq.to_string(),
+        ]);
+        back.extend(["--recompute".into(), a.recompute.name().to_string()]);
+    }
+    if target != Target::Megatron {
+        // The launcher's GPU count is not in these files.
+        back.extend(["--nproc-per-node".into(), a.gpus().to_string()]);
+    }
+    let b = config(&back).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+    let mut b2 = b;
+    b2.profile = a.profile;
+    b2.offload.gpus_per_node = a.offload.gpus_per_node;
+    prop_assert_eq!(a, b2, "{:?}\n{}", target, text);
+    Ok(true)
+}
+
+fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+/// One configuration per format that must write and read back.
+#[test]
+fn each_format_round_trips_a_typical_configuration() {
+    let cases: &[(Target, &[&str])] = &[
+        (
+            Target::DeepSpeed,
+            &[
+                "--model",
+                "llama-3.1-8b",
+                "--framework",
+                "deepspeed",
+                "--zero",
+                "3",
+                "--dp",
+                "8",
+                "--micro-batch",
+                "2",
+                "--batch",
+                "64",
+                "--seq",
+                "4096",
+                "--recompute",
+                "full",
+                "--reduce-bucket-size",
+                "2e8",
+            ],
+        ),
+        (
+            Target::Torchtune,
+            &[
+                "--model",
+                "llama-3.1-8b",
+                "--precision",
+                "bf16",
+                "--lora-rank",
+                "16",
+                "--lora-targets",
+                "q,k,v,o,gate,up,down",
+                "--lora-dtype",
+                "bf16",
+                "--lora-dropout",
+                "0.05",
+                "--loss",
+                "chunked",
+                "--quant-base",
+                "nf4",
+                "--micro-batch",
+                "2",
+                "--batch",
+                "32",
+                "--recompute",
+                "full",
+                "--seq",
+                "2048",
+            ],
+        ),
+        (
+            Target::Axolotl,
+            &[
+                "--model",
+                "mistral-7b",
+                "--precision",
+                "bf16",
+                "--lora-rank",
+                "8",
+                "--lora-targets",
+                "q,v",
+                "--quant-base",
+                "nf4",
+                "--micro-batch",
+                "4",
+                "--batch",
+                "8",
+                "--optimizer",
+                "paged-adamw",
+                "--recompute",
+                "full",
+                "--offload-activations",
+            ],
+        ),
+        (
+            Target::Trl,
+            &[
+                "--model",
+                "qwen2.5-7b",
+                "--precision",
+                "bf16",
+                "--lora-rank",
+                "32",
+                "--lora-targets",
+                "all",
+                "--micro-batch",
+                "2",
+                "--batch",
+                "16",
+                "--recompute",
+                "full",
+                "--seq",
+                "1024",
+            ],
+        ),
+        (
+            Target::Torchtitan,
+            &[
+                "--model",
+                "llama-3.1-8b",
+                "--framework",
+                "fsdp2",
+                "--zero",
+                "3",
+                "--dp",
+                "4",
+                "--tp",
+                "2",
+                "--tp-layers-only",
+                "--sp",
+                "--micro-batch",
+                "1",
+                "--batch",
+                "8",
+                "--seq",
+                "8192",
+                "--recompute",
+                "full",
+            ],
+        ),
+        (
+            Target::Megatron,
+            &[
+                "--model",
+                "llama-3.1-8b",
+                "--dp",
+                "4",
+                "--tp",
+                "2",
+                "--sp",
+                "--pp",
+                "2",
+                "--zero",
+                "1",
+                "--micro-batch",
+                "1",
+                "--batch",
+                "128",
+                "--seq",
+                "8192",
+                "--recompute",
+                "selective",
+            ],
+        ),
+    ];
+    for (target, flags) in cases {
+        assert!(
+            round_trip(&strings(flags), *target).unwrap(),
+            "{target:?} did not write"
+        );
+    }
+}
+
+#[test]
+fn what_a_format_cannot_say_is_refused() {
+    let cfg = config(&strings(&["--model", "llama-3.1-8b"])).unwrap();
+    for (target, want) in [
+        (Target::DeepSpeed, "the framework must be deepspeed"),
+        (Target::Torchtune, "torchtune trains in pure bf16 or fp32"),
+        (Target::Torchtitan, "torchtitan shards with FSDP2"),
+    ] {
+        assert!(emit(&cfg, target).unwrap_err().contains(want), "{target:?}");
+    }
+    let moe = config(&strings(&["--model", "mixtral-8x7b"])).unwrap();
+    assert!(emit(&moe, Target::Megatron)
+        .unwrap_err()
+        .contains("only dense models"));
+}
+
+fn pick(options: &'static [&'static str]) -> impl Strategy<Value = &'static str> {
+    proptest::sample::select(options)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn deepspeed_round_trips(zero in 1u8..=3, offload in 0u8..3, precision in pick(&["mixed", "fp32"]),
+                             micro in 1u64..4, accum in 1u64..4, dp in pick(&["1", "2", "8"]), bucket in pick(&["5e7", "2e8", "5e8"]),
+                             recompute in pick(&["none", "full"])) {
+        let dp: u64 = dp.parse().unwrap();
+        let mut f = strings(&["--model", "llama-3.2-1b", "--framework", "deepspeed", "--precision", precision, "--reduce-bucket-size", bucket, "--recompute", recompute]);
+        f.extend(["--zero".into(), zero.to_string(), "--dp".into(), dp.to_string(), "--micro-batch".into(), micro.to_string(), "--batch".into(), (micro * accum * dp).to_string()]);
+        if offload >= 1 { f.push("--offload-optimizer".into()); }
+        if offload == 2 && zero == 3 { f.push("--offload-params".into()); }
+        prop_assume!(round_trip(&f, Target::DeepSpeed)?);
+    }
+
+    #[test]
+    fn torchtune_round_trips(model in pick(&["llama-3.2-1b", "llama-3.1-8b", "qwen2.5-7b", "llama-2-7b"]), precision in pick(&["bf16", "fp32"]),
+                             lora in 0u8..3, targets in pick(&["q,v", "q,k,v,o", "all", "q,v,gate,up,down"]),
+                             optimizer in pick(&["adamw", "paged-adamw", "paged-adam8bit", "adam8bit"]), recompute in pick(&["none", "full"]),
+                             offload in any::<bool>(), fsdp in any::<bool>(), micro in 1u64..4, accum in 1u64..4, seq in pick(&["512", "2048"]),
+                             chunks in prop::option::of(1u64..=16), dropout in pick(&["0", "0.05"]), in_bwd in any::<bool>()) {
+        let mut f = strings(&["--model", model, "--precision", precision, "--optimizer", optimizer, "--recompute", recompute, "--seq", seq]);
+        let dp = if fsdp { 4 } else { 1 };
+        if fsdp { f.extend(strings(&["--framework", "fsdp2", "--zero", "3", "--dp", "4"])); }
+        if lora > 0 { f.extend(strings(&["--lora-rank", "16", "--lora-targets", targets, "--lora-dropout", dropout])); }
+        // torchtune keeps the adapters in the model's dtype.
+        if lora > 0 && precision == "bf16" { f.extend(strings(&["--lora-dtype", "bf16"])); }
+        if let Some(n) = chunks { f.extend(["--loss".into(), "chunked".into(), "--loss-chunks".into(), n.to_string()]); }
+        if in_bwd && accum == 1 && !fsdp && lora == 0 { f.push("--optimizer-in-backward".into()); }
+        if lora == 2 { f.extend(strings(&["--quant-base", "nf4"])); }
+        if offload { f.push("--offload-activations".into()); }
+        f.extend(["--micro-batch".into(), micro.to_string(), "--batch".into(), (micro * accum * dp).to_string()]);
+        prop_assume!(round_trip(&f, Target::Torchtune)?);
+    }
+
+    #[test]
+    fn hf_trainers_round_trip(model in pick(&["llama-3.2-1b", "mistral-7b", "qwen3-8b"]), precision in pick(&["mixed", "bf16", "fp32"]),
+                              lora in 0u8..4, targets in pick(&["q,v", "all", "q,k,v,o"]),
+                              optimizer in pick(&["adamw", "paged-adamw", "paged-adam8bit", "adam8bit", "sgd"]), recompute in pick(&["none", "full"]),
+                              offload in any::<bool>(), fsdp in any::<bool>(), micro in 1u64..4, accum in 1u64..4, axolotl in any::<bool>(),
+                              dropout in pick(&["0", "0.05", "0.1"]), liger in any::<bool>()) {
+        let target = if axolotl { Target::Axolotl } else { Target::Trl };
+        let mut f = strings(&["--model", model, "--precision", precision, "--optimizer", optimizer, "--recompute", recompute]);
+        let dp = if fsdp && axolotl { 2 } else { 1 };
+        if fsdp && axolotl { f.extend(strings(&["--framework", "fsdp2", "--zero", "3", "--dp", "2"])); }
+        if lora > 0 { f.extend(strings(&["--lora-rank", "8", "--lora-targets", targets, "--lora-dropout", dropout])); }
+        if liger && !axolotl && lora == 0 { f.extend(strings(&["--impl", "liger"])); }
+        if lora == 2 { f.extend(strings(&["--quant-base", "nf4"])); }
+        if lora == 3 { f.extend(strings(&["--quant-base", if axolotl { "int8" } else { "nf4-nodq" }])); }
+        if offload { f.push("--offload-activations".into()); }
+        f.extend(["--micro-batch".into(), micro.to_string(), "--batch".into(), (micro * accum * dp).to_string()]);
+        prop_assume!(round_trip(&f, target)?);
+    }
+
+    #[test]
+    fn torchtitan_round_trips(dp in pick(&["1", "2", "4"]), tp in pick(&["1", "2"]), pp in pick(&["1", "2"]),
+                              recompute in pick(&["none", "full", "selective-op"]), precision in pick(&["mixed", "fp32"]),
+                              shard in any::<bool>(), reshard in any::<bool>(), micro in 1u64..3, accum in 1u64..3) {
+        let dpn: u64 = dp.parse().unwrap();
+        let mut f = strings(&["--model", "llama-3.1-8b", "--framework", "fsdp2", "--zero", "3", "--dp", dp, "--tp", tp, "--pp", pp, "--recompute", recompute, "--precision", precision]);
+        if tp == "2" { f.extend(strings(&["--tp-layers-only", "--sp"])); }
+        if shard && dpn == 4 { f.extend(strings(&["--dp-shard", "2"])); }
+        if !reshard { f.extend(strings(&["--reshard-after-forward", "false"])); }
+        f.extend(["--micro-batch".into(), micro.to_string(), "--batch".into(), (micro * accum * dpn).to_string()]);
+        prop_assume!(round_trip(&f, Target::Torchtitan)?);
+    }
+
+    #[test]
+    fn megatron_round_trips(model in pick(&["llama-3.1-8b", "llama-2-7b", "gpt2"]), dp in pick(&["1", "2", "8"]), tp in pick(&["1", "2", "4"]),
+                            pp in pick(&["1", "2"]), zero in 0u8..2, sp in any::<bool>(), recompute in pick(&["none", "full", "selective"]),
+                            precision in pick(&["mixed", "fp32"]), micro in 1u64..3, accum in 1u64..5) {
+        let dpn: u64 = dp.parse().unwrap();
+        let mut f = strings(&["--model", model, "--dp", dp, "--tp", tp, "--pp", pp, "--recompute", recompute, "--precision", precision]);
+        f.extend(["--zero".into(), zero.to_string()]);
+        if sp && tp != "1" { f.push("--sp".into()); }
+        f.extend(["--micro-batch".into(), micro.to_string(), "--batch".into(), (micro * accum * dpn).to_string()]);
+        prop_assume!(round_trip(&f, Target::Megatron)?);
+    }
+}

@@ -1,0 +1,739 @@
+//! `--from FILE`: each trainer format read into the command line's flags,
+//! in order, with every key of the file either setting a flag or named as
+//! ignored with a reason. Our own small files in each format
+//! (`tests/fixtures/trainers/`), then every real file of
+//! `../shared/trainer_configs/` when that folder is present (CI has it).
+#![cfg(not(target_arch = "wasm32"))]
+
+use clap::Parser;
+use membudget::cli::{run, Args};
+use membudget::detailed::trainers::{self, parse, value::Doc, Format, Reading};
+use membudget::from::with_from;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/trainers");
+
+fn read(path: &Path) -> Reading {
+    let text = std::fs::read_to_string(path).unwrap();
+    trainers::read(&path.display().to_string(), &text)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn flags(r: &Reading) -> String {
+    r.flags().collect::<Vec<_>>().join(" ")
+}
+
+/// Our fixtures: (file, format, the flags in order).
+const OWN: &[(&str, Format, &str)] = &[
+    ("torchtune_lora.yaml", Format::Torchtune, "--model llama-3.2-1b --lora-rank 16 --lora-targets q,v,gate,down,up --micro-batch 3 --grad-accum 2 --seq 1024 --precision bf16 --lora-dtype bf16 --recompute full --optimizer adamw --adam fused --loss chunked --loss-chunks 8"),
+    ("torchtitan.toml", Format::Torchtitan, "--model llama-3.1-8b --micro-batch 2 --seq 4096 --tp 2 --tp-layers-only --sp --pp 1 --framework fsdp2 --zero 3 --dp-shard 4 --reshard-after-forward true --precision mixed --recompute full --optimizer adamw --adam foreach"),
+    ("axolotl_qlora.yml", Format::Axolotl, "--impl hf --model llama-3.1-8b --micro-batch 4 --grad-accum 2 --seq 2048 --recompute full --offload-activations --optimizer paged-adam8bit --attention flash --loss cce --lora-rank 8 --lora-targets q,k,lm_head --lora-dropout 0.05 --quant-base nf4 --precision bf16"),
+    ("llamafactory_lora.yaml", Format::LlamaFactory, "--impl hf --model qwen3-8b --micro-batch 2 --grad-accum 4 --seq 4096 --lora-rank 32 --lora-targets q,v --quant-base int8 --recompute full --precision mixed --impl liger --loss liger"),
+    ("litgpt_lora.yaml", Format::Litgpt, "--model mistral-7b --nproc-per-node 1 --recompute none --micro-batch 4 --batch 16 --seq 1024 --precision bf16 --quant-base nf4 --lora-rank 4 --lora-dtype bf16 --lora-targets q,k,v,o --lora-dropout 0.05 --optimizer adamw"),
+    ("trl_grpo.yaml", Format::TrainingArguments, "--impl hf --model llama-3.2-1b --micro-batch 8 --grad-accum 1 --recompute full --precision bf16 --objective grpo-kl --completion 768 --seq 1024 --generations 4 --vllm-colocate 0.25"),
+    ("hf_args.json", Format::TrainingArguments, "--impl hf --model qwen2.5-7b --micro-batch 1 --grad-accum 16 --recompute none --optimizer adamw --adam fused --precision mixed"),
+    ("deepspeed_z2.json", Format::DeepSpeed, "--micro-batch 2 --framework deepspeed --zero 2 --offload-optimizer --reduce-bucket-size 200000000 --overlap-comm true --precision mixed"),
+    ("accelerate_fsdp2.yaml", Format::Accelerate, "--nproc-per-node 8 --nnodes 2 --precision mixed --framework fsdp2 --zero 3 --reshard-after-forward false --recompute full"),
+    ("megatron.sh", Format::Command, "--nproc-per-node 8 --nnodes 2 --arch llama --layers 16 --hidden 2048 --heads 16 --ffn 8192 --vocab 32000 --kv-heads 4 --micro-batch 2 --batch 64 --seq 4096 --tp 2 --pp 2 --precision mixed --sp --zero 1 --recompute selective"),
+    ("fsdp_qlora.sh", Format::Command, "--impl hf --model llama-2-13b --micro-batch 2 --seq 2048 --recompute none --precision mixed --lora-rank 16 --lora-targets q,k,v,gate,up,down --nproc-per-node 2"),
+    ("tune_run.sh", Format::Command, "--nproc-per-node 4 --framework fsdp2 --zero 3 --micro-batch 4 --seq 2048 --recompute none --optimizer paged-adam8bit"),
+    ("unsloth_cli.sh", Format::Command, "--model mistral-7b --seq 4096 --quant-base nf4 --lora-rank 32 --lora-targets all --recompute full --offload-activations --precision bf16 --impl hf --micro-batch 2 --grad-accum 4 --optimizer adam8bit"),
+];
+
+#[test]
+fn own_fixtures_give_their_flags_in_order() {
+    for (file, format, want) in OWN {
+        let r = read(&Path::new(FIXTURES).join(file));
+        assert_eq!(r.format, *format, "{file}");
+        assert_eq!(flags(&r), *want, "{file}");
+    }
+}
+
+/// The leaves of a structured file, by key path.
+fn leaves(path: &Path) -> Option<Vec<String>> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let name = path.display().to_string();
+    let root = if name.ends_with(".toml") {
+        parse::toml(&text).ok()?
+    } else if name.ends_with(".json") {
+        parse::json(&text).ok()?
+    } else if name.ends_with(".yaml") || name.ends_with(".yml") {
+        parse::yaml(&text).ok()?
+    } else {
+        return None;
+    };
+    let mut doc = Doc::new(&root);
+    Some(doc.rest().into_iter().map(|(k, _)| k).collect())
+}
+
+/// Every key of the file set a flag or is listed as ignored with a reason:
+/// nothing is dropped silently.
+fn assert_every_key_accounted(path: &Path, r: &Reading) {
+    let Some(keys) = leaves(path) else { return };
+    let named: Vec<&str> = r
+        .out
+        .set
+        .iter()
+        .map(|s| s.key.as_str())
+        .chain(r.out.ignored.iter().map(|i| i.key.as_str()))
+        .collect();
+    for key in keys {
+        let last = key.rsplit('.').next().unwrap_or(&key);
+        // FSDP-QLoRA's defaults JSON: the flag is the key under `args`.
+        let flag = key.strip_prefix("args.").and_then(|k| k.split('.').next());
+        let found = named.iter().any(|n| {
+            *n == key
+                || n.contains(last)
+                || flag.is_some_and(|f| n.contains(f))
+                || key.starts_with("_")
+                || key.ends_with(".help")
+                || key.ends_with(".type")
+                || key.ends_with(".choices")
+        });
+        assert!(
+            found,
+            "{}: key {key} neither set nor ignored",
+            path.display()
+        );
+    }
+    for i in &r.out.ignored {
+        assert!(
+            !i.reason.is_empty(),
+            "{}: {} has no reason",
+            path.display(),
+            i.key
+        );
+    }
+}
+
+#[test]
+fn own_fixtures_account_for_every_key() {
+    for (file, ..) in OWN {
+        let path = Path::new(FIXTURES).join(file);
+        assert_every_key_accounted(&path, &read(&path));
+    }
+}
+
+/// The membudget command line with `--from` applied, as `main` runs it.
+fn cli(args: &[&str]) -> Result<String, String> {
+    let argv: Vec<OsString> = std::iter::once("membudget")
+        .chain(args.iter().copied())
+        .map(OsString::from)
+        .collect();
+    let parsed = Args::try_parse_from(&argv).map_err(|e| e.to_string())?;
+    let merged = with_from(parsed, &argv)?;
+    run(&merged)
+}
+
+fn fixture(name: &str) -> String {
+    format!("{FIXTURES}/{name}")
+}
+
+#[test]
+fn later_flags_override_the_file() {
+    let f = fixture("torchtune_lora.yaml");
+    let out = cli(&["--from", &f, "--json"]).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["inputs"]["micro_batch"], 3);
+    assert_eq!(doc["inputs"]["batch"], 6, "micro-batch 3 × accumulation 2");
+    assert_eq!(doc["inputs"]["from"][0]["format"], "torchtune recipe");
+    let out = cli(&["--from", &f, "--micro-batch", "1", "--json"]).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["inputs"]["micro_batch"], 1);
+    assert_eq!(doc["inputs"]["batch"], 2);
+}
+
+#[test]
+fn later_files_override_earlier_ones() {
+    // TrainingArguments then a DeepSpeed file: the second's micro-batch wins.
+    let (hf, ds) = (fixture("hf_args.json"), fixture("deepspeed_z2.json"));
+    let out = cli(&[
+        "--from",
+        &hf,
+        "--from",
+        &ds,
+        "--nproc-per-node",
+        "4",
+        "--json",
+    ])
+    .unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let i = &doc["inputs"];
+    assert_eq!(i["micro_batch"], 2);
+    assert_eq!(i["parallel"]["dp"], 4);
+    assert_eq!(i["parallel"]["zero"], 2);
+    assert_eq!(
+        i["batch"],
+        2 * 16 * 4,
+        "micro 2 × accumulation 16 (TrainingArguments) × dp 4"
+    );
+    assert_eq!(i["framework"], "deepspeed");
+    assert_eq!(i["from"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn the_data_parallel_size_is_what_the_parallel_sizes_leave() {
+    // 8 GPUs × 2 nodes over tp 2 × pp 2: dp 4.
+    let out = cli(&["--from", &fixture("megatron.sh"), "--json"]).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let p = &doc["inputs"]["parallel"];
+    assert_eq!(
+        (p["dp"].as_u64(), p["tp"].as_u64(), p["pp"].as_u64()),
+        (Some(4), Some(2), Some(2))
+    );
+    let err = cli(&[
+        "--from",
+        &fixture("megatron.sh"),
+        "--nnodes",
+        "1",
+        "--nproc-per-node",
+        "2",
+    ])
+    .unwrap_err();
+    assert!(
+        err.contains("2 GPUs do not split into tp × pp × cp = 4"),
+        "{err}"
+    );
+    assert!(
+        err.contains("megatron.sh: tensor-model-parallel-size") || err.contains("--nproc-per-node"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_printout_says_what_was_read() {
+    let out = cli(&["--from", &fixture("torchtune_lora.yaml")]).unwrap();
+    let first = out.lines().next().unwrap();
+    assert!(
+        first.starts_with(&format!(
+            "read from {} (torchtune recipe): model._component_=",
+            fixture("torchtune_lora.yaml")
+        )),
+        "{first}"
+    );
+    assert!(first.contains("batch_size=3 → --micro-batch 3"), "{first}");
+    let ignored = out.lines().find(|l| l.starts_with("  ignored: ")).unwrap();
+    assert!(
+        ignored.contains("compile=false (compile is not priced)"),
+        "{ignored}"
+    );
+    assert!(
+        first.contains(
+            "loss._component_=torchtune.modules.loss.CEWithChunkedOutputLoss → --loss chunked"
+        ),
+        "{first}"
+    );
+}
+
+#[test]
+fn an_unknown_model_names_config_as_the_way_in() {
+    let dir = std::env::temp_dir().join("membudget-from-unknown");
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("axolotl.yml");
+    std::fs::write(
+        &f,
+        "base_model: someone/SomeModel-3B\nmicro_batch_size: 2\n",
+    )
+    .unwrap();
+    let f = f.display().to_string();
+    let err = cli(&["--from", &f]).unwrap_err();
+    assert!(
+        err.contains("base_model names the model 'someone/SomeModel-3B'")
+            && err.contains("--config PATH"),
+        "{err}"
+    );
+    // With a model of the user's own, the file's is not needed.
+    let out = cli(&["--from", &f, "--model", "llama-3.2-1b"]).unwrap();
+    assert!(
+        out.contains("micro_batch_size=2 → --micro-batch 2"),
+        "{out}"
+    );
+}
+
+#[test]
+fn bad_values_name_the_file_and_key() {
+    let dir = std::env::temp_dir().join("membudget-from-bad");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, text, want) in [
+        (
+            "ds.json",
+            r#"{"zero_optimization": {"stage": 7}}"#,
+            "zero_optimization.stage: ZeRO stages are 0 to 3, got 7",
+        ),
+        (
+            "ds2.json",
+            r#"{"train_micro_batch_size_per_gpu": "two"}"#,
+            "train_micro_batch_size_per_gpu: expected a whole number, got two",
+        ),
+        (
+            "ds3.json",
+            r#"{"train_micro_batch_size_per_gpu": 0}"#,
+            "train_micro_batch_size_per_gpu = 0 gives --micro-batch 0, which is refused",
+        ),
+        (
+            "tt.toml",
+            "[training]\nseq_len = \"long\"\n",
+            "training.seq_len: expected a whole number, got long",
+        ),
+        (
+            "a.yaml",
+            "base_model: x\nadapter: dora\n",
+            "adapter: expected lora or qlora, got dora",
+        ),
+        (
+            "b.yaml",
+            "- just\n- a list\n",
+            "expected a table of keys at the top of the file",
+        ),
+        ("c.yaml", "key: [unclosed\n", "not valid YAML"),
+        ("d.json", "{", "not valid JSON"),
+        (
+            "e.sh",
+            "torchrun --nproc_per_node 'eight train.py",
+            "a quote is not closed",
+        ),
+    ] {
+        let f = dir.join(name);
+        std::fs::write(&f, text).unwrap();
+        let f = f.display().to_string();
+        let err = cli(&["--from", &f, "--model", "llama-3.2-1b"]).unwrap_err();
+        assert!(err.starts_with(&format!("--from {f}: ")), "{err}");
+        assert!(err.contains(want), "{name}: {err}");
+    }
+    let err = cli(&["--from", "/nonexistent/file.yaml"]).unwrap_err();
+    assert!(err.starts_with("--from /nonexistent/file.yaml: "), "{err}");
+}
+
+/// The real files beside the repository, if present: `../shared/trainer_configs`.
+fn real_files() -> Option<Vec<PathBuf>> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/trainer_configs");
+    if !dir.is_dir() {
+        return None;
+    }
+    let mut files = Vec::new();
+    let mut stack = vec![dir];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.file_name().is_some_and(|n| n != "README.md") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    Some(files)
+}
+
+/// What some real files must set (flag and value as the command line
+/// spells them), from the keys docs/trainers.md lists.
+const REAL: &[(&str, &[&str])] = &[
+    (
+        "torchtune/llama3_1/8B_qlora_single_device.yaml",
+        &[
+            "--model llama-3.1-8b",
+            "--quant-base nf4",
+            "--lora-rank 8",
+            "--lora-targets all",
+            "--micro-batch 2",
+            "--grad-accum 16",
+            "--precision bf16",
+            "--recompute full",
+        ],
+    ),
+    (
+        "torchtune/llama3_1/70B_full.yaml",
+        &[
+            "--framework fsdp2",
+            "--zero 3",
+            "--model llama-3.1-70b",
+            "--adam fused",
+        ],
+    ),
+    (
+        "torchtune/llama2/7B_full_low_memory.yaml",
+        &["--optimizer paged-adamw", "--model llama-2-7b"],
+    ),
+    (
+        "torchtitan/train_configs/llama3_8b.toml",
+        &[
+            "--micro-batch 1",
+            "--seq 8192",
+            "--recompute selective-op",
+            "--framework fsdp2",
+        ],
+    ),
+    (
+        "torchtitan/train_configs/llama3_8b_6fc499f6.toml",
+        &["--micro-batch 1", "--seq 8192", "--tp 1"],
+    ),
+    (
+        "torchtitan/train_configs/llama3_405b.toml",
+        &["--tp 8", "--fp8 tensorwise", "--recompute full"],
+    ),
+    (
+        "axolotl/examples/alst/llama3-8b-deepspeed-alst.yaml",
+        &[
+            "--seq 500000",
+            "--cp 8",
+            "--optimizer adam8bit",
+            "--offload-activations",
+            "--recompute full",
+        ],
+    ),
+    (
+        "axolotl/examples/llama-3/qlora.yml",
+        &[
+            "--quant-base nf4",
+            "--lora-rank 32",
+            "--lora-targets all",
+            "--optimizer paged-adamw",
+        ],
+    ),
+    (
+        "axolotl/examples/llama-3/3b-fp8-fsdp2.yaml",
+        &[
+            "--framework fsdp2",
+            "--fp8 tensorwise",
+            "--micro-batch 16",
+            "--recompute none",
+        ],
+    ),
+    (
+        "axolotl/deepspeed_configs/zero3_bf16_cpuoffload_all.json",
+        &[
+            "--zero 3",
+            "--offload-optimizer",
+            "--offload-params",
+            "--precision mixed",
+        ],
+    ),
+    (
+        "deepspeed/training/bf16_master_weight/configs/bf16_full.json",
+        &[
+            "--micro-batch 4",
+            "--zero 3",
+            "--reduce-bucket-size 50000000",
+        ],
+    ),
+    (
+        "accelerate/examples/deepspeed_config_templates/zero_stage3_offload_config.json",
+        &[
+            "--grad-accum 1",
+            "--zero 3",
+            "--offload-params",
+            "--precision mixed",
+        ],
+    ),
+    (
+        "accelerate/examples/config_yaml_templates/fsdp.yaml",
+        &[
+            "--nproc-per-node 2",
+            "--precision mixed",
+            "--recompute none",
+        ],
+    ),
+    (
+        "trl/examples/accelerate_configs/deepspeed_zero3.yaml",
+        &["--nproc-per-node 8", "--framework deepspeed", "--zero 3"],
+    ),
+    (
+        "trl/examples/accelerate_configs/fsdp2.yaml",
+        &["--framework fsdp2", "--reshard-after-forward true"],
+    ),
+    (
+        "trl/examples/cli_configs/example_config.yaml",
+        &[
+            "--micro-batch 8",
+            "--seq 1024",
+            "--recompute full",
+            "--precision mixed",
+        ],
+    ),
+    (
+        "trl/open-r1/recipes/Qwen2.5-1.5B-Instruct/grpo/config_demo.yaml",
+        &[
+            "--micro-batch 16",
+            "--objective grpo",
+            "--seq 1536",
+            "--completion 1024",
+            "--generations 16",
+            "--precision bf16",
+        ],
+    ),
+    (
+        "trl/open-r1/recipes/OpenR1-Distill-7B/sft/config_distill.yaml",
+        &[
+            "--micro-batch 2",
+            "--grad-accum 8",
+            "--seq 32768",
+            "--recompute full",
+        ],
+    ),
+    (
+        "trl/commands/sft_peft.cmd.txt",
+        &[
+            "--micro-batch 2",
+            "--grad-accum 8",
+            "--lora-rank 32",
+            "--seq 1024",
+        ],
+    ),
+    (
+        "trl/commands/grpo_vlm_zero3.cmd.txt",
+        &[
+            "--lora-targets q,v",
+            "--objective grpo",
+            "--completion 1024",
+            "--precision bf16",
+        ],
+    ),
+    (
+        "llama-factory/examples/train_lora/qwen3_lora_sft.yaml",
+        &[
+            "--micro-batch 1",
+            "--grad-accum 8",
+            "--seq 2048",
+            "--recompute full",
+            "--lora-rank 8",
+            "--lora-targets all",
+        ],
+    ),
+    (
+        "llama-factory/examples/train_qlora/qwen3_lora_sft_otfq.yaml",
+        &["--quant-base nf4"],
+    ),
+    (
+        "llama-factory/examples/deepspeed/ds_z3_config.json",
+        &["--zero 3"],
+    ),
+    (
+        "llama-factory/examples/v1/train_full/train_full_liger_kernel.yaml",
+        &["--micro-batch 1", "--framework fsdp2"],
+    ),
+    (
+        "megatron-lm/train_llama3_8b_h100_fp8.args.txt",
+        &[
+            "--nproc-per-node 8",
+            "--kv-heads 8",
+            "--batch 128",
+            "--seq 8192",
+            "--sp",
+            "--zero 1",
+            "--fp8 te",
+            "--precision mixed",
+        ],
+    ),
+    (
+        "megatron-lm/train_gpt3_175b_distributed.args.txt",
+        &[
+            "--arch gpt2",
+            "--tp 8",
+            "--pp 16",
+            "--batch 1536",
+            "--precision mixed",
+        ],
+    ),
+    (
+        "litgpt/config_hub/finetune/llama-3.1-8b/qlora.yaml",
+        &[
+            "--quant-base nf4-nodq",
+            "--precision bf16",
+            "--batch 8",
+            "--micro-batch 2",
+            "--lora-targets q,v",
+        ],
+    ),
+    (
+        "litgpt/config_hub/finetune/llama-3.2-1B/full.yaml",
+        &["--model llama-3.2-1b"],
+    ),
+    (
+        "fsdp_qlora/train_py_defaults_4cd6923.json",
+        &[
+            "--lora-rank 64",
+            "--quant-base nf4",
+            "--recompute full",
+            "--precision bf16",
+            "--seq 512",
+        ],
+    ),
+    (
+        "unsloth/unsloth-cli_usage.cmd.txt",
+        &[
+            "--seq 8192",
+            "--lora-rank 64",
+            "--offload-activations",
+            "--optimizer adam8bit",
+            "--micro-batch 4",
+        ],
+    ),
+    (
+        "unsloth/readme_sft_example.args.txt",
+        &[
+            "--model gpt-oss-20b",
+            "--lora-rank 16",
+            "--lora-targets all",
+            "--micro-batch 2",
+            "--seq 2048",
+        ],
+    ),
+];
+
+#[test]
+fn every_real_trainer_file_is_read() {
+    let Some(files) = real_files() else {
+        eprintln!("skipped: ../shared/trainer_configs is not beside the repository");
+        return;
+    };
+    assert!(files.len() >= 55, "{} files", files.len());
+    for path in &files {
+        let r = read(path);
+        assert_every_key_accounted(path, &r);
+        // Every setting is a flag the command line takes.
+        for s in &r.out.set {
+            let mut argv = vec!["membudget", s.flag];
+            if !s.arg.is_empty() {
+                argv.push(&s.arg);
+            }
+            Args::try_parse_from(&argv)
+                .unwrap_or_else(|e| panic!("{}: {} {}: {e}", path.display(), s.flag, s.arg));
+        }
+    }
+    for (file, want) in REAL {
+        let path = files
+            .iter()
+            .find(|p| p.ends_with(file))
+            .unwrap_or_else(|| panic!("{file} missing"));
+        let got: Vec<String> = {
+            let r = read(path);
+            r.out
+                .set
+                .iter()
+                .map(|s| {
+                    if s.arg.is_empty() {
+                        s.flag.to_string()
+                    } else {
+                        format!("{} {}", s.flag, s.arg)
+                    }
+                })
+                .collect()
+        };
+        for w in *want {
+            assert!(
+                got.iter()
+                    .any(|g| g == w || (g.starts_with(w) && !w.contains(' '))),
+                "{file}: no {w} in {got:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn real_files_price_or_refuse_in_words() {
+    let Some(files) = real_files() else {
+        eprintln!("skipped: ../shared/trainer_configs is not beside the repository");
+        return;
+    };
+    let mut priced = 0;
+    for path in &files {
+        let f = path.display().to_string();
+        // A model for the files that name none (DeepSpeed, accelerate) or
+        // one that is not a preset.
+        match cli(&["--from", &f]).or_else(|_| cli(&["--from", &f, "--model", "llama-3.1-8b"])) {
+            Ok(out) => {
+                assert!(out.starts_with("read from "), "{f}: {out}");
+                priced += 1;
+            }
+            Err(e) => assert!(!e.is_empty() && !e.contains("panicked"), "{f}: {e}"),
+        }
+    }
+    assert!(priced >= 40, "{priced} of {} files priced", files.len());
+}
+
+/// docs/trainers.md carries every default with its source, and every
+/// ignored key with its reason, as the readers have them.
+#[test]
+fn docs_list_every_default_and_ignored_key() {
+    use membudget::detailed::trainers::{
+        accelerate, axolotl, command, deepspeed, hf, litgpt, llamafactory, megatron, torchtitan,
+        torchtune,
+    };
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/trainers.md")).unwrap();
+    let defaults = [
+        torchtune::DEFAULTS,
+        torchtitan::DEFAULTS,
+        axolotl::DEFAULTS,
+        llamafactory::DEFAULTS,
+        litgpt::DEFAULTS,
+        hf::DEFAULTS,
+        deepspeed::DEFAULTS,
+        accelerate::DEFAULTS,
+        megatron::DEFAULTS,
+        command::FSDP_QLORA_DEFAULTS,
+    ];
+    for (key, value, source) in defaults.iter().flat_map(|d| d.iter()) {
+        let row = format!("| `{key}` | {value} | {source} |");
+        assert!(doc.contains(&row), "docs/trainers.md lacks {row}");
+    }
+    for (key, value, flag, arg, source) in command::UNSLOTH_CLI_DEFAULTS {
+        let row = format!("| `{key}` | {value} | `{flag} {arg}` | {source} |");
+        assert!(doc.contains(&row), "docs/trainers.md lacks {row}");
+    }
+    let ignored = [
+        torchtune::IGNORED,
+        torchtitan::IGNORED,
+        axolotl::IGNORED,
+        llamafactory::IGNORED,
+        litgpt::IGNORED,
+        hf::IGNORED,
+        deepspeed::IGNORED,
+        accelerate::IGNORED,
+        megatron::IGNORED,
+    ];
+    for (key, reason) in ignored.iter().flat_map(|d| d.iter()) {
+        let row = format!("| `{key}` | {reason} |");
+        assert!(doc.contains(&row), "docs/trainers.md lacks {row}");
+    }
+}
+
+/// The binary: a bad file is exit code 2 with the file and key, never a
+/// panic (101).
+#[test]
+fn the_binary_refuses_a_bad_file_with_exit_code_2() {
+    let dir = std::env::temp_dir().join("membudget-from-exit");
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("bad.toml");
+    std::fs::write(&f, "[training]\nlocal_batch_size = -3\n").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_membudget"))
+        .args(["--from", f.to_str().unwrap(), "--model", "llama-3.2-1b"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("training.local_batch_size: expected a whole number, got -3"),
+        "{err}"
+    );
+    let ok = std::process::Command::new(env!("CARGO_BIN_EXE_membudget"))
+        .args([
+            "--from",
+            &fixture("deepspeed_z2.json"),
+            "--model",
+            "llama-3.2-1b",
+            "--nproc-per-node",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        ok.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert!(String::from_utf8_lossy(&ok.stdout).starts_with("read from "));
+}
