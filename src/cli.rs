@@ -8,10 +8,10 @@ use crate::detailed::plan::search;
 use crate::detailed::time::hardware;
 use crate::detailed::time::steptime::{step_time, Cluster, Efficiency, Parts};
 use crate::detailed::{
-    self, preset, AdamImpl, Architecture, AttentionKernel, BaseQuant, CpComm, DetailedBreakdown,
-    DetailedConfig, Device, ExpertsImpl, Family, Fp8, Framework, HostRam, Implementation,
-    LoraTargets, Loss, Objective, Optimizer, Overhead, OverheadBytes, Precision, Recompute,
-    Schedule, Step, StepOptions, StepTimeline,
+    self, preset, ActOffload, AdamImpl, Architecture, AttentionKernel, BaseQuant, CpComm,
+    DetailedBreakdown, DetailedConfig, Device, ExpertsImpl, Family, Fp8, Framework, FsdpSharding,
+    HostRam, Implementation, LoraTargets, Loss, Objective, Optimizer, Overhead, OverheadBytes,
+    Precision, Recompute, Schedule, Step, StepOptions, StepTimeline,
 };
 use crate::report::{
     whole, ChangeReport, DetailedParts, DetailedReport, FitReport, LessonReport, PlanReport,
@@ -376,12 +376,19 @@ pub struct ParallelArgs {
     /// distributed optimizer), ddp (PyTorch DistributedDataParallel: its
     /// buckets are a second copy of the gradients), ddp-bucket-view
     /// (gradient_as_bucket_view=True), fsdp2 (fully_shard, with --zero 3),
-    /// fsdp2-no-reshard (reshard_after_forward=False) or deepspeed (ZeRO
+    /// fsdp2-no-reshard (reshard_after_forward=False), deepspeed (ZeRO
     /// 1–3: an fp32 partition of the weights, its gradient bucket; under 3
-    /// its persistent small weights, prefetching and reuse distance)
-    /// [default: megatron].
-    #[arg(long, value_name = "NAME", value_parser = one_of::<Framework>(&["megatron", "ddp", "ddp-bucket-view", "fsdp2", "fsdp2-no-reshard", "deepspeed"]), ignore_case = true)]
+    /// its persistent small weights, prefetching and reuse distance) or
+    /// fsdp1 (FullyShardedDataParallel as accelerate wraps a model: flat
+    /// parameters, use_orig_params; FULL_SHARD, or fsdp1-grad-op,
+    /// fsdp1-no-shard) [default: megatron].
+    #[arg(long, value_name = "NAME", value_parser = one_of::<Framework>(&["megatron", "ddp", "ddp-bucket-view", "fsdp2", "fsdp2-no-reshard", "deepspeed", "fsdp1", "fsdp1-grad-op", "fsdp1-no-shard"]), ignore_case = true)]
     pub framework: Option<Framework>,
+    /// With --framework fsdp1: its ShardingStrategy, full (FULL_SHARD,
+    /// --zero 3), grad-op (SHARD_GRAD_OP, --zero 3) or no-shard (NO_SHARD,
+    /// --zero 0) [default: full].
+    #[arg(long, value_name = "NAME", value_parser = one_of::<FsdpSharding>(&["full", "grad-op", "no-shard"]), ignore_case = true)]
+    pub fsdp_sharding: Option<FsdpSharding>,
     /// With --framework ddp: `gradient_as_bucket_view=True` (as
     /// ddp-bucket-view).
     #[arg(long)]
@@ -470,9 +477,21 @@ pub struct OffloadArgs {
     /// With ZeRO-3 and --offload-optimizer: the 16-bit parameters on the CPU too.
     #[arg(long)]
     pub offload_params: bool,
-    /// Saved activations on the CPU (save_on_cpu, CPU checkpointing).
+    /// Saved activations on the CPU: alone or save-on-cpu
+    /// (torch.autograd.graph.save_on_cpu, DeepSpeed's CPU checkpointing:
+    /// each saved tensor once, one layer in flight on the GPU), torchtune
+    /// (OffloadActivations: every saved tensor of 1 KB or more, once per
+    /// node that saves it, the linear layers' weight views included; the
+    /// output layer and the loss stay) or checkpoints (Unsloth's offloaded
+    /// gradient checkpointing: with --recompute full, each layer's input).
+    #[arg(long, value_name = "KIND", num_args = 0..=1, default_missing_value = "save-on-cpu", value_parser = one_of::<ActOffload>(&["save-on-cpu", "torchtune", "checkpoints"]), ignore_case = true)]
+    pub offload_activations: Option<ActOffload>,
+    /// With --framework fsdp1 or fsdp2: FSDP's CPU offload
+    /// (`CPUOffload(offload_params=True)`, `CPUOffloadPolicy`): the sharded
+    /// parameters, gradients and optimizer state on the host, the optimizer
+    /// stepping there; the GPU holds the gathered layers only.
     #[arg(long)]
-    pub offload_activations: bool,
+    pub fsdp_cpu_offload: bool,
     /// GPUs per node: for the host RAM per node and, with --gpu, which
     /// groups talk over NVLink, 1–64 [default: 8].
     #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=64))]
@@ -702,6 +721,7 @@ impl Args {
             || par.framework.is_some()
             || par.grad_as_bucket_view
             || par.reshard_after_forward.is_some()
+            || par.fsdp_sharding.is_some()
             || par.reduce_bucket_size.is_some()
             || par.prefetch_bucket_size.is_some()
             || par.overlap_comm.is_some()
@@ -717,7 +737,8 @@ impl Args {
             || f.quant_base.is_some()
             || o.offload_optimizer
             || o.offload_params
-            || o.offload_activations
+            || o.offload_activations.is_some()
+            || o.fsdp_cpu_offload
             || o.gpus_per_node.is_some()
             || self.overhead.given()
             || self.hardware.gpu.is_some()
@@ -1073,6 +1094,22 @@ impl Args {
             (_, true, _) => return Err("--grad-as-bucket-view needs --framework ddp".into()),
             _ => return Err("--reshard-after-forward needs --framework fsdp2".into()),
         };
+        if self.offload.fsdp_cpu_offload
+            && !matches!(framework, Framework::Fsdp1 { .. } | Framework::Fsdp2 { .. })
+        {
+            return Err("--fsdp-cpu-offload needs --framework fsdp1 or fsdp2 (DeepSpeed and Megatron offload with --offload-optimizer, --offload-params)".into());
+        }
+        match (framework, par.fsdp_sharding) {
+            (_, None) => {}
+            (Framework::Fsdp1 { .. }, Some(sharding)) => framework = Framework::Fsdp1 { sharding },
+            _ => return Err("--fsdp-sharding needs --framework fsdp1".into()),
+        }
+        if self.offload.fsdp_cpu_offload
+            && framework.fsdp_reshard().is_none()
+            && matches!(framework, Framework::Fsdp1 { .. })
+        {
+            return Err("--fsdp-cpu-offload with FSDP1's NO_SHARD is not modelled (FSDP1 runs it, keeping the whole flat parameters on the host): choose --fsdp-sharding full or grad-op".into());
+        }
         if let Framework::DeepSpeed { .. } = framework {
             self.read_deepspeed(&mut framework)?;
         } else if let Some(flag) = [
@@ -1147,7 +1184,15 @@ impl Args {
         let o = &self.offload;
         cfg.offload.optimizer = o.offload_optimizer;
         cfg.offload.params = o.offload_params;
-        cfg.offload.activations = o.offload_activations;
+        cfg.offload.activations = o.offload_activations.is_some();
+        cfg.offload.activations_by = o.offload_activations.unwrap_or_default();
+        // FSDP's CPU offload moves the parameters' shards, their gradients
+        // and the optimizer state to the host together: ZeRO-Infinity's
+        // parameters and optimizer offload, over FSDP's shards.
+        if o.fsdp_cpu_offload {
+            cfg.offload.optimizer = true;
+            cfg.offload.params = true;
+        }
         if let Some(n) = self.gpus_per_node() {
             cfg.offload.gpus_per_node = n;
         }

@@ -26,12 +26,12 @@
 //! `ssm`, a Mamba-2 mixer beside the attention = `heads,head_dim,groups,state,conv,chunk` and
 //! four 0/1 flags: gated norm, conv bias, in_proj bias, out_proj bias),
 //! `prec opt optbwd attn dropout recompute impl` (`optbwd=1`: the optimizer in backward), `fp8` (none, tensorwise, rowwise, te, te-mxfp8), `framework` (megatron, ddp,
-//! ddp-bucket-view, fsdp2, fsdp2-no-reshard, deepspeed) and after it DeepSpeed's `dsbucket dsprefetch dssubgroup
+//! ddp-bucket-view, fsdp2, fsdp2-no-reshard, deepspeed, fsdp1, fsdp1-grad-op, fsdp1-no-shard; FSDP's CPU offload is `offopt=1&offparams=1`) and after it DeepSpeed's `dsbucket dsprefetch dssubgroup
 //! dspersist` (values) and `dsoverlap` (1/0; absent: DeepSpeed's default per stage), `schedule` (1f1b, zb-h1), `cpcomm` (p2p, a2a), `stage` (the
 //! pipeline stage the step chart shows: peak, first, last),
 //! `dp zero tp sp pp ep etp cp
 //! micro`, `shard` (hybrid sharding's group), `lora`, `lorat` (LoRA targets), `loradtype` (fp32, bf16: the adapters'), `loradrop` (LoRA dropout, percent 1–99), `quant` (none, nf4, nf4-nodq,
-//! int8), `offopt offparams offacts gpn` (offload, GPUs per node),
+//! int8), `offopt offparams offacts gpn` (offload, GPUs per node), `actoff` (whose activation offload: save-on-cpu, torchtune, checkpoints),
 //! `objective` (sft, dpo, dpo-precomputed, grpo, grpo-kl) with GRPO's `completion` (tokens),
 //! `gens` (completions per prompt), `vllm` (a colocated vLLM engine's percent of the card) and
 //! `vllmsleep`, `both` (the lesson's bar beside), `oh` (runtime overhead
@@ -169,7 +169,7 @@ type Choice = (
     &'static str,
     fn(&mut DetailedOptions, &str) -> Result<(), String>,
 );
-const CHOICES: [Choice; 14] = [
+const CHOICES: [Choice; 15] = [
     ("prec", |d, v| v.parse().map(|x| d.precision = x)),
     ("fp8", |d, v| v.parse().map(|x| d.fp8 = x)),
     ("opt", |d, v| v.parse().map(|x| d.optimizer = x)),
@@ -185,6 +185,9 @@ const CHOICES: [Choice; 14] = [
     }),
     ("cpcomm", |d, v| v.parse().map(|x| d.parallel.cp_comm = x)),
     ("stage", |d, v| v.parse().map(|x| d.stage_shown = x)),
+    ("actoff", |d, v| {
+        v.parse().map(|x| d.offload.activations_by = x)
+    }),
     ("loss", |d, v| {
         d.loss = (v != "auto").then(|| v.parse()).transpose()?;
         Ok(())
@@ -827,6 +830,12 @@ fn encode_offload(d: &DetailedOptions, def: &DetailedOptions, out: &mut Query<'_
     pair(out, "offopt", flag(d.offload.optimizer), "0");
     pair(out, "offparams", flag(d.offload.params), "0");
     pair(out, "offacts", flag(d.offload.activations), "0");
+    pair(
+        out,
+        "actoff",
+        d.offload.activations_by.name(),
+        "save-on-cpu",
+    );
     pair(
         out,
         "gpn",

@@ -237,6 +237,38 @@ fn detailed_flags_are_checked() {
             "--reduce-bucket-size needs --framework deepspeed",
         ),
         (
+            &["--model", "gpt2", "--dp", "2", "--zero", "3", "--framework", "fsdp2", "--fsdp-sharding", "full"],
+            "--fsdp-sharding needs --framework fsdp1",
+        ),
+        (
+            &["--model", "gpt2", "--offload-activations", "torchtune"],
+            "torchtune's activation offloading runs with activation checkpointing only",
+        ),
+        (
+            &["--model", "gpt2", "--offload-activations", "checkpoints", "--recompute", "selective"],
+            "offloaded checkpoints (Unsloth's gradient checkpointing) move each checkpointed layer input to the host: add --recompute full",
+        ),
+        (
+            &["--model", "gpt2", "--offload-activations", "unsloth"],
+            "invalid value 'unsloth' for '--offload-activations [<KIND>]'",
+        ),
+        (
+            &["--model", "gpt2", "--dp", "2", "--zero", "3", "--fsdp-cpu-offload"],
+            "--fsdp-cpu-offload needs --framework fsdp1 or fsdp2",
+        ),
+        (
+            &["--model", "gpt2", "--dp", "2", "--zero", "2", "--framework", "fsdp1"],
+            "FSDP1's FULL_SHARD and SHARD_GRAD_OP shard parameters, gradients and optimizer state: they are ZeRO-3 (--zero 3)",
+        ),
+        (
+            &["--model", "gpt2", "--dp", "2", "--zero", "3", "--framework", "fsdp1", "--fsdp-sharding", "no-shard"],
+            "FSDP1's NO_SHARD shards nothing: it is --zero 0",
+        ),
+        (
+            &["--model", "gpt2", "--dp", "2", "--framework", "fsdp1-no-shard", "--fsdp-cpu-offload"],
+            "--fsdp-cpu-offload with FSDP1's NO_SHARD is not modelled",
+        ),
+        (
             &[
                 "--model", "gpt2", "--dp", "2", "--zero", "2", "--framework", "deepspeed",
                 "--reduce-bucket-size", "10",
@@ -809,6 +841,36 @@ fn framework_options_are_the_named_frameworks() {
                 "true",
             ],
             &["--framework", "fsdp2", "--zero", "3"],
+        ),
+        (
+            &[
+                "--framework",
+                "fsdp1",
+                "--zero",
+                "3",
+                "--fsdp-sharding",
+                "grad-op",
+            ],
+            &["--framework", "fsdp1-grad-op", "--zero", "3"],
+        ),
+        (
+            &["--framework", "fsdp1", "--fsdp-sharding", "no-shard"],
+            &["--framework", "fsdp1-no-shard"],
+        ),
+        (
+            &["--zero", "1", "--offload-activations"][..],
+            &["--zero", "1", "--offload-activations", "save-on-cpu"][..],
+        ),
+        (
+            &["--framework", "fsdp1", "--zero", "3", "--fsdp-cpu-offload"],
+            &[
+                "--framework",
+                "fsdp1",
+                "--zero",
+                "3",
+                "--offload-optimizer",
+                "--offload-params",
+            ],
         ),
     ] {
         let run = |extra: &[&str]| {

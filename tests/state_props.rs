@@ -41,6 +41,7 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
         ),
         (0usize..5, any::<bool>(), 1u64..=4096),
         (any::<bool>(), 0u64..=99),
+        (0..membudget::detailed::Framework::ALL.len(), 0usize..3),
     )
         .prop_map(
             |(
@@ -55,6 +56,7 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
                 (quant, (off_opt, off_params, off_acts, all_targets), gpn, objective, (ep, etp)),
                 (loss, liger, chunks),
                 (lora_bf16, lora_dropout),
+                (framework, act_kind),
             )| {
                 let mut d = DetailedOptions {
                     arch: PRESETS[m].arch,
@@ -88,6 +90,8 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
                 d.offload.params = off_params;
                 d.offload.activations = off_acts;
                 d.offload.gpus_per_node = gpn;
+                d.framework = membudget::detailed::Framework::ALL[framework].1;
+                d.offload.activations_by = membudget::detailed::ActOffload::ALL[act_kind].1;
                 d.objective = ["sft", "dpo", "dpo-precomputed"][objective]
                     .parse()
                     .unwrap();

@@ -156,6 +156,7 @@ fn each_format_round_trips_a_typical_configuration() {
                 "--recompute",
                 "full",
                 "--offload-activations",
+                "checkpoints",
             ],
         ),
         (
@@ -288,7 +289,7 @@ proptest! {
         if in_bwd && accum == 1 && !fsdp && lora == 0 { f.push("--optimizer-in-backward".into()); }
         if !in_bwd && lora == 0 && chunks.is_none() && !offload { f.extend(strings(&["--compile", "--attention", "flash"])); }
         if lora == 2 { f.extend(strings(&["--quant-base", "nf4"])); }
-        if offload { f.push("--offload-activations".into()); }
+        if offload && recompute == "full" { f.extend(strings(&["--offload-activations", "torchtune"])); }
         f.extend(["--micro-batch".into(), micro.to_string(), "--batch".into(), (micro * accum * dp).to_string()]);
         prop_assume!(round_trip(&f, Target::Torchtune)?);
     }
@@ -307,7 +308,7 @@ proptest! {
         if liger && !axolotl && lora == 0 { f.extend(strings(&["--impl", "liger"])); }
         if lora == 2 { f.extend(strings(&["--quant-base", "nf4"])); }
         if lora == 3 { f.extend(strings(&["--quant-base", if axolotl { "int8" } else { "nf4-nodq" }])); }
-        if offload { f.push("--offload-activations".into()); }
+        if offload && recompute == "full" { f.extend(strings(&["--offload-activations", if axolotl { "checkpoints" } else { "torchtune" }])); }
         f.extend(["--micro-batch".into(), micro.to_string(), "--batch".into(), (micro * accum * dp).to_string()]);
         prop_assume!(round_trip(&f, target)?);
     }

@@ -28,7 +28,7 @@ fn flags(r: &Reading) -> String {
 const OWN: &[(&str, Format, &str)] = &[
     ("torchtune_lora.yaml", Format::Torchtune, "--model llama-3.2-1b --lora-rank 16 --lora-targets q,v,gate,down,up --micro-batch 3 --grad-accum 2 --seq 1024 --precision bf16 --lora-dtype bf16 --recompute full --optimizer adamw --adam fused --loss chunked --loss-chunks 8"),
     ("torchtitan.toml", Format::Torchtitan, "--model llama-3.1-8b --micro-batch 2 --seq 4096 --tp 2 --tp-layers-only --sp --pp 1 --framework fsdp2 --zero 3 --dp-shard 4 --reshard-after-forward true --precision mixed --recompute full --optimizer adamw --adam foreach"),
-    ("axolotl_qlora.yml", Format::Axolotl, "--impl hf --model llama-3.1-8b --micro-batch 4 --grad-accum 2 --seq 2048 --recompute full --offload-activations --optimizer paged-adam8bit --attention flash --loss cce --lora-rank 8 --lora-targets q,k,lm_head --lora-dropout 0.05 --quant-base nf4 --precision bf16"),
+    ("axolotl_qlora.yml", Format::Axolotl, "--impl hf --model llama-3.1-8b --micro-batch 4 --grad-accum 2 --seq 2048 --recompute full --offload-activations checkpoints --optimizer paged-adam8bit --attention flash --loss cce --lora-rank 8 --lora-targets q,k,lm_head --lora-dropout 0.05 --quant-base nf4 --precision bf16"),
     ("llamafactory_lora.yaml", Format::LlamaFactory, "--impl hf --model qwen3-8b --micro-batch 2 --grad-accum 4 --seq 4096 --lora-rank 32 --lora-targets q,v --quant-base int8 --recompute full --precision mixed --impl liger --loss liger"),
     ("litgpt_lora.yaml", Format::Litgpt, "--model mistral-7b --nproc-per-node 1 --recompute none --micro-batch 4 --batch 16 --seq 1024 --precision bf16 --quant-base nf4 --lora-rank 4 --lora-dtype bf16 --lora-targets q,k,v,o --lora-dropout 0.05 --optimizer adamw"),
     ("trl_grpo.yaml", Format::TrainingArguments, "--impl hf --model llama-3.2-1b --micro-batch 8 --grad-accum 1 --recompute full --precision bf16 --objective grpo-kl --completion 768 --seq 1024 --generations 4 --vllm-colocate 0.25"),
@@ -38,7 +38,7 @@ const OWN: &[(&str, Format, &str)] = &[
     ("megatron.sh", Format::Command, "--nproc-per-node 8 --nnodes 2 --arch llama --layers 16 --hidden 2048 --heads 16 --ffn 8192 --vocab 32000 --kv-heads 4 --micro-batch 2 --batch 64 --seq 4096 --tp 2 --pp 2 --precision mixed --sp --zero 1 --recompute selective"),
     ("fsdp_qlora.sh", Format::Command, "--impl hf --model llama-2-13b --micro-batch 2 --seq 2048 --recompute none --precision mixed --lora-rank 16 --lora-targets q,k,v,gate,up,down --nproc-per-node 2"),
     ("tune_run.sh", Format::Command, "--nproc-per-node 4 --framework fsdp2 --zero 3 --micro-batch 4 --seq 2048 --recompute none --optimizer paged-adam8bit"),
-    ("unsloth_cli.sh", Format::Command, "--model mistral-7b --seq 4096 --quant-base nf4 --lora-rank 32 --lora-targets all --recompute full --offload-activations --precision bf16 --impl hf --micro-batch 2 --grad-accum 4 --optimizer adam8bit"),
+    ("unsloth_cli.sh", Format::Command, "--model mistral-7b --seq 4096 --quant-base nf4 --lora-rank 32 --lora-targets all --recompute full --offload-activations checkpoints --precision bf16 --impl hf --micro-batch 2 --grad-accum 4 --optimizer adam8bit"),
 ];
 
 #[test]

@@ -11,9 +11,9 @@ use crate::chart::{term_colour_hex, LOGITS_COLOUR};
 use crate::detailed::config::LoraDtype;
 use crate::detailed::memory::offload::BUFFER_FACTOR;
 use crate::detailed::{
-    host_ram, import_config, Architecture, AttentionKernel, BaseQuant, CpComm, DetailedBreakdown,
-    DetailedError, Family, Framework, LoraTargets, Loss, Objective, Optimizer, Overhead, Precision,
-    Profile, Recompute, Schedule, StepTimeline, PRESETS,
+    host_ram, import_config, ActOffload, Architecture, AttentionKernel, BaseQuant, CpComm,
+    DetailedBreakdown, DetailedError, Family, Framework, FsdpSharding, LoraTargets, Loss,
+    Objective, Optimizer, Overhead, Precision, Profile, Recompute, Schedule, StepTimeline, PRESETS,
 };
 use crate::export::{detailed_rows, DETAILED_ROWS};
 use crate::state::{DetailedOptions, Mode, PageState, ShownStage};
@@ -331,7 +331,7 @@ const SCHEDULE_NAMES: &[&str] = &[
     "1F1B (interleaved with virtual stages)",
     "Zero Bubble ZB-H1 (weight gradients fill the bubble)",
 ];
-const FRAMEWORKS: [Framework; 6] = [
+const FRAMEWORKS: [Framework; 9] = [
     Framework::Megatron,
     Framework::Ddp { bucket_view: false },
     Framework::Ddp { bucket_view: true },
@@ -342,6 +342,15 @@ const FRAMEWORKS: [Framework; 6] = [
         reshard_after_forward: false,
     },
     Framework::DEEPSPEED,
+    Framework::Fsdp1 {
+        sharding: FsdpSharding::Full,
+    },
+    Framework::Fsdp1 {
+        sharding: FsdpSharding::GradOp,
+    },
+    Framework::Fsdp1 {
+        sharding: FsdpSharding::NoShard,
+    },
 ];
 const FRAMEWORK_NAMES: &[&str] = &[
     "Megatron-LM (gradient buffers, ZeRO)",
@@ -350,6 +359,9 @@ const FRAMEWORK_NAMES: &[&str] = &[
     "PyTorch FSDP2 (ZeRO-3)",
     "PyTorch FSDP2, reshard_after_forward=False",
     "DeepSpeed (fp32 partition, 5e8-value bucket)",
+    "PyTorch FSDP1 FULL_SHARD (accelerate, flat parameters)",
+    "PyTorch FSDP1 SHARD_GRAD_OP",
+    "PyTorch FSDP1 NO_SHARD (--zero 0)",
 ];
 const ATTENTION_NAMES: &[&str] = &["Flash / SDPA (the default)", "Eager (keeps a·s² scores)"];
 const OVERLAP_NAMES: &[&str] = &[
@@ -778,6 +790,12 @@ fn objective_group() -> impl IntoView {
     }
 }
 
+const ACT_OFFLOAD_NAMES: &[&str] = &[
+    "save_on_cpu (one copy of each saved tensor)",
+    "torchtune OffloadActivations (needs full recomputation)",
+    "Offloaded checkpoints (Unsloth; full recomputation)",
+];
+
 /// The offload to host memory group.
 fn offload_group() -> impl IntoView {
     view! {
@@ -786,6 +804,7 @@ fn offload_group() -> impl IntoView {
             {flag("offload-opt-input", "Optimizer state (ZeRO-Offload)", |d| d.offload.optimizer, |d, on| d.offload.optimizer = on)}
             {flag("offload-params-input", "Parameters (ZeRO-3)", |d| d.offload.params, |d, on| d.offload.params = on)}
             {flag("offload-acts-input", "Activations", |d| d.offload.activations, |d, on| d.offload.activations = on)}
+            {choice("offload-acts-select", "Activations offloaded by", ACT_OFFLOAD_NAMES, |d| index_of(&ActOffload::ALL.map(|(_, k)| k), d.offload.activations_by), |d, i| d.offload.activations_by = ActOffload::ALL[i].1)}
             {count("gpn-input", "GPUs per node", (1, 64), |d| Some(d.offload.gpus_per_node), |d, v| d.offload.gpus_per_node = v.unwrap_or(1), false)}
         </details>
     }

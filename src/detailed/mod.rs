@@ -33,9 +33,9 @@ pub mod time;
 pub mod trainers;
 
 pub use config::{
-    AdamImpl, AttentionKernel, BaseQuant, CpComm, DetailedConfig, DetailedError, Device,
-    ExpertsImpl, Fp8, Framework, Implementation, Loss, Objective, Offload, Optimizer, Parallelism,
-    Precision, Profile, Recompute, Reference, Schedule, Step, StepOptions,
+    ActOffload, AdamImpl, AttentionKernel, BaseQuant, CpComm, DetailedConfig, DetailedError,
+    Device, ExpertsImpl, Fp8, Framework, FsdpSharding, Implementation, Loss, Objective, Offload,
+    Optimizer, Parallelism, Precision, Profile, Recompute, Reference, Schedule, Step, StepOptions,
 };
 pub use memory::{
     estimate, host_ram, stage_timelines, timeline, why_peak, DetailedBreakdown, Event, HostRam,

@@ -105,8 +105,75 @@ pub struct Offload {
     /// Saved activations on the CPU (`torch.autograd.graph.save_on_cpu`,
     /// DeepSpeed's `cpu_checkpointing` under full recomputation).
     pub activations: bool,
+    /// Whose activation offload, when `activations` is on.
+    #[serde(default, skip_serializing_if = "ActOffload::is_default")]
+    pub activations_by: ActOffload,
     /// GPUs per node, for the host memory per node.
     pub gpus_per_node: u64,
+}
+
+/// Whose activation offload: what goes to the host and what the host holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ActOffload {
+    /// `torch.autograd.graph.save_on_cpu` (DeepSpeed's `cpu_checkpointing`
+    /// under full recomputation): every saved activation once, one layer
+    /// in flight on the GPU. The flag's meaning before the others.
+    #[default]
+    SaveOnCpu,
+    /// torchtune's `OffloadActivations` (torchtune 0.6.1,
+    /// `training/_activation_offloading.py`): every saved tensor of 1,024
+    /// bytes or more that is not a parameter is copied to the host by its
+    /// pack hook, once per node that saves it (a storage saved by q, k and
+    /// v goes three times, and the transposed weight views `F.linear` saves
+    /// are not `nn.Parameter`s, so each step copies the layer's weights
+    /// too); the output layer runs under `NoOpManager` and the loss outside
+    /// the context, so their tensors stay. Measured on the CPU
+    /// (`tests/fixtures/act_offload_measured.tsv`).
+    Torchtune,
+    /// Unsloth's offloaded gradient checkpointing
+    /// (`use_gradient_checkpointing="unsloth"`;
+    /// `unsloth_zoo/gradient_checkpointing.py`,
+    /// `Unsloth_Offloaded_Gradient_Checkpointer`: `hidden_states.to("cpu",
+    /// non_blocking=True)` saved, the layer run under `no_grad`, brought
+    /// back and recomputed in backward): full recomputation, each layer's
+    /// checkpointed input on the host.
+    Checkpoints,
+}
+
+impl ActOffload {
+    /// Every kind by the name `--offload-activations` takes.
+    pub const ALL: [(&'static str, ActOffload); 3] = [
+        ("save-on-cpu", ActOffload::SaveOnCpu),
+        ("torchtune", ActOffload::Torchtune),
+        ("checkpoints", ActOffload::Checkpoints),
+    ];
+
+    /// The default (serde leaves it out of the inputs).
+    pub fn is_default(&self) -> bool {
+        *self == ActOffload::SaveOnCpu
+    }
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, k)| *k == self)
+            .map_or("save-on-cpu", |(n, _)| n)
+    }
+}
+
+impl std::str::FromStr for ActOffload {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(s))
+            .map(|(_, k)| *k)
+            .ok_or_else(|| {
+                "activation offload must be save-on-cpu, torchtune or checkpoints".to_string()
+            })
+    }
 }
 
 impl Default for Offload {
@@ -115,6 +182,7 @@ impl Default for Offload {
             optimizer: false,
             params: false,
             activations: false,
+            activations_by: ActOffload::SaveOnCpu,
             gpus_per_node: 8,
         }
     }
@@ -328,6 +396,16 @@ pub enum Framework {
         /// `reshard_after_forward=True` (the default).
         reshard_after_forward: bool,
     },
+    /// PyTorch's FSDP1 (`torch.distributed.fsdp.FullyShardedDataParallel`)
+    /// as accelerate and the FSDP-QLoRA trainers wrap a model: one flat
+    /// parameter per decoder layer and one for the rest (the root unit),
+    /// `use_orig_params=True`, backward prefetch `BACKWARD_PRE`
+    /// (`torch/distributed/fsdp/_flat_param.py`, `_runtime_utils.py`,
+    /// torch 2.15). Measured, `tests/fixtures/fsdp1_measured.tsv`.
+    Fsdp1 {
+        /// The sharding strategy.
+        sharding: FsdpSharding,
+    },
     /// DeepSpeed's ZeRO stages 1 and 2 (`deepspeed/runtime/zero/
     /// stage_1_and_2.py`, 0.19.8): the optimizer keeps an fp32 copy of its
     /// partition of the weights whatever the precision
@@ -361,10 +439,45 @@ pub enum Framework {
     },
 }
 
+/// FSDP1's `ShardingStrategy` (`torch/distributed/fsdp/api.py`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FsdpSharding {
+    /// `FULL_SHARD`: parameters, gradients and optimizer state sharded;
+    /// each layer's flat parameter freed after its forward and gathered
+    /// again for its backward (the root's kept, `_post_forward_reshard`).
+    Full,
+    /// `SHARD_GRAD_OP`: the same, but the gathered parameters are kept
+    /// from forward to the end of backward.
+    GradOp,
+    /// `NO_SHARD`: nothing sharded, the gradients all-reduced (DDP's
+    /// algorithm over flat parameters, no bucket copy).
+    NoShard,
+}
+
+impl FsdpSharding {
+    /// Every strategy by the name `--fsdp-sharding` takes.
+    pub const ALL: [(&'static str, FsdpSharding); 3] = [
+        ("full", FsdpSharding::Full),
+        ("grad-op", FsdpSharding::GradOp),
+        ("no-shard", FsdpSharding::NoShard),
+    ];
+}
+
+impl std::str::FromStr for FsdpSharding {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(s))
+            .map(|(_, f)| *f)
+            .ok_or_else(|| "FSDP sharding must be full, grad-op or no-shard".to_string())
+    }
+}
+
 impl Framework {
     /// Every framework by its name, as the command line and the address
     /// spell it.
-    pub const ALL: [(&'static str, Framework); 6] = [
+    pub const ALL: [(&'static str, Framework); 9] = [
         ("megatron", Framework::Megatron),
         ("ddp", Framework::Ddp { bucket_view: false }),
         ("ddp-bucket-view", Framework::Ddp { bucket_view: true }),
@@ -381,7 +494,44 @@ impl Framework {
             },
         ),
         ("deepspeed", Framework::DEEPSPEED),
+        (
+            "fsdp1",
+            Framework::Fsdp1 {
+                sharding: FsdpSharding::Full,
+            },
+        ),
+        (
+            "fsdp1-grad-op",
+            Framework::Fsdp1 {
+                sharding: FsdpSharding::GradOp,
+            },
+        ),
+        (
+            "fsdp1-no-shard",
+            Framework::Fsdp1 {
+                sharding: FsdpSharding::NoShard,
+            },
+        ),
     ];
+
+    /// A sharded FSDP (FSDP2, or FSDP1 sharding): whether each layer's
+    /// gathered parameters are freed after its forward (FSDP2's
+    /// `reshard_after_forward`, FSDP1's `FULL_SHARD`); `None` for the
+    /// other frameworks and FSDP1's `NO_SHARD`.
+    pub fn fsdp_reshard(self) -> Option<bool> {
+        match self {
+            Framework::Fsdp2 {
+                reshard_after_forward,
+            } => Some(reshard_after_forward),
+            Framework::Fsdp1 {
+                sharding: FsdpSharding::Full,
+            } => Some(true),
+            Framework::Fsdp1 {
+                sharding: FsdpSharding::GradOp,
+            } => Some(false),
+            _ => None,
+        }
+    }
 
     /// DeepSpeed with its defaults: buckets of 5e8 values to reduce and 5e7
     /// to prefetch, `overlap_comm` per stage, sub-groups of 1e9 values,
@@ -428,7 +578,7 @@ impl std::str::FromStr for Framework {
             .find(|(n, _)| n.eq_ignore_ascii_case(s))
             .map(|(_, f)| *f)
             .ok_or_else(|| {
-                "framework must be megatron, ddp, ddp-bucket-view, fsdp2, fsdp2-no-reshard or deepspeed"
+                "framework must be megatron, ddp, ddp-bucket-view, fsdp2, fsdp2-no-reshard, deepspeed, fsdp1, fsdp1-grad-op or fsdp1-no-shard"
                     .to_string()
             })
     }

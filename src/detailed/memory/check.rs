@@ -4,8 +4,8 @@
 
 use super::{grpo, sac};
 use crate::detailed::config::{
-    AttentionKernel, BaseQuant, CpComm, DetailedConfig, DetailedError, Fp8, Framework, LoraDtype,
-    Loss, Objective, Optimizer, Precision, Profile, Recompute, Schedule,
+    ActOffload, AttentionKernel, BaseQuant, CpComm, DetailedConfig, DetailedError, Fp8, Framework,
+    FsdpSharding, LoraDtype, Loss, Objective, Optimizer, Precision, Profile, Recompute, Schedule,
 };
 use crate::detailed::model::{Family, LoraTargets};
 
@@ -372,6 +372,18 @@ fn offload(cfg: &DetailedConfig) -> Result<(), DetailedError> {
             "offloading the optimizer or the parameters needs ZeRO (stage 1–3): it is ZeRO-Offload",
         );
     }
+    if o.activations
+        && o.activations_by == ActOffload::Torchtune
+        && cfg.recompute != Recompute::Full
+    {
+        return refuse("torchtune's activation offloading runs with activation checkpointing only: its recipes refuse it otherwise (\"enable_activation_offloading should only be True when enable_activation_checkpointing is True\"): add --recompute full");
+    }
+    if o.activations
+        && o.activations_by == ActOffload::Checkpoints
+        && cfg.recompute != Recompute::Full
+    {
+        return refuse("offloaded checkpoints (Unsloth's gradient checkpointing) move each checkpointed layer input to the host: add --recompute full");
+    }
     if o.params && (p.zero < 3 || !o.optimizer) {
         return refuse("offloading the parameters needs ZeRO-3 and the optimizer offloaded too (DeepSpeed's offload_param)");
     }
@@ -450,6 +462,14 @@ fn framework(cfg: &DetailedConfig) -> Result<(), DetailedError> {
                     "DeepSpeed's ZeRO-3 is modelled without a reference model (DPO, GRPO with KL)",
                 );
             }
+        }
+    }
+    if let Framework::Fsdp1 { sharding } = cfg.framework {
+        if sharding == FsdpSharding::NoShard && p.zero != 0 {
+            return refuse("FSDP1's NO_SHARD shards nothing: it is --zero 0");
+        }
+        if sharding != FsdpSharding::NoShard && p.zero != 3 {
+            return refuse("FSDP1's FULL_SHARD and SHARD_GRAD_OP shard parameters, gradients and optimizer state: they are ZeRO-3 (--zero 3)");
         }
     }
     if matches!(cfg.framework, Framework::Ddp { .. }) && p.zero > 0 {

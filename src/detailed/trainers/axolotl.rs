@@ -108,7 +108,7 @@ fn read_memory(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
     match doc.text(key)?.as_deref() {
         Some("offload") => {
             out.set(key, "offload", "--recompute", "full");
-            out.set(key, "offload", "--offload-activations", "");
+            out.set(key, "offload", "--offload-activations", "checkpoints");
         }
         Some("offload_disk") => {
             out.set(key, "offload_disk", "--recompute", "full");
@@ -123,7 +123,9 @@ fn read_memory(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
     }
     let key = "activation_offloading";
     match doc.text(key)?.as_deref() {
-        Some("true" | "legacy" | "True") => out.set(key, "true", "--offload-activations", ""),
+        Some("true" | "legacy" | "True") => {
+            out.set(key, "true", "--offload-activations", "torchtune")
+        }
         Some(v @ ("disk" | "hidden_states")) => {
             out.ignore(key, v, "this activation offloading is not priced")
         }

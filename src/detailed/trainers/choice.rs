@@ -103,7 +103,7 @@ fn table() -> [(&'static str, When, &'static str, &'static str, &'static str); 1
             "unsloth",
             When::Always,
             "--offload-activations",
-            "",
+            "checkpoints",
             UNSLOTH,
         ),
         (

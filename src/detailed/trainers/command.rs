@@ -502,7 +502,7 @@ pub fn unsloth(doc: &mut Doc, kwargs: bool) -> Result<Out, ReadError> {
     match doc.text(&gc)?.as_deref() {
         Some("unsloth") => {
             out.set(&gc, "unsloth", "--recompute", "full");
-            out.set(&gc, "unsloth", "--offload-activations", "");
+            out.set(&gc, "unsloth", "--offload-activations", "checkpoints");
         }
         Some(v) => common::recompute(&mut out, &gc, super::value::boolean(v).unwrap_or(true)),
         None => {}
@@ -573,7 +573,7 @@ pub const UNSLOTH_CLI_DEFAULTS: &[(&str, &str, &str, &str, &str)] = &[
     ("max_seq_length", "2048", "--seq", "2048", "unsloth-cli.py: `model_group.add_argument('--max_seq_length', type=int, default=2048, …)`"),
     ("r", "16", "--lora-rank", "16", "unsloth-cli.py: `lora_group.add_argument('--r', type=int, default=16, …)`"),
     ("use_gradient_checkpointing", "unsloth", "--recompute", "full", "unsloth-cli.py: `lora_group.add_argument('--use_gradient_checkpointing', type=str, default=\"unsloth\", …)`"),
-    ("use_gradient_checkpointing", "unsloth", "--offload-activations", "", "unsloth-cli.py: `default=\"unsloth\"`: the checkpoints offloaded to the CPU"),
+    ("use_gradient_checkpointing", "unsloth", "--offload-activations", "checkpoints", "unsloth-cli.py: `default=\"unsloth\"`: the checkpoints offloaded to the CPU"),
     ("per_device_train_batch_size", "2", "--micro-batch", "2", "unsloth-cli.py: `training_group.add_argument('--per_device_train_batch_size', type=int, default=2, …)`"),
     ("gradient_accumulation_steps", "4", "--grad-accum", "4", "unsloth-cli.py: `training_group.add_argument('--gradient_accumulation_steps', type=int, default=4, …)`"),
     ("optim", "adamw_8bit", "--optimizer", "adam8bit", "unsloth-cli.py: `training_group.add_argument('--optim', type=str, default=\"adamw_8bit\", …)`"),

@@ -7,8 +7,8 @@
 
 use super::models;
 use crate::detailed::config::{
-    AdamImpl, BaseQuant, DetailedConfig, Fp8, Framework, LoraDtype, Loss, Optimizer, Precision,
-    Recompute,
+    ActOffload, AdamImpl, BaseQuant, DetailedConfig, Fp8, Framework, LoraDtype, Loss, Optimizer,
+    Precision, Recompute,
 };
 use crate::detailed::model::arch::Family;
 use crate::detailed::model::presets::PRESETS;
@@ -413,7 +413,7 @@ fn torchtune(cfg: &DetailedConfig) -> Result<String, String> {
     );
     out += &format!(
         "enable_activation_offloading: {}\n",
-        cfg.offload.activations
+        offloaded_by(cfg, f, ActOffload::Torchtune)?
     );
     if let Some(r) = distributed {
         out += &format!("fsdp_reshard_after_forward: {r}\n");
@@ -455,6 +455,19 @@ fn torchtune_lora(cfg: &DetailedConfig, f: &str) -> Result<String, String> {
         mlp != 0,
         cfg.lora_dropout
     ))
+}
+
+/// Whether activations are offloaded, by `way`, the only one `format`
+/// writes; another way is refused.
+fn offloaded_by(cfg: &DetailedConfig, format: &str, way: ActOffload) -> Result<bool, String> {
+    match (cfg.offload.activations, cfg.offload.activations_by) {
+        (false, _) => Ok(false),
+        (true, by) if by == way => Ok(true),
+        _ => Err(cannot(
+            format,
+            "its activation offloading is torchtune's OffloadActivations (--offload-activations torchtune)",
+        )),
+    }
 }
 
 /// Full recomputation or none: what the trainers' switches say.
@@ -524,7 +537,7 @@ fn trl(cfg: &DetailedConfig) -> Result<String, String> {
         Precision::Bf16 => "bf16: true\ndtype: bfloat16\n",
         Precision::Fp32 => "bf16: false\n",
     };
-    if cfg.offload.activations {
+    if offloaded_by(cfg, f, ActOffload::Torchtune)? {
         out += "activation_offloading: true\n";
     }
     if cfg.liger {
@@ -572,10 +585,19 @@ fn axolotl(cfg: &DetailedConfig) -> Result<String, String> {
         accumulation(cfg, f)?,
         cfg.seq
     );
-    out += &match (recompute_on(cfg, f)?, cfg.offload.activations) {
-        (true, true) => "gradient_checkpointing: offload\n".to_string(),
-        (on, false) => format!("gradient_checkpointing: {on}\n"),
-        (false, true) => "gradient_checkpointing: false\nactivation_offloading: true\n".to_string(),
+    let on = recompute_on(cfg, f)?;
+    out += &match (cfg.offload.activations, cfg.offload.activations_by) {
+        (false, _) => format!("gradient_checkpointing: {on}\n"),
+        (true, ActOffload::Checkpoints) => "gradient_checkpointing: offload\n".to_string(),
+        (true, ActOffload::Torchtune) => {
+            format!("gradient_checkpointing: {on}\nactivation_offloading: true\n")
+        }
+        (true, ActOffload::SaveOnCpu) => {
+            return Err(cannot(
+                f,
+                "axolotl offloads checkpoints (--offload-activations checkpoints) or as torchtune does (torchtune)",
+            ))
+        }
     };
     out += &format!("optimizer: {}\n", hf_optim(cfg, f)?);
     if cfg.compile {

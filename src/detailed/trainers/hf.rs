@@ -195,7 +195,12 @@ fn read_memory(doc: &mut Doc, out: &mut Out, kind: Kind) -> Result<(), ReadError
     }
     if let Some(b) = doc.flag("activation_offloading")? {
         if b {
-            out.set("activation_offloading", b, "--offload-activations", "");
+            out.set(
+                "activation_offloading",
+                b,
+                "--offload-activations",
+                "torchtune",
+            );
         }
     }
     if let Some(o) = doc.text("optim")? {

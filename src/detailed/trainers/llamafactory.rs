@@ -177,7 +177,12 @@ fn read_memory(doc: &mut Doc, out: &mut Out, v1: bool) -> Result<(), ReadError> 
         None => {}
     }
     if let Some(true) = doc.flag("use_unsloth_gc")? {
-        out.set("use_unsloth_gc", true, "--offload-activations", "");
+        out.set(
+            "use_unsloth_gc",
+            true,
+            "--offload-activations",
+            "checkpoints",
+        );
     }
     let pure = doc.flag("pure_bf16")? == Some(true);
     if pure {

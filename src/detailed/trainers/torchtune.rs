@@ -219,7 +219,7 @@ fn read_memory(
             "enable_activation_offloading",
             true,
             "--offload-activations",
-            "",
+            "torchtune",
         );
     }
     if let Some(o) = doc.text("optimizer._component_")? {

@@ -4,7 +4,7 @@
 //! ZeRO-3 makes of each sub-group's gradients.
 
 use crate::detailed::config::{AdamImpl, DetailedConfig, Framework, Optimizer};
-use crate::detailed::memory::states::{grad_bytes, trained_params, update_bytes};
+use crate::detailed::memory::states::{grad_bytes, param_split, trained_params, update_bytes};
 use crate::detailed::memory::zero3::largest_sub_group;
 use crate::detailed::model::Family;
 
@@ -37,7 +37,6 @@ pub(super) fn temporaries(cfg: &DetailedConfig, adam: AdamImpl, stage3: bool) ->
 /// divides the trained parameters on one GPU and `sub_group` the bytes of
 /// the flat partition DeepSpeed updates at once.
 fn update(cfg: &DetailedConfig, adam: AdamImpl, shard: f64, sub_group: f64) -> f64 {
-    let par = &cfg.parallel;
     match (cfg.optimizer, adam) {
         // DeepSpeed hands the optimizer one flat fp32 partition
         // (`single_partition_of_fp32_groups`): the loop's two
@@ -47,19 +46,15 @@ fn update(cfg: &DetailedConfig, adam: AdamImpl, shard: f64, sub_group: f64) -> f
         {
             2.0 * sub_group
         }
-        (Optimizer::AdamW, AdamImpl::ForLoop) => {
-            2.0 * largest_trained(cfg) * update_bytes(cfg) / par.zero_divisor(1)
-        }
+        (Optimizer::AdamW, AdamImpl::ForLoop) => 2.0 * largest_local(cfg) * update_bytes(cfg),
         (Optimizer::AdamW, AdamImpl::Foreach) => trained_params(cfg) * update_bytes(cfg) / shard,
         // `lion-pytorch`: `exp_avg.clone().mul_(β1).add(grad, 1 − β1)`,
         // two tensors of the parameter's size (measured exact).
-        (Optimizer::Lion, _) => {
-            2.0 * largest_trained(cfg) * update_bytes(cfg) / par.zero_divisor(1)
-        }
+        (Optimizer::Lion, _) => 2.0 * largest_local(cfg) * update_bytes(cfg),
         // Adafactor's `var_estimate = row_var @ col_var`, one tensor of
         // the parameter's size (modelled; on the CPU its reductions add
         // a buffer the measurement shows, not modelled).
-        (Optimizer::Adafactor, _) => largest_trained(cfg) * update_bytes(cfg) / par.zero_divisor(1),
+        (Optimizer::Adafactor, _) => largest_local(cfg) * update_bytes(cfg),
         (Optimizer::Muon, _) => muon(cfg),
         _ => 0.0,
     }
@@ -95,6 +90,27 @@ fn muon(cfg: &DetailedConfig) -> f64 {
 
 /// The largest trained tensor on one GPU, in elements: what the
 /// per-parameter AdamW loop makes two temporaries of.
+/// The largest parameter the optimizer updates on one GPU, in elements.
+/// ZeRO and FSDP2 shard every tensor along its first dimension, a
+/// `1/zero_divisor` of each. FSDP1 shards each unit's flat parameter in
+/// contiguous chunks, and with `use_orig_params=True` the optimizer sees
+/// each weight's piece of this rank's chunk (`_flat_param.py`,
+/// `_use_sharded_views`): on the heaviest rank, a whole weight up to a
+/// chunk. The units are the root (embedding, output layer) and each
+/// layer. Measured (`tests/fixtures/fsdp1_measured.tsv`, two ranks: one
+/// holds the whole embedding and its step's temporaries).
+fn largest_local(cfg: &DetailedConfig) -> f64 {
+    let div = cfg.parallel.zero_divisor(1);
+    let sharded = cfg.framework.fsdp_reshard().is_some();
+    if !matches!(cfg.framework, Framework::Fsdp1 { .. }) || !sharded || cfg.lora_rank.is_some() {
+        return largest_trained(cfg) / div;
+    }
+    let (embedding, head, layer) = param_split(cfg);
+    let root = embedding.max(head).min((embedding + head) / div);
+    let tp = cfg.parallel.tp as f64;
+    root.max(largest_in_layer(cfg, tp).min(layer / div))
+}
+
 fn largest_trained(cfg: &DetailedConfig) -> f64 {
     let a = &cfg.arch;
     let tp = cfg.parallel.tp as f64;

@@ -497,7 +497,7 @@ fn gathered_weights(cfg: &DetailedConfig) -> (f64, f64) {
     // (`_fsdp_collectives.py`, `foreach_all_gather`), measured.
     // DeepSpeed's ZeRO-3 counts its gathered weights itself
     // ([`Zero3`](crate::detailed::memory::zero3::Zero3)).
-    let unsharded = if cfg.offload.params || matches!(cfg.framework, Framework::Fsdp2 { .. }) {
+    let unsharded = if cfg.offload.params || cfg.framework.fsdp_reshard().is_some() {
         1.0
     } else if matches!(cfg.framework, Framework::DeepSpeed { .. }) {
         0.0
@@ -514,7 +514,7 @@ fn gathered_weights(cfg: &DetailedConfig) -> (f64, f64) {
 
 /// FSDP2: the root's reduce-scatter ([`Pieces::root_reduce`]).
 fn root_reduce(cfg: &DetailedConfig) -> (f64, f64) {
-    if matches!(cfg.framework, Framework::Fsdp2 { .. }) && cfg.lora_rank.is_none() {
+    if cfg.framework.fsdp_reshard().is_some() && cfg.lora_rank.is_none() {
         let (emb_params, head_params, _) = param_split(cfg);
         let kept = grad_bytes(cfg);
         (2.0 * emb_params * kept, 2.0 * head_params * kept)

@@ -85,7 +85,7 @@ impl Start {
         let mut pc = pieces(cfg);
         // FSDP2's root holds the outer weights unsharded throughout (below),
         // instead of gathering them around their use.
-        let root = if matches!(cfg.framework, Framework::Fsdp2 { .. }) {
+        let root = if cfg.framework.fsdp_reshard().is_some() {
             std::mem::take(&mut pc.gathered_outer)
         } else {
             0.0
@@ -235,12 +235,13 @@ impl<'a> Walk<'a> {
             phase: Phase::Forward,
             micro_batch: 1,
         };
-        if let Framework::Fsdp2 {
-            reshard_after_forward,
-        } = cfg.framework
-        {
+        if let Some(reshard_after_forward) = cfg.framework.fsdp_reshard() {
             walk.root_bytes = start.root;
-            walk.reshard_root = reshard_after_forward;
+            // FSDP1 never reshards the root after forward
+            // (`_runtime_utils.py`, `_post_forward_reshard`: "Do not free
+            // the root's parameters in the post-forward for FULL_SHARD").
+            walk.reshard_root =
+                reshard_after_forward && matches!(cfg.framework, Framework::Fsdp2 { .. });
             if reshard_after_forward {
                 walk.prefetched = pc.gathered_layer / 2.0;
             } else {
@@ -261,7 +262,7 @@ impl<'a> Walk<'a> {
     pub(super) fn generation(&mut self) {
         let cfg = self.cfg;
         let g = grpo::generation(cfg);
-        let gathered = if matches!(cfg.framework, Framework::Fsdp2 { .. }) {
+        let gathered = if cfg.framework.fsdp_reshard().is_some() {
             self.pieces.gathered_layer + self.root_bytes
         } else if cfg.parallel.zero >= 3 && cfg.lora_rank.is_none() {
             cfg.arch.params() as f64
@@ -690,7 +691,7 @@ impl<'a> Walk<'a> {
         let sums = if self.zero3.is_some() { 1.0 } else { 2.0 };
         self.record(
             Moment::EmbeddingBackward,
-            extra + sums * pc.tied_gradient + pc.gathered_outer,
+            extra + sums * pc.tied_gradient + pc.gathered_outer + self.root_flat_grad(),
         );
         if self.tied_whole() {
             // Their sum is the table's gradient, reduced to its shard.
@@ -703,6 +704,25 @@ impl<'a> Walk<'a> {
         if self.zero3.is_some() {
             self.record(Moment::GradientReduce, 0.0);
         }
+    }
+
+    /// FSDP1: the root's flat gradient, assembled when its last view's
+    /// gradient (the embedding's) arrives, with the views' gradients and
+    /// the unsharded root still live. With `use_orig_params=True` each
+    /// weight is a view of the flat parameter (`_flat_param.py`,
+    /// `_use_unsharded_views`), so autograd sums into the flat parameter
+    /// through `split_with_sizes`' backward, which concatenates every
+    /// view's gradient into a new full-size tensor (`FunctionsManual.cpp`,
+    /// `split_with_sizes_backward`) before FSDP's post-backward hook
+    /// reshards and reduce-scatters. Measured
+    /// (`tests/fixtures/fsdp1_measured.tsv`): the peak of a large
+    /// vocabulary's step, sharded or not (`NO_SHARD` concatenates too).
+    fn root_flat_grad(&self) -> f64 {
+        if !matches!(self.cfg.framework, Framework::Fsdp1 { .. }) || self.cfg.lora_rank.is_some() {
+            return 0.0;
+        }
+        let (embedding, head, _) = states::param_split(self.cfg);
+        (embedding + head) * states::grad_bytes(self.cfg)
     }
 
     /// FSDP2's root, its backward done: resharded, then its gradients

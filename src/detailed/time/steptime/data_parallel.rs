@@ -68,10 +68,8 @@ pub(super) fn sharded(cfg: &DetailedConfig, r: &Rates, w: &Weights, micro: &mut 
         return;
     }
     let frac = (shard - 1) as f64 / shard as f64;
-    let gathers = match cfg.framework {
-        crate::detailed::config::Framework::Fsdp2 {
-            reshard_after_forward: false,
-        } => 1.0,
+    let gathers = match cfg.framework.fsdp_reshard() {
+        Some(false) => 1.0,
         _ => 2.0,
     };
     // FSDP2 under mixed precision reduce-scatters in fp32

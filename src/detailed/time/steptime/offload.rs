@@ -33,7 +33,14 @@ pub(super) fn offload(
         let pcie = r.pcie();
         offload += acc * ((2.0 * w.param_bytes / pcie) - compute).max(0.0);
     }
-    if cfg.offload.activations {
+    if cfg.offload.activations && !cfg.offload.activations_by.is_default() {
+        // torchtune's packs and Unsloth's checkpoints: what one
+        // micro-batch copies to the host in forward, back in backward,
+        // behind its compute (torchtune on its own stream).
+        let in_flight = cfg.parallel.first_stage_in_flight(cfg.accumulation_steps());
+        let moved = crate::detailed::memory::activations::offloaded(cfg) / in_flight;
+        offload += acc * (2.0 * moved / r.pcie() - compute).max(0.0);
+    } else if cfg.offload.activations {
         if let Some(b) = breakdown {
             let pcie = r.pcie();
             offload += acc * (2.0 * b.activations / pcie - compute).max(0.0);
