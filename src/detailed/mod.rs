@@ -34,7 +34,7 @@ pub mod trainers;
 pub use config::{
     AdamImpl, AttentionKernel, BaseQuant, CpComm, DetailedConfig, DetailedError, Device,
     ExpertsImpl, Fp8, Framework, Implementation, Loss, Objective, Offload, Optimizer, Parallelism,
-    Precision, Profile, Recompute, Reference, Schedule, Step, StepOptions,
+    Precision, Profile, Recompute, Reference, Schedule, Step, StepOptions, TpPlan,
 };
 pub use memory::{
     estimate, host_ram, stage_timelines, timeline, why_peak, DetailedBreakdown, Event, HostRam,

@@ -71,7 +71,7 @@ fn trained_tensor_values(cfg: &DetailedConfig) -> (f64, f64) {
     // Each tensor as one GPU holds it decides; counted whole.
     let all = a.params() as f64;
     let split = |(r, c): (u64, u64), by: f64| large((r * c) as f64 / by) * by;
-    let outer_div = cfg.parallel.outer_divisor();
+    let outer_div = cfg.parallel.head_divisor();
     let outer: f64 = a
         .outer_matrices()
         .into_iter()

@@ -134,7 +134,7 @@ impl Sizes {
             p: act_bytes(cfg),
             tp: par.tp as f64,
             sp_div: par.sp_divisor(),
-            nv: n * cfg.arch.vocab as f64 / par.outer_divisor(),
+            nv: n * cfg.arch.vocab as f64 / par.logits_divisor(),
         }
     }
 }
@@ -432,9 +432,9 @@ fn gradients(cfg: &DetailedConfig) -> (f64, f64, f64, f64) {
         // The shared table's gradient first comes from the output layer.
         None if a.tied_embeddings => (
             layer_params * gb,
-            table * gb / par.outer_divisor(),
-            emb_params * gb - table * gb / par.outer_divisor(),
-            table * gb / par.outer_divisor(),
+            table * gb / par.head_divisor(),
+            emb_params * gb - table * gb / par.head_divisor(),
+            table * gb / par.head_divisor(),
         ),
         None => (layer_params * gb, head_params * gb, emb_params * gb, 0.0),
     }
@@ -507,7 +507,7 @@ fn dpo_reference_forward(cfg: &DetailedConfig, s: &Sizes) -> f64 {
     match cfg.objective {
         Objective::Dpo {
             reference: Reference::Model,
-        } => s.nv * s.p + s.seq * cfg.arch.vocab as f64 / cfg.parallel.outer_divisor() * 4.0,
+        } => s.nv * s.p + s.seq * cfg.arch.vocab as f64 / cfg.parallel.logits_divisor() * 4.0,
         _ => 0.0,
     }
 }

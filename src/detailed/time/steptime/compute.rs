@@ -92,7 +92,7 @@ fn stage_forward(cfg: &DetailedConfig, r: &Rates, m: f64, share: f64) -> Forward
 /// folded in, given backward's `bwd_mm_factor` products per weight).
 fn head(cfg: &DetailedConfig, r: &Rates, m: f64, bwd_mm_factor: f64) -> (f64, f64) {
     let h = cfg.arch.hidden as f64;
-    let vocab = cfg.arch.vocab as f64 / cfg.parallel.outer_divisor();
+    let vocab = cfg.arch.vocab as f64 / cfg.parallel.head_divisor();
     // GRPO's fused head (TRL's `ChunkedLogProbFunction`) projects only the
     // completion's positions, and again in backward before its two
     // gradient products; its tiles are written and read once each way
