@@ -7,7 +7,7 @@
 
 use crate::detailed::config::{
     AttentionKernel, BaseQuant, CpComm, DetailedConfig, Device, Fp8, Framework, Objective, Profile,
-    Reference,
+    Reference, TpPlan,
 };
 use crate::detailed::memory::activations::{self, Saved};
 use crate::detailed::memory::bytes::act_bytes;
@@ -345,6 +345,7 @@ fn loss(cfg: &DetailedConfig, s: &Sizes) -> (f64, f64, f64) {
         // backward in place, then the cast to the dtype.
         Profile::Fused => (nv * p, nv * p),
     };
+    let loss_backward = loss_backward + loss_parallel_backward(cfg, s);
     // The output layer's backward: the logits' gradient in the dtype and the
     // gradient of its input.
     let head_backward = nv * p + s.n * cfg.arch.hidden as f64 * p / s.sp_div;
@@ -353,6 +354,25 @@ fn loss(cfg: &DetailedConfig, s: &Sizes) -> (f64, f64, f64) {
         loss_backward,
         head_backward,
     )
+}
+
+/// What `loss_parallel()`'s cross-entropy backward holds beyond the loss's
+/// two fp32 gradients (torch 2.15,
+/// `torch/distributed/tensor/parallel/loss.py`,
+/// `_nll_loss_and_log_softmax_backward`): `grad_input = zeros_like(x)`,
+/// then `(grad_input + exp(x)) * grad_output`, three n·V/t fp32 tensors at
+/// the product, one more than the stock loss's; and the target's
+/// bookkeeping: `safe_target`, the vocabulary shard's masked target
+/// (`_MaskPartial._partition_value`) and `arange_1d` (int64, 8·n each),
+/// `grad_update` and the masked `grad_output` (fp32, 4·n each) and the mask
+/// (bool, n): 33·n (measured, `tests/fixtures/tp_loss_parallel_measured.tsv`).
+fn loss_parallel_backward(cfg: &DetailedConfig, s: &Sizes) -> f64 {
+    let par = &cfg.parallel;
+    if par.tp > 1 && par.plan() == TpPlan::LossParallel {
+        4.0 * s.nv + 33.0 * s.n
+    } else {
+        0.0
+    }
 }
 
 /// PEFT's LoRA on the output layer (`result = result + lora_B(lora_A(x)) *
