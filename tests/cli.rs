@@ -872,7 +872,15 @@ fn deepspeed_bucket_moves_the_peak() {
 /// logits whole, so their peak is above Megatron's and `loss-parallel`'s.
 #[test]
 fn tp_plans_are_checked_and_priced() {
-    let base = ["--model", "llama-3.1-8b", "--tp", "4", "--seq", "4096", "--json"];
+    let base = [
+        "--model",
+        "llama-3.1-8b",
+        "--tp",
+        "4",
+        "--seq",
+        "4096",
+        "--json",
+    ];
     let with = |extra: &[&str]| {
         let args: Vec<&str> = base.iter().chain(extra).copied().collect();
         membudget(&args)
@@ -888,7 +896,10 @@ fn tp_plans_are_checked_and_priced() {
     }
     let (code, _, err) = with(&["--tp-plan", "vocab"]);
     assert_eq!(code, 2, "{err}");
-    assert_eq!(with(&["--tp-plan", "layers"]).1, with(&["--tp-layers-only"]).1);
+    assert_eq!(
+        with(&["--tp-plan", "layers"]).1,
+        with(&["--tp-layers-only"]).1
+    );
     let (_, megatron, _) = with(&[]);
     assert_eq!(with(&["--tp-plan", "megatron"]).1, megatron);
     assert!(!megatron.contains("tp_plan"));
@@ -901,7 +912,12 @@ fn tp_plans_are_checked_and_priced() {
     let (_, tt, _) = with(&["--tp-plan", "torchtitan", "--sp"]);
     let (_, lp, _) = with(&["--tp-plan", "loss-parallel", "--sp"]);
     let (_, msp, _) = with(&["--sp"]);
-    assert!(peak(&hf) > peak(&megatron), "{} {}", peak(&hf), peak(&megatron));
+    assert!(
+        peak(&hf) > peak(&megatron),
+        "{} {}",
+        peak(&hf),
+        peak(&megatron)
+    );
     assert!(peak(&tt) > peak(&lp), "{} {}", peak(&tt), peak(&lp));
     assert!(peak(&lp) > peak(&msp), "{} {}", peak(&lp), peak(&msp));
 }

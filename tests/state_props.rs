@@ -98,7 +98,8 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
                 d.lora_dropout_percent = lora_dropout;
                 d.parallel.ep = ep;
                 d.parallel.etp = etp;
-                d.parallel.set_plan(membudget::detailed::TpPlan::ALL[tp_plan]);
+                d.parallel
+                    .set_plan(membudget::detailed::TpPlan::ALL[tp_plan]);
                 d.loss = [
                     None,
                     Some("full"),

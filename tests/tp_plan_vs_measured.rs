@@ -82,8 +82,18 @@ fn tells_apart(text: &str, plan: TpPlan, sp: bool) {
                 100.0 * layers
             );
         }
-        assert!(megatron.abs() > 0.05, "{}: Megatron {:+.1} %", r.line, 100.0 * megatron);
-        assert!(layers.abs() > own, "{}: layers {:+.1} %", r.line, 100.0 * layers);
+        assert!(
+            megatron.abs() > 0.05,
+            "{}: Megatron {:+.1} %",
+            r.line,
+            100.0 * megatron
+        );
+        assert!(
+            layers.abs() > own,
+            "{}: layers {:+.1} %",
+            r.line,
+            100.0 * layers
+        );
     }
 }
 

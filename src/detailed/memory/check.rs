@@ -469,9 +469,9 @@ fn tp_plan(cfg: &DetailedConfig) -> Result<(), DetailedError> {
         TpPlan::Hf if par.sp => {
             refuse("transformers' tensor-parallel plan (hf) has no sequence parallelism: drop --sp")
         }
-        TpPlan::Torchtitan | TpPlan::LossParallel if !par.sp && par.tp > 1 => refuse(
-            "torchtitan's tensor-parallel plan always splits the sequence: add --sp",
-        ),
+        TpPlan::Torchtitan | TpPlan::LossParallel if !par.sp && par.tp > 1 => {
+            refuse("torchtitan's tensor-parallel plan always splits the sequence: add --sp")
+        }
         _ => Ok(()),
     }
 }

@@ -75,8 +75,8 @@ fn muon(cfg: &DetailedConfig) -> f64 {
     // iterate twice while it is replaced, and the bf16 m × m Gram
     // matrix and its update (`_zeropower_via_newtonschulz`).
     let tp = par.tp as f64;
-    let outer = (cfg.arch.vocab * cfg.arch.hidden) as f64
-        / par.embedding_divisor().min(par.head_divisor());
+    let outer =
+        (cfg.arch.vocab * cfg.arch.hidden) as f64 / par.embedding_divisor().min(par.head_divisor());
     let (m, n) = cfg
         .arch
         .layer_matrices()
