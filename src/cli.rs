@@ -307,7 +307,7 @@ pub struct ParallelArgs {
     pub tp_layers_only: bool,
     /// Tensor-parallel plan for the embedding, output layer and logits:
     /// megatron (vocabulary-parallel embedding, output layer and loss),
-    /// hf (transformers' tp_plan="auto" for Llama: embedding whole, output
+    /// hf (transformers' tp_plan="auto" for Llama: embedding and output
     /// layer split, logits gathered whole on every GPU; no --sp),
     /// torchtitan (embedding and output layer split, logits gathered
     /// whole; needs --sp), loss-parallel (torchtitan with loss_parallel:

@@ -98,7 +98,7 @@ fn tells_apart(text: &str, plan: TpPlan, sp: bool) {
 }
 
 #[test]
-#[ignore]
+
 fn hf_tp_plan_peaks_per_rank_match_the_measured() {
     let text = include_str!("fixtures/tp_hf_measured.tsv");
     assert!(check(text, TpPlan::Hf, false) >= 16);

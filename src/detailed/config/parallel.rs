@@ -71,14 +71,16 @@ pub enum TpPlan {
     /// `gather_output=False`, `vocab_parallel_cross_entropy`).
     #[default]
     Megatron,
-    /// transformers' `tp_plan="auto"` for Llama (5.x,
-    /// `models/llama/configuration_llama.py` `base_model_tp_plan`: the
-    /// layers only, no `embed_tokens` entry; `modeling_llama.py`
-    /// `LlamaForCausalLM._tp_plan` `{"lm_head": "colwise_gather_output"}`,
-    /// `distributed/tensor_parallel.py`: `ColwiseParallel(output_layouts=
-    /// Replicate())`): the embedding whole, the output layer split over
-    /// the vocabulary, its logits all-gathered whole on every GPU for the
-    /// loss. No sequence parallelism.
+    /// transformers' `tp_plan="auto"` for Llama (5.25:
+    /// `models/llama/configuration_llama.py` `base_model_tp_plan`, the
+    /// layers; `distributed/mixin.py` adds `"embed_tokens":
+    /// "embedding_rowwise"` to any plan, `EmbeddingParallel(shard_dim=0)`
+    /// in `distributed/tensor_parallel.py`, its partial lookups all-reduced
+    /// whole; `modeling_llama.py` `LlamaForCausalLM._tp_plan`
+    /// `{"lm_head": "colwise_gather_output"}`, `ColwiseParallel(
+    /// output_layouts=Replicate())`): the embedding and the output layer
+    /// split over the vocabulary, the logits all-gathered whole on every
+    /// GPU for the loss. No sequence parallelism.
     Hf,
     /// torchtitan's `apply_tp` (`models/llama3/infra/parallelize.py`):
     /// `tok_embeddings` `RowwiseParallel(input_layouts=Replicate(),
@@ -278,13 +280,10 @@ impl Parallelism {
 
     /// Divisor of the input embedding's table: t where the plan splits it
     /// over the vocabulary (Megatron's `VocabParallelEmbedding`,
-    /// torchtitan's row-wise `tok_embeddings`), 1 where it stays whole
-    /// (transformers' Llama plan has no `embed_tokens` entry).
+    /// transformers' `embedding_rowwise`, torchtitan's row-wise
+    /// `tok_embeddings`: all but the layers-only plan).
     pub fn embedding_divisor(&self) -> f64 {
-        match self.plan() {
-            TpPlan::Megatron | TpPlan::Torchtitan | TpPlan::LossParallel => self.tp.max(1) as f64,
-            TpPlan::Hf | TpPlan::Layers => 1.0,
-        }
+        self.head_divisor()
     }
 
     /// Divisor of the output layer's weight: t where the plan splits it
