@@ -307,14 +307,6 @@ impl Parallelism {
         }
     }
 
-    /// Whether the plan gathers the vocabulary-split logits whole on every
-    /// GPU (`ColwiseParallel(output_layouts=Replicate())`): the forward
-    /// holds the local n·V/t and the gathered n·V at once, and backward
-    /// takes the local part of the whole gradient.
-    pub fn gathers_logits(&self) -> bool {
-        self.tp > 1 && matches!(self.plan(), TpPlan::Hf | TpPlan::Torchtitan)
-    }
-
     /// Whether the decoder layers are split by a DTensor plan (every plan
     /// but Megatron's): with sequence parallelism the column-wise
     /// projections save their gathered inputs whole.
