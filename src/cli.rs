@@ -11,7 +11,7 @@ use crate::detailed::{
     self, preset, ActOffload, AdamImpl, Architecture, AttentionKernel, BaseQuant, CpComm,
     DetailedBreakdown, DetailedConfig, Device, ExpertsImpl, Family, Fp8, Framework, FsdpSharding,
     HostRam, Implementation, LoraTargets, Loss, Objective, Optimizer, Overhead, OverheadBytes,
-    Precision, Recompute, Schedule, Step, StepOptions, StepTimeline,
+    Precision, Recompute, Schedule, Step, StepOptions, StepTimeline, TpPlan,
 };
 use crate::report::{
     whole, ChangeReport, DetailedParts, DetailedReport, FitReport, LessonReport, PlanReport,
@@ -367,6 +367,16 @@ pub struct ParallelArgs {
     /// keep their gathered inputs whole).
     #[arg(long)]
     pub tp_layers_only: bool,
+    /// Tensor-parallel plan for the embedding, output layer and logits:
+    /// megatron (vocabulary-parallel embedding, output layer and loss),
+    /// hf (transformers' tp_plan="auto" for Llama: embedding and output
+    /// layer split, logits gathered whole on every GPU; no --sp),
+    /// torchtitan (embedding and output layer split, logits gathered
+    /// whole; needs --sp), loss-parallel (torchtitan with loss_parallel:
+    /// logits split; needs --sp), layers (= --tp-layers-only)
+    /// [default: megatron].
+    #[arg(long, value_name = "PLAN", value_parser = one_of::<TpPlan>(&["megatron", "hf", "torchtitan", "loss-parallel", "layers"]), ignore_case = true, conflicts_with = "tp_layers_only")]
+    pub tp_plan: Option<TpPlan>,
     /// Pipeline schedule: 1f1b (with --vp, interleaved) or zb-h1 (Zero
     /// Bubble's ZB-H1: the weights' gradients fill the bubble, the same
     /// activation memory as 1F1B) [default: 1f1b].
@@ -729,6 +739,7 @@ impl Args {
             || par.param_persistence_threshold.is_some()
             || par.schedule.is_some()
             || par.tp_layers_only
+            || par.tp_plan.is_some()
             || par.dp_shard.is_some()
             || f.lora_rank.is_some()
             || f.lora_targets.is_some()
@@ -1073,6 +1084,9 @@ impl Args {
         cfg.framework = self.read_framework()?;
         cfg.parallel.schedule = par.schedule.unwrap_or_default();
         cfg.parallel.tp_layers_only = par.tp_layers_only;
+        if let Some(plan) = par.tp_plan {
+            cfg.parallel.set_plan(plan);
+        }
         cfg.parallel.dp_shard = par.dp_shard;
         Ok(())
     }

@@ -27,7 +27,7 @@
 //! four 0/1 flags: gated norm, conv bias, in_proj bias, out_proj bias),
 //! `prec opt optbwd attn dropout recompute impl` (`optbwd=1`: the optimizer in backward), `fp8` (none, tensorwise, rowwise, te, te-mxfp8), `framework` (megatron, ddp,
 //! ddp-bucket-view, fsdp2, fsdp2-no-reshard, deepspeed, fsdp1, fsdp1-grad-op, fsdp1-no-shard; FSDP's CPU offload is `offopt=1&offparams=1`) and after it DeepSpeed's `dsbucket dsprefetch dssubgroup
-//! dspersist` (values) and `dsoverlap` (1/0; absent: DeepSpeed's default per stage), `schedule` (1f1b, zb-h1), `cpcomm` (p2p, a2a), `stage` (the
+//! dspersist` (values) and `dsoverlap` (1/0; absent: DeepSpeed's default per stage), `schedule` (1f1b, zb-h1), `cpcomm` (p2p, a2a), `tpplan` (megatron, hf, torchtitan, loss-parallel, layers), `stage` (the
 //! pipeline stage the step chart shows: peak, first, last),
 //! `dp zero tp sp pp ep etp cp
 //! micro`, `shard` (hybrid sharding's group), `lora`, `lorat` (LoRA targets), `loradtype` (fp32, bf16: the adapters'), `loradrop` (LoRA dropout, percent 1–99), `quant` (none, nf4, nf4-nodq,
@@ -169,7 +169,7 @@ type Choice = (
     &'static str,
     fn(&mut DetailedOptions, &str) -> Result<(), String>,
 );
-const CHOICES: [Choice; 15] = [
+const CHOICES: [Choice; 16] = [
     ("prec", |d, v| v.parse().map(|x| d.precision = x)),
     ("fp8", |d, v| v.parse().map(|x| d.fp8 = x)),
     ("opt", |d, v| v.parse().map(|x| d.optimizer = x)),
@@ -184,6 +184,7 @@ const CHOICES: [Choice; 15] = [
         v.parse().map(|x| d.parallel.schedule = x)
     }),
     ("cpcomm", |d, v| v.parse().map(|x| d.parallel.cp_comm = x)),
+    ("tpplan", |d, v| v.parse().map(|x| d.parallel.set_plan(x))),
     ("stage", |d, v| v.parse().map(|x| d.stage_shown = x)),
     ("actoff", |d, v| {
         v.parse().map(|x| d.offload.activations_by = x)
@@ -756,6 +757,7 @@ fn encode_parallel(d: &DetailedOptions, def: &DetailedOptions, out: &mut Query<'
     pair(out, "stage", d.stage_shown.name(), "peak");
     pair(out, "framework", d.framework.name(), def.framework.name());
     pair(out, "schedule", p.schedule.name(), "1f1b");
+    pair(out, "tpplan", p.plan().name(), "megatron");
     encode_deepspeed(d.framework, out);
 }
 

@@ -1045,3 +1045,59 @@ fn paged_state_that_spills_is_named_in_the_verdict() {
     let verdict = out.lines().find(|l| l.contains("does not fit by")).unwrap();
     assert!(!verdict.contains("spills"), "{verdict}");
 }
+
+/// `--tp-plan`: the plans their trainers cannot run are refused (exit 2,
+/// in words); `layers` is `--tp-layers-only`, byte for byte; the default is
+/// Megatron's, absent from `--json`; `hf` and `torchtitan` keep the
+/// logits whole, so their peak is above Megatron's and `loss-parallel`'s.
+#[test]
+fn tp_plans_are_checked_and_priced() {
+    let base = [
+        "--model",
+        "llama-3.1-8b",
+        "--tp",
+        "4",
+        "--seq",
+        "4096",
+        "--json",
+    ];
+    let with = |extra: &[&str]| {
+        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+        membudget(&args)
+    };
+    for (extra, says) in [
+        (&["--tp-plan", "hf", "--sp"][..], "no sequence parallelism"),
+        (&["--tp-plan", "torchtitan"][..], "add --sp"),
+        (&["--tp-plan", "loss-parallel"][..], "add --sp"),
+    ] {
+        let (code, _, err) = with(extra);
+        assert_eq!(code, 2, "{extra:?}");
+        assert!(err.contains(says), "{extra:?}: {err}");
+    }
+    let (code, _, err) = with(&["--tp-plan", "vocab"]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(
+        with(&["--tp-plan", "layers"]).1,
+        with(&["--tp-layers-only"]).1
+    );
+    let (_, megatron, _) = with(&[]);
+    assert_eq!(with(&["--tp-plan", "megatron"]).1, megatron);
+    assert!(!megatron.contains("tp_plan"));
+    let peak = |out: &str| -> f64 {
+        let v: serde_json::Value = serde_json::from_str(out).unwrap();
+        v["peak"].as_f64().unwrap()
+    };
+    let (_, hf, _) = with(&["--tp-plan", "hf"]);
+    assert!(hf.contains("\"tp_plan\": \"hf\""), "{hf}");
+    let (_, tt, _) = with(&["--tp-plan", "torchtitan", "--sp"]);
+    let (_, lp, _) = with(&["--tp-plan", "loss-parallel", "--sp"]);
+    let (_, msp, _) = with(&["--sp"]);
+    assert!(
+        peak(&hf) > peak(&megatron),
+        "{} {}",
+        peak(&hf),
+        peak(&megatron)
+    );
+    assert!(peak(&tt) > peak(&lp), "{} {}", peak(&tt), peak(&lp));
+    assert!(peak(&lp) > peak(&msp), "{} {}", peak(&lp), peak(&msp));
+}

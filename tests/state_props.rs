@@ -40,7 +40,7 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
             (1u64..=64, 1u64..=8),
         ),
         (0usize..5, any::<bool>(), 1u64..=4096),
-        (any::<bool>(), 0u64..=99),
+        (any::<bool>(), 0u64..=99, 0usize..5),
         (0..membudget::detailed::Framework::ALL.len(), 0usize..3),
     )
         .prop_map(
@@ -55,7 +55,7 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
                 (micro, lora, overhead),
                 (quant, (off_opt, off_params, off_acts, all_targets), gpn, objective, (ep, etp)),
                 (loss, liger, chunks),
-                (lora_bf16, lora_dropout),
+                (lora_bf16, lora_dropout, tp_plan),
                 (framework, act_kind),
             )| {
                 let mut d = DetailedOptions {
@@ -102,6 +102,8 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
                 d.lora_dropout_percent = lora_dropout;
                 d.parallel.ep = ep;
                 d.parallel.etp = etp;
+                d.parallel
+                    .set_plan(membudget::detailed::TpPlan::ALL[tp_plan]);
                 d.loss = [
                     None,
                     Some("full"),

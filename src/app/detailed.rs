@@ -13,7 +13,8 @@ use crate::detailed::memory::offload::BUFFER_FACTOR;
 use crate::detailed::{
     host_ram, import_config, ActOffload, Architecture, AttentionKernel, BaseQuant, CpComm,
     DetailedBreakdown, DetailedError, Family, Framework, FsdpSharding, LoraTargets, Loss,
-    Objective, Optimizer, Overhead, Precision, Profile, Recompute, Schedule, StepTimeline, PRESETS,
+    Objective, Optimizer, Overhead, Precision, Profile, Recompute, Schedule, StepTimeline, TpPlan,
+    PRESETS,
 };
 use crate::export::{detailed_rows, DETAILED_ROWS};
 use crate::state::{DetailedOptions, Mode, PageState, ShownStage};
@@ -326,6 +327,13 @@ const STAGE_SHOWN_NAMES: &[&str] = &[
 const CP_COMM_NAMES: &[&str] = &[
     "Ring attention (p2p, overlapped)",
     "All-to-all (a2a, Ulysses; heads divisible by cp)",
+];
+const TP_PLAN_NAMES: &[&str] = &[
+    "Megatron (vocabulary-parallel embedding, output, loss)",
+    "transformers tp_plan=auto (logits gathered; no SP)",
+    "torchtitan (logits gathered; needs SP)",
+    "torchtitan with loss_parallel (needs SP)",
+    "Layers only (embedding, output, logits whole)",
 ];
 const SCHEDULE_NAMES: &[&str] = &[
     "1F1B (interleaved with virtual stages)",
@@ -743,6 +751,7 @@ fn parallelism_group() -> impl IntoView {
             {count("shard-input", "ZeRO shard group (hybrid, HSDP)", (1, 4096), |d| d.parallel.dp_shard, |d, v| d.parallel.dp_shard = v, true)}
             {count("tp-input", "Tensor parallel", (1, 512), |d| Some(d.parallel.tp), |d, v| d.parallel.tp = v.unwrap_or(1), false)}
             {flag("sp-input", "Sequence parallel", |d| d.parallel.sp, |d, on| d.parallel.sp = on)}
+            {choice("tp-plan-select", "Tensor-parallel plan (embedding, output, logits)", TP_PLAN_NAMES, |d| index_of(&TpPlan::ALL, d.parallel.plan()), |d, i| d.parallel.set_plan(TpPlan::ALL[i]))}
             {count("pp-input", "Pipeline stages", (1, 256), |d| Some(d.parallel.pp), |d, v| d.parallel.pp = v.unwrap_or(1), false)}
             {count("vp-input", "Virtual stages per GPU (interleaved)", (1, 64), |d| Some(d.parallel.vp), |d, v| d.parallel.vp = v.unwrap_or(1), false)}
             {count("ep-input", "Expert parallel (MoE)", (1, 4096), |d| Some(d.parallel.ep), |d, v| d.parallel.ep = v.unwrap_or(1), false)}

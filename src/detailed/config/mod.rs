@@ -16,7 +16,7 @@ pub mod step;
 
 use std::fmt;
 
-pub use parallel::{CpComm, Parallelism, Schedule};
+pub use parallel::{CpComm, Parallelism, Schedule, TpPlan};
 pub use rollout::{Rollout, Vllm};
 pub use step::{AdamImpl, Step, StepOptions};
 

@@ -43,6 +43,12 @@ pub struct Parallelism {
     /// vocabulary-parallel embedding, output layer and loss.
     #[serde(default)]
     pub tp_layers_only: bool,
+    /// Whose tensor-parallel plan shards the embedding, the output layer
+    /// and the logits ([`TpPlan`]); `tp_layers_only` above is
+    /// [`TpPlan::Layers`] and wins ([`Parallelism::plan`]). Absent from
+    /// `--json` when Megatron's.
+    #[serde(default, skip_serializing_if = "TpPlan::is_megatron")]
+    pub tp_plan: TpPlan,
     /// Hybrid sharding (PyTorch FSDP's `HYBRID_SHARD`, FSDP2 over a 2-D
     /// mesh, torchtitan's `data_parallel_shard_degree`): ZeRO shards over
     /// groups of this many data-parallel GPUs, and the dp / n groups
@@ -50,6 +56,89 @@ pub struct Parallelism {
     /// all dp.
     #[serde(default)]
     pub dp_shard: Option<u64>,
+}
+
+/// A tensor-parallel plan: how the input embedding, the output layer and
+/// the logits are split over the tensor-parallel GPUs (the decoder layers
+/// are split alike in all: q, k, v, gate and up column-wise, o and down
+/// row-wise).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TpPlan {
+    /// Megatron's vocabulary-parallel embedding, output layer and
+    /// cross-entropy (Shoeybi et al. 2019, §3; Megatron-Core's
+    /// `VocabParallelEmbedding`, `ColumnParallelLinear` with
+    /// `gather_output=False`, `vocab_parallel_cross_entropy`).
+    #[default]
+    Megatron,
+    /// transformers' `tp_plan="auto"` for Llama (5.25:
+    /// `models/llama/configuration_llama.py` `base_model_tp_plan`, the
+    /// layers; `distributed/mixin.py` adds `"embed_tokens":
+    /// "embedding_rowwise"` to any plan, `EmbeddingParallel(shard_dim=0)`
+    /// in `distributed/tensor_parallel.py`, its partial lookups all-reduced
+    /// whole; `modeling_llama.py` `LlamaForCausalLM._tp_plan`
+    /// `{"lm_head": "colwise_gather_output"}`, `ColwiseParallel(
+    /// output_layouts=Replicate())`): the embedding and the output layer
+    /// split over the vocabulary, the logits all-gathered whole on every
+    /// GPU for the loss. No sequence parallelism.
+    Hf,
+    /// torchtitan's `apply_tp` (`models/llama3/infra/parallelize.py`):
+    /// `tok_embeddings` `RowwiseParallel(input_layouts=Replicate(),
+    /// output_layouts=Shard(1))`, `norm` `SequenceParallel()`, `output`
+    /// `ColwiseParallel(input_layouts=Shard(1), output_layouts=
+    /// Replicate())`: embedding and output layer split over the
+    /// vocabulary, the logits gathered whole on every GPU; always with
+    /// sequence parallelism on the layers.
+    Torchtitan,
+    /// torchtitan with `loss_parallel`: the output layer's
+    /// `output_layouts=Shard(-1)`, `use_local_output=False`, and the
+    /// cross-entropy under `torch.distributed.tensor.parallel.loss_parallel()`:
+    /// the logits stay split over the vocabulary.
+    LossParallel,
+    /// A DTensor plan over the decoder layers only (`--tp-layers-only`):
+    /// the embedding, output layer and logits whole on every GPU.
+    Layers,
+}
+
+impl TpPlan {
+    /// Every plan, in the order the page lists them.
+    pub const ALL: [TpPlan; 5] = [
+        TpPlan::Megatron,
+        TpPlan::Hf,
+        TpPlan::Torchtitan,
+        TpPlan::LossParallel,
+        TpPlan::Layers,
+    ];
+
+    /// Its name, as the command line and the address spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            TpPlan::Megatron => "megatron",
+            TpPlan::Hf => "hf",
+            TpPlan::Torchtitan => "torchtitan",
+            TpPlan::LossParallel => "loss-parallel",
+            TpPlan::Layers => "layers",
+        }
+    }
+
+    /// Megatron's (serde leaves it out of `--json`).
+    pub fn is_megatron(&self) -> bool {
+        *self == TpPlan::Megatron
+    }
+}
+
+impl std::str::FromStr for TpPlan {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let s = s.to_ascii_lowercase();
+        TpPlan::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| {
+                "tensor-parallel plan must be megatron, hf, torchtitan, loss-parallel or layers"
+                    .into()
+            })
+    }
 }
 
 /// A pipeline schedule.
@@ -150,6 +239,7 @@ impl Default for Parallelism {
             cp_comm: CpComm::P2p,
             schedule: Schedule::OneFOneB,
             tp_layers_only: false,
+            tp_plan: TpPlan::Megatron,
             dp_shard: None,
         }
     }
@@ -167,15 +257,61 @@ impl Parallelism {
         }
     }
 
-    /// Divisor of the embedding, the output layer and the logits: t with
-    /// Megatron's vocabulary parallelism, 1 with tensor parallelism on the
-    /// layers only.
-    pub fn outer_divisor(&self) -> f64 {
+    /// The tensor-parallel plan in force: `tp_layers_only` is
+    /// [`TpPlan::Layers`].
+    pub fn plan(&self) -> TpPlan {
         if self.tp_layers_only {
-            1.0
+            TpPlan::Layers
         } else {
-            self.tp.max(1) as f64
+            self.tp_plan
         }
+    }
+
+    /// Sets the plan: [`TpPlan::Layers`] as `tp_layers_only`, so that its
+    /// `--json` stays as it was before the other plans.
+    pub fn set_plan(&mut self, plan: TpPlan) {
+        self.tp_layers_only = plan == TpPlan::Layers;
+        self.tp_plan = if plan == TpPlan::Layers {
+            TpPlan::Megatron
+        } else {
+            plan
+        };
+    }
+
+    /// Divisor of the input embedding's table: t where the plan splits it
+    /// over the vocabulary (Megatron's `VocabParallelEmbedding`,
+    /// transformers' `embedding_rowwise`, torchtitan's row-wise
+    /// `tok_embeddings`: all but the layers-only plan).
+    pub fn embedding_divisor(&self) -> f64 {
+        self.head_divisor()
+    }
+
+    /// Divisor of the output layer's weight: t where the plan splits it
+    /// column-wise over the vocabulary (all but the layers-only plan).
+    pub fn head_divisor(&self) -> f64 {
+        match self.plan() {
+            TpPlan::Layers => 1.0,
+            _ => self.tp.max(1) as f64,
+        }
+    }
+
+    /// Divisor of the logits and the loss's tensors: t where they stay
+    /// split over the vocabulary (Megatron's vocabulary-parallel
+    /// cross-entropy, `loss_parallel`), 1 where the plan gathers them
+    /// whole on every GPU (`Replicate()` output layouts) or never splits
+    /// them.
+    pub fn logits_divisor(&self) -> f64 {
+        match self.plan() {
+            TpPlan::Megatron | TpPlan::LossParallel => self.tp.max(1) as f64,
+            _ => 1.0,
+        }
+    }
+
+    /// Whether the decoder layers are split by a DTensor plan (every plan
+    /// but Megatron's): with sequence parallelism the column-wise
+    /// projections save their gathered inputs whole.
+    pub fn dtensor_layers(&self) -> bool {
+        self.plan() != TpPlan::Megatron
     }
 
     /// The GPUs that hold the same weights and reduce their gradients

@@ -6,6 +6,7 @@ use super::{grpo, sac};
 use crate::detailed::config::{
     ActOffload, AttentionKernel, BaseQuant, CpComm, DetailedConfig, DetailedError, Fp8, Framework,
     FsdpSharding, LoraDtype, Loss, Objective, Optimizer, Precision, Profile, Recompute, Schedule,
+    TpPlan,
 };
 use crate::detailed::model::{Family, LoraTargets};
 
@@ -31,6 +32,7 @@ pub fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     framework(cfg)?;
     zero_bubble(cfg)?;
     context(cfg)?;
+    tp_plan(cfg)?;
     experts_with_tp(cfg)?;
     counts(cfg)?;
     shard_group(cfg)?;
@@ -485,6 +487,24 @@ fn zero_bubble(cfg: &DetailedConfig) -> Result<(), DetailedError> {
         return refuse("ZB-H1 is a schedule of its own: give it without virtual stages (--vp 1)");
     }
     Ok(())
+}
+
+/// The tensor-parallel plans as their trainers write them:
+/// transformers' Llama plan has no sequence parallelism
+/// (`base_model_tp_plan` names only the layers' projections), torchtitan's
+/// `apply_tp` always puts the norms `SequenceParallel` and its embedding's
+/// output is split over the sequence (`output_layouts=Shard(1)`).
+fn tp_plan(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    let par = &cfg.parallel;
+    match par.plan() {
+        TpPlan::Hf if par.sp => {
+            refuse("transformers' tensor-parallel plan (hf) has no sequence parallelism: drop --sp")
+        }
+        TpPlan::Torchtitan | TpPlan::LossParallel if !par.sp && par.tp > 1 => {
+            refuse("torchtitan's tensor-parallel plan always splits the sequence: add --sp")
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Context parallelism as Megatron-Core and Transformer Engine run it.

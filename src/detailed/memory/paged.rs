@@ -71,11 +71,23 @@ fn trained_tensor_values(cfg: &DetailedConfig) -> (f64, f64) {
     // Each tensor as one GPU holds it decides; counted whole.
     let all = a.params() as f64;
     let split = |(r, c): (u64, u64), by: f64| large((r * c) as f64 / by) * by;
-    let outer_div = cfg.parallel.outer_divisor();
+    // The embedding's table first (shared when tied), then the output
+    // layer's (`Architecture::outer_matrices`), each split as the
+    // tensor-parallel plan splits it.
+    let par = &cfg.parallel;
     let outer: f64 = a
         .outer_matrices()
         .into_iter()
-        .map(|m| split(m, outer_div))
+        .enumerate()
+        .map(|(i, m)| {
+            let by = match i {
+                0 => super::states::embedding_divisor(cfg),
+                // GPT-2's position table as before the plans: with the
+                // output layer's divisor.
+                _ => par.head_divisor(),
+            };
+            split(m, by)
+        })
         .sum();
     let inner = match a.layer_matrices() {
         Some(m) => layers * m.into_iter().map(|m| split(m, tp)).sum::<f64>(),

@@ -284,7 +284,8 @@ pub(crate) fn params_per_gpu(cfg: &DetailedConfig) -> (f64, f64) {
     let par = &cfg.parallel;
     let (tp, pp) = (par.tp as f64, par.pp as f64);
     let layers = a.layers_param_split();
-    let split = (a.embedding_params() + a.head_params()) as f64 / par.outer_divisor()
+    let split = a.embedding_params() as f64 / embedding_divisor(cfg)
+        + a.head_params() as f64 / par.head_divisor()
         + layers.dense as f64 / tp;
     let whole = (layers.replicated + a.final_norm_params()) as f64;
     let experts = layers.experts as f64 / (par.ep * par.etp) as f64;
@@ -383,6 +384,17 @@ pub(crate) fn model_states_on_gpu(cfg: &DetailedConfig, offload: bool) -> ModelS
     s
 }
 
+/// The embedding's divisor: the plan's, or with a table tied to the output
+/// layer the output layer's (the plans that split that layer split the
+/// shared table).
+pub(crate) fn embedding_divisor(cfg: &DetailedConfig) -> f64 {
+    if cfg.arch.tied_embeddings {
+        cfg.parallel.head_divisor()
+    } else {
+        cfg.parallel.embedding_divisor()
+    }
+}
+
 /// Parameters of the input embedding, the output layer (0 when tied) and
 /// one layer, on one GPU before ZeRO: tensor parallelism splits the first
 /// two; a layer's share is what [`params_per_gpu`] leaves per layer
@@ -390,8 +402,8 @@ pub(crate) fn model_states_on_gpu(cfg: &DetailedConfig, offload: bool) -> ModelS
 pub(crate) fn param_split(cfg: &DetailedConfig) -> (f64, f64, f64) {
     let a = &cfg.arch;
     let par = &cfg.parallel;
-    let embedding = a.embedding_params() as f64 / par.outer_divisor();
-    let head = a.head_params() as f64 / par.outer_divisor();
+    let embedding = a.embedding_params() as f64 / embedding_divisor(cfg);
+    let head = a.head_params() as f64 / par.head_divisor();
     let (base, experts) = params_per_gpu(cfg);
     let per_gpu = (base + experts) * par.pp as f64;
     // The final norm rides with the layers, as it always has here.

@@ -267,7 +267,7 @@ pub(crate) fn saved(cfg: &DetailedConfig) -> Saved {
     // saves its shard and gathers it again in backward (Korthikanti et al.
     // 2022, §4.2.2): two n·h inputs a layer stay unsplit (measured,
     // `tests/fixtures/tp_sp_measured.tsv`).
-    let gathered = if par.sp && par.tp_layers_only && par.tp > 1 {
+    let gathered = if par.sp && par.dtensor_layers() && par.tp > 1 {
         2.0 * cfg.seq as f64 * micro * cfg.arch.hidden as f64 * p * (1.0 - 1.0 / sp_div)
     } else {
         0.0
@@ -298,17 +298,17 @@ pub(crate) fn saved(cfg: &DetailedConfig) -> Saved {
         // A DTensor plan's sequence parallelism covers the decoder layers
         // and the final norm: the position embeddings before them and the
         // output layer's gathered input after them stay whole (measured).
-        embedding: if par.tp_layers_only {
+        embedding: if par.dtensor_layers() {
             outer.embedding
         } else {
             outer.embedding / sp_div
         },
-        head: if par.tp_layers_only {
+        head: if par.dtensor_layers() {
             outer.head - outer.head_norm + outer.head_norm / sp_div
         } else {
             outer.head / sp_div
         },
-        logits: outer.logits / par.outer_divisor(),
+        logits: outer.logits / par.logits_divisor(),
     }
 }
 

@@ -70,7 +70,8 @@ fn muon(cfg: &DetailedConfig) -> f64 {
     // iterate twice while it is replaced, and the bf16 m × m Gram
     // matrix and its update (`_zeropower_via_newtonschulz`).
     let tp = par.tp as f64;
-    let outer = (cfg.arch.vocab * cfg.arch.hidden) as f64 / par.outer_divisor();
+    let outer =
+        (cfg.arch.vocab * cfg.arch.hidden) as f64 / par.embedding_divisor().min(par.head_divisor());
     let (m, n) = cfg
         .arch
         .layer_matrices()
@@ -130,7 +131,9 @@ fn largest_trained(cfg: &DetailedConfig) -> f64 {
         let outer = if t.lm_head() || t.embed() { a.vocab } else { 0 };
         return (r * widest.max(outer)) as f64;
     }
-    ((a.vocab * a.hidden) as f64 / cfg.parallel.outer_divisor()).max(largest_in_layer(cfg, tp))
+    let par = &cfg.parallel;
+    ((a.vocab * a.hidden) as f64 / par.embedding_divisor().min(par.head_divisor()))
+        .max(largest_in_layer(cfg, tp))
 }
 
 /// The largest tensor of one layer on one GPU, in elements, `tp` dividing

@@ -7,7 +7,7 @@
 
 use crate::detailed::config::{
     AttentionKernel, BaseQuant, CpComm, DetailedConfig, Device, Fp8, Framework, Objective, Profile,
-    Reference,
+    Reference, TpPlan,
 };
 use crate::detailed::memory::activations::{self, Saved};
 use crate::detailed::memory::bytes::act_bytes;
@@ -134,7 +134,7 @@ impl Sizes {
             p: act_bytes(cfg),
             tp: par.tp as f64,
             sp_div: par.sp_divisor(),
-            nv: n * cfg.arch.vocab as f64 / par.outer_divisor(),
+            nv: n * cfg.arch.vocab as f64 / par.logits_divisor(),
         }
     }
 }
@@ -350,6 +350,7 @@ fn loss(cfg: &DetailedConfig, s: &Sizes) -> (f64, f64, f64) {
         // backward in place, then the cast to the dtype.
         Profile::Fused => (nv * p, nv * p),
     };
+    let loss_backward = loss_backward + loss_parallel_backward(cfg, s);
     // The output layer's backward: the logits' gradient in the dtype and the
     // gradient of its input.
     let head_backward = nv * p + s.n * cfg.arch.hidden as f64 * p / s.sp_div;
@@ -378,6 +379,25 @@ fn compiled_loss(cfg: &DetailedConfig, s: &Sizes) -> (f64, f64, f64) {
             let copy = if p == 4.0 { 0.0 } else { nv * p };
             (0.0, 4.0 * nv + copy, nv * p + nh2)
         }
+    }
+}
+
+/// What `loss_parallel()`'s cross-entropy backward holds beyond the loss's
+/// two fp32 gradients (torch 2.15,
+/// `torch/distributed/tensor/parallel/loss.py`,
+/// `_nll_loss_and_log_softmax_backward`): `grad_input = zeros_like(x)`,
+/// then `(grad_input + exp(x)) * grad_output`, three n·V/t fp32 tensors at
+/// the product, one more than the stock loss's; and the target's
+/// bookkeeping: `safe_target`, the vocabulary shard's masked target
+/// (`_MaskPartial._partition_value`) and `arange_1d` (int64, 8·n each),
+/// `grad_update` and the masked `grad_output` (fp32, 4·n each) and the mask
+/// (bool, n): 33·n (measured, `tests/fixtures/tp_loss_parallel_measured.tsv`).
+fn loss_parallel_backward(cfg: &DetailedConfig, s: &Sizes) -> f64 {
+    let par = &cfg.parallel;
+    if par.tp > 1 && par.plan() == TpPlan::LossParallel {
+        4.0 * s.nv + 33.0 * s.n
+    } else {
+        0.0
     }
 }
 
@@ -458,9 +478,9 @@ fn gradients(cfg: &DetailedConfig) -> (f64, f64, f64, f64) {
         // The shared table's gradient first comes from the output layer.
         None if a.tied_embeddings => (
             layer_params * gb,
-            table * gb / par.outer_divisor(),
-            emb_params * gb - table * gb / par.outer_divisor(),
-            table * gb / par.outer_divisor(),
+            table * gb / par.head_divisor(),
+            emb_params * gb - table * gb / par.head_divisor(),
+            table * gb / par.head_divisor(),
         ),
         None => (layer_params * gb, head_params * gb, emb_params * gb, 0.0),
     }
@@ -533,7 +553,7 @@ fn dpo_reference_forward(cfg: &DetailedConfig, s: &Sizes) -> f64 {
     match cfg.objective {
         Objective::Dpo {
             reference: Reference::Model,
-        } => s.nv * s.p + s.seq * cfg.arch.vocab as f64 / cfg.parallel.outer_divisor() * 4.0,
+        } => s.nv * s.p + s.seq * cfg.arch.vocab as f64 / cfg.parallel.logits_divisor() * 4.0,
         _ => 0.0,
     }
 }

@@ -92,7 +92,7 @@ fn stage_forward(cfg: &DetailedConfig, r: &Rates, m: f64, share: f64) -> Forward
 /// folded in, given backward's `bwd_mm_factor` products per weight).
 fn head(cfg: &DetailedConfig, r: &Rates, m: f64, bwd_mm_factor: f64) -> (f64, f64) {
     let h = cfg.arch.hidden as f64;
-    let vocab = cfg.arch.vocab as f64 / cfg.parallel.outer_divisor();
+    let vocab = cfg.arch.vocab as f64 / cfg.parallel.head_divisor();
     // GRPO's fused head (TRL's `ChunkedLogProbFunction`) projects only the
     // completion's positions, and again in backward before its two
     // gradient products; its tiles are written and read once each way
@@ -115,7 +115,10 @@ fn head(cfg: &DetailedConfig, r: &Rates, m: f64, bwd_mm_factor: f64) -> (f64, f6
     // (read 4, write 4); backward writes the fp32 gradient (4), runs the
     // log-softmax backward (read 8, write 4) and casts down (read 4,
     // write 2): 36 bytes per logit.
-    let loss_mem = 36.0 * m * vocab / r.bytes;
+    // The plans that gather the logits whole (`TpPlan::Hf`, `Torchtitan`)
+    // run the loss over the whole vocabulary on every GPU.
+    let loss_vocab = cfg.arch.vocab as f64 / cfg.parallel.logits_divisor();
+    let loss_mem = 36.0 * m * loss_vocab / r.bytes;
     (logits_mm, loss_mem)
 }
 
