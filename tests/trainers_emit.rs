@@ -193,7 +193,8 @@ fn each_format_round_trips_a_typical_configuration() {
                 "4",
                 "--tp",
                 "2",
-                "--tp-layers-only",
+                "--tp-plan",
+                "loss-parallel",
                 "--sp",
                 "--micro-batch",
                 "1",
@@ -319,7 +320,7 @@ proptest! {
                               shard in any::<bool>(), reshard in any::<bool>(), micro in 1u64..3, accum in 1u64..3) {
         let dpn: u64 = dp.parse().unwrap();
         let mut f = strings(&["--model", "llama-3.1-8b", "--framework", "fsdp2", "--zero", "3", "--dp", dp, "--tp", tp, "--pp", pp, "--recompute", recompute, "--precision", precision]);
-        if tp == "2" { f.extend(strings(&["--tp-layers-only", "--sp"])); }
+        if tp == "2" { f.extend(strings(&["--tp-plan", "loss-parallel", "--sp"])); }
         if shard && dpn == 4 { f.extend(strings(&["--dp-shard", "2"])); }
         if !reshard { f.extend(strings(&["--reshard-after-forward", "false"])); }
         f.extend(["--micro-batch".into(), micro.to_string(), "--batch".into(), (micro * accum * dpn).to_string()]);

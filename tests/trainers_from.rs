@@ -27,7 +27,7 @@ fn flags(r: &Reading) -> String {
 /// Our fixtures: (file, format, the flags in order).
 const OWN: &[(&str, Format, &str)] = &[
     ("torchtune_lora.yaml", Format::Torchtune, "--model llama-3.2-1b --lora-rank 16 --lora-targets q,v,gate,down,up --micro-batch 3 --grad-accum 2 --seq 1024 --precision bf16 --lora-dtype bf16 --recompute full --optimizer adamw --adam fused --loss chunked --loss-chunks 8"),
-    ("torchtitan.toml", Format::Torchtitan, "--model llama-3.1-8b --micro-batch 2 --seq 4096 --tp 2 --tp-layers-only --sp --pp 1 --framework fsdp2 --zero 3 --dp-shard 4 --reshard-after-forward true --precision mixed --recompute full --optimizer adamw --adam foreach"),
+    ("torchtitan.toml", Format::Torchtitan, "--model llama-3.1-8b --micro-batch 2 --seq 4096 --tp 2 --tp-plan loss-parallel --sp --pp 1 --framework fsdp2 --zero 3 --dp-shard 4 --reshard-after-forward true --precision mixed --recompute full --optimizer adamw --adam foreach"),
     ("axolotl_qlora.yml", Format::Axolotl, "--impl hf --model llama-3.1-8b --micro-batch 4 --grad-accum 2 --seq 2048 --recompute full --offload-activations checkpoints --optimizer paged-adam8bit --attention flash --loss cce --lora-rank 8 --lora-targets q,k,lm_head --lora-dropout 0.05 --quant-base nf4 --precision bf16"),
     ("llamafactory_lora.yaml", Format::LlamaFactory, "--impl hf --model qwen3-8b --micro-batch 2 --grad-accum 4 --seq 4096 --lora-rank 32 --lora-targets q,v --quant-base int8 --recompute full --precision mixed --impl liger --loss liger"),
     ("litgpt_lora.yaml", Format::Litgpt, "--model mistral-7b --nproc-per-node 1 --recompute none --micro-batch 4 --batch 16 --seq 1024 --precision bf16 --quant-base nf4 --lora-rank 4 --lora-dtype bf16 --lora-targets q,k,v,o --lora-dropout 0.05 --optimizer adamw"),

@@ -8,7 +8,7 @@
 use super::models;
 use crate::detailed::config::{
     ActOffload, AdamImpl, BaseQuant, DetailedConfig, Fp8, Framework, LoraDtype, Loss, Optimizer,
-    Precision, Recompute,
+    Precision, Recompute, TpPlan,
 };
 use crate::detailed::model::arch::Family;
 use crate::detailed::model::presets::PRESETS;
@@ -698,8 +698,9 @@ fn torchtitan(cfg: &DetailedConfig) -> Result<String, String> {
             "torchtitan shards with FSDP2 (--framework fsdp2 --zero 3)",
         ));
     };
-    if p.zero != 3 || p.ep > 1 || p.vp > 1 || (p.tp > 1 && !(p.sp && p.tp_layers_only)) {
-        return Err(cannot(f, "torchtitan runs FSDP2 (--zero 3), tensor parallelism on the layers with sequence parallelism (--tp-layers-only --sp), no interleaving or experts here"));
+    let tt_plan = matches!(p.plan(), TpPlan::Torchtitan | TpPlan::LossParallel);
+    if p.zero != 3 || p.ep > 1 || p.vp > 1 || (p.tp > 1 && !(p.sp && tt_plan)) {
+        return Err(cannot(f, "torchtitan runs FSDP2 (--zero 3), its tensor-parallel plan with sequence parallelism (--tp-plan loss-parallel|torchtitan --sp), no interleaving or experts here"));
     }
     let mp = match cfg.precision {
         Precision::Mixed => "bfloat16",
@@ -726,7 +727,7 @@ fn torchtitan(cfg: &DetailedConfig) -> Result<String, String> {
     let replicate = p.dp_shard.map_or(1, |n| p.dp / n.max(1));
     let mut out = format!("# Written by membudget --emit torchtitan.\n[model]\nname = \"llama3\"\nflavor = \"{flavor}\"\n\n");
     out += &format!("[training]\nlocal_batch_size = {}\nglobal_batch_size = {}\nseq_len = {}\nmixed_precision_param = \"{mp}\"\n\n", cfg.micro(), cfg.batch, cfg.seq);
-    out += &format!("[parallelism]\ndata_parallel_replicate_degree = {replicate}\ndata_parallel_shard_degree = {shard}\ntensor_parallel_degree = {}\npipeline_parallel_degree = {}\ncontext_parallel_degree = {}\nfsdp_reshard_after_forward = \"{}\"\n\n", p.tp, p.pp, p.cp, if reshard_after_forward { "always" } else { "never" });
+    out += &format!("[parallelism]\ndata_parallel_replicate_degree = {replicate}\ndata_parallel_shard_degree = {shard}\ntensor_parallel_degree = {}\npipeline_parallel_degree = {}\ncontext_parallel_degree = {}\nfsdp_reshard_after_forward = \"{}\"\ndisable_loss_parallel = {}\n\n", p.tp, p.pp, p.cp, if reshard_after_forward { "always" } else { "never" }, p.tp > 1 && p.plan() == TpPlan::Torchtitan);
     out += &format!("[activation_checkpoint]\n{ac}\n\n[optimizer]\nname = \"AdamW\"\n");
     if cfg.optimizer != Optimizer::AdamW {
         return Err(cannot(f, "torchtitan's optimizer here is AdamW"));

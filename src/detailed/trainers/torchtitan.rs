@@ -33,10 +33,6 @@ pub const IGNORED: &[(&str, &str)] = &[
         "the gradient reduction's dtype: not priced apart",
     ),
     (
-        "*.disable_loss_parallel",
-        "loss parallelism: the logits as --tp-layers-only says",
-    ),
-    (
         "*.enable_async_tensor_parallel",
         "async TP: time, not memory",
     ),
@@ -157,6 +153,17 @@ fn size(doc: &mut Doc, name: &str) -> Result<Option<(String, i64)>, ReadError> {
 }
 
 fn read_parallel(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
+    // Loss parallelism is on unless disabled (`disable_loss_parallel:
+    // bool = False`, `[parallelism]`, `training.` before 2025).
+    let mut no_loss_parallel = None;
+    for key in [
+        "parallelism.disable_loss_parallel",
+        "training.disable_loss_parallel",
+    ] {
+        if let Some(b) = doc.flag(key)? {
+            no_loss_parallel = Some((key, b));
+        }
+    }
     for (name, flag) in [
         ("tensor_parallel_degree", "--tp"),
         ("pipeline_parallel_degree", "--pp"),
@@ -169,12 +176,29 @@ fn read_parallel(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
             }
             out.set(&key, n, flag, n);
             if flag == "--tp" && n > 1 {
-                // torchtitan's TP plan covers the decoder layers; its
-                // sequence parallelism is on (parallelize_llama).
-                out.set(&key, n, "--tp-layers-only", "");
+                // torchtitan's TP plan (`apply_tp` in parallelize_llama):
+                // the embedding and output layer split, sequence
+                // parallelism on, the logits split under loss parallelism.
+                let plan = match no_loss_parallel.take() {
+                    Some((k, true)) => {
+                        out.set(k, true, "--tp-plan", "torchtitan");
+                        None
+                    }
+                    Some((k, false)) => Some(k),
+                    None => {
+                        out.set(&key, n, "--tp-plan", "loss-parallel");
+                        None
+                    }
+                };
+                if let Some(k) = plan {
+                    out.set(k, false, "--tp-plan", "loss-parallel");
+                }
                 out.set(&key, n, "--sp", "");
             }
         }
+    }
+    if let Some((k, b)) = no_loss_parallel {
+        out.ignore(k, b, "loss parallelism acts with tensor parallelism only");
     }
     let replicate = size(doc, "data_parallel_replicate_degree")?;
     let shard = size(doc, "data_parallel_shard_degree")?;
