@@ -17,10 +17,6 @@ pub const IGNORED: &[(&str, &str)] = &[
         "how the weights are loaded: before the step",
     ),
     (
-        "fsdp_config.fsdp_offload_params",
-        "FSDP CPU offload is not priced",
-    ),
-    (
         "fsdp_config.*",
         "an FSDP setting that does not change the bytes priced",
     ),
@@ -103,13 +99,16 @@ fn read_fsdp(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
             );
         }
     } else {
-        let s = doc
-            .text("fsdp_config.fsdp_sharding_strategy")?
-            .unwrap_or_else(|| "FULL_SHARD".into());
-        out.ignore(
-            "distributed_type",
-            format!("FSDP {s}"),
-            "FSDP1 sharding is not priced (FSDP2 is: fsdp_version 2)",
+        let key = "fsdp_config.fsdp_sharding_strategy";
+        let s = doc.text(key)?.unwrap_or_else(|| "FULL_SHARD".into());
+        super::common::fsdp1(out, key, &s);
+    }
+    if let Some(true) = doc.flag("fsdp_config.fsdp_offload_params")? {
+        out.set(
+            "fsdp_config.fsdp_offload_params",
+            true,
+            "--fsdp-cpu-offload",
+            "",
         );
     }
     if let Some(b) = doc.flag("fsdp_config.fsdp_activation_checkpointing")? {

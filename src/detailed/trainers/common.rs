@@ -197,3 +197,27 @@ pub fn compile(doc: &mut Doc, out: &mut Out, key: &str) -> Result<(), ReadError>
     }
     Ok(())
 }
+
+/// FSDP1's `ShardingStrategy` as the file's `key` names it (by name, in
+/// either case, or by its number): `--framework fsdp1` with its sharding
+/// (`torch/distributed/fsdp/api.py`, `ShardingStrategy`: FULL_SHARD = 1,
+/// SHARD_GRAD_OP = 2, NO_SHARD = 3, HYBRID_SHARD = 4).
+pub fn fsdp1(out: &mut Out, key: &str, strategy: &str) {
+    let s = strategy.trim().to_ascii_uppercase();
+    let (sharding, zero) = match s.as_str() {
+        "FULL_SHARD" | "1" => ("full", "3"),
+        "SHARD_GRAD_OP" | "2" => ("grad-op", "3"),
+        "NO_SHARD" | "3" => ("no-shard", "0"),
+        _ => {
+            out.ignore(
+                key,
+                strategy,
+                "this FSDP1 sharding (hybrid) is not priced: give --framework and --zero",
+            );
+            return;
+        }
+    };
+    out.set(key, strategy, "--framework", "fsdp1");
+    out.set(key, strategy, "--fsdp-sharding", sharding);
+    out.set(key, strategy, "--zero", zero);
+}

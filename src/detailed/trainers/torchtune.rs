@@ -25,7 +25,6 @@ pub const DEFAULTS: &[(&str, &str, &str)] = &[
 /// Keys read and not priced, with the reason (`*` matches the rest of a key).
 pub const IGNORED: &[(&str, &str)] = &[
     ("model.lora_alpha", "a scale: no memory"),
-    ("fsdp_cpu_offload", "FSDP CPU offload is not priced"),
     (
         "fsdp.cpu_offload",
         "FSDP CPU offload is not priced (and the QLoRA recipe does not read this key)",
@@ -243,6 +242,17 @@ fn read_memory(
                 l,
                 "full logits and cross-entropy: membudget's default",
             );
+        }
+    }
+    if let Some(b) = doc.flag("fsdp_cpu_offload")? {
+        match (b, distributed) {
+            (true, true) => out.set("fsdp_cpu_offload", b, "--fsdp-cpu-offload", ""),
+            (true, false) => out.ignore(
+                "fsdp_cpu_offload",
+                b,
+                "a single-device recipe does not shard",
+            ),
+            (false, _) => out.ignore("fsdp_cpu_offload", b, "off: priced without it"),
         }
     }
     if let Some(b) = doc.flag("fsdp_reshard_after_forward")? {
