@@ -60,10 +60,10 @@ test('unticking Mixed precision empties master weights, total unchanged', async 
 
 test('a typed out-of-range value is clamped with a message that stays; never NaN', async () => {
   const { page, context } = await open();
-  await page.fill('#seq-input', '5');
+  await page.fill('#seq-input', '0');
   await page.press('#seq-input', 'Enter');
-  assert.equal(await page.inputValue('#seq-input'), '128');
-  assert.equal(await page.textContent('#seq-message'), 'Sequence length must be at least 128 (got 5); using 128.');
+  assert.equal(await page.inputValue('#seq-input'), '1');
+  assert.equal(await page.textContent('#seq-message'), 'Sequence length must be at least 1 (got 0); using 1.');
   await page.waitForTimeout(300);
   assert.ok(await page.isVisible('#seq-message'));
   await page.fill('#params-input', '0.124');
