@@ -235,25 +235,7 @@ fn table_lines() -> Vec<String> {
         .collect()
 }
 
-/// docs/validation.md shows the code's figures.
-#[test]
-fn docs_show_the_measured_table() {
-    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/validation.md"))
-        .unwrap();
-    for line in table_lines() {
-        assert!(doc.contains(&line), "docs/validation.md lacks {line}");
-    }
-}
-
-/// `cargo test --test optbwd_vs_measured -- --ignored --nocapture` prints
-/// the table for docs/validation.md.
-#[test]
-#[ignore]
-fn print_table() {
-    for line in table_lines() {
-        println!("{line}");
-    }
-}
+validation_table_tests!(table_lines);
 
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(500))]

@@ -259,3 +259,31 @@ pub fn assert_peaks<'a>(rows: impl IntoIterator<Item = MeasuredPeak<'a>>, tolera
     eprintln!("worst {:.2} %", worst * 100.0);
     assert!(failures.is_empty(), "{failures:#?}");
 }
+
+/// The two tests of a measured table kept in docs/validation.md: the doc
+/// shows every line `$lines()` gives, and an ignored test prints them
+/// (`cargo test --test NAME -- --ignored --nocapture`) to paste in.
+#[macro_export]
+macro_rules! validation_table_tests {
+    ($lines:ident) => {
+        /// docs/validation.md shows the code's figures.
+        #[test]
+        fn docs_show_the_measured_table() {
+            let doc =
+                std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/validation.md"))
+                    .unwrap();
+            for line in $lines() {
+                assert!(doc.contains(&line), "docs/validation.md lacks {line}");
+            }
+        }
+
+        /// Prints the table for docs/validation.md.
+        #[test]
+        #[ignore]
+        fn print_table() {
+            for line in $lines() {
+                println!("{line}");
+            }
+        }
+    };
+}
