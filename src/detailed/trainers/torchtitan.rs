@@ -152,6 +152,18 @@ fn size(doc: &mut Doc, name: &str) -> Result<Option<(String, i64)>, ReadError> {
     Ok(None)
 }
 
+/// torchtitan's TP plan (`apply_tp` in parallelize_llama) for `n` GPUs:
+/// the embedding and output layer split, sequence parallelism on, the
+/// logits split under loss parallelism unless `disable_loss_parallel`.
+fn tp_plan(out: &mut Out, key: &str, n: i64, no_loss_parallel: Option<(&str, bool)>) {
+    match no_loss_parallel {
+        Some((k, true)) => out.set(k, true, "--tp-plan", "torchtitan"),
+        Some((k, false)) => out.set(k, false, "--tp-plan", "loss-parallel"),
+        None => out.set(key, n, "--tp-plan", "loss-parallel"),
+    }
+    out.set(key, n, "--sp", "");
+}
+
 fn read_parallel(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
     // Loss parallelism is on unless disabled (`disable_loss_parallel:
     // bool = False`, `[parallelism]`, `training.` before 2025).
@@ -176,24 +188,7 @@ fn read_parallel(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
             }
             out.set(&key, n, flag, n);
             if flag == "--tp" && n > 1 {
-                // torchtitan's TP plan (`apply_tp` in parallelize_llama):
-                // the embedding and output layer split, sequence
-                // parallelism on, the logits split under loss parallelism.
-                let plan = match no_loss_parallel.take() {
-                    Some((k, true)) => {
-                        out.set(k, true, "--tp-plan", "torchtitan");
-                        None
-                    }
-                    Some((k, false)) => Some(k),
-                    None => {
-                        out.set(&key, n, "--tp-plan", "loss-parallel");
-                        None
-                    }
-                };
-                if let Some(k) = plan {
-                    out.set(k, false, "--tp-plan", "loss-parallel");
-                }
-                out.set(&key, n, "--sp", "");
+                tp_plan(out, &key, n, no_loss_parallel.take());
             }
         }
     }
