@@ -659,11 +659,17 @@ pub fn estimate(cfg: &TrainingConfig) -> Result<Breakdown, ConfigError> {
 }
 
 /// The sentence naming the dominant term, e.g. "Activations dominate: 73.0
-/// of 185.0 GB, 39 %".
+/// of 185.0 GB, 39 %", the verb agreeing with it ("Optimizer state
+/// dominates").
 pub fn dominant_sentence(b: &Breakdown, unit: Unit) -> String {
     let term = b.dominant();
+    let verb = if term == Term::OptimizerState {
+        "dominates"
+    } else {
+        "dominate"
+    };
     format!(
-        "{} dominate: {:.1} of {:.1} {}, {:.0} %",
+        "{} {verb}: {:.1} of {:.1} {}, {:.0} %",
         term.label(),
         unit.of(b.bytes(term)),
         unit.of(b.total),
@@ -675,6 +681,30 @@ pub fn dominant_sentence(b: &Breakdown, unit: Unit) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every term, made the largest, is named with a verb that agrees.
+    #[test]
+    fn the_dominant_sentence_agrees_with_each_term() {
+        let expected = [
+            "Parameters dominate: 5.0 of 9.0 GB, 56 %",
+            "Gradients dominate: 5.0 of 9.0 GB, 56 %",
+            "Master weights dominate: 5.0 of 9.0 GB, 56 %",
+            "Optimizer state dominates: 5.0 of 9.0 GB, 56 %",
+            "Activations dominate: 5.0 of 9.0 GB, 56 %",
+        ];
+        for (i, want) in expected.iter().enumerate() {
+            let v = |j: usize| if i == j { 5e9 } else { 1e9 };
+            let b = Breakdown {
+                params: v(0),
+                grads: v(1),
+                master_weights: v(2),
+                optimizer_state: v(3),
+                activations: v(4),
+                total: 9e9,
+            };
+            assert_eq!(dominant_sentence(&b, Unit::Gb), *want);
+        }
+    }
 
     /// A configuration in the order of the lesson's signature.
     const fn cfg(
