@@ -336,6 +336,7 @@ fn torchtune_builder(name: &str, prefix: &str) -> Option<String> {
         "mistral" => "mistral",
         _ => return None,
     };
+    let size = size.replace('.', "_");
     let component = format!("torchtune.models.{module}.{prefix}{module}_{size}");
     (models::torchtune(&component) == Some(name)).then_some(component)
 }
@@ -498,9 +499,22 @@ fn hub(name: &str) -> String {
         ("llama-3.2-3b", "meta-llama/Llama-3.2-3B"),
         ("mistral-7b", "mistralai/Mistral-7B-v0.1"),
         ("qwen2.5-0.5b", "Qwen/Qwen2.5-0.5B"),
+        ("qwen2.5-1.5b", "Qwen/Qwen2.5-1.5B"),
+        ("qwen2.5-3b", "Qwen/Qwen2.5-3B"),
         ("qwen2.5-7b", "Qwen/Qwen2.5-7B"),
+        ("qwen2.5-14b", "Qwen/Qwen2.5-14B"),
+        ("qwen2.5-32b", "Qwen/Qwen2.5-32B"),
         ("qwen2.5-72b", "Qwen/Qwen2.5-72B"),
+        ("qwen3-0.6b", "Qwen/Qwen3-0.6B"),
+        ("qwen3-1.7b", "Qwen/Qwen3-1.7B"),
+        ("qwen3-4b", "Qwen/Qwen3-4B"),
         ("qwen3-8b", "Qwen/Qwen3-8B"),
+        ("qwen3-14b", "Qwen/Qwen3-14B"),
+        ("qwen3-32b", "Qwen/Qwen3-32B"),
+        (
+            "tinyllama-1.1b",
+            "TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T",
+        ),
     ];
     HUB.iter()
         .find(|(p, _)| *p == name)
