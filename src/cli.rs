@@ -424,9 +424,10 @@ pub struct ParallelArgs {
     #[arg(long, value_name = "BOOL", value_parser = one_of::<bool>(&["true", "false"]))]
     pub overlap_comm: Option<bool>,
     /// With --framework deepspeed --zero 3: its
-    /// zero_optimization.sub_group_size, in values, 1e3–1e10: the optimizer
-    /// step copies one sub-group's gradients to fp32 at a time
-    /// [default: 1e9].
+    /// zero_optimization.sub_group_size, in values, 0–1e10: the optimizer
+    /// step copies one sub-group's gradients to fp32 at a time (0: each
+    /// weight is its own sub-group, as DeepSpeed closes a sub-group once
+    /// it reaches the size) [default: 1e9].
     #[arg(long, value_name = "VALUES")]
     pub sub_group_size: Option<f64>,
     /// With --framework deepspeed --zero 3: its
@@ -1182,7 +1183,7 @@ impl Args {
             0.0,
             prefetch_bucket_size,
         )?;
-        values(par.sub_group_size, "sub-group-size", 1e3, sub_group_size)?;
+        values(par.sub_group_size, "sub-group-size", 0.0, sub_group_size)?;
         values(
             par.param_persistence_threshold,
             "param-persistence-threshold",

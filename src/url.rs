@@ -480,7 +480,7 @@ fn parse_counts<const N: usize>(value: &str, names: [&str; N]) -> Result<[u64; N
 
 /// DeepSpeed's settings (after `framework=deepspeed`): `dsbucket`
 /// (`reduce_bucket_size`), `dsprefetch`, `dssubgroup`, `dspersist` (values,
-/// 0 to 1e10; the bucket and sub-group from 1,000) and `dsoverlap` (1/0).
+/// 0 to 1e10; the bucket from 1,000) and `dsoverlap` (1/0).
 fn read_deepspeed(
     framework: &mut crate::detailed::Framework,
     key: &str,
@@ -503,7 +503,7 @@ fn read_deepspeed(
         }
         "dsbucket" => (reduce_bucket_size, 1_000),
         "dsprefetch" => (prefetch_bucket_size, 0),
-        "dssubgroup" => (sub_group_size, 1_000),
+        "dssubgroup" => (sub_group_size, 0),
         _ => (param_persistence_threshold, 0),
     };
     *slot = parse_count(value, min, 10_000_000_000)?;

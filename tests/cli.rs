@@ -991,9 +991,9 @@ fn deepspeed_overlap_comm_and_stage3_settings() {
                 "--framework",
                 "deepspeed",
                 "--sub-group-size",
-                "10",
+                "2e10",
             ],
-            "--sub-group-size must be 1e3 to 1e10 values (got 10)",
+            "--sub-group-size must be 0 to 1e10 values (got 2e10)",
         ),
         (
             &["--model", "gpt2", "--seq", "0"],

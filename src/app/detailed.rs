@@ -745,7 +745,7 @@ fn parallelism_group() -> impl IntoView {
             {count("dp-input", "Data-parallel GPUs", (1, 4096), |d| Some(d.parallel.dp), |d, v| d.parallel.dp = v.unwrap_or(1), false)}
             {choice("framework-select", "Data parallelism run by", FRAMEWORK_NAMES, |d| FRAMEWORKS.iter().position(|f| f.name() == d.framework.name()).unwrap_or(0), |d, i| d.framework = FRAMEWORKS[i])}
             {choice("overlap-select", "DeepSpeed overlap_comm", OVERLAP_NAMES, |d| match d.framework { Framework::DeepSpeed { overlap_comm: Some(on), .. } => 2 - usize::from(on), _ => 0 }, |d, i| if let Framework::DeepSpeed { overlap_comm, .. } = &mut d.framework { *overlap_comm = [None, Some(true), Some(false)][i] })}
-            {count("subgroup-input", "DeepSpeed ZeRO-3 sub_group_size", (1_000, 10_000_000_000), |d| deepspeed_setting(d.framework, false), |d, v| set_deepspeed_setting(&mut d.framework, false, v), false)}
+            {count("subgroup-input", "DeepSpeed ZeRO-3 sub_group_size", (0, 10_000_000_000), |d| deepspeed_setting(d.framework, false), |d, v| set_deepspeed_setting(&mut d.framework, false, v), false)}
             {count("persist-input", "DeepSpeed ZeRO-3 param_persistence_threshold", (0, 10_000_000_000), |d| deepspeed_setting(d.framework, true), |d, v| set_deepspeed_setting(&mut d.framework, true, v), false)}
             {count("zero-input", "ZeRO stage", (0, 3), |d| Some(u64::from(d.parallel.zero)), |d, v| d.parallel.zero = v.unwrap_or(0) as u8, false)}
             {count("shard-input", "ZeRO shard group (hybrid, HSDP)", (1, 4096), |d| d.parallel.dp_shard, |d, v| d.parallel.dp_shard = v, true)}

@@ -440,8 +440,8 @@ fn framework(cfg: &DetailedConfig) -> Result<(), DetailedError> {
         if prefetch_bucket_size > 10_000_000_000 {
             return refuse("DeepSpeed's prefetch bucket must be 0 to 1e10 values");
         }
-        if !(1_000..=10_000_000_000).contains(&sub_group_size) {
-            return refuse("DeepSpeed's sub-group size must be 1e3 to 1e10 values");
+        if sub_group_size > 10_000_000_000 {
+            return refuse("DeepSpeed's sub-group size must be 0 to 1e10 values");
         }
         if param_persistence_threshold > 10_000_000_000 {
             return refuse("DeepSpeed's persistence threshold must be 0 to 1e10 values");
