@@ -993,7 +993,7 @@ fn deepspeed_overlap_comm_and_stage3_settings() {
                 "--sub-group-size",
                 "2e10",
             ],
-            "--sub-group-size must be 0 to 1e10 values (got 2e10)",
+            "--sub-group-size must be 0 to 1e10 values (got 20000000000)",
         ),
         (
             &["--model", "gpt2", "--seq", "0"],
