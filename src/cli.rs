@@ -1387,7 +1387,7 @@ pub fn render_detailed(
         );
     }
     if let Some(h) = detailed::host_ram(cfg) {
-        out += &host_ram_line(cfg, &h);
+        out += &host_ram_line(&h);
     }
     if let Some(o) = overhead {
         out += &overhead_lines(o, t);
@@ -1581,12 +1581,13 @@ fn rollout_lines(cfg: &DetailedConfig, t: &StepTimeline) -> String {
 }
 
 /// `host_ram_gb`: host memory per node with offload, by what fills it.
-fn host_ram_line(cfg: &DetailedConfig, h: &HostRam) -> String {
+fn host_ram_line(h: &HostRam) -> String {
+    let gpus_count = |n: u64| format!("{n} GPU{}", if n == 1 { "" } else { "s" });
     format!(
-        "{:20} {:8.1} GB per node of {} GPUs (offloaded states {:.1}, activations {:.1}, start-up load {:.1}; × {} for pinned buffers)\n",
+        "{:20} {:8.1} GB per node of {} (offloaded states {:.1}, activations {:.1}, start-up load {:.1}; × {} for pinned buffers)\n",
         "host_ram_gb",
         h.total() / 1e9,
-        cfg.offload.gpus_per_node,
+        gpus_count(h.gpus),
         h.states / 1e9,
         h.activations / 1e9,
         h.load / 1e9,

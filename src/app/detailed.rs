@@ -1018,8 +1018,9 @@ fn host_ram_line(
         let h = host_ram(&cfg)?;
         let u = s.unit;
         Some(format!(
-            "Host RAM per node of {} GPUs: {:.1} {} (offloaded states {:.1}, activations {:.1}; start-up load {:.1}; × {} for pinned buffers, DeepSpeed's factor).",
-            cfg.offload.gpus_per_node,
+            "Host RAM per node of {} GPU{}: {:.1} {} (offloaded states {:.1}, activations {:.1}; start-up load {:.1}; × {} for pinned buffers, DeepSpeed's factor).",
+            h.gpus,
+            if h.gpus == 1 { "" } else { "s" },
             u.of(h.total()),
             u.label(),
             u.of(h.states),

@@ -453,8 +453,8 @@ fn framework(cfg: &DetailedConfig) -> Result<(), DetailedError> {
             if p.pp > 1 {
                 return refuse("DeepSpeed's ZeRO-3 does not run with pipeline parallelism (its pipeline engine takes stage 1 at most)");
             }
-            if o.params || o.optimizer || o.activations {
-                return refuse("DeepSpeed's ZeRO-3 is modelled without offload here: choose the megatron framework for offloaded figures");
+            if o.activations {
+                return refuse("DeepSpeed's ZeRO-3 is modelled without activation offload here: offload its optimizer and parameters (--offload-optimizer, --offload-params), or choose the megatron framework");
             }
             if cfg.lora_rank.is_some() || cfg.base_quant != BaseQuant::None {
                 return refuse("DeepSpeed's ZeRO-3 is modelled for full training: LoRA and quantized bases are not");

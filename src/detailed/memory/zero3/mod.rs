@@ -381,4 +381,33 @@ mod tests {
         );
         assert!(check(&cfg).is_ok());
     }
+
+    /// ZeRO-Infinity's CPU offload under DeepSpeed's ZeRO-3 (modelled from
+    /// `stage3.py` 0.19.8: with `offload_optimizer` the fp32 partition,
+    /// the moments and the gradient partition live in pinned host memory
+    /// and CPU Adam steps there; with `offload_param` the 16-bit partition
+    /// too, gathered into the same full-size buffers as without it). The
+    /// GPU keeps the gathered weights, the reduce bucket and the
+    /// activations: its peak falls by the states it no longer holds.
+    #[test]
+    fn offload_moves_the_partitions_not_the_gathered_weights() {
+        let base = zero3("llama-3.1-8b", 8);
+        let peak = |c: &DetailedConfig| timeline(c, &StepOptions::default()).unwrap().peak_bytes();
+        let mut opt = base.clone();
+        opt.offload.optimizer = true;
+        let mut all = opt.clone();
+        all.offload.params = true;
+        for c in [&opt, &all] {
+            assert!(check(c).is_ok());
+        }
+        let n = base.arch.params() as f64 / 8.0;
+        // fp32 master, two moments and the 16-bit gradient partition.
+        let saved = peak(&base) - peak(&opt);
+        assert!(saved > 12.0 * n && saved < 16.5 * n, "{saved}");
+        // Then the 16-bit partition.
+        let more = peak(&opt) - peak(&all);
+        assert!((more - 2.0 * n).abs() < 0.01 * n, "{more}");
+        let gathered = |c: &DetailedConfig| Zero3::new(c, false).unwrap().gathered(Moment::Loss);
+        assert_eq!(gathered(&base), gathered(&all));
+    }
 }
