@@ -393,9 +393,9 @@ mod tests {
     fn offload_moves_the_partitions_not_the_gathered_weights() {
         let base = zero3("llama-3.1-8b", 8);
         let peak = |c: &DetailedConfig| timeline(c, &StepOptions::default()).unwrap().peak_bytes();
-        let mut opt = base.clone();
+        let mut opt = base;
         opt.offload.optimizer = true;
-        let mut all = opt.clone();
+        let mut all = opt;
         all.offload.params = true;
         for c in [&opt, &all] {
             assert!(check(c).is_ok());
