@@ -591,6 +591,8 @@ impl PageState {
             d.loss = Some(to.loss);
             d.loss_chunks = to.loss_chunks;
         }
+        d.optimizer_in_backward = to.optimizer_in_backward;
+        d.compile = to.compile;
         if let Some(v) = to.rollout.vllm {
             d.vllm_sleep = v.sleep;
         }
