@@ -131,7 +131,7 @@ fn paths_order_and_fsdp_qlora_replicates_the_state() {
     cfg.lora_rank = Some(16);
     cfg.base_quant = BaseQuant::Nf4 { double_quant: true };
     let params = |cfg: &DetailedConfig, path| {
-        let mut c = cfg.clone();
+        let mut c = *cfg;
         c.quant_path = path;
         estimate(&c).unwrap().params
     };
@@ -171,7 +171,7 @@ fn paths_order_and_fsdp_qlora_replicates_the_state() {
         (QuantPath::FsdpQlora, BaseQuant::Int8),
         (QuantPath::Bnb, BaseQuant::None),
     ] {
-        let mut c = cfg.clone();
+        let mut c = cfg;
         c.quant_path = path;
         c.base_quant = quant;
         let e = estimate(&c).unwrap_err().to_string();
