@@ -11,7 +11,7 @@ use crate::detailed::{
     self, preset, ActOffload, AdamImpl, Architecture, AttentionKernel, BaseQuant, CpComm,
     DetailedBreakdown, DetailedConfig, Device, ExpertsImpl, Family, Fp8, Framework, FsdpSharding,
     HostRam, Implementation, LoraTargets, Loss, Objective, Optimizer, Overhead, OverheadBytes,
-    Precision, Recompute, Schedule, Step, StepOptions, StepTimeline, TpPlan,
+    Precision, QuantPath, Recompute, Schedule, Step, StepOptions, StepTimeline, TpPlan,
 };
 use crate::report::{
     whole, ChangeReport, DetailedParts, DetailedReport, FitReport, LessonReport, PlanReport,
@@ -475,6 +475,14 @@ pub struct FinetuneArgs {
     /// quantization), nf4-nodq, int8; needs --lora-rank [default: none].
     #[arg(long, value_name = "FORMAT", value_parser = one_of::<BaseQuant>(BaseQuant::NAMES), ignore_case = true)]
     pub quant_base: Option<BaseQuant>,
+    /// Whose code holds the 4-bit base: peft (prepare_model_for_kbit_training:
+    /// the unquantized weights cast to fp32, the QLoRA recipe; axolotl, TRL,
+    /// LLaMA-Factory), bnb (bitsandbytes' Linear4bit as Lightning and litgpt
+    /// run it, the rest in bf16), torchao (torchtune's NF4Tensor), fsdp-qlora
+    /// (Answer.AI's bf16 quant_storage, the codes sharded by FSDP); needs
+    /// --quant-base [default: peft].
+    #[arg(long, value_name = "PATH", value_parser = one_of::<QuantPath>(QuantPath::NAMES), ignore_case = true)]
+    pub quant_path: Option<QuantPath>,
 }
 
 /// Offload to host memory.
@@ -747,6 +755,7 @@ impl Args {
             || f.lora_dtype.is_some()
             || f.lora_dropout.is_some()
             || f.quant_base.is_some()
+            || f.quant_path.is_some()
             || o.offload_optimizer
             || o.offload_params
             || o.offload_activations.is_some()
@@ -1308,6 +1317,12 @@ impl Args {
         let f = &self.finetune;
         if let Some(q) = f.quant_base {
             cfg.base_quant = q;
+        }
+        if let Some(path) = f.quant_path {
+            if cfg.base_quant == BaseQuant::None {
+                return Err("--quant-path needs --quant-base (a quantized base)".into());
+            }
+            cfg.quant_path = path;
         }
         cfg.lora_rank = f.lora_rank;
         if let Some(targets) = f.lora_targets {

@@ -30,7 +30,7 @@ const OWN: &[(&str, Format, &str)] = &[
     ("torchtitan.toml", Format::Torchtitan, "--model llama-3.1-8b --micro-batch 2 --seq 4096 --tp 2 --tp-plan loss-parallel --sp --pp 1 --framework fsdp2 --zero 3 --dp-shard 4 --reshard-after-forward true --precision mixed --recompute full --optimizer adamw --adam foreach"),
     ("axolotl_qlora.yml", Format::Axolotl, "--impl hf --model llama-3.1-8b --micro-batch 4 --grad-accum 2 --seq 2048 --recompute full --offload-activations checkpoints --optimizer paged-adam8bit --attention flash --loss cce --lora-rank 8 --lora-targets q,k,lm_head --lora-dropout 0.05 --quant-base nf4 --precision bf16"),
     ("llamafactory_lora.yaml", Format::LlamaFactory, "--impl hf --model qwen3-8b --micro-batch 2 --grad-accum 4 --seq 4096 --lora-rank 32 --lora-targets q,v --quant-base int8 --recompute full --precision mixed --impl liger --loss liger"),
-    ("litgpt_lora.yaml", Format::Litgpt, "--model mistral-7b --nproc-per-node 1 --recompute none --micro-batch 4 --batch 16 --seq 1024 --precision bf16 --quant-base nf4 --lora-rank 4 --lora-dtype bf16 --lora-targets q,k,v,o --lora-dropout 0.05 --optimizer adamw"),
+    ("litgpt_lora.yaml", Format::Litgpt, "--model mistral-7b --nproc-per-node 1 --recompute none --micro-batch 4 --batch 16 --seq 1024 --precision bf16 --quant-base nf4 --quant-path bnb --lora-rank 4 --lora-dtype bf16 --lora-targets q,k,v,o --lora-dropout 0.05 --optimizer adamw"),
     ("trl_grpo.yaml", Format::TrainingArguments, "--impl hf --model llama-3.2-1b --micro-batch 8 --grad-accum 1 --recompute full --precision bf16 --objective grpo-kl --completion 768 --seq 1024 --generations 4 --vllm-colocate 0.25"),
     ("hf_args.json", Format::TrainingArguments, "--impl hf --model qwen2.5-7b --micro-batch 1 --grad-accum 16 --recompute none --optimizer adamw --adam fused --precision mixed"),
     ("deepspeed_z2.json", Format::DeepSpeed, "--micro-batch 2 --framework deepspeed --zero 2 --offload-optimizer --reduce-bucket-size 200000000 --overlap-comm true --precision mixed"),
@@ -335,6 +335,7 @@ const REAL: &[(&str, &[&str])] = &[
         &[
             "--model llama-3.1-8b",
             "--quant-base nf4",
+            "--quant-path torchao",
             "--lora-rank 8",
             "--lora-targets all",
             "--micro-batch 2",
@@ -540,6 +541,7 @@ const REAL: &[(&str, &[&str])] = &[
         "litgpt/config_hub/finetune/llama-3.1-8b/qlora.yaml",
         &[
             "--quant-base nf4-nodq",
+            "--quant-path bnb",
             "--precision bf16",
             "--batch 8",
             "--micro-batch 2",
@@ -555,6 +557,7 @@ const REAL: &[(&str, &[&str])] = &[
         &[
             "--lora-rank 64",
             "--quant-base nf4",
+            "--quant-path fsdp-qlora",
             "--recompute full",
             "--precision bf16",
             "--seq 512",

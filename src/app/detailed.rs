@@ -8,7 +8,7 @@ use super::reactive::{cond, not, on_event, text, Cond, Text};
 use super::{DetailedBudget, DetailedTimeline, Options, State};
 use crate::budget::Term;
 use crate::chart::{term_colour_hex, LOGITS_COLOUR};
-use crate::detailed::config::LoraDtype;
+use crate::detailed::config::{LoraDtype, QuantPath};
 use crate::detailed::memory::offload::BUFFER_FACTOR;
 use crate::detailed::{
     host_ram, import_config, ActOffload, Architecture, AttentionKernel, BaseQuant, CpComm,
@@ -264,6 +264,12 @@ const QUANTS: [BaseQuant; 4] = [
     BaseQuant::Int8,
 ];
 const LORA_DTYPE_NAMES: &[&str] = &["fp32 (PEFT)", "bf16 (torchtune, litgpt)"];
+const QUANT_PATH_NAMES: &[&str] = &[
+    "PEFT (fp32 casts)",
+    "bitsandbytes (Lightning, litgpt)",
+    "torchao NF4 (torchtune)",
+    "FSDP-QLoRA (bf16 storage)",
+];
 const QUANT_NAMES: &[&str] = &[
     "Not quantized",
     "NF4, double quantization (QLoRA)",
@@ -773,6 +779,7 @@ fn lora_group() -> impl IntoView {
             {count("lora-input", "LoRA rank", (1, 1024), |d| d.lora_rank, |d, v| d.lora_rank = v, true)}
             {choice("lora-targets-select", "LoRA adapts", TARGET_NAMES, |d| TARGETS.iter().position(|t| *t == d.lora_targets).unwrap_or(1), |d, i| d.lora_targets = TARGETS[i])}
             {choice("quant-select", "Frozen base stored as", QUANT_NAMES, |d| index_of(&QUANTS, d.base_quant), |d, i| d.base_quant = QUANTS[i])}
+            {choice("quant-path-select", "4-bit base held by", QUANT_PATH_NAMES, |d| QuantPath::NAMES.iter().position(|n| *n == d.quant_path.name()).unwrap_or(0), |d, i| d.quant_path = QuantPath::NAMES[i].parse().unwrap_or(QuantPath::Peft))}
             {choice("lora-dtype-select", "Adapters kept in", LORA_DTYPE_NAMES, |d| usize::from(d.lora_dtype == LoraDtype::Bf16), |d, i| d.lora_dtype = if i == 0 { LoraDtype::Fp32 } else { LoraDtype::Bf16 })}
             {count("lora-dropout-input", "LoRA dropout, % (empty: none)", (1, 99), |d| (d.lora_dropout_percent > 0).then_some(d.lora_dropout_percent), |d, v| d.lora_dropout_percent = v.unwrap_or(0), true)}
         </details>

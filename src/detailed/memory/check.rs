@@ -362,7 +362,19 @@ fn quantized_base(cfg: &DetailedConfig) -> Result<(), DetailedError> {
             return refuse("a quantized base computes in 16 bits: choose mixed or bf16 precision");
         }
     }
-    Ok(())
+    quant_path(cfg)
+}
+
+/// The quantization path: each trainer's code quantizes what it can.
+fn quant_path(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    use crate::detailed::config::QuantPath;
+    match (cfg.quant_path, cfg.base_quant) {
+        (QuantPath::Peft, _) => Ok(()),
+        (_, BaseQuant::None) => refuse("a quantization path other than peft needs a 4-bit base: add --quant-base nf4"),
+        (QuantPath::Torchao, BaseQuant::Nf4 { double_quant: false }) | (QuantPath::Torchao, BaseQuant::Int8) => refuse("torchao's NF4Tensor (torchtune's QLoRA) is 4-bit with its scalers always double-quantized: use --quant-base nf4"),
+        (QuantPath::FsdpQlora, BaseQuant::Int8) => refuse("FSDP-QLoRA stores its base in 4 bits (bitsandbytes' Params4bit with quant_storage): use --quant-base nf4 or nf4-nodq"),
+        _ => Ok(()),
+    }
 }
 
 /// ZeRO-Offload: what it needs, what it cannot run.
