@@ -1101,3 +1101,106 @@ fn tp_plans_are_checked_and_priced() {
     assert!(peak(&tt) > peak(&lp), "{} {}", peak(&tt), peak(&lp));
     assert!(peak(&lp) > peak(&msp), "{} {}", peak(&lp), peak(&msp));
 }
+
+/// Issue 38's QLoRA case: Llama-3.1-8B, NF4 base, rank-16 adapters on every
+/// projection, 4,096 tokens, micro-batch 2, paged 8-bit Adam on an RTX 4090.
+/// Its tensors peak at 25.1 GB of the card's 25.8 GB; with the runtime
+/// overhead, which the verdict now counts by default, it needs 29.7 GB.
+const QLORA_4090: [&str; 20] = [
+    "--model",
+    "llama-3.1-8b",
+    "--seq",
+    "4096",
+    "--batch",
+    "2",
+    "--micro-batch",
+    "2",
+    "--lora-rank",
+    "16",
+    "--lora-targets",
+    "all",
+    "--quant-base",
+    "nf4",
+    "--recompute",
+    "full",
+    "--optimizer",
+    "paged-adam8bit",
+    "--gpu",
+    "rtx-4090",
+];
+
+fn qlora_with(extra: &[&str]) -> (i32, String, String) {
+    let mut args = QLORA_4090.to_vec();
+    args.extend_from_slice(extra);
+    membudget(&args)
+}
+
+#[test]
+fn qlora_on_a_4090_does_not_fit_with_the_runtime_overhead() {
+    let (code, out, err) = qlora_with(&[]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    // The parts beside the answer, then the figures a trainer's log prints.
+    assert!(out.contains(
+        "overhead_gb               4.6 GB (CUDA context 0.76, workspaces 0.07, communication 0.00, fragmentation 3.76)\n\
+         peak_with_overhead_gb     29.7 GB\n\
+         # a trainer's log prints torch.cuda.max_memory_allocated 25.1 GB (the tensors' peak) and max_memory_reserved 28.8 GB"
+    ), "{out}");
+    assert!(out.contains(
+        "gpu: GeForce RTX 4090, does not fit by 3.9 GB: the step needs 29.7 GB, the card has 25.8 GB\n\
+         largest micro-batch that fits: 1 (same accumulation steps); largest sequence: 3277\n\
+         to make it fit"
+    ), "{out}");
+    // `--overhead` is the default now: old commands print the same.
+    assert_eq!(qlora_with(&["--overhead"]).1, out);
+    // One flag turns it off: the tensors' peak alone fits, as before.
+    let (code, off, _) = qlora_with(&["--no-overhead"]);
+    assert_eq!(code, 0);
+    assert!(
+        off.contains(
+            "gpu: GeForce RTX 4090, fits: the step needs 25.1 GB of its 25.8 GB (0.7 GB to spare)"
+        ),
+        "{off}"
+    );
+    assert!(!off.contains("overhead_gb"), "{off}");
+    // Expandable segments: 5 % fragmentation instead of 15 %; still too much.
+    let es = qlora_with(&["--expandable-segments"]).1;
+    assert!(es.contains("fragmentation 1.25)"), "{es}");
+    assert!(
+        es.contains("does not fit by 1.4 GB: the step needs 27.2 GB"),
+        "{es}"
+    );
+    // The size flags still apply, and contradicting flags are refused.
+    assert!(qlora_with(&[
+        "--fragmentation",
+        "0",
+        "--cuda-context",
+        "0",
+        "--workspaces",
+        "0"
+    ])
+    .1
+    .contains("fits: the step needs 25.1 GB"));
+    assert_eq!(qlora_with(&["--no-overhead", "--fragmentation", "5"]).0, 2);
+}
+
+#[test]
+fn qlora_json_needs_the_peak_plus_its_overhead() {
+    let (code, out, _) = qlora_with(&["--json"]);
+    assert_eq!(code, 0);
+    let r: membudget::report::DetailedReport = serde_json::from_str(&out).unwrap();
+    let (o, fit) = (r.overhead.unwrap(), r.fit.unwrap());
+    assert!(!fit.fits);
+    assert_eq!(r.peak_with_overhead, Some(fit.need));
+    assert!(fit.need.abs_diff(r.peak + o.total) <= 1);
+    assert!(
+        o.fragmentation
+            .abs_diff((0.15 * r.peak as f64).round() as u64)
+            <= 1
+    );
+    // max_memory_reserved: the tensors (none of the state paged at the peak
+    // here) plus the fragmentation.
+    let paged = r.peak_paged_state.unwrap();
+    let reserved = r.peak_reserved_by_pytorch.unwrap();
+    assert!(reserved.abs_diff(r.peak - paged + o.fragmentation) <= 1);
+    assert!(reserved < fit.need && fit.need > fit.capacity && r.peak < fit.capacity);
+}
