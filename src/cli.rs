@@ -1638,13 +1638,15 @@ fn overhead_lines(cfg: &DetailedConfig, o: &OverheadBytes, t: &StepTimeline) -> 
         "peak_with_overhead_gb",
         (t.peak_bytes() + o.total()) / 1e9
     );
-    let (allocated, reserved) = o.pytorch_figures(t.peak_bytes(), paged_at_peak(cfg, t));
+    let paged = paged_at_peak(cfg, t);
+    let (allocated, reserved) = o.pytorch_figures(t.peak_bytes(), paged);
     out += &format!(
         "# a trainer's log prints torch.cuda.max_memory_allocated {:.1} GB (the tensors' peak) and max_memory_reserved {:.1} GB \
-         (+ fragmentation); the card holds {:.1} GB (+ CUDA context, workspaces, communication buffers: nvidia-smi's figure, the verdict's)\n",
+         (+ fragmentation); the card holds {:.1} GB (+ CUDA context, workspaces, communication buffers{}: nvidia-smi's figure, the verdict's)\n",
         allocated / 1e9,
         reserved / 1e9,
-        (t.peak_bytes() + o.total()) / 1e9
+        (t.peak_bytes() + o.total()) / 1e9,
+        if paged > 0.0 { ", paged optimizer state" } else { "" }
     );
     out
 }
@@ -1808,7 +1810,7 @@ impl DetailedRun {
         let opts = args.step_options();
         let timeline = detailed::timeline(&cfg, &opts).map_err(|e| e.to_string())?;
         let settings = args.overhead_settings()?;
-        let overhead = settings.map(|o| o.bytes(&cfg, timeline.peak_bytes()));
+        let overhead = settings.map(|o| o.for_step(&cfg, &timeline));
         let cluster = args.cluster();
         let eff = args.time.efficiency(cluster.as_ref().map(|c| &c.gpu))?;
         check_card_speeds(args, &cfg, cluster.as_ref())?;

@@ -406,42 +406,29 @@ fn gpu_line_y(svg: &str) -> f64 {
 /// without the overhead the peak (25.1 GB) under it, as the verdict says.
 #[test]
 fn verdict_bar_is_the_peak_with_the_overhead_and_agrees_with_the_verdict() {
-    use clap::Parser;
     use membudget::chart::{verdict_bars, OVERHEAD_COLOUR};
+    use membudget::detailed::memory::overhead::step_need;
     use membudget::detailed::plan::planner::need;
-    use membudget::detailed::{estimate as detailed, timeline, Overhead};
-    let args = membudget::cli::Args::try_parse_from([
-        "membudget",
-        "--model",
-        "llama-3.1-8b",
-        "--seq",
-        "4096",
-        "--batch",
-        "2",
-        "--micro-batch",
-        "2",
-        "--lora-rank",
-        "16",
-        "--lora-targets",
-        "all",
-        "--quant-base",
-        "nf4",
-        "--recompute",
-        "full",
-        "--optimizer",
-        "paged-adam8bit",
-    ])
-    .unwrap();
-    let (cfg, _) = args.detailed_config().unwrap();
+    use membudget::detailed::{estimate as detailed, timeline, Overhead, StepOptions};
+    // The issue's case as the page reads it from its address.
+    let decoded = membudget::url::decode(
+        "?mode=detailed&model=llama-3.1-8b&seq=4096&batch=2&micro=2&lora=16&lorat=all\
+         &quant=nf4&recompute=full&opt=paged-adam8bit&card=rtx-4090",
+    );
+    assert!(decoded.ignored.is_empty(), "{:?}", decoded.ignored);
+    let state = decoded.state;
+    assert!(state.detailed.overhead.is_some(), "counted by default");
+    let cfg = state.detailed_config();
     let (d, t) = (
         detailed(&cfg).unwrap(),
-        timeline(&cfg, &args.step_options()).unwrap(),
+        timeline(&cfg, &StepOptions::default()).unwrap(),
     );
-    let capacity = 24.0 * Unit::Gib.bytes();
+    let capacity = state.gpu.unwrap().bytes();
     for (o, fits) in [(Some(Overhead::default()), false), (None, true)] {
-        let extra = o.map_or(0.0, |o| o.bytes(&cfg, t.peak_bytes()).total());
+        let extra = o.map_or(0.0, |o| o.for_step(&cfg, &t).total());
         let bars = verdict_bars(&d, &t, extra);
         let verdict = need(&cfg, o.as_ref()).unwrap();
+        assert!((step_need(&cfg, &t, o.as_ref()) - verdict).abs() < 1.0);
         assert_eq!(verdict <= capacity, fits);
         assert!(
             (bars[1].total() - verdict).abs() < 1.0,

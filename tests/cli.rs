@@ -358,6 +358,7 @@ fn detailed_text_names_the_dominant_term() {
         "4096",
         "--attention",
         "flash",
+        "--no-overhead",
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(
@@ -704,13 +705,15 @@ fn gpu_gives_the_verdict_and_what_fits() {
     let alone = run(&[]);
     let fit = alone.fit.unwrap();
     assert_eq!(fit.capacity, 80 << 30);
-    assert_eq!(fit.need, alone.peak);
+    // What must fit: the peak plus the runtime overhead (issue 38).
+    assert_eq!(Some(fit.need), alone.peak_with_overhead);
+    assert!(fit.need > alone.peak);
     assert!(!fit.fits);
     assert_eq!((fit.max_micro_batch, fit.max_seq), (None, None));
 
     let sharded = run(&["--dp", "8", "--zero", "3", "--recompute", "full"]);
     let fit = sharded.fit.unwrap();
-    assert!(fit.fits && fit.need == sharded.peak);
+    assert!(fit.fits && Some(fit.need) == sharded.peak_with_overhead);
     let m = fit.max_micro_batch.unwrap();
     // The largest micro-batch fits and one more does not.
     for (micro, fits) in [(m, true), (m + 1, false)] {
@@ -768,7 +771,8 @@ fn every_change_reruns_to_its_figures() {
         "{:?}",
         fit.changes
     );
-    assert_eq!(fit.card.as_deref(), Some("B200 (HGX)"));
+    // With the runtime overhead (issue 38) a B200's 192 GB no longer holds it.
+    assert_eq!(fit.card.as_deref(), Some("Instinct MI325X"));
     for c in &fit.changes {
         let mut args: Vec<&str> = base.to_vec();
         args.extend(c.flags.iter().map(String::as_str));
@@ -1147,7 +1151,7 @@ fn qlora_on_a_4090_does_not_fit_with_the_runtime_overhead() {
     ), "{out}");
     assert!(out.contains(
         "gpu: GeForce RTX 4090, does not fit by 3.9 GB: the step needs 29.7 GB, the card has 25.8 GB\n\
-         largest micro-batch that fits: 1 (same accumulation steps); largest sequence: 3277\n\
+         largest micro-batch that fits: 1 (same accumulation steps); largest sequence: 3278\n\
          to make it fit"
     ), "{out}");
     // `--overhead` is the default now: old commands print the same.
@@ -1192,15 +1196,18 @@ fn qlora_json_needs_the_peak_plus_its_overhead() {
     assert!(!fit.fits);
     assert_eq!(r.peak_with_overhead, Some(fit.need));
     assert!(fit.need.abs_diff(r.peak + o.total) <= 1);
+    // 15 % of what PyTorch's allocator holds: the paged state (a few MB of
+    // 8-bit moments here) is outside it.
+    let paged = r.peak_paged_state.unwrap();
+    assert!(paged > 0 && paged < 100_000_000);
+    let allocated = r.peak - paged;
     assert!(
         o.fragmentation
-            .abs_diff((0.15 * r.peak as f64).round() as u64)
+            .abs_diff((0.15 * allocated as f64).round() as u64)
             <= 1
     );
-    // max_memory_reserved: the tensors (none of the state paged at the peak
-    // here) plus the fragmentation.
-    let paged = r.peak_paged_state.unwrap();
+    // max_memory_reserved: the allocated tensors plus the fragmentation.
     let reserved = r.peak_reserved_by_pytorch.unwrap();
-    assert!(reserved.abs_diff(r.peak - paged + o.fragmentation) <= 1);
+    assert!(reserved.abs_diff(allocated + o.fragmentation) <= 1);
     assert!(reserved < fit.need && fit.need > fit.capacity && r.peak < fit.capacity);
 }

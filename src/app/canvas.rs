@@ -334,11 +334,10 @@ pub fn budget_painter(chart: ChartCanvas) -> impl Fn() + Send + Sync {
                 let Some(t) = timeline.get() else {
                     return;
                 };
-                let peak = t.peak_bytes();
                 let overhead = s
                     .detailed
                     .overhead
-                    .map_or(0.0, |o| o.bytes(&s.detailed_config(), peak).total());
+                    .map_or(0.0, |o| o.for_step(&s.detailed_config(), &t).total());
                 bars.extend(verdict_bars(&d, &t, overhead));
             }
         }
@@ -375,7 +374,7 @@ pub fn BudgetChart() -> impl IntoView {
             let o = s
                 .detailed
                 .overhead
-                .map_or(0.0, |o| o.bytes(&s.detailed_config(), peak).total());
+                .map_or(0.0, |o| o.for_step(&s.detailed_config(), &t).total());
             return format!(
                 "Detailed model, per GPU: {:.1} {l} at rest; the step peaks at {:.1} {l}{}",
                 unit.of(b.total),

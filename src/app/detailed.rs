@@ -10,7 +10,9 @@ use crate::budget::Term;
 use crate::chart::{term_colour_hex, LOGITS_COLOUR};
 use crate::detailed::config::LoraDtype;
 use crate::detailed::memory::offload::BUFFER_FACTOR;
-use crate::detailed::memory::overhead::{EXPANDABLE_FRAGMENTATION_PERCENT, FRAGMENTATION_PERCENT};
+use crate::detailed::memory::overhead::{
+    step_need, EXPANDABLE_FRAGMENTATION_PERCENT, FRAGMENTATION_PERCENT,
+};
 use crate::detailed::{
     host_ram, import_config, ActOffload, Architecture, AttentionKernel, BaseQuant, CpComm,
     DetailedBreakdown, DetailedError, Family, Framework, FsdpSharding, LoraTargets, Loss,
@@ -991,11 +993,8 @@ fn fit_pointer(state: RwSignal<PageState>, step: Memo<Option<StepTimeline>>) -> 
         let (gpu, u) = (s.gpu?, s.unit);
         // The peak plus the runtime overhead when it is on, as the panel
         // searches it.
-        let peak = step.get()?.peak_bytes();
-        let need = peak
-            + s.detailed
-                .overhead
-                .map_or(0.0, |o| o.bytes(&s.detailed_config(), peak).total());
+        let t = step.get()?;
+        let need = step_need(&s.detailed_config(), &t, s.detailed.overhead.as_ref());
         (need > gpu.bytes()).then(|| {
             format!(
                 "The step needs {:.1} {l}, more than the {:.1} {l} GPU: what would make it fit ↓",

@@ -5,6 +5,7 @@ use super::canvas::Charts;
 use super::reactive::{cond, not, on_event, text, Cond};
 use super::{browser_to_f64, Budget, DetailedTimeline, State};
 use crate::budget::Field;
+use crate::detailed::memory::overhead::step_need;
 use crate::detailed::time::hardware::GPUS;
 use crate::number::read;
 use crate::state::{
@@ -210,9 +211,12 @@ fn verdicts(state: RwSignal<PageState>) -> impl IntoView {
     let total = move || {
         if detailed_mode() {
             let s = state.read();
-            let peak = timeline.get()?.peak_bytes();
-            let overhead = s.detailed.overhead;
-            Some(peak + overhead.map_or(0.0, |o| o.bytes(&s.detailed_config(), peak).total()))
+            let t = timeline.get()?;
+            Some(step_need(
+                &s.detailed_config(),
+                &t,
+                s.detailed.overhead.as_ref(),
+            ))
         } else {
             budget.get().ok().map(|b| b.total)
         }
@@ -236,7 +240,7 @@ fn verdicts(state: RwSignal<PageState>) -> impl IntoView {
         let (o, t, u) = (s.detailed.overhead?, timeline.get()?, s.unit);
         let cfg = s.detailed_config();
         let peak = t.peak_bytes();
-        let b = o.bytes(&cfg, peak);
+        let b = o.for_step(&cfg, &t);
         let paged = if cfg.optimizer.paged() {
             crate::detailed::memory::paged::paged_at_peak(&cfg, t.peak_event().live.optimizer_state)
         } else {

@@ -13,6 +13,8 @@
 //! workspaces and the communication buffers, which are outside the caching
 //! allocator.
 
+use super::events::StepTimeline;
+use super::paged::paged_at_peak;
 use crate::detailed::config::DetailedConfig;
 
 /// 2²⁰ bytes, in GB.
@@ -139,7 +141,21 @@ impl Overhead {
             && (0.0..=Self::MAX_PERCENT).contains(&self.fragmentation_percent)
     }
 
-    /// The overhead for `cfg` on one GPU whose step peaks at `peak` bytes.
+    /// The overhead for the step `t` of `cfg`: the fragmentation on the
+    /// bytes PyTorch's caching allocator holds at the peak, which leaves out
+    /// bitsandbytes' paged optimizer state (CUDA unified memory from
+    /// `cudaMallocManaged`, never split into the allocator's blocks).
+    pub fn for_step(&self, cfg: &DetailedConfig, t: &StepTimeline) -> OverheadBytes {
+        let paged = if cfg.optimizer.paged() {
+            paged_at_peak(cfg, t.peak_event().live.optimizer_state)
+        } else {
+            0.0
+        };
+        self.bytes(cfg, t.peak_bytes() - paged)
+    }
+
+    /// The overhead for `cfg` on one GPU whose caching allocator peaks at
+    /// `peak` bytes (the step's peak, less any paged state: [`Self::for_step`]).
     pub fn bytes(&self, cfg: &DetailedConfig, peak: f64) -> OverheadBytes {
         let p = &cfg.parallel;
         let groups = [p.dp, p.tp, p.pp].iter().filter(|&&n| n > 1).count() as f64;
@@ -150,6 +166,12 @@ impl Overhead {
             fragmentation: self.fragmentation_percent / 100.0 * peak,
         }
     }
+}
+
+/// What must fit on the card for the step `t` of `cfg`: its peak plus
+/// the runtime overhead, when one is counted.
+pub fn step_need(cfg: &DetailedConfig, t: &StepTimeline, overhead: Option<&Overhead>) -> f64 {
+    t.peak_bytes() + overhead.map_or(0.0, |o| o.for_step(cfg, t).total())
 }
 
 #[cfg(test)]
