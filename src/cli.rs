@@ -11,7 +11,7 @@ use crate::detailed::{
     self, preset, ActOffload, AdamImpl, Architecture, AttentionKernel, BaseQuant, CpComm,
     DetailedBreakdown, DetailedConfig, Device, ExpertsImpl, Family, Fp8, Framework, FsdpSharding,
     HostRam, Implementation, LoraTargets, Loss, Objective, Optimizer, Overhead, OverheadBytes,
-    Precision, Recompute, Schedule, Step, StepOptions, StepTimeline, TpPlan,
+    Precision, QuantPath, Recompute, Schedule, Step, StepOptions, StepTimeline, TpPlan,
 };
 use crate::report::{
     whole, ChangeReport, DetailedParts, DetailedReport, FitReport, LessonReport, PlanReport,
@@ -424,9 +424,10 @@ pub struct ParallelArgs {
     #[arg(long, value_name = "BOOL", value_parser = one_of::<bool>(&["true", "false"]))]
     pub overlap_comm: Option<bool>,
     /// With --framework deepspeed --zero 3: its
-    /// zero_optimization.sub_group_size, in values, 1e3–1e10: the optimizer
-    /// step copies one sub-group's gradients to fp32 at a time
-    /// [default: 1e9].
+    /// zero_optimization.sub_group_size, in values, 0–1e10: the optimizer
+    /// step copies one sub-group's gradients to fp32 at a time (0: each
+    /// weight is its own sub-group, as DeepSpeed closes a sub-group once
+    /// it reaches the size) [default: 1e9].
     #[arg(long, value_name = "VALUES")]
     pub sub_group_size: Option<f64>,
     /// With --framework deepspeed --zero 3: its
@@ -474,6 +475,14 @@ pub struct FinetuneArgs {
     /// quantization), nf4-nodq, int8; needs --lora-rank [default: none].
     #[arg(long, value_name = "FORMAT", value_parser = one_of::<BaseQuant>(BaseQuant::NAMES), ignore_case = true)]
     pub quant_base: Option<BaseQuant>,
+    /// Whose code holds the 4-bit base: peft (prepare_model_for_kbit_training:
+    /// the unquantized weights cast to fp32, the QLoRA recipe; axolotl, TRL,
+    /// LLaMA-Factory), bnb (bitsandbytes' Linear4bit as Lightning and litgpt
+    /// run it, the rest in bf16), torchao (torchtune's NF4Tensor), fsdp-qlora
+    /// (Answer.AI's bf16 quant_storage, the codes sharded by FSDP); needs
+    /// --quant-base [default: peft].
+    #[arg(long, value_name = "PATH", value_parser = one_of::<QuantPath>(QuantPath::NAMES), ignore_case = true)]
+    pub quant_path: Option<QuantPath>,
 }
 
 /// Offload to host memory.
@@ -759,6 +768,7 @@ impl Args {
             || f.lora_dtype.is_some()
             || f.lora_dropout.is_some()
             || f.quant_base.is_some()
+            || f.quant_path.is_some()
             || o.offload_optimizer
             || o.offload_params
             || o.offload_activations.is_some()
@@ -1201,7 +1211,7 @@ impl Args {
             0.0,
             prefetch_bucket_size,
         )?;
-        values(par.sub_group_size, "sub-group-size", 1e3, sub_group_size)?;
+        values(par.sub_group_size, "sub-group-size", 0.0, sub_group_size)?;
         values(
             par.param_persistence_threshold,
             "param-persistence-threshold",
@@ -1327,6 +1337,12 @@ impl Args {
         if let Some(q) = f.quant_base {
             cfg.base_quant = q;
         }
+        if let Some(path) = f.quant_path {
+            if cfg.base_quant == BaseQuant::None {
+                return Err("--quant-path needs --quant-base (a quantized base)".into());
+            }
+            cfg.quant_path = path;
+        }
         cfg.lora_rank = f.lora_rank;
         if let Some(targets) = f.lora_targets {
             if f.lora_rank.is_none() {
@@ -1405,7 +1421,7 @@ pub fn render_detailed(
         );
     }
     if let Some(h) = detailed::host_ram(cfg) {
-        out += &host_ram_line(cfg, &h);
+        out += &host_ram_line(&h);
     }
     if let Some(o) = overhead {
         out += &overhead_lines(cfg, o, t);
@@ -1599,12 +1615,13 @@ fn rollout_lines(cfg: &DetailedConfig, t: &StepTimeline) -> String {
 }
 
 /// `host_ram_gb`: host memory per node with offload, by what fills it.
-fn host_ram_line(cfg: &DetailedConfig, h: &HostRam) -> String {
+fn host_ram_line(h: &HostRam) -> String {
+    let gpus_count = |n: u64| format!("{n} GPU{}", if n == 1 { "" } else { "s" });
     format!(
-        "{:20} {:8.1} GB per node of {} GPUs (offloaded states {:.1}, activations {:.1}, start-up load {:.1}; × {} for pinned buffers)\n",
+        "{:20} {:8.1} GB per node of {} (offloaded states {:.1}, activations {:.1}, start-up load {:.1}; × {} for pinned buffers)\n",
         "host_ram_gb",
         h.total() / 1e9,
-        cfg.offload.gpus_per_node,
+        gpus_count(h.gpus),
         h.states / 1e9,
         h.activations / 1e9,
         h.load / 1e9,

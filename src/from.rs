@@ -112,10 +112,27 @@ fn trainer_defaults(trainer: &str, flags: &[OsString], argv: &[OsString]) -> Rea
         .next_back()
         .or(own)
         .is_some_and(|p| p.eq_ignore_ascii_case("bf16"));
-    trainers::choice::defaults(trainer, lora, bf16).unwrap_or(Reading {
+    let mut reading = trainers::choice::defaults(trainer, lora, bf16).unwrap_or(Reading {
         format: trainers::Format::TrainerDefaults,
         out: Default::default(),
-    })
+    });
+    let quantized = later
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| match f.strip_prefix("--quant-base") {
+            Some("") => later.get(i + 1).cloned(),
+            Some(v) => v.strip_prefix('=').map(String::from),
+            None => None,
+        })
+        .next_back()
+        .is_some_and(|q| !q.eq_ignore_ascii_case("none"));
+    if let Some((path, source)) = trainers::choice::quant_path(trainer).filter(|_| quantized) {
+        let key = format!("({trainer})");
+        reading
+            .out
+            .trainer_default(&key, path, "--quant-path", path, source);
+    }
+    reading
 }
 
 /// Each setting's flag, parsed alone: a value the command line refuses is

@@ -259,6 +259,10 @@ pub struct DetailedInputs {
     pub lora_dropout: Option<f64>,
     /// The frozen base's storage (`none`, `nf4`, `nf4-nodq`, `int8`).
     pub quant_base: String,
+    /// Whose code holds the quantized base (`bnb`, `torchao`,
+    /// `fsdp-qlora`); absent for PEFT's path (the default) or no base.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quant_path: Option<String>,
     /// Offload.
     pub offload: Offload,
     /// `sft`, `dpo`, `dpo-precomputed`, `grpo` or `grpo-kl`.
@@ -831,6 +835,9 @@ impl DetailedInputs {
                 .then(|| cfg.lora_dtype.name().into()),
             lora_dropout: (cfg.lora_dropout > 0.0).then_some(cfg.lora_dropout),
             quant_base: cfg.base_quant.name().into(),
+            quant_path: (cfg.base_quant != crate::detailed::BaseQuant::None
+                && cfg.quant_path != crate::detailed::QuantPath::Peft)
+                .then(|| cfg.quant_path.name().into()),
             offload: cfg.offload,
             objective: cfg.objective.name().into(),
             rollout: matches!(cfg.objective, crate::detailed::Objective::Grpo { .. })

@@ -303,6 +303,8 @@ pub struct DetailedOptions {
     pub lora_dropout_percent: u64,
     /// A quantized frozen base (QLoRA).
     pub base_quant: BaseQuant,
+    /// Whose code holds the quantized base.
+    pub quant_path: crate::detailed::QuantPath,
     /// What is offloaded to host memory.
     pub offload: Offload,
     /// Supervised, DPO or GRPO.
@@ -392,6 +394,7 @@ impl Default for DetailedOptions {
             lora_dtype: crate::detailed::config::LoraDtype::Fp32,
             lora_dropout_percent: 0,
             base_quant: BaseQuant::None,
+            quant_path: crate::detailed::QuantPath::Peft,
             offload: Offload::default(),
             objective: Objective::Sft,
             rollout: crate::detailed::config::Rollout::default(),
@@ -533,6 +536,7 @@ impl PageState {
         cfg.lora_dtype = d.lora_dtype;
         cfg.lora_dropout = d.lora_dropout_percent as f64 / 100.0;
         cfg.base_quant = d.base_quant;
+        cfg.quant_path = d.quant_path;
         cfg.offload = d.offload;
         cfg.objective = d.objective;
         cfg.rollout = d.rollout;
@@ -588,6 +592,8 @@ impl PageState {
             d.loss = Some(to.loss);
             d.loss_chunks = to.loss_chunks;
         }
+        d.optimizer_in_backward = to.optimizer_in_backward;
+        d.compile = to.compile;
         if let Some(v) = to.rollout.vllm {
             d.vllm_sleep = v.sleep;
         }

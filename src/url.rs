@@ -30,7 +30,7 @@
 //! dspersist` (values) and `dsoverlap` (1/0; absent: DeepSpeed's default per stage), `schedule` (1f1b, zb-h1), `cpcomm` (p2p, a2a), `tpplan` (megatron, hf, torchtitan, loss-parallel, layers), `stage` (the
 //! pipeline stage the step chart shows: peak, first, last),
 //! `dp zero tp sp pp ep etp cp
-//! micro`, `shard` (hybrid sharding's group), `lora`, `lorat` (LoRA targets), `loradtype` (fp32, bf16: the adapters'), `loradrop` (LoRA dropout, percent 1–99), `quant` (none, nf4, nf4-nodq,
+//! micro`, `shard` (hybrid sharding's group), `lora`, `lorat` (LoRA targets), `loradtype` (fp32, bf16: the adapters'), `loradrop` (LoRA dropout, percent 1–99), `qpath` (peft, bnb, torchao, fsdp-qlora: whose code holds the quantized base), `quant` (none, nf4, nf4-nodq,
 //! int8), `offopt offparams offacts gpn` (offload, GPUs per node), `actoff` (whose activation offload: save-on-cpu, torchtune, checkpoints),
 //! `objective` (sft, dpo, dpo-precomputed, grpo, grpo-kl) with GRPO's `completion` (tokens),
 //! `gens` (completions per prompt), `vllm` (a colocated vLLM engine's percent of the card) and
@@ -171,13 +171,14 @@ type Choice = (
     &'static str,
     fn(&mut DetailedOptions, &str) -> Result<(), String>,
 );
-const CHOICES: [Choice; 16] = [
+const CHOICES: [Choice; 17] = [
     ("prec", |d, v| v.parse().map(|x| d.precision = x)),
     ("fp8", |d, v| v.parse().map(|x| d.fp8 = x)),
     ("opt", |d, v| v.parse().map(|x| d.optimizer = x)),
     ("attn", |d, v| v.parse().map(|x| d.attention = x)),
     ("recompute", |d, v| v.parse().map(|x| d.recompute = x)),
     ("quant", |d, v| v.parse().map(|x| d.base_quant = x)),
+    ("qpath", |d, v| v.parse().map(|x| d.quant_path = x)),
     ("objective", |d, v| v.parse().map(|x| d.objective = x)),
     ("lorat", |d, v| v.parse().map(|x| d.lora_targets = x)),
     ("loradtype", |d, v| v.parse().map(|x| d.lora_dtype = x)),
@@ -482,7 +483,7 @@ fn parse_counts<const N: usize>(value: &str, names: [&str; N]) -> Result<[u64; N
 
 /// DeepSpeed's settings (after `framework=deepspeed`): `dsbucket`
 /// (`reduce_bucket_size`), `dsprefetch`, `dssubgroup`, `dspersist` (values,
-/// 0 to 1e10; the bucket and sub-group from 1,000) and `dsoverlap` (1/0).
+/// 0 to 1e10; the bucket from 1,000) and `dsoverlap` (1/0).
 fn read_deepspeed(
     framework: &mut crate::detailed::Framework,
     key: &str,
@@ -505,7 +506,7 @@ fn read_deepspeed(
         }
         "dsbucket" => (reduce_bucket_size, 1_000),
         "dsprefetch" => (prefetch_bucket_size, 0),
-        "dssubgroup" => (sub_group_size, 1_000),
+        "dssubgroup" => (sub_group_size, 0),
         _ => (param_persistence_threshold, 0),
     };
     *slot = parse_count(value, min, 10_000_000_000)?;
@@ -827,6 +828,7 @@ fn encode_fine_tuning(d: &DetailedOptions, def: &DetailedOptions, out: &mut Quer
         &def.lora_targets.names(),
     );
     pair(out, "quant", d.base_quant.name(), def.base_quant.name());
+    pair(out, "qpath", d.quant_path.name(), def.quant_path.name());
     pair(out, "loradtype", d.lora_dtype.name(), def.lora_dtype.name());
     pair(out, "loradrop", &d.lora_dropout_percent.to_string(), "0");
 }

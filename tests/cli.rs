@@ -995,9 +995,9 @@ fn deepspeed_overlap_comm_and_stage3_settings() {
                 "--framework",
                 "deepspeed",
                 "--sub-group-size",
-                "10",
+                "2e10",
             ],
-            "--sub-group-size must be 1e3 to 1e10 values (got 10)",
+            "--sub-group-size must be 0 to 1e10 values (got 20000000000)",
         ),
         (
             &["--model", "gpt2", "--seq", "0"],
@@ -1210,4 +1210,54 @@ fn qlora_json_needs_the_peak_plus_its_overhead() {
     let reserved = r.peak_reserved_by_pytorch.unwrap();
     assert!(reserved.abs_diff(allocated + o.fragmentation) <= 1);
     assert!(reserved < fit.need && fit.need > fit.capacity && r.peak < fit.capacity);
+}
+
+/// `--quant-path`: in the JSON inputs when not PEFT's, refused without a
+/// quantized base, set by `--trainer` for the trainers that hold their
+/// base another way (torchtune: torchao; litgpt: bitsandbytes), and the
+/// bf16 paths need less than PEFT's fp32 casts.
+#[test]
+fn quant_path_flag_json_trainer_and_refusal() {
+    let base = [
+        "--model",
+        "llama-3.1-8b",
+        "--seq",
+        "2048",
+        "--precision",
+        "bf16",
+        "--lora-rank",
+        "16",
+        "--quant-base",
+        "nf4",
+        "--json",
+    ];
+    let total = |extra: &[&str]| {
+        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+        let (code, out, err) = membudget(&args);
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        (
+            v["bytes"]["total"].as_f64().unwrap(),
+            v["inputs"]["quant_path"].clone(),
+        )
+    };
+    let (peft, none) = total(&[]);
+    assert!(none.is_null());
+    let (bnb, name) = total(&["--quant-path", "bnb"]);
+    assert_eq!(name, "bnb");
+    assert!(bnb < 0.8 * peft, "{bnb} {peft}");
+    let (_, name) = total(&["--trainer", "torchtune"]);
+    assert_eq!(name, "torchao");
+    let (_, name) = total(&["--trainer", "litgpt"]);
+    assert_eq!(name, "bnb");
+    let (code, _, err) = membudget(&[
+        "--model",
+        "llama-3.1-8b",
+        "--lora-rank",
+        "16",
+        "--quant-path",
+        "bnb",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--quant-path needs --quant-base"), "{err}");
 }

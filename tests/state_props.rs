@@ -41,7 +41,11 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
         ),
         (0usize..5, any::<bool>(), 1u64..=4096),
         (any::<bool>(), 0u64..=99, 0usize..5),
-        (0..membudget::detailed::Framework::ALL.len(), 0usize..3),
+        (
+            0..membudget::detailed::Framework::ALL.len(),
+            0usize..3,
+            0usize..4,
+        ),
     )
         .prop_map(
             |(
@@ -56,7 +60,7 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
                 (quant, (off_opt, off_params, off_acts, all_targets), gpn, objective, (ep, etp)),
                 (loss, liger, chunks),
                 (lora_bf16, lora_dropout, tp_plan),
-                (framework, act_kind),
+                (framework, act_kind, quant_path),
             )| {
                 let mut d = DetailedOptions {
                     arch: PRESETS[m].arch,
@@ -86,6 +90,9 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
                 d.lora_rank = lora;
                 d.show_lesson = both;
                 d.base_quant = ["none", "nf4", "nf4-nodq", "int8"][quant].parse().unwrap();
+                d.quant_path = membudget::detailed::QuantPath::NAMES[quant_path]
+                    .parse()
+                    .unwrap();
                 d.offload.optimizer = off_opt;
                 d.offload.params = off_params;
                 d.offload.activations = off_acts;

@@ -124,6 +124,8 @@ fn each_format_round_trips_a_typical_configuration() {
                 "chunked",
                 "--quant-base",
                 "nf4",
+                "--quant-path",
+                "torchao",
                 "--micro-batch",
                 "2",
                 "--batch",
@@ -289,7 +291,8 @@ proptest! {
         if let Some(n) = chunks { f.extend(["--loss".into(), "chunked".into(), "--loss-chunks".into(), n.to_string()]); }
         if in_bwd && accum == 1 && !fsdp && lora == 0 { f.push("--optimizer-in-backward".into()); }
         if !in_bwd && lora == 0 && chunks.is_none() && !offload { f.extend(strings(&["--compile", "--attention", "flash"])); }
-        if lora == 2 { f.extend(strings(&["--quant-base", "nf4"])); }
+        // torchtune's QLoRA is torchao's NF4Tensor.
+        if lora == 2 { f.extend(strings(&["--quant-base", "nf4", "--quant-path", "torchao"])); }
         if offload && recompute == "full" { f.extend(strings(&["--offload-activations", "torchtune"])); }
         f.extend(["--micro-batch".into(), micro.to_string(), "--batch".into(), (micro * accum * dp).to_string()]);
         prop_assume!(round_trip(&f, Target::Torchtune)?);
@@ -337,5 +340,34 @@ proptest! {
         if sp && tp != "1" { f.push("--sp".into()); }
         f.extend(["--micro-batch".into(), micro.to_string(), "--batch".into(), (micro * accum * dpn).to_string()]);
         prop_assume!(round_trip(&f, Target::Megatron)?);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// A quantization path the trainer does not run is refused in words,
+    /// never dropped: torchtune holds torchao's NF4Tensor, TRL and axolotl
+    /// PEFT's prepared base.
+    #[test]
+    fn a_foreign_quant_path_is_refused(path in pick(&["peft", "bnb", "torchao", "fsdp-qlora"]),
+                                       target in pick(&["torchtune", "trl", "axolotl"])) {
+        let target: Target = target.parse().unwrap();
+        let torchtune = target == Target::Torchtune;
+        let mut flags = strings(&["--model", "llama-3.1-8b", "--precision", "bf16", "--lora-rank", "16",
+                                  "--quant-base", "nf4", "--quant-path", path, "--recompute", "full",
+                                  "--micro-batch", "1", "--batch", "1"]);
+        // torchtune keeps its adapters in bf16, PEFT in fp32.
+        if torchtune { flags.extend(strings(&["--lora-dtype", "bf16"])); }
+        let cfg = config(&flags).unwrap();
+        let own = if torchtune { "torchao" } else { "peft" };
+        let emitted = emit(&cfg, target);
+        if path == own {
+            prop_assert!(emitted.is_ok(), "{:?}", emitted);
+            prop_assert!(round_trip(&flags, target)?);
+        } else {
+            let e = emitted.unwrap_err();
+            prop_assert!(e.contains(&format!("--quant-path {own}")), "{}", e);
+        }
     }
 }

@@ -8,7 +8,7 @@ use super::reactive::{cond, not, on_event, text, Cond, Text};
 use super::{DetailedBudget, DetailedTimeline, Options, State};
 use crate::budget::Term;
 use crate::chart::{term_colour_hex, LOGITS_COLOUR};
-use crate::detailed::config::LoraDtype;
+use crate::detailed::config::{LoraDtype, QuantPath};
 use crate::detailed::memory::offload::BUFFER_FACTOR;
 use crate::detailed::memory::overhead::{
     step_need, EXPANDABLE_FRAGMENTATION_PERCENT, FRAGMENTATION_PERCENT,
@@ -267,6 +267,12 @@ const QUANTS: [BaseQuant; 4] = [
     BaseQuant::Int8,
 ];
 const LORA_DTYPE_NAMES: &[&str] = &["fp32 (PEFT)", "bf16 (torchtune, litgpt)"];
+const QUANT_PATH_NAMES: &[&str] = &[
+    "PEFT (fp32 casts)",
+    "bitsandbytes (Lightning, litgpt)",
+    "torchao NF4 (torchtune)",
+    "FSDP-QLoRA (bf16 storage)",
+];
 const QUANT_NAMES: &[&str] = &[
     "Not quantized",
     "NF4, double quantization (QLoRA)",
@@ -748,7 +754,7 @@ fn parallelism_group() -> impl IntoView {
             {count("dp-input", "Data-parallel GPUs", (1, 4096), |d| Some(d.parallel.dp), |d, v| d.parallel.dp = v.unwrap_or(1), false)}
             {choice("framework-select", "Data parallelism run by", FRAMEWORK_NAMES, |d| FRAMEWORKS.iter().position(|f| f.name() == d.framework.name()).unwrap_or(0), |d, i| d.framework = FRAMEWORKS[i])}
             {choice("overlap-select", "DeepSpeed overlap_comm", OVERLAP_NAMES, |d| match d.framework { Framework::DeepSpeed { overlap_comm: Some(on), .. } => 2 - usize::from(on), _ => 0 }, |d, i| if let Framework::DeepSpeed { overlap_comm, .. } = &mut d.framework { *overlap_comm = [None, Some(true), Some(false)][i] })}
-            {count("subgroup-input", "DeepSpeed ZeRO-3 sub_group_size", (1_000, 10_000_000_000), |d| deepspeed_setting(d.framework, false), |d, v| set_deepspeed_setting(&mut d.framework, false, v), false)}
+            {count("subgroup-input", "DeepSpeed ZeRO-3 sub_group_size", (0, 10_000_000_000), |d| deepspeed_setting(d.framework, false), |d, v| set_deepspeed_setting(&mut d.framework, false, v), false)}
             {count("persist-input", "DeepSpeed ZeRO-3 param_persistence_threshold", (0, 10_000_000_000), |d| deepspeed_setting(d.framework, true), |d, v| set_deepspeed_setting(&mut d.framework, true, v), false)}
             {count("zero-input", "ZeRO stage", (0, 3), |d| Some(u64::from(d.parallel.zero)), |d, v| d.parallel.zero = v.unwrap_or(0) as u8, false)}
             {count("shard-input", "ZeRO shard group (hybrid, HSDP)", (1, 4096), |d| d.parallel.dp_shard, |d, v| d.parallel.dp_shard = v, true)}
@@ -776,6 +782,7 @@ fn lora_group() -> impl IntoView {
             {count("lora-input", "LoRA rank", (1, 1024), |d| d.lora_rank, |d, v| d.lora_rank = v, true)}
             {choice("lora-targets-select", "LoRA adapts", TARGET_NAMES, |d| TARGETS.iter().position(|t| *t == d.lora_targets).unwrap_or(1), |d, i| d.lora_targets = TARGETS[i])}
             {choice("quant-select", "Frozen base stored as", QUANT_NAMES, |d| index_of(&QUANTS, d.base_quant), |d, i| d.base_quant = QUANTS[i])}
+            {choice("quant-path-select", "4-bit base held by", QUANT_PATH_NAMES, |d| QuantPath::NAMES.iter().position(|n| *n == d.quant_path.name()).unwrap_or(0), |d, i| d.quant_path = QuantPath::NAMES[i].parse().unwrap_or(QuantPath::Peft))}
             {choice("lora-dtype-select", "Adapters kept in", LORA_DTYPE_NAMES, |d| usize::from(d.lora_dtype == LoraDtype::Bf16), |d, i| d.lora_dtype = if i == 0 { LoraDtype::Fp32 } else { LoraDtype::Bf16 })}
             {count("lora-dropout-input", "LoRA dropout, % (empty: none)", (1, 99), |d| (d.lora_dropout_percent > 0).then_some(d.lora_dropout_percent), |d, v| d.lora_dropout_percent = v.unwrap_or(0), true)}
         </details>
@@ -1027,8 +1034,9 @@ fn host_ram_line(
         let h = host_ram(&cfg)?;
         let u = s.unit;
         Some(format!(
-            "Host RAM per node of {} GPUs: {:.1} {} (offloaded states {:.1}, activations {:.1}; start-up load {:.1}; × {} for pinned buffers, DeepSpeed's factor).",
-            cfg.offload.gpus_per_node,
+            "Host RAM per node of {} GPU{}: {:.1} {} (offloaded states {:.1}, activations {:.1}; start-up load {:.1}; × {} for pinned buffers, DeepSpeed's factor).",
+            h.gpus,
+            if h.gpus == 1 { "" } else { "s" },
             u.of(h.total()),
             u.label(),
             u.of(h.states),

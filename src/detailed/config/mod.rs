@@ -91,6 +91,29 @@ pub enum BaseQuant {
     Int8,
 }
 
+/// How a trainer reaches its 4-bit frozen base: which code quantizes it,
+/// and what it does to the weights it leaves unquantized.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QuantPath {
+    /// bitsandbytes through transformers, then PEFT's
+    /// `prepare_model_for_kbit_training` (peft 0.21, `utils/other.py`): every
+    /// unquantized 16-bit parameter cast to fp32, so the residual stream
+    /// computes in fp32 (the QLoRA recipe; axolotl, TRL, LLaMA-Factory).
+    Peft,
+    /// bitsandbytes' `Linear4bit` without that call: the unquantized weights
+    /// stay in the model's dtype (Lightning's `BitsandbytesPrecision`,
+    /// litgpt's `bnb.nf4` quantization).
+    Bnb,
+    /// torchao's `NF4Tensor` (`to_nf4`: blocks of 64, int8 scalers in
+    /// blocks of 256, one factor per scaler block in the weight's dtype) as
+    /// torchtune's QLoRA builders hold it; the rest in the model's dtype.
+    Torchao,
+    /// Answer.AI's FSDP-QLoRA (`train.py`): bitsandbytes' `Params4bit`
+    /// with `quant_storage` in the model's dtype, so FSDP flattens and
+    /// shards the packed codes beside the other weights; no fp32 casts.
+    FsdpQlora,
+}
+
 /// What ZeRO-Offload / ZeRO-Infinity (or FSDP's CPU offload) keeps in host
 /// memory instead of on the GPU (Ren et al. 2021, "ZeRO-Offload";
 /// Rajbhandari et al. 2021, "ZeRO-Infinity").
@@ -643,6 +666,8 @@ choices!(Optimizer, "optimizer", "adamw" => Optimizer::AdamW, "sgd" => Optimizer
 choices!(BaseQuant, "quantized base", "none" => BaseQuant::None,
     "nf4" => BaseQuant::Nf4 { double_quant: true }, "nf4-nodq" => BaseQuant::Nf4 { double_quant: false },
     "int8" => BaseQuant::Int8);
+choices!(QuantPath, "quantization path", "peft" => QuantPath::Peft, "bnb" => QuantPath::Bnb,
+    "torchao" => QuantPath::Torchao, "fsdp-qlora" => QuantPath::FsdpQlora);
 choices!(Objective, "objective", "sft" => Objective::Sft,
     "dpo" => Objective::Dpo { reference: Reference::Model },
     "dpo-precomputed" => Objective::Dpo { reference: Reference::Precomputed },
@@ -714,6 +739,8 @@ pub struct DetailedConfig {
     pub experts_impl: ExpertsImpl,
     /// A quantized frozen base (QLoRA): needs LoRA.
     pub base_quant: BaseQuant,
+    /// Which trainer's code holds the 4-bit base ([`QuantPath`]).
+    pub quant_path: QuantPath,
     /// What lives in host memory instead.
     pub offload: Offload,
     /// Supervised, DPO or GRPO.
@@ -772,6 +799,7 @@ impl DetailedConfig {
             experts_impl: ExpertsImpl::Grouped,
             capacity_factor: None,
             base_quant: BaseQuant::None,
+            quant_path: QuantPath::Peft,
             offload: Offload::default(),
             objective: Objective::Sft,
             rollout: Rollout::default(),

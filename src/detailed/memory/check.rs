@@ -362,7 +362,19 @@ fn quantized_base(cfg: &DetailedConfig) -> Result<(), DetailedError> {
             return refuse("a quantized base computes in 16 bits: choose mixed or bf16 precision");
         }
     }
-    Ok(())
+    quant_path(cfg)
+}
+
+/// The quantization path: each trainer's code quantizes what it can.
+fn quant_path(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    use crate::detailed::config::QuantPath;
+    match (cfg.quant_path, cfg.base_quant) {
+        (QuantPath::Peft, _) => Ok(()),
+        (_, BaseQuant::None) => refuse("a quantization path other than peft needs a 4-bit base: add --quant-base nf4"),
+        (QuantPath::Torchao, BaseQuant::Nf4 { double_quant: false }) | (QuantPath::Torchao, BaseQuant::Int8) => refuse("torchao's NF4Tensor (torchtune's QLoRA) is 4-bit with its scalers always double-quantized: use --quant-base nf4"),
+        (QuantPath::FsdpQlora, BaseQuant::Int8) => refuse("FSDP-QLoRA stores its base in 4 bits (bitsandbytes' Params4bit with quant_storage): use --quant-base nf4 or nf4-nodq"),
+        _ => Ok(()),
+    }
 }
 
 /// ZeRO-Offload: what it needs, what it cannot run.
@@ -440,8 +452,8 @@ fn framework(cfg: &DetailedConfig) -> Result<(), DetailedError> {
         if prefetch_bucket_size > 10_000_000_000 {
             return refuse("DeepSpeed's prefetch bucket must be 0 to 1e10 values");
         }
-        if !(1_000..=10_000_000_000).contains(&sub_group_size) {
-            return refuse("DeepSpeed's sub-group size must be 1e3 to 1e10 values");
+        if sub_group_size > 10_000_000_000 {
+            return refuse("DeepSpeed's sub-group size must be 0 to 1e10 values");
         }
         if param_persistence_threshold > 10_000_000_000 {
             return refuse("DeepSpeed's persistence threshold must be 0 to 1e10 values");
@@ -453,8 +465,8 @@ fn framework(cfg: &DetailedConfig) -> Result<(), DetailedError> {
             if p.pp > 1 {
                 return refuse("DeepSpeed's ZeRO-3 does not run with pipeline parallelism (its pipeline engine takes stage 1 at most)");
             }
-            if o.params || o.optimizer || o.activations {
-                return refuse("DeepSpeed's ZeRO-3 is modelled without offload here: choose the megatron framework for offloaded figures");
+            if o.activations {
+                return refuse("DeepSpeed's ZeRO-3 is modelled without activation offload here: offload its optimizer and parameters (--offload-optimizer, --offload-params), or choose the megatron framework");
             }
             if cfg.lora_rank.is_some() || cfg.base_quant != BaseQuant::None {
                 return refuse("DeepSpeed's ZeRO-3 is modelled for full training: LoRA and quantized bases are not");

@@ -107,6 +107,9 @@ pub struct HostRam {
     /// Start-up: without `zero.Init` every process loads the whole model in
     /// fp32 before partitioning it (DeepSpeed's `4 · gpus_per_node` term).
     pub load: f64,
+    /// The node's GPUs that run: `--gpus-per-node`, or the run's GPUs when
+    /// fewer.
+    pub gpus: u64,
 }
 
 impl HostRam {
@@ -139,7 +142,10 @@ pub fn host_ram(cfg: &DetailedConfig) -> Option<HostRam> {
     if !(o.optimizer || o.params || o.activations) {
         return None;
     }
-    let gpn = o.gpus_per_node as f64;
+    // A node runs its GPUs' processes, and no more than the run has: one
+    // GPU's run holds one GPU's share of the host, not eight.
+    let gpus = o.gpus_per_node.min(cfg.gpus());
+    let gpn = gpus as f64;
     let acts = if o.activations {
         activations::offloaded(cfg)
     } else {
@@ -164,6 +170,7 @@ pub fn host_ram(cfg: &DetailedConfig) -> Option<HostRam> {
         states: host_states_per_gpu(cfg) * gpn,
         activations: acts * gpn,
         load,
+        gpus,
     })
 }
 
@@ -188,9 +195,9 @@ mod tests {
         assert!(off.activations > per_layer * 0.9);
         let host = host_ram(&cfg).unwrap();
         assert_eq!(host.states, 0.0);
-        assert!(
-            (host.activations / 4.0 - (on.activations - off.activations)).abs() < per_layer * 1.01
-        );
+        // One GPU runs: the node holds its share, not four GPUs'.
+        assert_eq!(host.gpus, 1);
+        assert!((host.activations - (on.activations - off.activations)).abs() < per_layer * 1.01);
         // Nothing offloaded: no host figure.
         cfg.offload.activations = false;
         assert!(host_ram(&cfg).is_none());

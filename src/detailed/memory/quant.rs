@@ -25,11 +25,27 @@
 //! QLoRA recipe's first call) casts every 16-bit parameter that is not
 //! quantized to fp32, so they take 4 bytes each.
 //!
+//! How a trainer reaches that base ([`QuantPath`]) changes two things:
+//!
+//! - **the unquantized weights' dtype**: fp32 after PEFT's
+//!   `prepare_model_for_kbit_training` (`Peft`), the model's own dtype
+//!   otherwise (Lightning/litgpt's `Linear4bit`, torchtune, FSDP-QLoRA);
+//! - **the storage of a 4-bit tensor**: bitsandbytes' (above; FSDP-QLoRA's
+//!   `quant_storage=bfloat16` views the same packed bytes as bf16:
+//!   `backends/default/ops.py` `quantize_4bit`, `packed.view(quant_storage)`),
+//!   or torchao's `NF4Tensor` (torchao 0.18,
+//!   `quantization/quantize_/workflows/nf4/nf4_tensor.py`, `to_nf4` with
+//!   torchtune's defaults, block 64 and scaler block 256): the packed codes
+//!   (⌈n/2⌉ bytes), one int8 scaler per block of 64 (`quantized_scalers`),
+//!   one `quantization_factor` per 256 scalers and one `scaler_mean`, both in
+//!   the weight's dtype, and the 16-value NF4 table in that dtype
+//!   (`double_quantize_scalers`, `from_tensor`).
+//!
 //! Checked to the byte against bitsandbytes 0.50 quantizing real
 //! `transformers` models on the CPU (`tests/fixtures/qlora_measured.tsv`,
 //! `tests/qlora_vs_measured.rs`).
 
-use crate::detailed::config::BaseQuant;
+use crate::detailed::config::{BaseQuant, QuantPath};
 use crate::detailed::model::{Architecture, Family};
 
 /// The projections of one layer, as (in, out) pairs.
@@ -94,6 +110,53 @@ pub fn quantized_base(a: &Architecture, quant: BaseQuant) -> Option<(u64, u64)> 
     let quantized_weights: u64 = projections.iter().map(|&(i, o)| i * o).sum();
     let rest = a.params() - a.layers * quantized_weights;
     Some((a.layers * per_layer, rest))
+}
+
+/// Bytes of one `inp × out` tensor as torchao's `NF4Tensor` stores it,
+/// its dtype `wb` bytes per value (module docs).
+pub fn torchao_tensor_bytes(inp: u64, out: u64, wb: u64) -> u64 {
+    let n = inp * out;
+    let blocks = n.div_ceil(64);
+    n.div_ceil(2) + blocks + wb * blocks.div_ceil(256) + wb + 16 * wb
+}
+
+/// The quantized base as `path` stores it, the unquantized weights `wb`
+/// bytes each in the model's dtype: (bytes of all quantized tensors with
+/// their state, bytes of the weights left unquantized). `None` for an
+/// unquantized base.
+pub fn quantized_base_on(
+    a: &Architecture,
+    quant: BaseQuant,
+    path: QuantPath,
+    wb: u64,
+) -> Option<(u64, u64)> {
+    let (bnb, rest) = quantized_base(a, quant)?;
+    let quantized = match path {
+        QuantPath::Torchao => {
+            a.layers
+                * layer_projections(a)
+                    .iter()
+                    .map(|&(i, o)| torchao_tensor_bytes(i, o, wb))
+                    .sum::<u64>()
+        }
+        _ => bnb,
+    };
+    // `prepare_model_for_kbit_training` casts the rest to fp32.
+    let rest_bytes = if path == QuantPath::Peft { 4 } else { wb };
+    Some((quantized, rest * rest_bytes))
+}
+
+/// The bytes of the quantization state alone (everything but the packed
+/// codes) of the quantized base: what FSDP-QLoRA keeps whole on every rank,
+/// since `QuantState` is an attribute of the module, not a parameter FSDP
+/// flattens (bitsandbytes `nn/modules.py`, `Linear4bit` and
+/// `fix_4bit_weight_quant_state_from_module`).
+pub fn quant_state_bytes(a: &Architecture, quant: BaseQuant) -> u64 {
+    let per_layer: u64 = layer_projections(a)
+        .iter()
+        .map(|&(i, o)| tensor_bytes(quant, i, o) - (i * o).div_ceil(2))
+        .sum();
+    a.layers * per_layer
 }
 
 /// The largest projection's weights: the 16-bit copy that

@@ -57,6 +57,26 @@ pub(crate) fn weight_bytes(cfg: &DetailedConfig) -> f64 {
     }
 }
 
+/// The frozen base of a LoRA run per GPU before ZeRO/FSDP divides it, and
+/// what stays whole on every rank: a quantized base as its path stores it
+/// ([`quant::quantized_base_on`]); under FSDP-QLoRA the quantization state
+/// is not flattened into FSDP's shards ([`quant::quant_state_bytes`]).
+fn frozen_base(cfg: &DetailedConfig, weights: f64, wb: f64, split: f64) -> (f64, f64) {
+    use crate::detailed::config::QuantPath;
+    let Some((quantized, rest)) =
+        quant::quantized_base_on(&cfg.arch, cfg.base_quant, cfg.quant_path, wb as u64)
+    else {
+        return (weights * wb, 0.0);
+    };
+    let all = (quantized + rest) as f64 / split;
+    if cfg.quant_path == QuantPath::FsdpQlora && cfg.parallel.zero_divisor(3) > 1.0 {
+        let state = quant::quant_state_bytes(&cfg.arch, cfg.base_quant) as f64 / split;
+        (all - state, state)
+    } else {
+        (all, 0.0)
+    }
+}
+
 /// Copies of the gradients on a GPU: two under DDP without
 /// `gradient_as_bucket_view` (the reducer's buckets and `param.grad`), else
 /// one.
@@ -331,10 +351,7 @@ pub(crate) fn model_states_on_gpu(cfg: &DetailedConfig, offload: bool) -> ModelS
         }
     };
     let wb = weight_bytes(cfg);
-    let frozen = match quant::quantized_base(&cfg.arch, cfg.base_quant) {
-        Some((quantized, rest)) => (quantized as f64 + rest as f64 * 4.0) / split,
-        None => (base + experts) * wb,
-    };
+    let (frozen, replicated) = frozen_base(cfg, base + experts, wb, split);
     let reference = if cfg.objective.reference_model() && cfg.lora_rank.is_none() {
         (base + experts) * wb
     } else {
@@ -343,7 +360,7 @@ pub(crate) fn model_states_on_gpu(cfg: &DetailedConfig, offload: bool) -> ModelS
     let adapter_bytes = if fp32_adapters(cfg) { 4.0 } else { wb };
     let params = match cfg.lora_rank {
         // The frozen base is partitioned by ZeRO-3 like any weight.
-        Some(_) => frozen / par.zero_divisor(3) + state(adapter_bytes, 3),
+        Some(_) => frozen / par.zero_divisor(3) + replicated + state(adapter_bytes, 3),
         // FSDP2's policy keeps the fp32 shards (its all-gathers are bf16).
         None if fsdp2_policy(cfg) => state(4.0, 3),
         None => state(wb, 3),

@@ -260,8 +260,24 @@ pub const PRESETS: &[Preset] = &[
         arch: qwen(24, 896, 14, 2, 4864, 151936, true),
     },
     Preset {
+        name: "qwen2.5-1.5b",
+        arch: qwen(28, 1536, 12, 2, 8960, 151936, true),
+    },
+    Preset {
+        name: "qwen2.5-3b",
+        arch: qwen(36, 2048, 16, 2, 11008, 151936, true),
+    },
+    Preset {
         name: "qwen2.5-7b",
         arch: qwen(28, 3584, 28, 4, 18944, 152064, false),
+    },
+    Preset {
+        name: "qwen2.5-14b",
+        arch: qwen(48, 5120, 40, 8, 13824, 152064, false),
+    },
+    Preset {
+        name: "qwen2.5-32b",
+        arch: qwen(64, 5120, 40, 8, 27648, 152064, false),
     },
     Preset {
         name: "qwen2.5-72b",
@@ -276,8 +292,32 @@ pub const PRESETS: &[Preset] = &[
         arch: llama32(28, 3072, 24),
     },
     Preset {
+        name: "qwen3-0.6b",
+        arch: qwen3(28, 1024, 16, 8, 3072, true),
+    },
+    Preset {
+        name: "qwen3-1.7b",
+        arch: qwen3(28, 2048, 16, 8, 6144, true),
+    },
+    Preset {
+        name: "qwen3-4b",
+        arch: qwen3(36, 2560, 32, 8, 9728, true),
+    },
+    Preset {
         name: "qwen3-8b",
         arch: qwen3(36, 4096, 32, 8, 12288, false),
+    },
+    Preset {
+        name: "qwen3-14b",
+        arch: qwen3(40, 5120, 40, 8, 17408, false),
+    },
+    Preset {
+        name: "qwen3-32b",
+        arch: qwen3(64, 5120, 64, 8, 25600, false),
+    },
+    Preset {
+        name: "tinyllama-1.1b",
+        arch: Architecture::llama(22, 2048, 32, 4, 5632, 32000),
     },
     Preset {
         name: "mixtral-8x7b",
@@ -401,6 +441,30 @@ mod tests {
         // Llama-3.2-3B's model card: 3.21 B.
         let l3 = preset("llama-3.2-3b").unwrap().arch.params() as f64;
         assert!((l3 / 3.21e9 - 1.0).abs() < 0.005, "{l3}");
+    }
+
+    /// The model cards' parameter counts (Qwen3 and Qwen2.5 cards on the
+    /// hub, "Number of Parameters"; TinyLlama's README, "1.1B"), which round
+    /// or cut to two or three digits: within 1.5 %. The exact counts are
+    /// `transformers`' (tests/config_import.rs, from param_counts.tsv).
+    #[test]
+    fn small_and_mid_presets_match_their_model_cards() {
+        let cards = [
+            ("qwen3-0.6b", 0.6e9),
+            ("qwen3-1.7b", 1.7e9),
+            ("qwen3-4b", 4.0e9),
+            ("qwen3-14b", 14.8e9),
+            ("qwen3-32b", 32.8e9),
+            ("qwen2.5-1.5b", 1.54e9),
+            ("qwen2.5-3b", 3.09e9),
+            ("qwen2.5-14b", 14.7e9),
+            ("qwen2.5-32b", 32.5e9),
+            ("tinyllama-1.1b", 1.1e9),
+        ];
+        for (name, want) in cards {
+            let got = preset(name).unwrap().arch.params() as f64;
+            assert!((got / want - 1.0).abs() < 0.015, "{name}: {got}");
+        }
     }
 
     #[test]

@@ -23,8 +23,8 @@
 //! ```
 
 use crate::detailed::config::{
-    AttentionKernel, BaseQuant, DetailedConfig, Optimizer, Precision, Profile, Recompute,
-    StepOptions,
+    ActOffload, AttentionKernel, BaseQuant, DetailedConfig, Loss, Optimizer, Precision, Profile,
+    Recompute, StepOptions,
 };
 use crate::detailed::memory::timeline::{peak, timeline};
 use crate::detailed::memory::{estimate, DetailedBreakdown, Overhead};
@@ -226,6 +226,7 @@ fn levers() -> Vec<Lever> {
     all.push(offload_lever());
     all.extend(more_gpus_levers());
     all.extend(adapter_levers());
+    all.extend(feature_levers());
     all
 }
 
@@ -463,6 +464,63 @@ fn adapter_levers() -> Vec<Lever> {
     ]
 }
 
+/// The trainers' memory features (issue 34), each priced in time by the
+/// step-time model like any lever: the chunked loss's summed output-layer
+/// gradients ([`crate::detailed::time::steptime`]'s compute), offloading's
+/// PCIe traffic beyond the compute it hides behind (its offload part),
+/// compile's fused memory-bound kernels (its kernels), and the optimizer in
+/// backward, which moves the same bytes per parameter as the step after
+/// backward: no time, two things it forbids.
+fn feature_levers() -> Vec<Lever> {
+    vec![
+        lever(
+            "torchtune's chunked loss (8 chunks)",
+            "the output layer's weight gradient summed over the chunks (CEWithChunkedOutputLoss)",
+            |c| {
+                (c.loss == Loss::Full && c.profile == Profile::Hf).then_some(DetailedConfig {
+                    loss: Loss::Chunked,
+                    loss_chunks: crate::detailed::config::LOSS_CHUNKS,
+                    ..*c
+                })
+            },
+        ),
+        lever(
+            "activations offloaded to the CPU (torchtune)",
+            "each checkpoint crosses PCIe twice per micro-batch, on a side stream behind the compute (torchtune's OffloadActivations)",
+            |c| {
+                (c.recompute == Recompute::Full && !c.offload.activations).then(|| {
+                    let mut n = *c;
+                    n.offload.activations = true;
+                    n.offload.activations_by = ActOffload::Torchtune;
+                    n
+                })
+            },
+        ),
+        lever(
+            "the optimizer step in backward",
+            "no gradient accumulation and no gradient clipping (torchtune's optimizer_in_bwd)",
+            |c| {
+                (!c.optimizer_in_backward && c.accumulation_steps() == 1).then_some(
+                    DetailedConfig {
+                        optimizer_in_backward: true,
+                        ..*c
+                    },
+                )
+            },
+        ),
+        lever(
+            "torch.compile",
+            "a compile at start-up; inductor fuses the memory-bound kernels, and saves what its partitioner chooses",
+            |c| {
+                (!c.compile && c.profile == Profile::Hf).then_some(DetailedConfig {
+                    compile: true,
+                    ..*c
+                })
+            },
+        ),
+    ]
+}
+
 /// The command-line flags that turn `from` into `to`, for the settings
 /// the levers change: rerun with the model's own flags, they give `to`.
 pub fn flags(from: &DetailedConfig, to: &DetailedConfig) -> Vec<String> {
@@ -535,6 +593,23 @@ pub fn flags(from: &DetailedConfig, to: &DetailedConfig) -> Vec<String> {
         "--quant-base",
         Some(to.base_quant.name().into()),
     );
+    flag(from.loss != to.loss, "--loss", Some(to.loss.name().into()));
+    flag(
+        from.loss_chunks != to.loss_chunks && to.loss == Loss::Chunked,
+        "--loss-chunks",
+        Some(to.loss_chunks.to_string()),
+    );
+    flag(
+        !from.offload.activations && to.offload.activations,
+        "--offload-activations",
+        Some(to.offload.activations_by.name().into()),
+    );
+    flag(
+        !from.optimizer_in_backward && to.optimizer_in_backward,
+        "--optimizer-in-backward",
+        None,
+    );
+    flag(!from.compile && to.compile, "--compile", None);
     flag(
         from.profile != to.profile,
         "--impl",

@@ -242,7 +242,15 @@ fn read_precision(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
             None => {}
         }
     }
-    if !sixteen {
+    let fp8 = doc.flag("fp8")? == Some(true);
+    if !sixteen && fp8 {
+        // `fp8: true` sets ACCELERATE_MIXED_PRECISION=fp8 (axolotl 0.19.0
+        // `utils/trainer.py`, `setup_trainer_env`), under which accelerate
+        // autocasts to bf16 around the fp32 weights (accelerate 1.16.0
+        // `utils/modeling.py`, `get_mixed_precision_context_manager`:
+        // `mixed_precision in ["bf16", "fp8"]` → `torch.autocast(dtype=torch.bfloat16)`).
+        out.set("fp8", true, "--precision", "mixed");
+    } else if !sixteen {
         let int8 = out
             .set
             .iter()
@@ -254,7 +262,7 @@ fn read_precision(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
         };
         out.trainer_default(key, "(no 16-bit flag)", "--precision", arg, DEFAULTS[6].2);
     }
-    if let Some(true) = doc.flag("fp8")? {
+    if fp8 {
         // torchao's float8 training, tensorwise (axolotl's `fp8: true`).
         out.set("fp8", true, "--fp8", "tensorwise");
     }

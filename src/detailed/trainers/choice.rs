@@ -154,6 +154,20 @@ pub fn defaults(trainer: &str, lora: bool, bf16: bool) -> Option<Reading> {
     })
 }
 
+/// How `trainer` holds a 4-bit base, with its source: applied by
+/// `--trainer` when a quantized base is asked for (`--quant-base`).
+/// torchtune's QLoRA builders quantize with torchao (`LoRALinear(
+/// quantize_base=True)`: `to_nf4`), litgpt with Lightning's
+/// `BitsandbytesPrecision` (no `prepare_model_for_kbit_training`); the
+/// Hugging Face trainers run PEFT's path, the default.
+pub fn quant_path(trainer: &str) -> Option<(&'static str, &'static str)> {
+    match trainer {
+        "torchtune" => Some(("torchao", "torchtune 0.6.1 `modules/peft/lora.py`: `to_nf4(linear.weight)` when `quantize_base`")),
+        "litgpt" => Some(("bnb", "litgpt `finetune/lora.py`: `BitsandbytesPrecision(mode, dtype)` (`lightning/fabric/plugins/precision/bitsandbytes.py`)")),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -334,6 +334,16 @@ pub fn fsdp_qlora(doc: &mut Doc) -> Result<Out, ReadError> {
         matches!(t, "qlora" | "custom_qlora" | "bnb_dora" | "bnb_llama_pro")
             .then(|| "nf4".to_string())
     })?;
+    // train.py quantizes with bitsandbytes' `Linear4bit(quant_storage=
+    // torch_dtype)` so that FSDP flattens the codes with the other weights:
+    // the 4-bit base it read is held the FSDP-QLoRA way.
+    if let Some(quant) = out.set.last().filter(|s| s.flag == "--quant-base").cloned() {
+        out.set.push(super::value::Set {
+            flag: "--quant-path",
+            arg: "fsdp-qlora".into(),
+            ..quant
+        });
+    }
     fsdp_qlora_rest(doc, &mut out, train_type.as_deref().unwrap_or("qlora"))?;
     Ok(out)
 }

@@ -8,7 +8,7 @@
 use super::models;
 use crate::detailed::config::{
     ActOffload, AdamImpl, BaseQuant, DetailedConfig, Fp8, Framework, LoraDtype, Loss, Optimizer,
-    Precision, Recompute, TpPlan,
+    Precision, QuantPath, Recompute, TpPlan,
 };
 use crate::detailed::model::arch::Family;
 use crate::detailed::model::presets::PRESETS;
@@ -336,6 +336,7 @@ fn torchtune_builder(name: &str, prefix: &str) -> Option<String> {
         "mistral" => "mistral",
         _ => return None,
     };
+    let size = size.replace('.', "_");
     let component = format!("torchtune.models.{module}.{prefix}{module}_{size}");
     (models::torchtune(&component) == Some(name)).then_some(component)
 }
@@ -357,17 +358,26 @@ fn torchtune(cfg: &DetailedConfig) -> Result<String, String> {
             ))
         }
     };
-    let prefix = match (cfg.lora_rank, cfg.base_quant) {
-        (None, BaseQuant::None) => "",
-        (Some(_), BaseQuant::None) => "lora_",
-        (Some(_), BaseQuant::Nf4 { double_quant: true }) => "qlora_",
-        _ => {
-            return Err(cannot(
+    let prefix =
+        match (cfg.lora_rank, cfg.base_quant) {
+            (None, BaseQuant::None) => "",
+            (Some(_), BaseQuant::None) => "lora_",
+            (Some(_), BaseQuant::Nf4 { double_quant: true })
+                if cfg.quant_path == QuantPath::Torchao =>
+            {
+                "qlora_"
+            }
+            (Some(_), BaseQuant::Nf4 { double_quant: true }) => return Err(cannot(
                 f,
-                "torchtune's quantized base is NF4 (--quant-base nf4)",
-            ))
-        }
-    };
+                "torchtune's QLoRA holds its base as torchao's NF4Tensor (--quant-path torchao)",
+            )),
+            _ => {
+                return Err(cannot(
+                    f,
+                    "torchtune's quantized base is NF4 (--quant-base nf4)",
+                ))
+            }
+        };
     let component = torchtune_builder(name, prefix)
         .ok_or_else(|| cannot(f, format!("no torchtune builder for {name}")))?;
     let dtype = match cfg.precision {
@@ -498,9 +508,22 @@ fn hub(name: &str) -> String {
         ("llama-3.2-3b", "meta-llama/Llama-3.2-3B"),
         ("mistral-7b", "mistralai/Mistral-7B-v0.1"),
         ("qwen2.5-0.5b", "Qwen/Qwen2.5-0.5B"),
+        ("qwen2.5-1.5b", "Qwen/Qwen2.5-1.5B"),
+        ("qwen2.5-3b", "Qwen/Qwen2.5-3B"),
         ("qwen2.5-7b", "Qwen/Qwen2.5-7B"),
+        ("qwen2.5-14b", "Qwen/Qwen2.5-14B"),
+        ("qwen2.5-32b", "Qwen/Qwen2.5-32B"),
         ("qwen2.5-72b", "Qwen/Qwen2.5-72B"),
+        ("qwen3-0.6b", "Qwen/Qwen3-0.6B"),
+        ("qwen3-1.7b", "Qwen/Qwen3-1.7B"),
+        ("qwen3-4b", "Qwen/Qwen3-4B"),
         ("qwen3-8b", "Qwen/Qwen3-8B"),
+        ("qwen3-14b", "Qwen/Qwen3-14B"),
+        ("qwen3-32b", "Qwen/Qwen3-32B"),
+        (
+            "tinyllama-1.1b",
+            "TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T",
+        ),
     ];
     HUB.iter()
         .find(|(p, _)| *p == name)
@@ -553,6 +576,7 @@ fn trl(cfg: &DetailedConfig) -> Result<String, String> {
             cfg.lora_dropout
         );
     }
+    peft_path(cfg, "TRL")?;
     out += match cfg.base_quant {
         BaseQuant::None => "",
         BaseQuant::Nf4 { double_quant: true } => "load_in_4bit: true\nuse_bnb_nested_quant: true\n",
@@ -562,6 +586,19 @@ fn trl(cfg: &DetailedConfig) -> Result<String, String> {
         BaseQuant::Int8 => "load_in_8bit: true\n",
     };
     Ok(out)
+}
+
+/// TRL and axolotl load a quantized base with transformers and prepare it
+/// with PEFT's `prepare_model_for_kbit_training` (TRL's `SFTTrainer`
+/// `_prepare_peft_model`, axolotl's model loader): the `peft` path only.
+fn peft_path(cfg: &DetailedConfig, f: &str) -> Result<(), String> {
+    if cfg.base_quant != BaseQuant::None && cfg.quant_path != QuantPath::Peft {
+        return Err(cannot(
+            f,
+            format!("{f} prepares its quantized base with PEFT's prepare_model_for_kbit_training (--quant-path peft)"),
+        ));
+    }
+    Ok(())
 }
 
 /// An axolotl YAML.
@@ -624,6 +661,7 @@ fn axolotl(cfg: &DetailedConfig) -> Result<String, String> {
             cfg.lora_dropout
         );
     }
+    peft_path(cfg, f)?;
     out += match cfg.base_quant {
         BaseQuant::None => "",
         BaseQuant::Nf4 { double_quant: true } => "load_in_4bit: true\n",

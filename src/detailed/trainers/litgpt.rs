@@ -107,7 +107,8 @@ fn read_precision(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
         }
     };
     out.set("precision", p.unwrap_or_default(), "--precision", flag);
-    match doc.text("quantize")?.as_deref() {
+    let quantize = doc.text("quantize")?;
+    match quantize.as_deref() {
         Some("bnb.nf4" | "bnb.fp4") => out.set("quantize", "bnb.nf4", "--quant-base", "nf4-nodq"),
         Some(q @ ("bnb.nf4-dq" | "bnb.fp4-dq")) => out.set("quantize", q, "--quant-base", "nf4"),
         Some("bnb.int8-training" | "bnb.int8") => {
@@ -115,6 +116,13 @@ fn read_precision(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
         }
         Some(q) => out.ignore("quantize", q, "a quantization membudget does not price"),
         None => {}
+    }
+    // litgpt quantizes through Lightning's `BitsandbytesPrecision`
+    // (`lightning/fabric/plugins/precision/bitsandbytes.py`): bitsandbytes'
+    // layers in place of `nn.Linear`, the other weights left in the
+    // training dtype (no `prepare_model_for_kbit_training`).
+    if let Some(q) = quantize.filter(|q| q.starts_with("bnb.")) {
+        out.set("quantize", q, "--quant-path", "bnb");
     }
     Ok(())
 }

@@ -169,6 +169,9 @@ fn read_model(doc: &mut Doc, out: &mut Out, defaults: bool) -> Result<(), ReadEr
     let last = c.rsplit('.').next().unwrap_or(&c).to_string();
     if models::torchtune_is_qlora(&c) {
         out.set(key, &c, "--quant-base", "nf4");
+        // torchtune's QLoRA builders hold the base as torchao's NF4Tensor
+        // (`modules/peft/lora.py`, `LoRALinear(quantize_base=True)`: `to_nf4`).
+        out.set(key, &c, "--quant-path", "torchao");
     }
     if !(last.starts_with("lora_") || last.starts_with("qlora_")) {
         return Ok(());

@@ -517,10 +517,10 @@ fn gathered_weights(cfg: &DetailedConfig) -> (f64, f64) {
     // (`_fsdp_collectives.py`, `foreach_all_gather`), measured.
     // DeepSpeed's ZeRO-3 counts its gathered weights itself
     // ([`Zero3`](crate::detailed::memory::zero3::Zero3)).
-    let unsharded = if cfg.offload.params || cfg.framework.fsdp_reshard().is_some() {
-        1.0
-    } else if matches!(cfg.framework, Framework::DeepSpeed { .. }) {
+    let unsharded = if matches!(cfg.framework, Framework::DeepSpeed { .. }) {
         0.0
+    } else if cfg.offload.params || cfg.framework.fsdp_reshard().is_some() {
+        1.0
     } else if par.zero >= 3 {
         1.0 - 1.0 / par.zero_divisor(3)
     } else {

@@ -287,6 +287,7 @@ pub(crate) fn zero1_reduce_values(cfg: &DetailedConfig) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::detailed::memory::check::check;
     use crate::detailed::{preset, timeline, Step, StepOptions};
 
     fn zero3(model: &str, dp: u64) -> DetailedConfig {
@@ -357,5 +358,56 @@ mod tests {
         assert!(without.gathered(at) < with.gathered(at));
         // At least the default's 5e7 values in flight, bf16.
         assert!(with.gathered(at) - without.gathered(at) >= 5e7 * 2.0);
+    }
+
+    /// `sub_group_size: 0` (axolotl's `zero3_bf16_cpuoffload_all.json`)
+    /// closes a sub-group after every weight (`_create_fp16_sub_groups`:
+    /// `local_sub_group_size >= sub_group_size` holds at once): the largest
+    /// sub-group is the largest weight's partition, here Llama-3.2-1B's
+    /// tied embedding over 4 GPUs.
+    #[test]
+    fn sub_group_size_zero_is_one_weight_a_group() {
+        let mut cfg = zero3("llama-3.2-1b", 4);
+        cfg.framework = Framework::DeepSpeed {
+            reduce_bucket_size: 500_000_000,
+            prefetch_bucket_size: 50_000_000,
+            overlap_comm: None,
+            sub_group_size: 0,
+            param_persistence_threshold: 100_000,
+        };
+        assert_eq!(
+            largest_sub_group(&cfg),
+            (128_256.0 * 2048.0 / 4.0_f64).ceil()
+        );
+        assert!(check(&cfg).is_ok());
+    }
+
+    /// ZeRO-Infinity's CPU offload under DeepSpeed's ZeRO-3 (modelled from
+    /// `stage3.py` 0.19.8: with `offload_optimizer` the fp32 partition,
+    /// the moments and the gradient partition live in pinned host memory
+    /// and CPU Adam steps there; with `offload_param` the 16-bit partition
+    /// too, gathered into the same full-size buffers as without it). The
+    /// GPU keeps the gathered weights, the reduce bucket and the
+    /// activations: its peak falls by the states it no longer holds.
+    #[test]
+    fn offload_moves_the_partitions_not_the_gathered_weights() {
+        let base = zero3("llama-3.1-8b", 8);
+        let peak = |c: &DetailedConfig| timeline(c, &StepOptions::default()).unwrap().peak_bytes();
+        let mut opt = base;
+        opt.offload.optimizer = true;
+        let mut all = opt;
+        all.offload.params = true;
+        for c in [&opt, &all] {
+            assert!(check(c).is_ok());
+        }
+        let n = base.arch.params() as f64 / 8.0;
+        // fp32 master, two moments and the 16-bit gradient partition.
+        let saved = peak(&base) - peak(&opt);
+        assert!(saved > 12.0 * n && saved < 16.5 * n, "{saved}");
+        // Then the 16-bit partition.
+        let more = peak(&opt) - peak(&all);
+        assert!((more - 2.0 * n).abs() < 0.01 * n, "{more}");
+        let gathered = |c: &DetailedConfig| Zero3::new(c, false).unwrap().gathered(Moment::Loss);
+        assert_eq!(gathered(&base), gathered(&all));
     }
 }

@@ -12,6 +12,7 @@ use crate::detailed::config::{
     AttentionKernel, DetailedConfig, Loss, Objective, Recompute, Reference,
 };
 use crate::detailed::memory::bytes::act_bytes;
+use crate::detailed::memory::states::{fsdp2_policy, grad_bytes};
 
 /// One stage's forward of one micro-batch, seconds.
 #[derive(Clone, Copy)]
@@ -119,7 +120,31 @@ fn head(cfg: &DetailedConfig, r: &Rates, m: f64, bwd_mm_factor: f64) -> (f64, f6
     // run the loss over the whole vocabulary on every GPU.
     let loss_vocab = cfg.arch.vocab as f64 / cfg.parallel.logits_divisor();
     let loss_mem = 36.0 * m * loss_vocab / r.bytes;
-    (logits_mm, loss_mem)
+    (logits_mm, loss_mem + chunk_sums(cfg, h * vocab) / r.bytes)
+}
+
+/// Bytes torchtune's chunked loss moves beyond the full loss's, for an
+/// output layer of `weights` values on this GPU: the chunks run the same
+/// products (`TransformerDecoder.chunked_output`, torchtune 0.6.1
+/// `modules/transformer.py`: `[self.output(chunk) for chunk in
+/// last_hidden_state.chunk(num_output_chunks, dim=1)]`), but each chunk's
+/// backward yields a whole weight gradient, and autograd sums the
+/// `num_output_chunks` of them before the weight's `AccumulateGrad`
+/// (`torch/csrc/autograd/input_buffer.cpp`, `InputBuffer::add`): chunks − 1
+/// additions, each reading two gradients and writing one, in the gradient's
+/// dtype. A frozen output layer (LoRA) has no weight gradient to sum.
+pub(super) fn chunk_sums(cfg: &DetailedConfig, weights: f64) -> f64 {
+    if cfg.loss != Loss::Chunked || cfg.lora_rank.is_some() {
+        return 0.0;
+    }
+    let chunks = cfg.loss_chunks.max(1) as f64;
+    // FSDP2's policy computes the unsharded gradient in bf16.
+    let bytes = if fsdp2_policy(cfg) {
+        2.0
+    } else {
+        grad_bytes(cfg)
+    };
+    (chunks - 1.0) * 3.0 * weights * bytes
 }
 
 /// The bytes per logit a fused loss moves through memory, `None` for the
@@ -219,7 +244,10 @@ mod tests {
 
     /// Each loss's time as its source says (one micro-batch of Llama 3.1
     /// 8B, 4,096 × 4 tokens, bf16, on an A100): torchtune's chunked loss
-    /// the full loss's; Liger's the same products and three passes of two
+    /// the full loss's products and passes, plus its 7 sums of the output
+    /// layer's bf16 weight gradient (3 × 128,256 × 4,096 × 2 bytes each:
+    /// 22.1 GB, about 13 ms at the A100's sustained rate), none under LoRA;
+    /// Liger's the same products and three passes of two
     /// bytes per logit in place of 36; Cut Cross-Entropy one more product
     /// of the logits' size and no pass over them in memory.
     #[test]
@@ -239,7 +267,20 @@ mod tests {
         let per_logit = m * c.arch.vocab as f64 / r.bytes;
         let chunked = with(Loss::Chunked);
         assert_eq!(chunked.matmul, full.matmul);
-        assert_eq!(chunked.memory_bound, full.memory_bound);
+        let sums: f64 = 7.0 * 3.0 * 128_256.0 * 4096.0 * 2.0;
+        assert!((sums / 1e9 - 22.07).abs() < 0.01, "{sums}");
+        let extra = chunked.memory_bound - full.memory_bound;
+        assert!((extra / (sums / r.bytes) - 1.0).abs() < 1e-9, "{extra}");
+        assert!(extra > 0.005 && extra < 0.03, "{extra} s");
+        let lora = |loss| {
+            let l = DetailedConfig {
+                loss,
+                lora_rank: Some(16),
+                ..c
+            };
+            micro_batch(&l, &r, m, 1.0).memory_bound
+        };
+        assert_eq!(lora(Loss::Chunked), lora(Loss::Full));
         let liger = with(Loss::Liger);
         assert_eq!(liger.matmul, full.matmul);
         let saved = full.memory_bound - liger.memory_bound;

@@ -138,7 +138,7 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
     step.bubble = pipeline::bubble(cfg, &micro, compute, &c);
     step.data_parallel += data_parallel::per_step(cfg, &r, &weights, compute);
     let breakdown = crate::detailed::memory::estimate(cfg).ok();
-    step.optimizer = optimizer::update(breakdown, &r);
+    step.optimizer = optimizer::update(optimizer::streamed(cfg, breakdown), &r);
     step.offload = offload::offload(cfg, &r, &weights, acc, compute, breakdown);
     step.generation = generation::generation(cfg, &r, &c.forward);
     StepTime::of(cfg, step, r.peak)
