@@ -521,11 +521,21 @@ pub struct OffloadArgs {
 #[derive(clap::Args, Debug, Default)]
 #[command(next_help_heading = "Runtime overhead")]
 pub struct OverheadArgs {
-    /// Add the runtime overhead (CUDA context, workspaces, communication
-    /// buffers, fragmentation) beside the peak, with the defaults below
-    /// unless given.
+    /// Accepted for old commands: the runtime overhead (CUDA context,
+    /// workspaces, communication buffers, fragmentation) is counted by
+    /// default, with the sizes below.
     #[arg(long)]
     pub overhead: bool,
+    /// Judge by the tensors' peak alone: leave the runtime overhead out of
+    /// the verdict, the largest micro-batch and sequence, the changes that
+    /// make it fit and --plan.
+    #[arg(long, conflicts_with_all = ["overhead", "expandable_segments", "cuda_context", "workspaces", "comm_buffers", "fragmentation"])]
+    pub no_overhead: bool,
+    /// PyTorch's allocator runs with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+    /// (torchtitan's, axolotl's and Unsloth's default): the fragmentation's
+    /// default is 5 % instead of 15 %.
+    #[arg(long)]
+    pub expandable_segments: bool,
     /// CUDA context in GB, 0–1000 [default: 0.758].
     #[arg(long, value_name = "GB")]
     pub cuda_context: Option<f64>,
@@ -535,7 +545,8 @@ pub struct OverheadArgs {
     /// Communication buffers per parallel group in GB, 0–1000 [default: 0.268].
     #[arg(long, value_name = "GB")]
     pub comm_buffers: Option<f64>,
-    /// Allocator fragmentation in percent of the peak, 0–100 [default: 15].
+    /// Allocator fragmentation in percent of the peak, 0–100 [default: 15;
+    /// 5 with --expandable-segments].
     #[arg(long, value_name = "PERCENT")]
     pub fragmentation: Option<f64>,
 }
@@ -676,6 +687,8 @@ impl OverheadArgs {
     /// Whether any runtime overhead flag was given.
     fn given(&self) -> bool {
         self.overhead
+            || self.no_overhead
+            || self.expandable_segments
             || self.cuda_context.is_some()
             || self.workspaces.is_some()
             || self.comm_buffers.is_some()
@@ -799,13 +812,19 @@ impl Args {
         }
     }
 
-    /// The runtime overhead these flags ask for, if any, checked.
+    /// The runtime overhead these flags ask for, checked: the defaults
+    /// (with expandable segments' fragmentation when asked) and the sizes
+    /// given, or `None` with `--no-overhead`.
     pub fn overhead_settings(&self) -> Result<Option<Overhead>, CliError> {
         let a = &self.overhead;
-        if !a.given() {
+        if a.no_overhead {
             return Ok(None);
         }
-        let d = Overhead::default();
+        let d = if a.expandable_segments {
+            Overhead::expandable_segments()
+        } else {
+            Overhead::default()
+        };
         let o = Overhead {
             cuda_context_gb: a.cuda_context.unwrap_or(d.cuda_context_gb),
             workspaces_gb: a.workspaces.unwrap_or(d.workspaces_gb),
@@ -1405,7 +1424,7 @@ pub fn render_detailed(
         out += &host_ram_line(&h);
     }
     if let Some(o) = overhead {
-        out += &overhead_lines(o, t);
+        out += &overhead_lines(cfg, o, t);
     }
     if let Some(f) = fit {
         out += &fit_lines(f);
@@ -1552,8 +1571,8 @@ fn paged_line(cfg: &DetailedConfig, t: &StepTimeline) -> String {
     format!(
         "# paged optimizer state: {:.1} GB of the peak in CUDA unified memory (bitsandbytes, tensors of ≥ 1e5 values): \
          on the card until memory pressure pages it to the host, but not in torch.cuda.max_memory_allocated; \
-         allocated by PyTorch {:.1} GB (what torchtune's peak_memory_alloc/_reserved/_active and other trainers' logs show), \
-         on the card {:.1} GB (the verdict's)\n",
+         allocated by PyTorch {:.1} GB (what torchtune's peak_memory_alloc/_active and other trainers' logs show), \
+         on the card {:.1} GB (the tensors', before the runtime overhead)\n",
         paged / 1e9,
         (t.peak_bytes() - paged) / 1e9,
         t.peak_bytes() / 1e9
@@ -1610,8 +1629,18 @@ fn host_ram_line(h: &HostRam) -> String {
     )
 }
 
-/// `overhead_gb` by part, then the peak with it.
-fn overhead_lines(o: &OverheadBytes, t: &StepTimeline) -> String {
+/// The paged optimizer state at `t`'s peak (0 without a paged optimizer).
+fn paged_at_peak(cfg: &DetailedConfig, t: &StepTimeline) -> f64 {
+    if cfg.optimizer.paged() {
+        detailed::memory::paged::paged_at_peak(cfg, t.peak_event().live.optimizer_state)
+    } else {
+        0.0
+    }
+}
+
+/// `overhead_gb` by part, then the peak with it, then which figure a
+/// trainer's log prints beside the card's.
+fn overhead_lines(cfg: &DetailedConfig, o: &OverheadBytes, t: &StepTimeline) -> String {
     let mut out = format!(
         "{:20} {:8.1} GB (CUDA context {:.2}, workspaces {:.2}, communication {:.2}, fragmentation {:.2})\n",
         "overhead_gb",
@@ -1625,6 +1654,16 @@ fn overhead_lines(o: &OverheadBytes, t: &StepTimeline) -> String {
         "{:20} {:8.1} GB\n",
         "peak_with_overhead_gb",
         (t.peak_bytes() + o.total()) / 1e9
+    );
+    let paged = paged_at_peak(cfg, t);
+    let (allocated, reserved) = o.pytorch_figures(t.peak_bytes(), paged);
+    out += &format!(
+        "# a trainer's log prints torch.cuda.max_memory_allocated {:.1} GB (the tensors' peak) and max_memory_reserved {:.1} GB \
+         (+ fragmentation); the card holds {:.1} GB (+ CUDA context, workspaces, communication buffers{}: nvidia-smi's figure, the verdict's)\n",
+        allocated / 1e9,
+        reserved / 1e9,
+        (t.peak_bytes() + o.total()) / 1e9,
+        if paged > 0.0 { ", paged optimizer state" } else { "" }
     );
     out
 }
@@ -1788,7 +1827,7 @@ impl DetailedRun {
         let opts = args.step_options();
         let timeline = detailed::timeline(&cfg, &opts).map_err(|e| e.to_string())?;
         let settings = args.overhead_settings()?;
-        let overhead = settings.map(|o| o.bytes(&cfg, timeline.peak_bytes()));
+        let overhead = settings.map(|o| o.for_step(&cfg, &timeline));
         let cluster = args.cluster();
         let eff = args.time.efficiency(cluster.as_ref().map(|c| &c.gpu))?;
         check_card_speeds(args, &cfg, cluster.as_ref())?;

@@ -413,7 +413,8 @@ pub struct FitReport {
     pub gpu: String,
     /// Its memory, bytes.
     pub capacity: u64,
-    /// What must fit: the step's peak, plus the overhead when asked for.
+    /// What must fit: the step's peak, plus the runtime overhead unless
+    /// `--no-overhead`.
     pub need: u64,
     /// `need` ≤ `capacity`.
     pub fits: bool,
@@ -551,7 +552,8 @@ impl TrainingCost {
 pub struct PlanRowReport {
     /// The flags that give it (with the model, --gpu, --seq and --batch).
     pub flags: Vec<String>,
-    /// What must fit per GPU: the step's peak (plus overhead when asked).
+    /// What must fit per GPU: the step's peak plus the runtime overhead
+    /// (unless `--no-overhead`).
     pub peak: u64,
     /// Seconds per optimizer step.
     pub step_s: f64,
@@ -665,12 +667,17 @@ pub struct DetailedReport {
     pub stage: u64,
     /// Every event of the step.
     pub timeline: Vec<EventReport>,
-    /// The runtime overhead, if asked for.
+    /// The runtime overhead, unless `--no-overhead`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub overhead: Option<OverheadReport>,
-    /// Peak plus overhead, if asked for.
+    /// Peak plus overhead, unless `--no-overhead`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub peak_with_overhead: Option<u64>,
+    /// What `torch.cuda.max_memory_reserved` would print: the tensors'
+    /// peak as PyTorch allocates it plus the fragmentation, unless
+    /// `--no-overhead`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub peak_reserved_by_pytorch: Option<u64>,
     /// Host RAM per node, with offload.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub host_ram: Option<HostRamReport>,
@@ -742,6 +749,12 @@ impl DetailedReport {
             timeline: t.events.iter().map(EventReport::new).collect(),
             overhead: parts.overhead.map(OverheadReport::new),
             peak_with_overhead: parts.overhead.map(|o| whole(t.peak_bytes() + o.total())),
+            peak_reserved_by_pytorch: parts.overhead.map(|o| {
+                whole(
+                    o.pytorch_figures(t.peak_bytes(), paged(cfg, t).unwrap_or(0.0))
+                        .1,
+                )
+            }),
             host_ram: parts.host.map(HostRamReport::new),
             fit: parts.fit.clone(),
             time: parts.time.clone(),

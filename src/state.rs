@@ -292,7 +292,8 @@ pub struct DetailedOptions {
     pub lora_rank: Option<u64>,
     /// Show the lesson's bar beside the detailed one.
     pub show_lesson: bool,
-    /// The runtime overhead drawn beside the peak, if asked for.
+    /// The runtime overhead the verdict counts beside the peak; `None`
+    /// when the reader judges by the tensors' peak alone (`oh=0`).
     pub overhead: Option<Overhead>,
     /// The projections LoRA adapts.
     pub lora_targets: LoraTargets,
@@ -388,7 +389,7 @@ impl Default for DetailedOptions {
             micro_batch: None,
             lora_rank: None,
             show_lesson: false,
-            overhead: None,
+            overhead: Some(Overhead::default()),
             lora_targets: LoraTargets::default(),
             lora_dtype: crate::detailed::config::LoraDtype::Fp32,
             lora_dropout_percent: 0,

@@ -34,8 +34,10 @@
 //! int8), `offopt offparams offacts gpn` (offload, GPUs per node), `actoff` (whose activation offload: save-on-cpu, torchtune, checkpoints),
 //! `objective` (sft, dpo, dpo-precomputed, grpo, grpo-kl) with GRPO's `completion` (tokens),
 //! `gens` (completions per prompt), `vllm` (a colocated vLLM engine's percent of the card) and
-//! `vllmsleep`, `both` (the lesson's bar beside), `oh` (runtime overhead
-//! on) with `ohctx`, `ohws`, `ohcomm` (GB) and `ohfrag` (percent).
+//! `vllmsleep`, `both` (the lesson's bar beside), `oh=0` (the runtime
+//! overhead left out of the verdict; it is counted by default, and an old
+//! address's `oh=1` is read as that default) with `ohctx`, `ohws`, `ohcomm`
+//! (GB) and `ohfrag` (percent), which turn it back on.
 //! Unknown keys are ignored without a word; a known key with a bad value is
 //! reported in [`Decoded::ignored`] and its default kept.
 
@@ -625,8 +627,11 @@ fn encode_detailed(state: &PageState, out: &mut Query<'_>) {
     encode_offload(d, &def, out);
     encode_objective(d, &def, out);
     encode_optional(d, out);
-    if let Some(o) = d.overhead {
-        encode_overhead(o, out);
+    match d.overhead {
+        Some(o) => encode_overhead(o, out),
+        None => {
+            out.append_pair("oh", "0");
+        }
     }
 }
 
@@ -890,10 +895,9 @@ fn encode_optional(d: &DetailedOptions, out: &mut Query<'_>) {
     }
 }
 
-/// The runtime overhead, on: `oh=1`, then its sizes where they differ from
-/// the defaults.
+/// The runtime overhead, on (the default, no key): its sizes where they
+/// differ from the defaults.
 fn encode_overhead(o: Overhead, out: &mut Query<'_>) {
-    out.append_pair("oh", "1");
     let def = Overhead::default();
     let mut pair = |key: &str, v: f64, default: f64| {
         if v != default {

@@ -386,3 +386,30 @@ fn largest_micro_batch_keeps_the_pipelines_micro_batches_in_flight() {
     let alone = DetailedConfig { batch: 1, ..cfg };
     assert!(max_micro_batch(&alone, capacity, None).unwrap() >= m);
 }
+
+/// Issue 38: the runtime overhead is counted by default, in the address
+/// too. An address without `oh` (old links included) gets it; `oh=0`
+/// leaves it out and round-trips; an old link's `oh=1` is the default, and
+/// its sizes still apply.
+#[test]
+fn the_overhead_is_on_unless_the_address_says_oh_0() {
+    let on = decode("?mode=detailed&model=llama-3.1-8b").state;
+    assert_eq!(on.detailed.overhead, Some(Overhead::default()));
+    assert!(!encode(&on).contains("oh"), "{}", encode(&on));
+    let off = decode("?mode=detailed&model=llama-3.1-8b&oh=0").state;
+    assert_eq!(off.detailed.overhead, None);
+    assert!(encode(&off).ends_with("&oh=0"), "{}", encode(&off));
+    assert_eq!(decode(&encode(&off)).state, off);
+    let old = decode("?mode=detailed&model=llama-3.1-8b&oh=1&ohfrag=5").state;
+    assert_eq!(
+        old.detailed.overhead.map(|o| o.fragmentation_percent),
+        Some(5.0)
+    );
+    assert_eq!(
+        old.detailed.overhead,
+        Some(membudget::detailed::Overhead::expandable_segments())
+    );
+    assert!(encode(&old).ends_with("&ohfrag=5"), "{}", encode(&old));
+    // The lesson's address never carries it.
+    assert!(!encode(&decode("?batch=8").state).contains("oh"));
+}
