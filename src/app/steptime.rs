@@ -7,6 +7,7 @@ use super::detailed::grouped;
 use super::reactive::{cond, not, on_event, text};
 use super::{browser_to_f64, State};
 use crate::detailed::time::steptime::{step_time, Cluster, Efficiency, StepTime};
+use crate::detailed::time::validation::{range, Range};
 use crate::number::read;
 use crate::state::{Mode, PageState};
 use leptos::prelude::*;
@@ -47,6 +48,9 @@ struct Shown {
     fits: bool,
     rate: f64,
     gpus: u64,
+    /// The range the step-time model's validation supports here, or why
+    /// there is none ([`crate::detailed::time::validation`]).
+    range: Result<Range, String>,
 }
 
 fn shown(s: &PageState) -> Option<Shown> {
@@ -81,20 +85,50 @@ fn shown(s: &PageState) -> Option<Shown> {
     } else {
         " This card has no tensor cores for this fp8 recipe (MXFP8 needs Blackwell): priced at its bf16 rate."
     };
+    let range = range(&cfg, s.card.unwrap_or(""));
     Some(Shown {
         summary: format!(
-            "On {gpus} × {name}: {} per optimizer step, {} tokens/s per GPU, {:.0} model TFLOPS per GPU (MFU {:.1} %, HFU {:.1} %).{fp8}",
+            "On {gpus} × {name}: {} per optimizer step, {} tokens/s per GPU, {:.0} model TFLOPS per GPU (MFU {:.1} %, HFU {:.1} %).{fp8} {}",
             seconds(t.step_s),
             grouped(t.tokens_per_s_per_gpu.round() as u64),
             t.model_tflops_per_gpu,
             100.0 * t.mfu,
-            100.0 * t.hfu
+            100.0 * t.hfu,
+            range_sentence(&range, &t)
         ),
         parts,
         fits,
         rate: t.tokens_per_s_per_gpu,
         gpus,
+        range,
     })
+}
+
+/// The step's figures as the validation bounds them: "By the validation
+/// on H100 SXM (MPT, IBM: 55 rows): 1.02–1.43 s, …", or why it cannot.
+fn range_sentence(r: &Result<Range, String>, t: &StepTime) -> String {
+    match r {
+        Ok(r) => {
+            let (s0, s1) = r.time(t.step_s);
+            let (t0, t1) = r.rate(t.tokens_per_s_per_gpu);
+            let (m0, m1) = r.rate(t.mfu);
+            format!(
+                "By {} ({}: {} rows, errors {:+.1} % to {:+.1} %): {}–{}, {}–{} tokens/s per GPU, MFU {:.1}–{:.1} %.",
+                r.basis,
+                r.names,
+                r.rows,
+                100.0 * r.lowest,
+                100.0 * r.highest,
+                seconds(s0),
+                seconds(s1),
+                grouped(t0.round() as u64),
+                grouped(t1.round() as u64),
+                100.0 * m0,
+                100.0 * m1
+            )
+        }
+        Err(why) => format!("Its range: {why}."),
+    }
 }
 
 /// The step-time line, bar and token budget.
@@ -184,15 +218,31 @@ fn token_budget(now: Memo<Option<Shown>>) -> impl IntoView {
         now.with(|s| {
             let s = s.as_ref()?;
             let gpu_hours = n / s.rate / 3600.0;
+            let days = gpu_hours / s.gpus as f64 / 24.0;
             let cost = price.get().map_or(String::new(), |p| {
+                let cost = gpu_hours * p;
+                let span = s.range.as_ref().map_or(String::new(), |r| {
+                    let (c0, c1) = r.time(cost);
+                    format!(
+                        " ({}–{})",
+                        grouped(c0.round() as u64),
+                        grouped(c1.round() as u64)
+                    )
+                });
                 format!(
-                    ", {} at {p:.2} per GPU-hour",
-                    grouped((gpu_hours * p).round() as u64)
+                    ", {}{span} at {p:.2} per GPU-hour",
+                    grouped(cost.round() as u64)
                 )
             });
+            let span = match &s.range {
+                Ok(r) => {
+                    let (d0, d1) = r.time(days);
+                    format!(" ({d0:.1}–{d1:.1} by {})", r.basis)
+                }
+                Err(_) => " (not validated on this card)".into(),
+            };
             Some(format!(
-                "{typed} tokens: {:.1} days on {} GPU{}, {} GPU-hours{cost}.",
-                gpu_hours / s.gpus as f64 / 24.0,
+                "{typed} tokens: {days:.1} days{span} on {} GPU{}, {} GPU-hours{cost}.",
                 s.gpus,
                 if s.gpus == 1 { "" } else { "s" },
                 grouped(gpu_hours.round() as u64)

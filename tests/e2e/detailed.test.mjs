@@ -447,7 +447,7 @@ test('a card of the table prices the step in time: the bar, the token budget, an
   const { page, problems, context } = await open('?mode=detailed&model=llama-3.1-8b&seq=8192&batch=1&card=h100-sxm');
   assert.match(await page.textContent('#fit-verdict'), /^Does not fit by the step's peak by 93\.1 GB/);
   assert.match(await page.textContent('#step-time-summary'),
-    /^On 1 × H100 SXM: [\d.]+ (ms|s) per optimizer step, [\d,]+ tokens\/s per GPU, \d+ model TFLOPS per GPU \(MFU [\d.]+ %, HFU [\d.]+ %\)\.$/);
+    /^On 1 × H100 SXM: [\d.]+ (ms|s) per optimizer step, [\d,]+ tokens\/s per GPU, \d+ model TFLOPS per GPU \(MFU [\d.]+ %, HFU [\d.]+ %\)\. By the validation on H100 SXM \(MPT, IBM: 55 rows, errors \+2\.0 % to \+43\.3 %\): [\d.]+ (ms|s)–[\d.]+ (ms|s), [\d,]+–[\d,]+ tokens\/s per GPU, MFU [\d.]+–[\d.]+ %\.$/);
   assert.equal(await page.isVisible('#step-time-fit'), true);
   // The bar's parts fill it, in a fixed order, each named in the legend.
   const widths = await page.$$eval('#step-time-bar .time-part', (els) => els.map((e) => parseFloat(e.style.width)));
@@ -460,10 +460,10 @@ test('a card of the table prices the step in time: the bar, the token budget, an
   // A token budget: days and GPU-hours at this rate.
   await page.fill('#tokens-input', '1e9');
   await page.press('#tokens-input', 'Tab');
-  assert.match(await page.textContent('#step-time-budget'), /^1e9 tokens: [\d.]+ days on 1 GPU, [\d,]+ GPU-hours\.$/);
+  assert.match(await page.textContent('#step-time-budget'), /^1e9 tokens: [\d.]+ days \([\d.]+–[\d.]+ by the validation on H100 SXM\) on 1 GPU, [\d,]+ GPU-hours\.$/);
   await page.fill('#price-input', '3');
   await page.press('#price-input', 'Tab');
-  const [, hours, cost] = (await page.textContent('#step-time-budget')).match(/([\d,]+) GPU-hours, ([\d,]+) at 3\.00 per GPU-hour\.$/);
+  const [, hours, cost] = (await page.textContent('#step-time-budget')).match(/([\d,]+) GPU-hours, ([\d,]+) \([\d,]+–[\d,]+\) at 3\.00 per GPU-hour\.$/);
   const n = (x) => Number(x.replaceAll(',', ''));
   assert.ok(Math.abs(n(cost) - 3 * n(hours)) <= 3, `${hours} ${cost}`);
   await page.fill('#tokens-input', 'lots');

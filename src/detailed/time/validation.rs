@@ -99,8 +99,10 @@ pub const CARDS: [(&str, &[&str], &[&str]); 2] = [
 /// The range of a step's time the validation supports.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Range {
-    /// Which validation, in words: "the validation on H100 SXM (MPT, IBM)".
+    /// Which validation, in words: "the validation on H100 SXM".
     pub basis: String,
+    /// Its sources' names: "MPT, IBM".
+    pub names: String,
     /// The sources' keys.
     pub sources: Vec<&'static str>,
     /// Their rows.
@@ -163,10 +165,8 @@ pub fn range(cfg: &DetailedConfig, card: &str) -> Result<Range, String> {
         ""
     };
     Ok(Range {
-        basis: format!(
-            "the validation on {group}{architecture} ({})",
-            names.join(", ")
-        ),
+        basis: format!("the validation on {group}{architecture}"),
+        names: names.join(", "),
         sources: chosen.iter().map(|v| v.source).collect(),
         rows: chosen.iter().map(|v| v.rows).sum(),
         lowest: chosen.iter().map(|v| v.lowest).fold(f64::MAX, f64::min),
@@ -190,12 +190,13 @@ mod tests {
         let mut c = llama();
         let h100 = range(&c, "h100-sxm").unwrap();
         assert_eq!(h100.sources, ["mpt-h100", "ibm-h100"]);
-        assert_eq!(h100.basis, "the validation on H100 SXM (MPT, IBM)");
+        assert_eq!(h100.basis, "the validation on H100 SXM");
+        assert_eq!(h100.names, "MPT, IBM");
         assert_eq!((h100.lowest, h100.highest), (0.02, 0.433));
         let h200 = range(&c, "h200").unwrap();
         assert_eq!(
             h200.basis,
-            "the validation on H100 SXM, the same architecture (MPT, IBM)"
+            "the validation on H100 SXM, the same architecture"
         );
         let a100 = range(&c, "a100-80gb").unwrap();
         assert_eq!(a100.sources, ["korthikanti", "narayanan"]);
