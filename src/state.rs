@@ -407,8 +407,8 @@ impl Default for DetailedOptions {
 pub const RECIPES: [(&str, &str, &str); 3] = [
     (
         "recipe-qlora",
-        "QLoRA of an 8B model on a 24 GB card",
-        "mode=detailed&model=llama-3.1-8b&seq=2048&batch=4&micro=1&prec=bf16&opt=paged-adam8bit&attn=flash&dropout=0&recompute=full&impl=hf&lora=16&lorat=q%2Ck%2Cv%2Co%2Cgate%2Cup%2Cdown&quant=nf4&gpu=24",
+        "QLoRA of an 8B model on an RTX 4090 (24 GB)",
+        "mode=detailed&model=llama-3.1-8b&seq=2048&batch=4&micro=1&prec=bf16&opt=paged-adam8bit&attn=flash&dropout=0&recompute=full&impl=hf&lora=16&lorat=q%2Ck%2Cv%2Co%2Cgate%2Cup%2Cdown&quant=nf4&card=rtx-4090",
     ),
     (
         "recipe-dpo",

@@ -305,6 +305,11 @@ fn recipes_decode_compute_and_fit() {
             t.peak_bytes()
         );
         assert!(b.total > 0.0);
+        // The QLoRA recipe names the card it is for, so the page prices
+        // its step in time (a bare "24 GB" has no speeds).
+        if id == "recipe-qlora" {
+            assert_eq!(s.card, Some("rtx-4090"), "{id}");
+        }
         // The README links the same address.
         assert!(
             include_str!("../README.md").contains(&format!("8080/?{query})")),

@@ -261,7 +261,7 @@ test('a pasted config.json sets the shape; a bad one names its field and changes
   await context.close();
 });
 
-test('fine-tuning recipes: QLoRA on a 24 GB card and DPO with ZeRO-3, and the host RAM of offload', async () => {
+test('fine-tuning recipes: QLoRA on an RTX 4090 and DPO with ZeRO-3, and the host RAM of offload', async () => {
   const { page, context } = await open('?mode=detailed');
   await page.click('#recipe-qlora');
   await urlMatches(page, /quant=nf4/);
