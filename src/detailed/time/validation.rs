@@ -58,12 +58,47 @@ pub struct Validation {
 /// 2024-03-13 (FSDP).
 pub const VALIDATION: [Validation; 7] = [
     source("mpt", "MPT", "A100", "fsdp1", 139, [4.7, 46.7, -16.8, 46.7]),
-    source("korthikanti", "Korthikanti", "A100", "megatron", 8, [6.3, 14.1, -14.0, 14.1]),
-    source("narayanan", "Narayanan", "A100", "megatron", 10, [4.8, 9.7, -5.5, 9.7]),
-    source("torchtitan", "torchtitan", "A100", "fsdp2", 6, [5.3, 14.3, 2.9, 14.3]),
+    source(
+        "korthikanti",
+        "Korthikanti",
+        "A100",
+        "megatron",
+        8,
+        [6.3, 14.1, -14.0, 14.1],
+    ),
+    source(
+        "narayanan",
+        "Narayanan",
+        "A100",
+        "megatron",
+        10,
+        [4.8, 9.7, -5.5, 9.7],
+    ),
+    source(
+        "torchtitan",
+        "torchtitan",
+        "A100",
+        "fsdp2",
+        6,
+        [5.3, 14.3, 2.9, 14.3],
+    ),
     source("ibm", "IBM", "A100", "fsdp1", 4, [8.3, 31.5, -2.3, 31.5]),
-    source("mpt-h100", "MPT", "H100 SXM", "fsdp1", 52, [12.9, 43.3, 2.0, 43.3]),
-    source("ibm-h100", "IBM", "H100 SXM", "fsdp1", 3, [25.1, 39.9, 22.8, 39.9]),
+    source(
+        "mpt-h100",
+        "MPT",
+        "H100 SXM",
+        "fsdp1",
+        52,
+        [12.9, 43.3, 2.0, 43.3],
+    ),
+    source(
+        "ibm-h100",
+        "IBM",
+        "H100 SXM",
+        "fsdp1",
+        3,
+        [25.1, 39.9, 22.8, 39.9],
+    ),
 ];
 
 /// A row of [`VALIDATION`] from its percentages: median, worst, lowest,

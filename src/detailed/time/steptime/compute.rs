@@ -303,7 +303,9 @@ mod tests {
             ..Efficiency::default()
         };
         let card = gpu("h100-sxm").unwrap();
-        let rate = card.peak_tflops(crate::detailed::time::hardware::Dtype::Bf16).unwrap()
+        let rate = card
+            .peak_tflops(crate::detailed::time::hardware::Dtype::Bf16)
+            .unwrap()
             * 1e12
             * eff.matmul;
         for name in ["llama-3.1-8b", "mixtral-8x7b"] {
@@ -345,7 +347,11 @@ mod tests {
         let per_token = f.model / f.tokens;
         assert_eq!(f.hardware, f.model);
         assert!((per_token - 3.0 * layers.attention) / n2 > 2.0);
-        assert!((per_token - 3.0 * layers.attention) / n2 < 2.02, "{}", per_token / n2);
+        assert!(
+            (per_token - 3.0 * layers.attention) / n2 < 2.02,
+            "{}",
+            per_token / n2
+        );
         c.recompute = Recompute::Full;
         let full = step_flops(&c);
         assert_eq!(full.model, f.model);
