@@ -238,7 +238,18 @@ pub struct PageState {
     pub mode: Mode,
     /// The detailed model's settings (used in [`Mode::Detailed`]).
     pub detailed: DetailedOptions,
+    /// The token budget the step time prices: tokens to train on
+    /// ([`TOKENS`]).
+    pub tokens: Option<f64>,
+    /// The price of a GPU-hour, in the reader's currency ([`PRICE`]).
+    pub price: Option<f64>,
 }
+
+/// The token budget's limits, the command line's `--tokens` (1 to 10¹⁸).
+pub const TOKENS: (f64, f64) = (1.0, 1e18);
+
+/// A GPU-hour's price's limits (0 to 1,000,000).
+pub const PRICE: (f64, f64) = (0.0, 1e6);
 
 /// Which model the page shows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

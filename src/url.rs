@@ -36,6 +36,8 @@
 //! `gens` (completions per prompt), `vllm` (a colocated vLLM engine's percent of the card) and
 //! `vllmsleep`, `both` (the lesson's bar beside), `oh` (runtime overhead
 //! on) with `ohctx`, `ohws`, `ohcomm` (GB) and `ohfrag` (percent).
+//! The step time's question: `tokens` (to train on, 1 to 10¹⁸) and `price`
+//! (per GPU-hour, 0 to 1,000,000).
 //! Unknown keys are ignored without a word; a known key with a bad value is
 //! reported in [`Decoded::ignored`] and its default kept.
 
@@ -242,6 +244,10 @@ fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result
         }
         "embed" => state.embed = parse_flag(value)?,
         "ex" => return read_exercise(state, value),
+        // The question the step time answers: the token budget and a
+        // GPU-hour's price (the trainer's key, issue 37, joins them).
+        "tokens" => state.tokens = Some(parse_number(value, crate::state::TOKENS, to_f64)?),
+        "price" => state.price = Some(parse_number(value, crate::state::PRICE, to_f64)?),
         "mode" => {
             state.mode = match value {
                 "lesson" => Mode::Lesson,
@@ -456,6 +462,13 @@ fn read_overhead(
 }
 
 /// A whole number in `min..=max`.
+/// A finite number within `(min, max)`.
+fn parse_number(value: &str, (min, max): (f64, f64), to_f64: ToF64) -> Result<f64, String> {
+    read(value, to_f64)
+        .filter(|v| v.is_finite() && (min..=max).contains(v))
+        .ok_or_else(|| format!("must be a number from {min} to {max:e}"))
+}
+
 fn parse_count(value: &str, min: u64, max: u64) -> Result<u64, String> {
     value
         .trim()
@@ -595,6 +608,13 @@ pub fn encode(state: &PageState) -> String {
     }
     if let Some(ex) = state.exercise {
         out.append_pair("ex", &ex.number().to_string());
+    }
+    // The question the step time answers (the trainer, issue 37, beside).
+    if let Some(tokens) = state.tokens {
+        out.append_pair("tokens", &format_value(tokens));
+    }
+    if let Some(price) = state.price {
+        out.append_pair("price", &format_value(price));
     }
     if state.mode == Mode::Detailed {
         encode_detailed(state, &mut out);

@@ -154,8 +154,13 @@ fn any_state() -> impl Strategy<Value = PageState> {
         any_lesson_state(),
         proptest::option::of(any_detailed()),
         proptest::option::of(any_deepspeed()),
+        // The step time's question: tokens (1 to 10¹⁸) and a price.
+        proptest::option::of(1.0f64..=1e18),
+        proptest::option::of(0.0f64..=1e6),
     )
-        .prop_map(|(mut s, detailed, deepspeed)| {
+        .prop_map(|(mut s, detailed, deepspeed, tokens, price)| {
+            s.tokens = tokens;
+            s.price = price;
             if let Some(mut d) = detailed {
                 s.mode = Mode::Detailed;
                 if let Some(f) = deepspeed {

@@ -35,9 +35,6 @@ pub fn seconds(s: f64) -> String {
     }
 }
 
-/// Most tokens the budget accepts.
-const MAX_TOKENS: f64 = 1e18;
-
 /// What the section shows for one state: the summary, the bar's parts
 /// (class, share of the step in percent, legend text) in a fixed order,
 /// and whether the step fits the card.
@@ -173,53 +170,58 @@ pub fn StepTimeBar() -> impl IntoView {
     }
 }
 
-/// The token budget: the tokens to train on and a price per GPU-hour, as
-/// typed, and the days, GPU-hours and cost they take at the step's rate.
+/// The token budget: the tokens to train on and a price per GPU-hour, in
+/// the page's state (so in the address), and the days, GPU-hours and cost
+/// they take at the step's rate.
 fn token_budget(now: Memo<Option<Shown>>) -> impl IntoView {
-    // The token budget as typed (shown back as typed) and its value.
-    let tokens = RwSignal::new(None::<(String, f64)>);
+    let State(state) = super::context::<State>();
     let message = RwSignal::new(String::new());
-    let on_tokens = move |ev: leptos::ev::Event| {
-        let value = event_target_value(&ev);
+    // A number typed into one of the two fields, within `limits`, into the
+    // state; empty clears it; anything else keeps the value and says why.
+    let typed = move |value: String,
+                      limits: (f64, f64),
+                      set: fn(&mut PageState, Option<f64>),
+                      why: &str| {
         let typed = value.trim();
         match read(typed, browser_to_f64) {
-            _ if typed.is_empty() => {
-                tokens.set(None);
+            _ if typed.is_empty() => state.update(|s| set(s, None)),
+            Some(n) if n.is_finite() && (limits.0..=limits.1).contains(&n) => {
+                state.update(|s| set(s, Some(n)));
                 message.set(String::new());
+                return;
             }
-            Some(n) if n.is_finite() && (1.0..=MAX_TOKENS).contains(&n) => {
-                tokens.set(Some((typed.to_string(), n)));
-                message.set(String::new());
+            _ => {
+                message.set(why.into());
+                return;
             }
-            _ => message.set(
-                "Tokens must be a number from 1 to 10¹⁸, like 1e12; kept the previous value."
-                    .into(),
-            ),
         }
+        message.set(String::new());
     };
-    // A price per GPU-hour, in whatever currency the reader thinks in.
-    let price = RwSignal::new(None::<f64>);
+    let on_tokens = move |ev: leptos::ev::Event| {
+        typed(
+            event_target_value(&ev),
+            crate::state::TOKENS,
+            |s, v| s.tokens = v,
+            "Tokens must be a number from 1 to 10¹⁸, like 1e12; kept the previous value.",
+        )
+    };
     let on_price = move |ev: leptos::ev::Event| {
-        let value = event_target_value(&ev);
-        match read(value.trim(), browser_to_f64) {
-            _ if value.trim().is_empty() => price.set(None),
-            Some(p) if p.is_finite() && (0.0..=1e6).contains(&p) => {
-                price.set(Some(p));
-                message.set(String::new());
-            }
-            _ => message.set(
-                "The price must be a number from 0 to 1,000,000 per GPU-hour; kept the previous value."
-                    .into(),
-            ),
-        }
+        typed(
+            event_target_value(&ev),
+            crate::state::PRICE,
+            |s, v| s.price = v,
+            "The price must be a number from 0 to 1,000,000 per GPU-hour; kept the previous value.",
+        )
     };
+    let tokens = move || state.with(|s| s.tokens.map(|n| (format!("{n:e}"), n)));
+    let price = move || state.with(|s| s.price);
     let budget = move || {
-        let (typed, n) = tokens.get()?;
+        let (typed, n) = tokens()?;
         now.with(|s| {
             let s = s.as_ref()?;
             let gpu_hours = n / s.rate / 3600.0;
             let days = gpu_hours / s.gpus as f64 / 24.0;
-            let cost = price.get().map_or(String::new(), |p| {
+            let cost = price().map_or(String::new(), |p| {
                 let cost = gpu_hours * p;
                 let span = s.range.as_ref().map_or(String::new(), |r| {
                     let (c0, c1) = r.time(cost);
@@ -252,9 +254,9 @@ fn token_budget(now: Memo<Option<Shown>>) -> impl IntoView {
     view! {
         <div class="field">
             <label for="tokens-input">"Tokens to train on"</label>
-            <input type="text" id="tokens-input" inputmode="decimal" placeholder="1e12" on:change=on_event(on_tokens) />
+            <input type="text" id="tokens-input" inputmode="decimal" placeholder="1e12" prop:value=text(move || tokens().map(|t| t.0).unwrap_or_default()) on:change=on_event(on_tokens) />
             <label for="price-input">"Price per GPU-hour"</label>
-            <input type="text" id="price-input" inputmode="decimal" placeholder="2.00" on:change=on_event(on_price) />
+            <input type="text" id="price-input" inputmode="decimal" placeholder="2.00" prop:value=text(move || price().map(|p| p.to_string()).unwrap_or_default()) on:change=on_event(on_price) />
             <p class="field-message" role="status">{text(move || message.get())}</p>
             <p id="step-time-budget">{text(move || budget().unwrap_or_default())}</p>
         </div>
