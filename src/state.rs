@@ -459,6 +459,15 @@ impl PageState {
         self
     }
 
+    /// Switches the page to `mode`: the lesson holds the batch to its own
+    /// range (1,024; the detailed model's goes to 2²⁰).
+    pub fn set_mode(&mut self, mode: Mode) {
+        self.mode = mode;
+        if mode == Mode::Lesson {
+            self.config.batch = Field::Batch.clamp(f64::from(self.config.batch)) as u32;
+        }
+    }
+
     /// The card of the table picked by name, if any.
     pub fn card(&self) -> Option<crate::detailed::time::hardware::Gpu> {
         crate::detailed::time::hardware::gpu(self.card?)

@@ -39,7 +39,10 @@
 //! The step time's question: `tokens` (to train on, 1 to 10¹⁸) and `price`
 //! (per GPU-hour, 0 to 1,000,000).
 //! Unknown keys are ignored without a word; a known key with a bad value is
-//! reported in [`Decoded::ignored`] and its default kept.
+//! reported in [`Decoded::ignored`] and its default kept. The limits are the
+//! command line's (a detailed batch to 2²⁰); what the keys allow one by one
+//! but not together is repaired to the nearest configuration that computes,
+//! and reported too (`repair`).
 
 use crate::budget::{Field, TrainingConfig};
 use crate::detailed::{preset, Architecture, Family, Mla, Moe, Overhead, Profile, PRESETS};
@@ -116,10 +119,52 @@ pub fn decode_with(query: &str, to_f64: ToF64) -> Decoded {
         state.detailed.recompute =
             crate::detailed::config::defaults::recompute(state.detailed.objective);
     }
-    Decoded {
-        state: state.normalized(),
-        ignored,
+    let mut state = state.normalized();
+    repair(&mut state, &mut ignored);
+    Decoded { state, ignored }
+}
+
+/// What the keys allow one by one but not together, repaired to the
+/// nearest configuration that computes, and said: the lesson's batch of at
+/// most 1,024, and the detailed model's batch, a whole number of
+/// micro-batch × dp (the nearest multiple).
+fn repair(state: &mut PageState, ignored: &mut Vec<Ignored>) {
+    let batch = u64::from(state.config.batch);
+    if let Some((to, reason)) = repaired_batch(state, batch) {
+        state.config.batch = to as u32;
+        ignored.push(Ignored {
+            key: "batch".into(),
+            value: batch.to_string(),
+            reason: format!("{reason}; using {to}"),
+        });
     }
+}
+
+/// The batch [`repair`] puts in place of `batch`, and why; `None` when it
+/// stands.
+fn repaired_batch(state: &PageState, batch: u64) -> Option<(u64, String)> {
+    let lesson_max = Field::Batch.range().1 as u64;
+    if state.mode != Mode::Detailed {
+        return (batch > lesson_max).then(|| {
+            (
+                lesson_max,
+                format!(
+                    "the lesson's batch is at most {lesson_max} (the detailed model's 1048576)"
+                ),
+            )
+        });
+    }
+    let cfg = state.detailed_config();
+    let unit = cfg.micro() * cfg.parallel.dp.max(1);
+    let most = crate::budget::DETAILED_BATCH_MAX as u64 / unit * unit;
+    if batch.is_multiple_of(unit) || most == 0 {
+        return None;
+    }
+    let nearest = ((batch + unit / 2) / unit * unit).clamp(unit, most);
+    Some((
+        nearest,
+        format!("batch must be a multiple of micro-batch × dp ({unit})"),
+    ))
 }
 
 /// The detailed settings that are a whole number in a range: key, least,
@@ -205,8 +250,15 @@ const CHOICES: [Choice; 16] = [
 /// page's wasm 0.4 KB; these cost next to nothing.)
 fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result<(), String> {
     if let Some(field) = Field::ALL.into_iter().find(|f| f.key() == key) {
-        let v = field.parse_with(value, to_f64).map_err(|e| e.to_string())?;
-        state.config = state.config.with(field, v).map_err(|e| e.to_string())?;
+        // The detailed model's ranges (its batch goes to 2²⁰): the mode may
+        // come later in the query; [`repair`] holds the lesson to its own.
+        let v = field
+            .parse_in(value, to_f64, true)
+            .map_err(|e| e.to_string())?;
+        state.config = state
+            .config
+            .with_in(field, v, true)
+            .map_err(|e| e.to_string())?;
         return Ok(());
     }
     let d = &mut state.detailed;

@@ -43,7 +43,7 @@ pub fn ModeSwitch() -> impl IntoView {
             text.into(),
             mode,
             |s| s.mode,
-            |s, m| s.mode = m,
+            |s, m| s.set_mode(m),
         )
     };
     view! {
