@@ -644,3 +644,22 @@ test('per-operator checkpointing (torchtitan): between full and none in memory, 
   await context.close();
   assert.deepEqual(problems, []);
 });
+
+test('at 1,280 px no select cuts off its longest option (detailed mode)', async () => {
+  const { page, context } = await open('?mode=detailed&model=llama-3.1-8b&card=h100-sxm', { viewport: { width: 1280, height: 900 } });
+  await page.evaluate(() => document.querySelectorAll('details').forEach((d) => { d.open = true; }));
+  // Each select's widest option, in its own font, against the room its box
+  // leaves inside the padding and the arrow (20 px).
+  const cut = await page.evaluate(() => {
+    const ctx = document.createElement('canvas').getContext('2d');
+    return [...document.querySelectorAll('select')].filter((s) => s.clientWidth > 0).map((s) => {
+      const cs = getComputedStyle(s);
+      ctx.font = `${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
+      const room = s.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight) - 20;
+      const widest = Math.max(...[...s.options].map((o) => ctx.measureText(o.text).width));
+      return widest > room ? `${s.id}: ${Math.round(widest)} px in ${Math.round(room)}` : null;
+    }).filter(Boolean);
+  });
+  assert.deepEqual(cut, []);
+  await context.close();
+});
