@@ -461,8 +461,10 @@ test('a card of the table prices the step in time: the bar, the token budget, an
   await page.fill('#tokens-input', '1e9');
   await page.press('#tokens-input', 'Tab');
   assert.match(await page.textContent('#step-time-budget'), /^1e9 tokens: [\d.]+ days \([\d.]+–[\d.]+ by the validation on H100 SXM\) on 1 GPU, [\d,]+ GPU-hours\.$/);
+  await urlMatches(page, /[?&]tokens=1000000000(&|$)/);
   await page.fill('#price-input', '3');
   await page.press('#price-input', 'Tab');
+  await urlMatches(page, /[?&]price=3(&|$)/);
   const [, hours, cost] = (await page.textContent('#step-time-budget')).match(/([\d,]+) GPU-hours, ([\d,]+) \([\d,]+–[\d,]+\) at 3\.00 per GPU-hour\.$/);
   const n = (x) => Number(x.replaceAll(',', ''));
   assert.ok(Math.abs(n(cost) - 3 * n(hours)) <= 3, `${hours} ${cost}`);
@@ -662,4 +664,14 @@ test('at 1,280 px no select cuts off its longest option (detailed mode)', async 
   });
   assert.deepEqual(cut, []);
   await context.close();
+});
+
+test('the link keeps the question: tokens and price open with the page, a 2,048-sequence batch opens as it is', async () => {
+  const { page, context, problems } = await open('?batch=2048&seq=8192&card=h100-sxm&mode=detailed&model=llama-3.1-70b&dp=8&tp=8&sp=1&zero=1&micro=1&recompute=full&tokens=1000000000000&price=2');
+  assert.equal(await page.inputValue('#batch-input'), '2048');
+  assert.equal(await page.inputValue('#tokens-input'), '1e12');
+  assert.equal(await page.inputValue('#price-input'), '2');
+  assert.match(await page.textContent('#step-time-budget'), /^1e12 tokens: [\d.]+ days \([\d.]+–[\d.]+ by the validation on H100 SXM\) on 64 GPUs, [\d,]+ GPU-hours, [\d,]+ \([\d,]+–[\d,]+\) at 2\.00 per GPU-hour\.$/);
+  await context.close();
+  assert.deepEqual(problems, []);
 });
