@@ -154,8 +154,10 @@ fn repaired_batch(state: &PageState, batch: u64) -> Option<(u64, String)> {
             )
         });
     }
-    let cfg = state.detailed_config();
-    let unit = cfg.micro() * cfg.parallel.dp.max(1);
+    // `DetailedConfig::micro`'s rule, read from the options (the light
+    // page's wasm carries this decoder, not the detailed configuration).
+    let dp = state.detailed.parallel.dp.max(1);
+    let unit = state.detailed.micro_batch.unwrap_or(batch / dp).max(1) * dp;
     let most = crate::budget::DETAILED_BATCH_MAX as u64 / unit * unit;
     if batch.is_multiple_of(unit) || most == 0 {
         return None;
