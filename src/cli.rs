@@ -15,7 +15,7 @@ use crate::detailed::{
 };
 use crate::report::{
     whole, ChangeReport, DetailedParts, DetailedReport, FitReport, LessonReport, PlanReport,
-    PlanRowReport, TimeReport, TrainingCost,
+    PlanRowReport, TimeRange, TimeReport, TrainingCost,
 };
 use crate::state::{max_detailed_seq, max_micro_batch};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
@@ -1981,7 +1981,7 @@ fn time_report(
 ) -> TimeReport {
     let st = step_time(cfg, cluster, eff);
     let training = tokens.map(|n| TrainingCost::new(n, cfg.gpus(), &st, price));
-    TimeReport::new(cluster, eff, &st, training)
+    TimeReport::new(cfg, cluster, eff, &st, training)
 }
 
 /// `--plan`: the layouts that fit over `gpus` GPUs (the configuration's
@@ -2027,7 +2027,8 @@ fn parts_line(p: &Parts) -> String {
         .join(", ")
 }
 
-/// The step's time and, with --tokens, what training takes.
+/// The step's time, its range by the validation and, with --tokens, what
+/// training takes.
 fn time_lines(t: &TimeReport, gpus: u64) -> String {
     let mut out = format!(
         "time on {} ({} per node): step {:.3} s; {} tokens/s per GPU; {:.0} model TFLOPS per GPU (MFU {:.1} %), {:.0} hardware (HFU {:.1} %)\n",
@@ -2040,10 +2041,18 @@ fn time_lines(t: &TimeReport, gpus: u64) -> String {
         t.hardware_tflops_per_gpu,
         100.0 * t.hfu
     );
+    out += &range_line(&t.range);
     out += &format!("  where it goes: {}\n", parts_line(&t.parts));
     if let Some(c) = &t.training {
+        let (days, cost) = match (t.range.days, t.range.cost) {
+            (Some([d0, d1]), Some([c0, c1])) => (
+                format!(" ({d0:.1}–{d1:.1} by {})", t.range.basis),
+                format!(" ({}–{})", grouped(c0), grouped(c1)),
+            ),
+            _ => (" (not validated on this card)".into(), String::new()),
+        };
         out += &format!(
-            "  {:.3e} tokens: {:.1} days on {} GPU{}, {} GPU-hours, {} at {:.2} per GPU-hour\n",
+            "  {:.3e} tokens: {:.1} days{days} on {} GPU{}, {} GPU-hours, {}{cost} at {:.2} per GPU-hour\n",
             c.tokens,
             c.days,
             gpus,
@@ -2054,6 +2063,29 @@ fn time_lines(t: &TimeReport, gpus: u64) -> String {
         );
     }
     out
+}
+
+/// The step's figures as the validation bounds them, or why it does not.
+fn range_line(r: &TimeRange) -> String {
+    let (Some([e0, e1]), Some([s0, s1]), Some([t0, t1]), Some([m0, m1]), Some([h0, h1])) =
+        (r.error, r.step_s, r.tokens_per_s_per_gpu, r.mfu, r.hfu)
+    else {
+        return format!("  range: {}\n", r.basis);
+    };
+    format!(
+        "  range by {} ({}: {} rows, errors {:+.1} % to {:+.1} %): step {s0:.3}–{s1:.3} s; {}–{} tokens/s per GPU; MFU {:.1}–{:.1} %, HFU {:.1}–{:.1} %\n",
+        r.basis,
+        r.names,
+        r.rows,
+        100.0 * e0,
+        100.0 * e1,
+        grouped(t0),
+        grouped(t1),
+        100.0 * m0,
+        100.0 * m1,
+        100.0 * h0,
+        100.0 * h1
+    )
 }
 
 /// Layouts `--plan` lists in text (JSON has them all).

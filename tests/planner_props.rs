@@ -78,7 +78,13 @@ proptest! {
             let n = need(&c.cfg, None).unwrap();
             prop_assert_eq!(c.need, n);
             prop_assert_eq!(c.fits, n <= capacity);
-            prop_assert!(c.saved > 0.0 && c.need.is_finite() && c.compute >= 1.0 - 1e-12);
+            prop_assert!(c.saved > 0.0 && c.need.is_finite());
+            // A change never adds work it does not run, and never removes
+            // any but the weight gradients LoRA's frozen base skips: about
+            // a third of the products (4N of 6N, the attention's kept).
+            let lora = c.cfg.lora_rank.is_some() && cfg.lora_rank.is_none();
+            let least = if lora { 2.0 / 3.0 } else { 1.0 };
+            prop_assert!(c.compute >= least - 1e-12, "{}: {}", c.name, c.compute);
             // Those that fit come first.
             prop_assert!(!(seen_miss && c.fits), "{} after a row that does not fit", c.name);
             seen_miss |= !c.fits;

@@ -46,7 +46,7 @@ pub fn ModeSwitch() -> impl IntoView {
             text.into(),
             mode,
             |s| s.mode,
-            |s, m| s.mode = m,
+            |s, m| s.set_mode(m),
         )
     };
     view! {

@@ -269,7 +269,7 @@ test('a pasted config.json sets the shape; a bad one names its field and changes
   await context.close();
 });
 
-test('fine-tuning recipes: QLoRA on a 24 GB card and DPO with ZeRO-3, and the host RAM of offload', async () => {
+test('fine-tuning recipes: QLoRA on an RTX 4090 and DPO with ZeRO-3, and the host RAM of offload', async () => {
   const { page, context } = await open('?mode=detailed');
   await page.click('#recipe-qlora');
   await urlMatches(page, /quant=nf4/);
@@ -455,7 +455,7 @@ test('a card of the table prices the step in time: the bar, the token budget, an
   const { page, problems, context } = await open('?mode=detailed&model=llama-3.1-8b&seq=8192&batch=1&card=h100-sxm&oh=0');
   assert.match(await page.textContent('#fit-verdict'), /^Does not fit by the step's peak by 93\.1 GB/);
   assert.match(await page.textContent('#step-time-summary'),
-    /^On 1 × H100 SXM: [\d.]+ (ms|s) per optimizer step, [\d,]+ tokens\/s per GPU, \d+ model TFLOPS per GPU \(MFU [\d.]+ %, HFU [\d.]+ %\)\.$/);
+    /^On 1 × H100 SXM: [\d.]+ (ms|s) per optimizer step, [\d,]+ tokens\/s per GPU, \d+ model TFLOPS per GPU \(MFU [\d.]+ %, HFU [\d.]+ %\)\. By the validation on H100 SXM \(MPT, IBM: 55 rows, errors \+2\.0 % to \+43\.3 %\): [\d.]+ (ms|s)–[\d.]+ (ms|s), [\d,]+–[\d,]+ tokens\/s per GPU, MFU [\d.]+–[\d.]+ %\.$/);
   assert.equal(await page.isVisible('#step-time-fit'), true);
   // The bar's parts fill it, in a fixed order, each named in the legend.
   const widths = await page.$$eval('#step-time-bar .time-part', (els) => els.map((e) => parseFloat(e.style.width)));
@@ -468,10 +468,12 @@ test('a card of the table prices the step in time: the bar, the token budget, an
   // A token budget: days and GPU-hours at this rate.
   await page.fill('#tokens-input', '1e9');
   await page.press('#tokens-input', 'Tab');
-  assert.match(await page.textContent('#step-time-budget'), /^1e9 tokens: [\d.]+ days on 1 GPU, [\d,]+ GPU-hours\.$/);
+  assert.match(await page.textContent('#step-time-budget'), /^1e9 tokens: [\d.]+ days \([\d.]+–[\d.]+ by the validation on H100 SXM\) on 1 GPU, [\d,]+ GPU-hours\.$/);
+  await urlMatches(page, /[?&]tokens=1000000000(&|$)/);
   await page.fill('#price-input', '3');
   await page.press('#price-input', 'Tab');
-  const [, hours, cost] = (await page.textContent('#step-time-budget')).match(/([\d,]+) GPU-hours, ([\d,]+) at 3\.00 per GPU-hour\.$/);
+  await urlMatches(page, /[?&]price=3(&|$)/);
+  const [, hours, cost] = (await page.textContent('#step-time-budget')).match(/([\d,]+) GPU-hours, ([\d,]+) \([\d,]+–[\d,]+\) at 3\.00 per GPU-hour\.$/);
   const n = (x) => Number(x.replaceAll(',', ''));
   assert.ok(Math.abs(n(cost) - 3 * n(hours)) <= 3, `${hours} ${cost}`);
   await page.fill('#tokens-input', 'lots');
@@ -649,6 +651,35 @@ test('per-operator checkpointing (torchtitan): between full and none in memory, 
   await urlMatches(page, /recompute=selective-op/);
   await setCount(page, 'lora-input', 16);
   assert.match(await page.textContent('#detailed-sentence'), /per-operator checkpointing with LoRA is not modelled/);
+  await context.close();
+  assert.deepEqual(problems, []);
+});
+
+test('at 1,280 px no select cuts off its longest option (detailed mode)', async () => {
+  const { page, context } = await open('?mode=detailed&model=llama-3.1-8b&card=h100-sxm', { viewport: { width: 1280, height: 900 } });
+  await page.evaluate(() => document.querySelectorAll('details').forEach((d) => { d.open = true; }));
+  // Each select's widest option, in its own font, against the room its box
+  // leaves inside the padding and the arrow (20 px).
+  const cut = await page.evaluate(() => {
+    const ctx = document.createElement('canvas').getContext('2d');
+    return [...document.querySelectorAll('select')].filter((s) => s.clientWidth > 0).map((s) => {
+      const cs = getComputedStyle(s);
+      ctx.font = `${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
+      const room = s.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight) - 20;
+      const widest = Math.max(...[...s.options].map((o) => ctx.measureText(o.text).width));
+      return widest > room ? `${s.id}: ${Math.round(widest)} px in ${Math.round(room)}` : null;
+    }).filter(Boolean);
+  });
+  assert.deepEqual(cut, []);
+  await context.close();
+});
+
+test('the link keeps the question: tokens and price open with the page, a 2,048-sequence batch opens as it is', async () => {
+  const { page, context, problems } = await open('?batch=2048&seq=8192&card=h100-sxm&mode=detailed&model=llama-3.1-70b&dp=8&tp=8&sp=1&zero=1&micro=1&recompute=full&tokens=1000000000000&price=2');
+  assert.equal(await page.inputValue('#batch-input'), '2048');
+  assert.equal(await page.inputValue('#tokens-input'), '1e12');
+  assert.equal(await page.inputValue('#price-input'), '2');
+  assert.match(await page.textContent('#step-time-budget'), /^1e12 tokens: [\d.]+ days \([\d.]+–[\d.]+ by the validation on H100 SXM\) on 64 GPUs, [\d,]+ GPU-hours, [\d,]+ \([\d,]+–[\d,]+\) at 2\.00 per GPU-hour\.$/);
   await context.close();
   assert.deepEqual(problems, []);
 });
