@@ -154,13 +154,15 @@ fn any_state() -> impl Strategy<Value = PageState> {
         any_lesson_state(),
         proptest::option::of(any_detailed()),
         proptest::option::of(any_deepspeed()),
+        0u16..(1 << membudget::detailed::plan::diff::Lever::ALL.len()),
     )
-        .prop_map(|(mut s, detailed, deepspeed)| {
+        .prop_map(|(mut s, detailed, deepspeed, keep)| {
             if let Some(mut d) = detailed {
                 s.mode = Mode::Detailed;
                 if let Some(f) = deepspeed {
                     d.framework = f;
                 }
+                d.keep = membudget::detailed::plan::diff::Keep(keep);
                 s.detailed = d;
             }
             s.normalized()
@@ -230,8 +232,8 @@ proptest! {
     fn known_keys_apply_or_report(
         key in prop::sample::select(vec!["params", "batch", "seq", "hidden", "layers", "mixed", "base", "gpu", "unit", "sweep", "embed", "ex",
             "mode", "model", "arch", "heads", "kv", "ffn", "vocab", "tied", "qkvbias", "prec", "opt", "attn",
-            "dropout", "recompute", "impl", "dp", "zero", "tp", "sp", "pp", "micro", "lora", "both", "loss", "lchunks"]),
-        value in "[0-9a-z.,-]{0,12}|llama-2-7b|gpt2|detailed|flash|selective|hf|bf16|adam8bit|liger|chunked|cce",
+            "dropout", "recompute", "impl", "dp", "zero", "tp", "sp", "pp", "micro", "lora", "both", "loss", "lchunks", "keep"]),
+        value in "[0-9a-z.,-]{0,12}|llama-2-7b|gpt2|detailed|flash|selective|hf|bf16|adam8bit|liger|chunked|cce|optimizer.zero",
     ) {
         let d = decode(&format!("{key}={value}"));
         prop_assert!(d.ignored.len() <= 1);

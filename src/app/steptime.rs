@@ -24,15 +24,7 @@ pub fn time_of(s: &PageState) -> Option<(StepTime, u64)> {
 }
 
 /// Seconds, readably: "850 ms", "6.20 s", "4.1 min".
-pub fn seconds(s: f64) -> String {
-    if s < 1.0 {
-        format!("{:.0} ms", s * 1e3)
-    } else if s < 120.0 {
-        format!("{s:.2} s")
-    } else {
-        format!("{:.1} min", s / 60.0)
-    }
-}
+pub use crate::panel::seconds;
 
 /// Most tokens the budget accepts.
 const MAX_TOKENS: f64 = 1e18;
@@ -139,11 +131,35 @@ pub fn StepTimeBar() -> impl IntoView {
     }
 }
 
+/// The token budget as typed (shown back as typed) and its value, and a
+/// price per GPU-hour: read by the step time and the planner's rows.
+#[derive(Clone, Copy)]
+pub struct TokenBudget {
+    /// Tokens to train on, as typed and as read.
+    pub tokens: RwSignal<Option<(String, f64)>>,
+    /// Price of a GPU-hour.
+    pub price: RwSignal<Option<f64>>,
+}
+
+impl TokenBudget {
+    /// A budget with nothing typed yet.
+    pub fn new() -> Self {
+        Self {
+            tokens: RwSignal::new(None),
+            price: RwSignal::new(None),
+        }
+    }
+
+    /// The tokens and price, as the planner's rows read them.
+    pub fn get(self) -> crate::panel::Budget {
+        self.tokens.get().map(|(_, n)| (n, self.price.get()))
+    }
+}
+
 /// The token budget: the tokens to train on and a price per GPU-hour, as
 /// typed, and the days, GPU-hours and cost they take at the step's rate.
 fn token_budget(now: Memo<Option<Shown>>) -> impl IntoView {
-    // The token budget as typed (shown back as typed) and its value.
-    let tokens = RwSignal::new(None::<(String, f64)>);
+    let TokenBudget { tokens, price } = super::context::<TokenBudget>();
     let message = RwSignal::new(String::new());
     let on_tokens = move |ev: leptos::ev::Event| {
         let value = event_target_value(&ev);
@@ -164,7 +180,6 @@ fn token_budget(now: Memo<Option<Shown>>) -> impl IntoView {
         }
     };
     // A price per GPU-hour, in whatever currency the reader thinks in.
-    let price = RwSignal::new(None::<f64>);
     let on_price = move |ev: leptos::ev::Event| {
         let value = event_target_value(&ev);
         match read(value.trim(), browser_to_f64) {
