@@ -3,7 +3,7 @@
 
 use crate::budget::{estimate, Breakdown, Field, TrainingConfig};
 use crate::detailed::config::{defaults, LoraDtype};
-use crate::detailed::plan::diff::Keep;
+use crate::detailed::plan::diff::{Keep, Lever};
 use crate::detailed::plan::planner::{make_it_fit_keeping, smallest_card};
 use crate::detailed::plan::search;
 use crate::detailed::time::hardware;
@@ -1801,6 +1801,8 @@ struct DetailedRun {
     time: Option<TimeReport>,
     /// `--plan`'s layouts.
     plan: Option<PlanReport>,
+    /// `--keep`'s levers.
+    keep: Keep,
 }
 
 impl DetailedRun {
@@ -1854,6 +1856,7 @@ impl DetailedRun {
             fit,
             time,
             plan,
+            keep: args.time.keep.unwrap_or_default(),
         })
     }
 
@@ -1875,6 +1878,11 @@ impl DetailedRun {
         };
         let mut doc = DetailedReport::new(&self.cfg, &parts);
         doc.inputs.from = crate::from::report(read);
+        doc.inputs.keep = Lever::ALL
+            .into_iter()
+            .filter(|&l| self.keep.holds(l))
+            .map(|l| l.name().to_string())
+            .collect();
         json(&doc)
     }
 

@@ -274,6 +274,9 @@ pub struct DetailedInputs {
     /// file by file in the order given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub from: Vec<FromReport>,
+    /// With `--keep`: the levers the planner leaves as they are.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keep: Vec<String>,
 }
 
 /// What `--from FILE` read.
@@ -846,6 +849,7 @@ impl DetailedInputs {
             step: step_name(parts.timeline).into(),
             adam: parts.adam.name().into(),
             from: Vec::new(),
+            keep: Vec::new(),
         }
     }
 }

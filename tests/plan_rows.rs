@@ -222,6 +222,43 @@ fn keep_holds_the_optimizer() {
         assert_eq!(Keep::parse(l.name()), Ok(Keep::NONE.with(l)));
     }
     assert!(Keep::parse("framework").unwrap_err().contains("optimizer"));
+    // The command line: the JSON says what was kept, no row changes it,
+    // and an unknown lever is refused (exit code 2).
+    let json: serde_json::Value = serde_json::from_str(&run(&[
+        "--model",
+        "llama-3.1-8b",
+        "--seq",
+        "8192",
+        "--batch",
+        "64",
+        "--gpu",
+        "h100-sxm",
+        "--plan",
+        "--gpus",
+        "8",
+        "--keep",
+        "optimizer",
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(json["inputs"]["keep"], serde_json::json!(["optimizer"]));
+    let rows = json["plan"]["rows"].as_array().unwrap();
+    assert!(!rows.is_empty());
+    assert!(rows
+        .iter()
+        .all(|r| !r["changes"].to_string().contains("--optimizer")));
+    let refused = Command::new(env!("CARGO_BIN_EXE_membudget"))
+        .args([
+            "--model",
+            "llama-3.1-8b",
+            "--gpu",
+            "h100-sxm",
+            "--keep",
+            "framework",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
     // The address keeps it.
     let s = membudget::url::decode("mode=detailed&model=llama-3.1-8b&keep=optimizer.zero").state;
     assert_eq!(s.detailed.keep, keep.with(Lever::Zero));
