@@ -78,6 +78,49 @@ fn keep_boxes() -> impl IntoView {
     view! { <p class="plan-keep" id="plan-keep">"Keep as it is: " {boxes}</p> }
 }
 
+/// The rows of `found` for the configuration `from`: *Make it fit*'s
+/// within the GPUs, then those over more GPUs under their own line; or
+/// *Faster and still fits*'s.
+fn rows_of(
+    found: Option<Answer>,
+    from: DetailedConfig,
+    unit: crate::budget::Unit,
+    budget: crate::panel::Budget,
+) -> Vec<AnyView> {
+    let mut out = Vec::new();
+    match found {
+        Some(Answer::Fit(p, rate)) => {
+            let summary = |c: &crate::detailed::plan::planner::Change| {
+                change_summary(c, &from, unit, budget, rate)
+            };
+            let verdict = |fits| if fits { "Fits" } else { "Not enough" };
+            for c in p.within().take(ROWS) {
+                out.push(
+                    row(out.len(), verdict(c.fits), c.fits, summary(c), from, c.cfg).into_any(),
+                );
+            }
+            let more: Vec<_> = p.more_gpus().take(ROWS).collect();
+            if !more.is_empty() {
+                let line = format!("With more GPUs than the {} it runs on:", p.gpus);
+                out.push(view! { <li class="plan-more" id="plan-more">{line}</li> }.into_any());
+            }
+            for c in more {
+                out.push(
+                    row(out.len(), verdict(c.fits), c.fits, summary(c), from, c.cfg).into_any(),
+                );
+            }
+        }
+        Some(Answer::Faster { now, rows, .. }) => {
+            for r in &rows {
+                let summary = faster_summary(r, now, &from, unit, budget);
+                out.push(row(out.len(), "Faster", true, summary, from, r.cfg).into_any());
+            }
+        }
+        None => {}
+    }
+    out
+}
+
 /// The panel, under the GPU verdict in detailed mode.
 #[component]
 pub fn MakeItFit() -> impl IntoView {
@@ -142,40 +185,9 @@ pub fn MakeItFit() -> impl IntoView {
     };
     let budget = super::context::<TokenBudget>();
     let rows = move || {
+        let found = current().flatten();
         let s = state.read_untracked();
-        let (from, unit) = (s.detailed_config(), s.unit);
-        let budget = budget.get();
-        let mut out = Vec::new();
-        match current().flatten() {
-            Some(Answer::Fit(p, rate)) => {
-                let summary = |c: &crate::detailed::plan::planner::Change| {
-                    change_summary(c, &from, unit, budget, rate)
-                };
-                let verdict = |fits| if fits { "Fits" } else { "Not enough" };
-                for c in p.within().take(ROWS) {
-                    out.push(
-                        row(out.len(), verdict(c.fits), c.fits, summary(c), from, c.cfg).into_any(),
-                    );
-                }
-                let more: Vec<_> = p.more_gpus().take(ROWS).collect();
-                if !more.is_empty() {
-                    out.push(view! { <li class="plan-more" id="plan-more">{format!("With more GPUs than the {} it runs on:", p.gpus)}</li> }.into_any());
-                }
-                for c in more {
-                    out.push(
-                        row(out.len(), verdict(c.fits), c.fits, summary(c), from, c.cfg).into_any(),
-                    );
-                }
-            }
-            Some(Answer::Faster { now, rows, .. }) => {
-                for r in &rows {
-                    let summary = faster_summary(r, now, &from, unit, budget);
-                    out.push(row(out.len(), "Faster", true, summary, from, r.cfg).into_any());
-                }
-            }
-            None => {}
-        }
-        out.collect_view()
+        rows_of(found, s.detailed_config(), s.unit, budget.get()).collect_view()
     };
     view! {
         <section class="make-it-fit" id="make-it-fit" aria-live="polite" hidden=cond(move || !shown())>
