@@ -316,6 +316,9 @@ pub struct DetailedOptions {
     pub framework: crate::detailed::Framework,
     /// Which pipeline stage the step chart shows.
     pub stage_shown: ShownStage,
+    /// The trainer chosen on the page (one of `--trainer`'s names), whose
+    /// defaults were applied and whose file the page writes.
+    pub trainer: Option<&'static str>,
 }
 
 /// Which pipeline stage the step chart shows; the fit verdict always takes
@@ -398,6 +401,7 @@ impl Default for DetailedOptions {
             vllm_sleep: false,
             framework: crate::detailed::Framework::Megatron,
             stage_shown: ShownStage::Highest,
+            trainer: None,
         }
     }
 }

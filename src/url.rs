@@ -34,7 +34,8 @@
 //! int8), `offopt offparams offacts gpn` (offload, GPUs per node), `actoff` (whose activation offload: save-on-cpu, torchtune, checkpoints),
 //! `objective` (sft, dpo, dpo-precomputed, grpo, grpo-kl) with GRPO's `completion` (tokens),
 //! `gens` (completions per prompt), `vllm` (a colocated vLLM engine's percent of the card) and
-//! `vllmsleep`, `both` (the lesson's bar beside), `oh` (runtime overhead
+//! `vllmsleep`, `trainer` (the trainer chosen: its name as `--trainer` spells it; the
+//! settings its defaults changed are in their own keys), `both` (the lesson's bar beside), `oh` (runtime overhead
 //! on) with `ohctx`, `ohws`, `ohcomm` (GB) and `ohfrag` (percent).
 //! Unknown keys are ignored without a word; a known key with a bad value is
 //! reported in [`Decoded::ignored`] and its default kept.
@@ -262,6 +263,14 @@ fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result
         "vllm" => state.detailed.vllm_percent = Some(parse_count(value, 5, 95)?),
         "shard" => state.detailed.parallel.dp_shard = Some(parse_count(value, 1, 4096)?),
         "lora" => state.detailed.lora_rank = Some(parse_count(value, 1, 1024)?),
+        "trainer" => {
+            let all = crate::detailed::trainers::choice::TRAINERS;
+            state.detailed.trainer = Some(
+                *all.iter()
+                    .find(|t| **t == value)
+                    .ok_or_else(|| format!("trainer must be one of {}", all.join(", ")))?,
+            )
+        }
         "loradrop" => state.detailed.lora_dropout_percent = parse_count(value, 1, 99)?,
         "dsbucket" | "dsprefetch" | "dsoverlap" | "dssubgroup" | "dspersist" => {
             return read_deepspeed(&mut state.detailed.framework, key, value)
@@ -882,6 +891,9 @@ fn encode_optional(d: &DetailedOptions, out: &mut Query<'_>) {
     }
     if let Some(r) = d.lora_rank {
         out.append_pair("lora", &r.to_string());
+    }
+    if let Some(t) = d.trainer {
+        out.append_pair("trainer", t);
     }
     if d.show_lesson {
         out.append_pair("both", "1");

@@ -29,7 +29,6 @@ pub mod memory;
 pub mod model;
 pub mod plan;
 pub mod time;
-#[cfg(not(target_arch = "wasm32"))]
 pub mod trainers;
 
 pub use config::{

@@ -1,0 +1,396 @@
+//! The page's side of `--from`, `--trainer` and `--emit` (issue 37): a
+//! trainer's reading (a dropped or pasted file, or a trainer's defaults)
+//! applied to the page's state, and the state written back as a trainer's
+//! file.
+//!
+//! A reading is the command line's flags ([`crate::detailed::trainers`]);
+//! here each flag becomes the address key that holds the same setting
+//! ([`crate::url`]), and the pairs are decoded over the page's own address,
+//! so the page checks a file's values with the address's checks and keeps
+//! what a file set as the address keeps any setting. Flags with no page
+//! control are named, never dropped silently. Where a flag needs the whole
+//! reading (`--grad-accum`, `--nproc-per-node`, FSDP's own flags) it is set
+//! as the command line sets it (`src/cli.rs`, `Args::detailed_config`).
+//!
+//! ```
+//! use membudget::from_page::read_file;
+//! use membudget::state::PageState;
+//!
+//! let ds = r#"{"train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": 3}}"#;
+//! let read = read_file(&PageState::default(), "ds.json", ds).unwrap();
+//! assert_eq!(read.state.detailed.micro_batch, Some(2));
+//! assert_eq!(read.state.detailed.parallel.zero, 3);
+//! assert!(read.said.starts_with("read from ds.json (DeepSpeed JSON): train_micro_batch_size_per_gpu=2 → --micro-batch 2"));
+//! ```
+
+use crate::detailed::config::{Framework, FsdpSharding, Precision};
+use crate::detailed::trainers::{self, choice, emit, Reading, Set};
+use crate::detailed::DetailedConfig;
+use crate::state::{Mode, PageState};
+use crate::url;
+
+/// Flags that are one address key with the same value: (flag, key).
+/// A switch (no value) writes `1`.
+const KEYS: [(&str, &str); 45] = [
+    ("--model", "model"),
+    ("--seq", "seq"),
+    ("--batch", "batch"),
+    ("--micro-batch", "micro"),
+    ("--precision", "prec"),
+    ("--fp8", "fp8"),
+    ("--optimizer", "opt"),
+    ("--optimizer-in-backward", "optbwd"),
+    ("--compile", "compile"),
+    ("--attention", "attn"),
+    ("--dropout", "dropout"),
+    ("--recompute", "recompute"),
+    ("--impl", "impl"),
+    ("--loss", "loss"),
+    ("--loss-chunks", "lchunks"),
+    ("--dp", "dp"),
+    ("--zero", "zero"),
+    ("--tp", "tp"),
+    ("--sp", "sp"),
+    ("--pp", "pp"),
+    ("--vp", "vp"),
+    ("--ep", "ep"),
+    ("--etp", "etp"),
+    ("--cp", "cp"),
+    ("--cp-comm", "cpcomm"),
+    ("--tp-plan", "tpplan"),
+    ("--schedule", "schedule"),
+    ("--framework", "framework"),
+    ("--dp-shard", "shard"),
+    ("--lora-rank", "lora"),
+    ("--lora-targets", "lorat"),
+    ("--lora-dtype", "loradtype"),
+    ("--quant-base", "quant"),
+    ("--offload-optimizer", "offopt"),
+    ("--offload-params", "offparams"),
+    ("--objective", "objective"),
+    ("--completion", "completion"),
+    ("--generations", "gens"),
+    ("--arch", "arch"),
+    ("--layers", "layers"),
+    ("--hidden", "hidden"),
+    ("--heads", "heads"),
+    ("--kv-heads", "kv"),
+    ("--ffn", "ffn"),
+    ("--vocab", "vocab"),
+];
+
+/// Flags the page sets after the pairs, from the whole reading (their
+/// values need another flag's): read by [`Whole`].
+const WHOLE: [&str; 14] = [
+    "--vllm-colocate",
+    "--grad-accum",
+    "--nproc-per-node",
+    "--nnodes",
+    "--reshard-after-forward",
+    "--fsdp-sharding",
+    "--fsdp-cpu-offload",
+    "--offload-activations",
+    "--lora-dropout",
+    "--overlap-comm",
+    "--reduce-bucket-size",
+    "--prefetch-bucket-size",
+    "--sub-group-size",
+    "--param-persistence-threshold",
+];
+
+/// Whether the page sets `flag` (a flag of a reading); the others are
+/// named in [`Applied::said`].
+pub fn on_page(flag: &str) -> bool {
+    KEYS.iter().any(|(f, _)| *f == flag) || WHOLE.contains(&flag)
+}
+
+/// What a reading did to the page.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Applied {
+    /// The page's state with the reading's settings.
+    pub state: PageState,
+    /// The command line's printout of the reading
+    /// ([`trainers::printout`]), then what the page could not set.
+    pub said: String,
+}
+
+/// Reads `text` (a trainer's file named `file`, or a launch line) and
+/// applies it to `state`. Errors are sentences naming the key.
+pub fn read_file(state: &PageState, file: &str, text: &str) -> Result<Applied, String> {
+    let reading = trainers::read(file, text).map_err(|e| format!("{file}: {e}"))?;
+    let mut applied = apply(state, &reading).map_err(|e| format!("{file}: {e}"))?;
+    applied.said = trainers::printout(file, &reading) + &applied.said;
+    if let Some((key, name)) = &reading.out.unknown_model {
+        if !reading.out.sets("--model") {
+            applied.said += &format!(
+                "  {key} names the model '{name}', which is not one of the presets: the page keeps its model (import the model's config.json, or pick a preset)\n"
+            );
+        }
+    }
+    Ok(applied)
+}
+
+/// `trainer`'s defaults (its kernels, loss, checkpointing, adapters,
+/// framework: [`choice`]) applied to `state`, which then names the trainer.
+/// `None` for a name that is not one of [`choice::TRAINERS`].
+pub fn choose_trainer(state: &PageState, trainer: &str) -> Option<Applied> {
+    let name = *choice::TRAINERS.iter().find(|t| **t == trainer)?;
+    let lora = state.detailed.lora_rank.is_some();
+    // The trainer's own precision if it has one, else the page's (as the
+    // command line's last `--precision`).
+    let own_bf16 = choice::defaults(name, false, false)?
+        .out
+        .set
+        .iter()
+        .find(|s| s.flag == "--precision")
+        .map(|s| s.arg == "bf16");
+    let bf16 = own_bf16.unwrap_or(state.detailed.precision == Precision::Bf16);
+    let reading = choice::defaults(name, lora, bf16)?;
+    let mut applied = apply(state, &reading).ok()?;
+    applied.state.detailed.trainer = Some(name);
+    applied.said = trainers::printout(&format!("--trainer {name}"), &reading);
+    Some(applied)
+}
+
+/// `reading`'s settings over `state`: each flag as its address key, decoded
+/// over the page's address, then the flags that need the whole reading.
+/// `said` lists the flags with no control on the page.
+pub fn apply(state: &PageState, reading: &Reading) -> Result<Applied, String> {
+    let set = &reading.out.set;
+    let detailed = PageState {
+        mode: Mode::Detailed,
+        ..*state
+    };
+    let mut query = form_urlencoded::Serializer::new(url::encode(&detailed));
+    // The framework first: DeepSpeed's own keys need it before them.
+    let (first, rest): (Vec<&Set>, Vec<&Set>) = set.iter().partition(|s| s.flag == "--framework");
+    let mut skipped = Vec::new();
+    for s in first.into_iter().chain(rest) {
+        match KEYS.iter().find(|(flag, _)| *flag == s.flag) {
+            Some((_, key)) if s.arg.is_empty() => {
+                query.append_pair(key, "1");
+            }
+            Some((_, key)) => {
+                query.append_pair(key, &s.arg);
+            }
+            None if WHOLE.contains(&s.flag) => {}
+            None => skipped.push(s),
+        }
+    }
+    let decoded = url::decode(&query.finish());
+    if let Some(bad) = decoded.ignored.first() {
+        let from = set.iter().find(|s| {
+            KEYS.iter()
+                .any(|(flag, key)| *key == bad.key && *flag == s.flag)
+        });
+        return Err(match from {
+            Some(s) => format!(
+                "{} = {} gives {} {}, which is refused: {}",
+                s.key, s.value, s.flag, s.arg, bad.reason
+            ),
+            None => bad.to_string(),
+        });
+    }
+    let mut next = decoded.state;
+    next.mode = Mode::Detailed;
+    Whole::of(set).apply(&mut next)?;
+    let said = skipped
+        .iter()
+        .map(|s| {
+            format!(
+                "  not on the page: {} = {} → {} {} (the command line's --from reads it)\n",
+                s.key, s.value, s.flag, s.arg
+            )
+        })
+        .collect();
+    Ok(Applied { state: next, said })
+}
+
+/// A reading's flags and values, the last value winning (as clap's), for
+/// the flags of [`WHOLE`].
+#[derive(Default)]
+struct Whole<'a> {
+    values: Vec<(&'static str, &'a str)>,
+}
+
+impl<'a> Whole<'a> {
+    fn of(set: &'a [Set]) -> Self {
+        let values = set.iter().map(|s| (s.flag, s.arg.as_str())).collect();
+        Whole { values }
+    }
+
+    fn get(&self, flag: &str) -> Option<&'a str> {
+        self.values
+            .iter()
+            .rev()
+            .find(|(f, _)| *f == flag)
+            .map(|(_, v)| *v)
+    }
+
+    /// A whole number.
+    fn count(&self, flag: &str, least: u64, most: u64) -> Result<Option<u64>, String> {
+        self.get(flag)
+            .map(|v| {
+                v.trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|x| x.fract() == 0.0 && (least as f64..=most as f64).contains(x))
+                    .map(|x| x as u64)
+                    .ok_or_else(|| {
+                        format!("{flag} must be a whole number from {least} to {most} (got {v})")
+                    })
+            })
+            .transpose()
+    }
+
+    /// Sets the flags that need the whole reading, as the command line
+    /// does (`src/cli.rs`: `read_framework`, `read_deepspeed`,
+    /// `read_offload`, `data_parallel`, `read_batch`).
+    fn apply(&self, s: &mut PageState) -> Result<(), String> {
+        self.framework(&mut s.detailed.framework)?;
+        let d = &mut s.detailed;
+        if let Some(v) = self.count("--vocab", 1, 1 << 22)? {
+            d.arch.vocab = v;
+        }
+        if self.get("--fsdp-cpu-offload").is_some() {
+            d.offload.optimizer = true;
+            d.offload.params = true;
+        }
+        if let Some(kind) = self.get("--offload-activations") {
+            d.offload.activations = true;
+            d.offload.activations_by = match kind {
+                "" => Default::default(),
+                k => k.parse()?,
+            };
+        }
+        if let Some(p) = self.get("--lora-dropout") {
+            let percent = p.parse::<f64>().ok().map(|f| f * 100.0);
+            d.lora_dropout_percent = percent
+                .filter(|x| (0.0..100.0).contains(x))
+                .map(|x| x.round() as u64)
+                .ok_or_else(|| format!("--lora-dropout must be a fraction below 1 (got {p})"))?;
+        }
+        if let Some(f) = self.get("--vllm-colocate") {
+            let percent = f.parse::<f64>().ok().map(|f| (f * 100.0).round());
+            d.vllm_percent = Some(
+                percent
+                    .filter(|x| (5.0..=95.0).contains(x))
+                    .ok_or_else(|| {
+                        format!("--vllm-colocate must be a fraction from 0.05 to 0.95 (got {f})")
+                    })? as u64,
+            );
+        }
+        self.batch(s)
+    }
+
+    /// `--reshard-after-forward`, `--fsdp-sharding` and DeepSpeed's sizes on
+    /// the framework the reading chose.
+    fn framework(&self, f: &mut Framework) -> Result<(), String> {
+        if let Some(r) = self.get("--reshard-after-forward") {
+            let Framework::Fsdp2 { .. } = f else {
+                return Err("--reshard-after-forward needs --framework fsdp2".into());
+            };
+            *f = Framework::Fsdp2 {
+                reshard_after_forward: r == "true",
+            };
+        }
+        if let Some(x) = self.get("--fsdp-sharding") {
+            let Framework::Fsdp1 { .. } = f else {
+                return Err("--fsdp-sharding needs --framework fsdp1".into());
+            };
+            *f = Framework::Fsdp1 {
+                sharding: x.parse::<FsdpSharding>()?,
+            };
+        }
+        let ds = [
+            "--overlap-comm",
+            "--reduce-bucket-size",
+            "--prefetch-bucket-size",
+            "--sub-group-size",
+            "--param-persistence-threshold",
+        ];
+        let Framework::DeepSpeed {
+            reduce_bucket_size,
+            prefetch_bucket_size,
+            overlap_comm,
+            sub_group_size,
+            param_persistence_threshold,
+        } = f
+        else {
+            return match ds.iter().find(|flag| self.get(flag).is_some()) {
+                Some(flag) => Err(format!("{flag} needs --framework deepspeed")),
+                None => Ok(()),
+            };
+        };
+        if let Some(o) = self.get(ds[0]) {
+            *overlap_comm = Some(o == "true");
+        }
+        let slots = [
+            (reduce_bucket_size, 1_000),
+            (prefetch_bucket_size, 0),
+            (sub_group_size, 1_000),
+            (param_persistence_threshold, 0),
+        ];
+        for ((slot, least), flag) in slots.into_iter().zip(&ds[1..]) {
+            if let Some(v) = self.count(flag, least, 10_000_000_000)? {
+                *slot = v;
+            }
+        }
+        Ok(())
+    }
+
+    /// The launcher's GPUs (`--nproc-per-node` × `--nnodes`) give the
+    /// data-parallel size left by tp × pp × cp and the GPUs per node; with
+    /// no `--batch`, the batch is micro-batch × accumulation × dp.
+    fn batch(&self, s: &mut PageState) -> Result<(), String> {
+        let d = &mut s.detailed;
+        if let Some(nproc) = self.count("--nproc-per-node", 1, 4096)? {
+            let world = nproc * self.count("--nnodes", 1, 65536)?.unwrap_or(1);
+            let p = &d.parallel;
+            let model = p.tp * p.pp * p.cp;
+            if !world.is_multiple_of(model) || !(1..=4096).contains(&(world / model)) {
+                return Err(format!(
+                    "--nproc-per-node × --nnodes = {world} GPUs do not split into tp × pp × cp = {model}"
+                ));
+            }
+            d.parallel.dp = world / model;
+            if nproc <= 64 {
+                d.offload.gpus_per_node = nproc;
+            }
+        }
+        let accum = self.count("--grad-accum", 1, 1 << 20)?;
+        let given = |f: &str| self.get(f).is_some();
+        let sized = ["--micro-batch", "--grad-accum", "--nproc-per-node"];
+        if !given("--batch") && sized.iter().any(|f| given(f)) {
+            let grpo = matches!(d.objective, crate::detailed::Objective::Grpo { .. });
+            let micro = d.micro_batch.unwrap_or(if grpo {
+                d.rollout.generations
+            } else {
+                crate::detailed::config::defaults::MICRO_BATCH
+            });
+            let batch = micro * accum.unwrap_or(1) * d.parallel.dp;
+            s.config.batch = crate::budget::Field::Batch.clamp(batch as f64) as u32;
+        }
+        Ok(())
+    }
+}
+
+/// The `--emit` format that writes `trainer`'s file, if any: TRL and
+/// transformers share TrainingArguments' keys; DeepSpeed's is its JSON.
+pub fn emit_target(trainer: &str) -> Option<emit::Target> {
+    match trainer {
+        "hf" | "trl" => Some(emit::Target::Trl),
+        other => other.parse().ok(),
+    }
+}
+
+/// `cfg` as `trainer`'s file (what `--emit` prints), or why not, in words.
+pub fn fragment(cfg: &DetailedConfig, trainer: &str) -> Result<String, String> {
+    let target = emit_target(trainer).ok_or_else(|| {
+        format!(
+            "{trainer} has no file membudget writes (it writes {})",
+            emit::Target::NAMES.join(", ")
+        )
+    })?;
+    emit::emit(cfg, target)
+}
