@@ -375,6 +375,38 @@ impl<'a> Whole<'a> {
     }
 }
 
+/// The sentence beside the answer naming the trainer chosen and the
+/// defaults it applies to `cfg` (with LoRA or not, in bf16 or not).
+pub fn trainer_words(trainer: &str, cfg: &DetailedConfig) -> String {
+    let bf16 = cfg.precision == Precision::Bf16;
+    let flags: Vec<String> = choice::defaults(trainer, cfg.lora_rank.is_some(), bf16)
+        .map(|r| r.flags().collect())
+        .unwrap_or_default();
+    format!(
+        " Trainer: {trainer}, its defaults applied when chosen ({}; docs/trainers.md).",
+        flags.join(" ")
+    )
+}
+
+/// The name pasted text is read under (a reader picks the format by the
+/// name's extension, then by the content): a first line `{` is JSON, a
+/// `[table]` header TOML; anything else is left to the reader (a YAML of
+/// `key: value` lines, else a command line).
+pub fn pasted_name(text: &str) -> &'static str {
+    let first = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#'))
+        .unwrap_or("");
+    if first.starts_with('{') {
+        "pasted.json"
+    } else if first.starts_with('[') && first.ends_with(']') {
+        "pasted.toml"
+    } else {
+        "pasted"
+    }
+}
+
 /// The `--emit` format that writes `trainer`'s file, if any: TRL and
 /// transformers share TrainingArguments' keys; DeepSpeed's is its JSON.
 pub fn emit_target(trainer: &str) -> Option<emit::Target> {
@@ -393,4 +425,69 @@ pub fn fragment(cfg: &DetailedConfig, trainer: &str) -> Result<String, String> {
         )
     })?;
     emit::emit(cfg, target)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pasted text is named by its first line; comments and blank lines
+    /// are skipped.
+    #[test]
+    fn pasted_text_is_named_by_its_first_line() {
+        assert_eq!(pasted_name("\n  {\"bf16\": {}}"), "pasted.json");
+        assert_eq!(
+            pasted_name("# torchtitan\n[training]\nseq_len = 8"),
+            "pasted.toml"
+        );
+        assert_eq!(pasted_name("batch_size: 2"), "pasted");
+        assert_eq!(
+            pasted_name("torchrun --nproc-per-node 8 train.py"),
+            "pasted"
+        );
+        assert_eq!(pasted_name(""), "pasted");
+    }
+
+    /// A flag the page has no control for is named with its key; the rest
+    /// of the file applies.
+    #[test]
+    fn flags_not_on_the_page_are_named() {
+        let s = PageState::default();
+        let a = read_file(
+            &s,
+            "hf.json",
+            "{\"per_device_train_batch_size\": 2, \"optim\": \"adamw_torch_fused\"}",
+        )
+        .unwrap();
+        assert!(
+            a.said
+                .contains("not on the page: optim = adamw_torch_fused → --adam fused"),
+            "{}",
+            a.said
+        );
+        assert_eq!(a.state.detailed.micro_batch, Some(2));
+        assert!(!on_page("--adam") && on_page("--grad-accum") && on_page("--micro-batch"));
+    }
+
+    /// The launcher's GPUs give the data-parallel size left by tp, and the
+    /// batch micro × accumulation × dp, as the command line's.
+    #[test]
+    fn the_launchers_gpus_set_dp_and_the_batch() {
+        let line = "torchrun --nproc-per-node 8 train.py";
+        let s = PageState::default();
+        let r = trainers::read("run.sh", line).unwrap();
+        let mut reading = r.clone();
+        reading.out.set("tp", 2, "--tp", 2);
+        reading.out.set("accum", 3, "--grad-accum", 3);
+        reading.out.set("micro", 2, "--micro-batch", 2);
+        let a = apply(&s, &reading).unwrap();
+        assert_eq!(a.state.detailed.parallel.dp, 4);
+        assert_eq!(a.state.config.batch, 2 * 3 * 4);
+        assert_eq!(a.state.detailed.offload.gpus_per_node, 8);
+        let mut bad = r;
+        bad.out.set("tp", 3, "--tp", 3);
+        assert!(apply(&s, &bad)
+            .unwrap_err()
+            .contains("do not split into tp × pp × cp = 3"));
+    }
 }

@@ -41,7 +41,13 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
         ),
         (0usize..5, any::<bool>(), 1u64..=4096),
         (any::<bool>(), 0u64..=99, 0usize..5),
-        (0..membudget::detailed::Framework::ALL.len(), 0usize..3),
+        (
+            0..membudget::detailed::Framework::ALL.len(),
+            0usize..3,
+            proptest::option::of(prop::sample::select(
+                membudget::detailed::trainers::choice::TRAINERS.to_vec(),
+            )),
+        ),
     )
         .prop_map(
             |(
@@ -56,7 +62,7 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
                 (quant, (off_opt, off_params, off_acts, all_targets), gpn, objective, (ep, etp)),
                 (loss, liger, chunks),
                 (lora_bf16, lora_dropout, tp_plan),
-                (framework, act_kind),
+                (framework, act_kind, trainer),
             )| {
                 let mut d = DetailedOptions {
                     arch: PRESETS[m].arch,
@@ -117,6 +123,7 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
                     d.profile = Some(membudget::detailed::Profile::Hf);
                 }
                 d.loss_chunks = chunks;
+                d.trainer = trainer;
                 d.overhead = overhead.map(|(ctx, ws, comm, frag)| Overhead {
                     cuda_context_gb: ctx,
                     workspaces_gb: ws,
@@ -230,8 +237,8 @@ proptest! {
     fn known_keys_apply_or_report(
         key in prop::sample::select(vec!["params", "batch", "seq", "hidden", "layers", "mixed", "base", "gpu", "unit", "sweep", "embed", "ex",
             "mode", "model", "arch", "heads", "kv", "ffn", "vocab", "tied", "qkvbias", "prec", "opt", "attn",
-            "dropout", "recompute", "impl", "dp", "zero", "tp", "sp", "pp", "micro", "lora", "both", "loss", "lchunks"]),
-        value in "[0-9a-z.,-]{0,12}|llama-2-7b|gpt2|detailed|flash|selective|hf|bf16|adam8bit|liger|chunked|cce",
+            "dropout", "recompute", "impl", "dp", "zero", "tp", "sp", "pp", "micro", "lora", "both", "loss", "lchunks", "trainer"]),
+        value in "[0-9a-z.,-]{0,12}|llama-2-7b|gpt2|detailed|flash|selective|hf|bf16|adam8bit|liger|chunked|cce|torchtune|trl",
     ) {
         let d = decode(&format!("{key}={value}"));
         prop_assert!(d.ignored.len() <= 1);

@@ -74,7 +74,13 @@ fn answer(q: &Question, overhead: Option<&crate::detailed::Overhead>) -> Answer 
 
 /// One faster layout: its step time against now, its peak, the flags that
 /// differ, and "Apply".
-fn faster_row(index: usize, r: &Row, now: f64, from: DetailedConfig) -> impl IntoView {
+fn faster_row(
+    index: usize,
+    r: &Row,
+    now: f64,
+    from: DetailedConfig,
+    file: RwSignal<String>,
+) -> impl IntoView {
     let State(state) = super::context::<State>();
     let charts = super::context::<Charts>();
     let unit = state.read_untracked().unit;
@@ -102,12 +108,14 @@ fn faster_row(index: usize, r: &Row, now: f64, from: DetailedConfig) -> impl Int
             >
                 "Apply"
             </button>
+            " "
+            {super::trainer::row_file(to, index, file)}
         </li>
     }
 }
 
 /// One row: what it is, what it saves and costs, and "Apply".
-fn row(index: usize, c: &Change, from: DetailedConfig) -> impl IntoView {
+fn row(index: usize, c: &Change, from: DetailedConfig, file: RwSignal<String>) -> impl IntoView {
     let State(state) = super::context::<State>();
     let charts = super::context::<Charts>();
     let unit = state.read_untracked().unit;
@@ -142,6 +150,8 @@ fn row(index: usize, c: &Change, from: DetailedConfig) -> impl IntoView {
             >
                 "Apply"
             </button>
+            " "
+            {super::trainer::row_file(to, index, file)}
         </li>
     }
 }
@@ -221,6 +231,8 @@ pub fn MakeItFit() -> impl IntoView {
         None => String::new(),
     }
     };
+    // A row as the chosen trainer's file, when its button was pressed.
+    let file = RwSignal::new(String::new());
     let rows = move || {
         let from = state.read_untracked().detailed_config();
         match current().flatten() {
@@ -229,12 +241,12 @@ pub fn MakeItFit() -> impl IntoView {
                 .into_iter()
                 .take(ROWS)
                 .enumerate()
-                .map(|(i, c)| row(i, &c, from).into_any())
+                .map(|(i, c)| row(i, &c, from, file).into_any())
                 .collect_view(),
             Some(Answer::Faster { now, rows }) => rows
                 .iter()
                 .enumerate()
-                .map(|(i, r)| faster_row(i, r, now, from).into_any())
+                .map(|(i, r)| faster_row(i, r, now, from, file).into_any())
                 .collect_view(),
             None => Vec::new().collect_view(),
         }
@@ -244,6 +256,7 @@ pub fn MakeItFit() -> impl IntoView {
             <h3 id="plan-title">{text(title)}</h3>
             <p class="derived" id="plan-status">{text(status)}</p>
             <ol class="plan-rows">{rows}</ol>
+            <pre id="plan-file-text" hidden=cond(move || file.get().is_empty())>{text(move || file.get())}</pre>
         </section>
     }
 }

@@ -10,9 +10,8 @@
 //! [`crate::detailed::model`] only: a reader says what a file asks for; the
 //! memory and time rooms price it.
 //!
-//! Native only for now (`toml` and `yaml-rust2` are not in the page's
-//! wasm); the readers are pure Rust with no command-line dependency, so the
-//! page can use them later.
+//! The readers are pure Rust with no command-line dependency: the command
+//! line (`src/from.rs`) and the page (`src/from_page.rs`) run the same code.
 //!
 //! ```
 //! use membudget::detailed::trainers::read;
