@@ -74,13 +74,7 @@ fn answer(q: &Question, overhead: Option<&crate::detailed::Overhead>) -> Answer 
 
 /// One faster layout: its step time against now, its peak, the flags that
 /// differ, and "Apply".
-fn faster_row(
-    index: usize,
-    r: &Row,
-    now: f64,
-    from: DetailedConfig,
-    file: RwSignal<String>,
-) -> impl IntoView {
+fn faster_row(index: usize, r: &Row, now: f64, from: DetailedConfig) -> impl IntoView {
     let State(state) = super::context::<State>();
     let charts = super::context::<Charts>();
     let unit = state.read_untracked().unit;
@@ -109,13 +103,13 @@ fn faster_row(
                 "Apply"
             </button>
             " "
-            {super::trainer::row_file(to, index, file)}
+            {super::trainer::row_file(to, index)}
         </li>
     }
 }
 
 /// One row: what it is, what it saves and costs, and "Apply".
-fn row(index: usize, c: &Change, from: DetailedConfig, file: RwSignal<String>) -> impl IntoView {
+fn row(index: usize, c: &Change, from: DetailedConfig) -> impl IntoView {
     let State(state) = super::context::<State>();
     let charts = super::context::<Charts>();
     let unit = state.read_untracked().unit;
@@ -151,7 +145,7 @@ fn row(index: usize, c: &Change, from: DetailedConfig, file: RwSignal<String>) -
                 "Apply"
             </button>
             " "
-            {super::trainer::row_file(to, index, file)}
+            {super::trainer::row_file(to, index)}
         </li>
     }
 }
@@ -231,8 +225,6 @@ pub fn MakeItFit() -> impl IntoView {
         None => String::new(),
     }
     };
-    // A row as the chosen trainer's file, when its button was pressed.
-    let file = RwSignal::new(String::new());
     let rows = move || {
         let from = state.read_untracked().detailed_config();
         match current().flatten() {
@@ -241,12 +233,12 @@ pub fn MakeItFit() -> impl IntoView {
                 .into_iter()
                 .take(ROWS)
                 .enumerate()
-                .map(|(i, c)| row(i, &c, from, file).into_any())
+                .map(|(i, c)| row(i, &c, from).into_any())
                 .collect_view(),
             Some(Answer::Faster { now, rows }) => rows
                 .iter()
                 .enumerate()
-                .map(|(i, r)| faster_row(i, r, now, from, file).into_any())
+                .map(|(i, r)| faster_row(i, r, now, from).into_any())
                 .collect_view(),
             None => Vec::new().collect_view(),
         }
@@ -256,7 +248,6 @@ pub fn MakeItFit() -> impl IntoView {
             <h3 id="plan-title">{text(title)}</h3>
             <p class="derived" id="plan-status">{text(status)}</p>
             <ol class="plan-rows">{rows}</ol>
-            <pre id="plan-file-text" hidden=cond(move || file.get().is_empty())>{text(move || file.get())}</pre>
         </section>
     }
 }

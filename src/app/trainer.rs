@@ -146,12 +146,13 @@ fn file_of(state: RwSignal<PageState>) -> impl IntoView {
 }
 
 /// A planner's row as the chosen trainer's file: a button that copies it
-/// and shows it in `shown` (or why it cannot be written); hidden when no
-/// trainer with a file is chosen.
-pub fn row_file(to: DetailedConfig, index: usize, shown_in: RwSignal<String>) -> impl IntoView {
+/// and shows it under the row (or why it cannot be written); hidden when
+/// no trainer with a file is chosen.
+pub fn row_file(to: DetailedConfig, index: usize) -> impl IntoView {
     let State(state) = super::context::<State>();
     let trainer = state.read_untracked().detailed.trainer;
     let shown = trainer.and_then(emit_target).is_some();
+    let file = RwSignal::new(String::new());
     view! {
         <button
             type="button"
@@ -160,14 +161,15 @@ pub fn row_file(to: DetailedConfig, index: usize, shown_in: RwSignal<String>) ->
             hidden=!shown
             on:click=on_click(move || match fragment(&to, trainer.unwrap_or("")) {
                 Ok(f) => {
-                    shown_in.set(f.clone());
+                    file.set(f.clone());
                     copy(f, RwSignal::new(String::new()));
                 }
-                Err(e) => shown_in.set(e),
+                Err(e) => file.set(e),
             })
         >
             {format!("Copy as {}'s file", trainer.unwrap_or(""))}
         </button>
+        <pre class="plan-file-text" hidden=cond(move || file.get().is_empty())>{text(move || file.get())}</pre>
     }
 }
 
