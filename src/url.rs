@@ -170,7 +170,7 @@ type Choice = (
     &'static str,
     fn(&mut DetailedOptions, &str) -> Result<(), String>,
 );
-const CHOICES: [Choice; 16] = [
+const CHOICES: [Choice; 17] = [
     ("prec", |d, v| v.parse().map(|x| d.precision = x)),
     ("fp8", |d, v| v.parse().map(|x| d.fp8 = x)),
     ("opt", |d, v| v.parse().map(|x| d.optimizer = x)),
@@ -187,6 +187,10 @@ const CHOICES: [Choice; 16] = [
     ("cpcomm", |d, v| v.parse().map(|x| d.parallel.cp_comm = x)),
     ("tpplan", |d, v| v.parse().map(|x| d.parallel.set_plan(x))),
     ("stage", |d, v| v.parse().map(|x| d.stage_shown = x)),
+    ("trainer", |d, v| {
+        v.parse()
+            .map(|x: crate::detailed::trainers::choice::Trainer| d.trainer = Some(x.0))
+    }),
     ("actoff", |d, v| {
         v.parse().map(|x| d.offload.activations_by = x)
     }),
@@ -263,14 +267,6 @@ fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result
         "vllm" => state.detailed.vllm_percent = Some(parse_count(value, 5, 95)?),
         "shard" => state.detailed.parallel.dp_shard = Some(parse_count(value, 1, 4096)?),
         "lora" => state.detailed.lora_rank = Some(parse_count(value, 1, 1024)?),
-        "trainer" => {
-            let all = crate::detailed::trainers::choice::TRAINERS;
-            state.detailed.trainer = Some(
-                *all.iter()
-                    .find(|t| **t == value)
-                    .ok_or_else(|| format!("trainer must be one of {}", all.join(", ")))?,
-            )
-        }
         "loradrop" => state.detailed.lora_dropout_percent = parse_count(value, 1, 99)?,
         "dsbucket" | "dsprefetch" | "dsoverlap" | "dssubgroup" | "dspersist" => {
             return read_deepspeed(&mut state.detailed.framework, key, value)

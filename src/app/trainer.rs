@@ -9,7 +9,7 @@ use super::reactive::{cond, on_click, on_event, text};
 use super::State;
 use crate::detailed::trainers::choice::TRAINERS;
 use crate::detailed::DetailedConfig;
-use crate::from_page::{choose_trainer, emit_target, fragment, pasted_name, read_file};
+use crate::from_page::{choose_trainer, emit_target, fragment};
 use crate::state::{Mode, PageState};
 use leptos::prelude::*;
 
@@ -21,6 +21,53 @@ pub fn TrainerControls() -> impl IntoView {
     let charts = super::context::<Charts>();
     // What the last reading or choice said, and whether it is an error.
     let message = RwSignal::new(None::<(String, bool)>);
+    let choose = move |ev: web_sys::Event| {
+        let name = event_target_value(&ev);
+        let now = state.get_untracked();
+        match choose_trainer(&now, &name) {
+            Some(a) => {
+                message.set(Some((a.said, false)));
+                charts.change(state, |s| *s = a.state);
+            }
+            None => {
+                message.set(None);
+                charts.change(state, |s| s.detailed.trainer = None);
+            }
+        }
+    };
+    let chosen = move || state.read().detailed.trainer.unwrap_or("").to_string();
+    view! {
+        <div class="trainer">
+            <label for="trainer-select">"Trainer"</label>
+            <select id="trainer-select" prop:value=text(chosen) on:change=on_event(choose)>
+                <option value="">"Any (membudget's defaults)"</option>
+                {TRAINERS.map(|t| view! { <option value=t>{t}</option> }).collect_view()}
+            </select>
+            {reader(state, charts, message)}
+            <p
+                id="trainer-message"
+                role="status"
+                class="derived trainer-said"
+                class:invalid=cond(move || message.get().is_some_and(|(_, bad)| bad))
+                hidden=cond(move || message.get().is_none())
+            >
+                {text(move || message.get().map(|(m, _)| m).unwrap_or_default())}
+            </p>
+            {file_of(state)}
+        </div>
+    }
+}
+
+/// A trainer's config file dropped, chosen or pasted, read as `--from`
+/// reads it; what it said (or why not) into `message`. Only with the
+/// `page-readers` feature: the readers add about 149 KB gzip to the page.
+#[cfg(feature = "page-readers")]
+fn reader(
+    state: RwSignal<PageState>,
+    charts: Charts,
+    message: RwSignal<Option<(String, bool)>>,
+) -> impl IntoView {
+    use crate::from_page::{pasted_name, read_file};
     let read = move |name: String, body: String| {
         if body.trim().is_empty() {
             message.set(None);
@@ -53,64 +100,43 @@ pub fn TrainerControls() -> impl IntoView {
     };
     let on_drop = move |ev: leptos::ev::DragEvent| {
         ev.prevent_default();
-        if let Some(file) = ev
-            .data_transfer()
-            .and_then(|d| d.files())
-            .and_then(|f| f.get(0))
-        {
+        let dropped = ev.data_transfer().and_then(|d| d.files());
+        if let Some(file) = dropped.and_then(|f| f.get(0)) {
             read_blob(file);
         }
     };
-    let choose = move |ev: web_sys::Event| {
-        let name = event_target_value(&ev);
-        let now = state.get_untracked();
-        match choose_trainer(&now, &name) {
-            Some(a) => {
-                message.set(Some((a.said, false)));
-                charts.change(state, |s| *s = a.state);
-            }
-            None => {
-                message.set(None);
-                charts.change(state, |s| s.detailed.trainer = None);
-            }
-        }
-    };
-    let chosen = move || state.read().detailed.trainer.unwrap_or("").to_string();
     view! {
-        <div class="trainer" on:dragover=|ev: leptos::ev::DragEvent| ev.prevent_default() on:drop=on_drop>
-            <label for="trainer-select">"Trainer"</label>
-            <select id="trainer-select" prop:value=text(chosen) on:change=on_event(choose)>
-                <option value="">"Any (membudget's defaults)"</option>
-                {TRAINERS.map(|t| view! { <option value=t>{t}</option> }).collect_view()}
-            </select>
-            <details class="config-import">
-                <summary>"Read a trainer's config file"</summary>
-                <label for="trainer-input">
-                    "Paste or drop a torchtune, axolotl, LLaMA-Factory, litgpt or TRL YAML, a torchtitan TOML, a DeepSpeed JSON, an accelerate YAML or a launch command line"
-                </label>
-                <textarea
-                    id="trainer-input"
-                    rows="4"
-                    spellcheck="false"
-                    on:input=on_event(move |ev| {
-                        let body = event_target_value(&ev);
-                        read(pasted_name(&body).into(), body)
-                    })
-                ></textarea>
-                <label for="trainer-file">"or choose the file"</label>
-                <input id="trainer-file" type="file" on:change=on_event(on_file) />
-            </details>
-            <p
-                id="trainer-message"
-                role="status"
-                class="derived trainer-said"
-                class:invalid=cond(move || message.get().is_some_and(|(_, bad)| bad))
-                hidden=cond(move || message.get().is_none())
-            >
-                {text(move || message.get().map(|(m, _)| m).unwrap_or_default())}
-            </p>
-            {file_of(state)}
-        </div>
+        <details
+            class="config-import trainer-reader"
+            on:dragover=|ev: leptos::ev::DragEvent| ev.prevent_default()
+            on:drop=on_drop
+        >
+            <summary>"Read a trainer's config file"</summary>
+            <label for="trainer-input">
+                "Paste or drop a torchtune, axolotl, LLaMA-Factory, litgpt or TRL YAML, a torchtitan TOML, a DeepSpeed JSON, an accelerate YAML or a launch command line"
+            </label>
+            <textarea
+                id="trainer-input"
+                rows="4"
+                spellcheck="false"
+                on:input=on_event(move |ev| {
+                    let body = event_target_value(&ev);
+                    read(pasted_name(&body).into(), body)
+                })
+            ></textarea>
+            <label for="trainer-file">"or choose the file"</label>
+            <input id="trainer-file" type="file" on:change=on_event(on_file) />
+        </details>
+    }
+}
+
+/// Without the `page-readers` feature: where the readers are.
+#[cfg(not(feature = "page-readers"))]
+fn reader(_: RwSignal<PageState>, _: Charts, _: RwSignal<Option<(String, bool)>>) -> impl IntoView {
+    view! {
+        <p class="derived" id="trainer-no-reader">
+            "A trainer's config file: membudget --from FILE reads it (this page is built without the readers: docs/trainers.md)."
+        </p>
     }
 }
 
