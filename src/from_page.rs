@@ -227,17 +227,27 @@ impl<'a> Whole<'a> {
             .map(|(_, v)| *v)
     }
 
-    /// A whole number.
+    /// A whole number (written plainly or as `5e8`).
     fn count(&self, flag: &str, least: u64, most: u64) -> Result<Option<u64>, String> {
         self.get(flag)
             .map(|v| {
-                v.trim()
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|x| x.fract() == 0.0 && (least as f64..=most as f64).contains(x))
-                    .map(|x| x as u64)
+                scaled(v, 0)
+                    .filter(|x| (least..=most).contains(x))
                     .ok_or_else(|| {
                         format!("{flag} must be a whole number from {least} to {most} (got {v})")
+                    })
+            })
+            .transpose()
+    }
+
+    /// A fraction as a whole percent in `least..=most`.
+    fn percent(&self, flag: &str, least: u64, most: u64) -> Result<Option<u64>, String> {
+        self.get(flag)
+            .map(|v| {
+                scaled(v, 2)
+                    .filter(|x| (least..=most).contains(x))
+                    .ok_or_else(|| {
+                        format!("{flag} must be a fraction from {least} % to {most} % (got {v})")
                     })
             })
             .transpose()
@@ -263,22 +273,11 @@ impl<'a> Whole<'a> {
                 k => k.parse()?,
             };
         }
-        if let Some(p) = self.get("--lora-dropout") {
-            let percent = p.parse::<f64>().ok().map(|f| f * 100.0);
-            d.lora_dropout_percent = percent
-                .filter(|x| (0.0..100.0).contains(x))
-                .map(|x| x.round() as u64)
-                .ok_or_else(|| format!("--lora-dropout must be a fraction below 1 (got {p})"))?;
+        if let Some(p) = self.percent("--lora-dropout", 0, 99)? {
+            d.lora_dropout_percent = p;
         }
-        if let Some(f) = self.get("--vllm-colocate") {
-            let percent = f.parse::<f64>().ok().map(|f| (f * 100.0).round());
-            d.vllm_percent = Some(
-                percent
-                    .filter(|x| (5.0..=95.0).contains(x))
-                    .ok_or_else(|| {
-                        format!("--vllm-colocate must be a fraction from 0.05 to 0.95 (got {f})")
-                    })? as u64,
-            );
+        if let Some(p) = self.percent("--vllm-colocate", 5, 95)? {
+            d.vllm_percent = Some(p);
         }
         self.batch(s)
     }
@@ -407,6 +406,28 @@ pub fn pasted_name(text: &str) -> &'static str {
     }
 }
 
+/// `text` × 10^`by`, rounded: a decimal number written plainly, with a
+/// fraction or an exponent (`12`, `0.05`, `5e8`), read without Rust's
+/// float parser, whose tables would cost the page about 10 KB.
+fn scaled(text: &str, by: i32) -> Option<u64> {
+    let t = text.trim();
+    let (m, e) = t.split_once(['e', 'E']).unwrap_or((t, "0"));
+    let exp: i32 = e.strip_prefix('+').unwrap_or(e).parse().ok()?;
+    let (int, frac) = m.split_once('.').unwrap_or((m, ""));
+    let all = [int, frac].concat();
+    if all.is_empty() || !all.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let digits: u64 = all.parse().ok()?;
+    let shift = exp.checked_add(by)?.checked_sub(frac.len() as i32)?;
+    if shift >= 0 {
+        digits.checked_mul(10u64.checked_pow(shift as u32)?)
+    } else {
+        let d = 10u64.checked_pow(shift.unsigned_abs())?;
+        Some(digits / d + u64::from(digits % d >= d.div_ceil(2)))
+    }
+}
+
 /// The `--emit` format that writes `trainer`'s file, if any: TRL and
 /// transformers share TrainingArguments' keys; DeepSpeed's is its JSON.
 pub fn emit_target(trainer: &str) -> Option<emit::Target> {
@@ -430,6 +451,22 @@ pub fn fragment(cfg: &DetailedConfig, trainer: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Decimal numbers scaled without the float parser, as the command
+    /// line's parse and round them.
+    #[test]
+    fn numbers_are_scaled_exactly() {
+        assert_eq!(scaled("12", 0), Some(12));
+        assert_eq!(scaled("5e8", 0), Some(500_000_000));
+        assert_eq!(scaled("1.5E3", 0), Some(1500));
+        assert_eq!(scaled("0.05", 2), Some(5));
+        assert_eq!(scaled("0.125", 2), Some(13));
+        assert_eq!(scaled(".5", 2), Some(50));
+        assert_eq!(scaled("0", 2), Some(0));
+        for bad in ["", "-1", "x", "1e", "1e99", "1.2.3", "99999999999999999999"] {
+            assert_eq!(scaled(bad, 0), None, "{bad}");
+        }
+    }
 
     /// Pasted text is named by its first line; comments and blank lines
     /// are skipped.
