@@ -14,10 +14,11 @@
 //!
 //! ```
 //! use membudget::from_page::read_file;
+//! use membudget::number::std_to_f64;
 //! use membudget::state::PageState;
 //!
 //! let ds = r#"{"train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": 3}}"#;
-//! let read = read_file(&PageState::default(), "ds.json", ds).unwrap();
+//! let read = read_file(&PageState::default(), "ds.json", ds, std_to_f64).unwrap();
 //! assert_eq!(read.state.detailed.micro_batch, Some(2));
 //! assert_eq!(read.state.detailed.parallel.zero, 3);
 //! assert!(read.said.starts_with("read from ds.json (DeepSpeed JSON): train_micro_batch_size_per_gpu=2 → --micro-batch 2"));
@@ -26,6 +27,7 @@
 use crate::detailed::config::{Framework, FsdpSharding, Precision};
 use crate::detailed::trainers::{self, choice, emit, Reading, Set};
 use crate::detailed::DetailedConfig;
+use crate::number::ToF64;
 use crate::state::{Mode, PageState};
 use crate::url;
 
@@ -116,9 +118,14 @@ pub struct Applied {
 
 /// Reads `text` (a trainer's file named `file`, or a launch line) and
 /// applies it to `state`. Errors are sentences naming the key.
-pub fn read_file(state: &PageState, file: &str, text: &str) -> Result<Applied, String> {
+pub fn read_file(
+    state: &PageState,
+    file: &str,
+    text: &str,
+    to_f64: ToF64,
+) -> Result<Applied, String> {
     let reading = trainers::read(file, text).map_err(|e| format!("{file}: {e}"))?;
-    let mut applied = apply(state, &reading).map_err(|e| format!("{file}: {e}"))?;
+    let mut applied = apply(state, &reading, to_f64).map_err(|e| format!("{file}: {e}"))?;
     applied.said = trainers::printout(file, &reading) + &applied.said;
     if let Some((key, name)) = &reading.out.unknown_model {
         if !reading.out.sets("--model") {
@@ -133,7 +140,7 @@ pub fn read_file(state: &PageState, file: &str, text: &str) -> Result<Applied, S
 /// `trainer`'s defaults (its kernels, loss, checkpointing, adapters,
 /// framework: [`choice`]) applied to `state`, which then names the trainer.
 /// `None` for a name that is not one of [`choice::TRAINERS`].
-pub fn choose_trainer(state: &PageState, trainer: &str) -> Option<Applied> {
+pub fn choose_trainer(state: &PageState, trainer: &str, to_f64: ToF64) -> Option<Applied> {
     let name = *choice::TRAINERS.iter().find(|t| **t == trainer)?;
     let lora = state.detailed.lora_rank.is_some();
     // The trainer's own precision if it has one, else the page's (as the
@@ -146,7 +153,7 @@ pub fn choose_trainer(state: &PageState, trainer: &str) -> Option<Applied> {
         .map(|s| s.arg == "bf16");
     let bf16 = own_bf16.unwrap_or(state.detailed.precision == Precision::Bf16);
     let reading = choice::defaults(name, lora, bf16)?;
-    let mut applied = apply(state, &reading).ok()?;
+    let mut applied = apply(state, &reading, to_f64).ok()?;
     applied.state.detailed.trainer = Some(name);
     applied.said = trainers::printout(&format!("--trainer {name}"), &reading);
     Some(applied)
@@ -154,8 +161,10 @@ pub fn choose_trainer(state: &PageState, trainer: &str) -> Option<Applied> {
 
 /// `reading`'s settings over `state`: each flag as its address key, decoded
 /// over the page's address, then the flags that need the whole reading.
-/// `said` lists the flags with no control on the page.
-pub fn apply(state: &PageState, reading: &Reading) -> Result<Applied, String> {
+/// `said` lists the flags with no control on the page. `to_f64` is the
+/// decimal conversion the address is read with ([`crate::number`]: the page
+/// passes the browser's).
+pub fn apply(state: &PageState, reading: &Reading, to_f64: ToF64) -> Result<Applied, String> {
     let set = &reading.out.set;
     let detailed = PageState {
         mode: Mode::Detailed,
@@ -177,7 +186,7 @@ pub fn apply(state: &PageState, reading: &Reading) -> Result<Applied, String> {
             None => skipped.push(s),
         }
     }
-    let decoded = url::decode(&query.finish());
+    let decoded = url::decode_with(&query.finish(), to_f64);
     if let Some(bad) = decoded.ignored.first() {
         let from = set.iter().find(|s| {
             KEYS.iter()
@@ -451,6 +460,14 @@ pub fn fragment(cfg: &DetailedConfig, trainer: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn read_file(state: &PageState, file: &str, text: &str) -> Result<Applied, String> {
+        super::read_file(state, file, text, crate::number::std_to_f64)
+    }
+
+    fn apply(state: &PageState, reading: &Reading) -> Result<Applied, String> {
+        super::apply(state, reading, crate::number::std_to_f64)
+    }
 
     /// Decimal numbers scaled without the float parser, as the command
     /// line's parse and round them.

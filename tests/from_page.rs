@@ -7,10 +7,19 @@
 use clap::Parser;
 use membudget::cli::Args;
 use membudget::detailed::trainers::{self, choice::TRAINERS};
-use membudget::from_page::{choose_trainer, fragment, on_page, read_file};
+use membudget::from_page::{self, fragment, on_page, Applied};
+use membudget::number::std_to_f64;
 use membudget::state::{GpuCapacity, Mode, PageState, Unit};
 use membudget::url::{decode, encode};
 use std::path::Path;
+
+fn read_file(state: &PageState, file: &str, text: &str) -> Result<Applied, String> {
+    from_page::read_file(state, file, text, std_to_f64)
+}
+
+fn choose_trainer(state: &PageState, trainer: &str) -> Option<Applied> {
+    from_page::choose_trainer(state, trainer, std_to_f64)
+}
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/trainers");
 

@@ -24,7 +24,7 @@ pub fn TrainerControls() -> impl IntoView {
     let choose = move |ev: web_sys::Event| {
         let name = event_target_value(&ev);
         let now = state.get_untracked();
-        match choose_trainer(&now, &name) {
+        match choose_trainer(&now, &name, super::browser_to_f64) {
             Some(a) => {
                 message.set(Some((a.said, false)));
                 charts.change(state, |s| *s = a.state);
@@ -74,7 +74,7 @@ fn reader(
             return;
         }
         let now = state.get_untracked();
-        match read_file(&now, &name, &body) {
+        match read_file(&now, &name, &body, super::browser_to_f64) {
             Ok(a) => {
                 message.set(Some((a.said, false)));
                 charts.change(state, |s| *s = a.state);
