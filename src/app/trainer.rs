@@ -60,7 +60,7 @@ pub fn TrainerControls() -> impl IntoView {
 
 /// A trainer's config file dropped, chosen or pasted, read as `--from`
 /// reads it; what it said (or why not) into `message`. Only with the
-/// `page-readers` feature: the readers add about 149 KB gzip to the page.
+/// `page-readers` feature: the readers add about 128 KB gzip to the page.
 #[cfg(feature = "page-readers")]
 fn reader(
     state: RwSignal<PageState>,
