@@ -583,10 +583,12 @@ pub struct TimeArgs {
     /// --batch sequences per step, fastest first.
     #[arg(long)]
     pub plan: bool,
-    /// What the planner leaves as it is, comma-separated: optimizer,
-    /// recompute, micro-batch, zero (and --dp-shard), offload, parallelism
-    /// (dp, tp, sp, pp, vp, schedule, cp), attention, precision, lora (and
-    /// QLoRA, --impl), batch, vllm. The planner never changes --framework.
+    /// What the planner leaves as it is, comma-separated: optimizer (and
+    /// --optimizer-in-backward), recompute, micro-batch, zero (and
+    /// --dp-shard), offload (optimizer and activations), parallelism (dp,
+    /// tp, sp, pp, vp, schedule, cp), attention, precision, lora (and QLoRA,
+    /// --impl), batch, vllm, loss, compile. The planner never changes
+    /// --framework.
     #[arg(long, value_name = "LEVERS", value_parser = Keep::parse)]
     pub keep: Option<Keep>,
     /// GPUs for --plan, 1–65536 [default: the layout's dp × tp × pp].

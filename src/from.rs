@@ -186,84 +186,12 @@ pub fn explain(error: CliError, read: &[FromRead]) -> CliError {
 }
 
 /// The printout's lines: what each file set, the trainer's defaults it
-/// applied, and what it ignored with the reason.
+/// applied, and what it ignored with the reason
+/// ([`trainers::printout`], which the page shows too).
 pub fn text(read: &[FromRead]) -> String {
-    let mut out = String::new();
-    for r in read {
-        let set = &r.reading.out.set;
-        let shown = |s: &trainers::Set| {
-            let flag = if s.arg.is_empty() {
-                s.flag.to_string()
-            } else {
-                format!("{} {}", s.flag, s.arg)
-            };
-            if s.value.is_empty() {
-                format!("{} → {flag}", s.key)
-            } else {
-                format!("{}={} → {flag}", s.key, shorten(&s.value))
-            }
-        };
-        let given: Vec<String> = set
-            .iter()
-            .filter(|s| s.default_from.is_none())
-            .map(shown)
-            .collect();
-        let defaults: Vec<String> = set
-            .iter()
-            .filter(|s| s.default_from.is_some())
-            .map(shown)
-            .collect();
-        if r.reading.format == trainers::Format::TrainerDefaults {
-            let flags: Vec<String> = r.reading.flags().collect();
-            out += &format!(
-                "{}: that trainer's defaults, before your flags (docs/trainers.md): {}\n",
-                r.file,
-                flags.join(" ")
-            );
-            continue;
-        }
-        out += &format!(
-            "read from {} ({}): {}\n",
-            r.file,
-            r.reading.format.name(),
-            list(&given)
-        );
-        if !defaults.is_empty() {
-            out += &format!(
-                "  {} defaults (docs/trainers.md): {}\n",
-                r.reading.format.name(),
-                list(&defaults)
-            );
-        }
-        let ignored: Vec<String> = r
-            .reading
-            .out
-            .ignored
-            .iter()
-            .map(|i| format!("{}={} ({})", i.key, shorten(&i.value), i.reason))
-            .collect();
-        if !ignored.is_empty() {
-            out += &format!("  ignored: {}\n", ignored.join("; "));
-        }
-    }
-    out
-}
-
-/// A value on one line, at most 60 characters (the JSON keeps it whole).
-fn shorten(value: &str) -> String {
-    let one: String = value.split_whitespace().collect::<Vec<_>>().join(" ");
-    match one.char_indices().nth(60) {
-        Some((at, _)) => format!("{}…", &one[..at]),
-        None => one,
-    }
-}
-
-fn list(items: &[String]) -> String {
-    if items.is_empty() {
-        "nothing".into()
-    } else {
-        items.join(", ")
-    }
+    read.iter()
+        .map(|r| trainers::printout(&r.file, &r.reading))
+        .collect()
 }
 
 /// `inputs.from` of the JSON document.

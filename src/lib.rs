@@ -11,6 +11,8 @@
 //! - [`export`]: the table as Markdown, CSV and JSON.
 //! - [`panel`]: what the page's planner panel says (*Make it fit*,
 //!   *Faster and still fits*).
+//! - [`from_page`]: a trainer's file or defaults onto the page's state,
+//!   and the state as a trainer's file (`--from`, `--trainer`, `--emit`).
 //! - [`number`]: reading typed numbers (one syntax, a pluggable conversion).
 //! - `cli` (native only): the command line.
 //! - `app` (wasm32 only): the Leptos page; `light` (wasm32 only): the
@@ -29,6 +31,7 @@ pub mod detailed;
 pub mod export;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod from;
+pub mod from_page;
 #[cfg(target_arch = "wasm32")]
 pub mod light;
 pub mod number;

@@ -332,6 +332,9 @@ pub struct DetailedOptions {
     pub stage_shown: ShownStage,
     /// What the planner's rows leave as it is (`keep`).
     pub keep: crate::detailed::plan::diff::Keep,
+    /// The trainer chosen on the page (one of `--trainer`'s names), whose
+    /// defaults were applied and whose file the page writes.
+    pub trainer: Option<&'static str>,
 }
 
 /// Which pipeline stage the step chart shows; the fit verdict always takes
@@ -416,6 +419,7 @@ impl Default for DetailedOptions {
             framework: crate::detailed::Framework::Megatron,
             stage_shown: ShownStage::Highest,
             keep: crate::detailed::plan::diff::Keep::NONE,
+            trainer: None,
         }
     }
 }

@@ -34,7 +34,8 @@
 //! int8), `offopt offparams offacts gpn` (offload, GPUs per node), `actoff` (whose activation offload: save-on-cpu, torchtune, checkpoints),
 //! `objective` (sft, dpo, dpo-precomputed, grpo, grpo-kl) with GRPO's `completion` (tokens),
 //! `gens` (completions per prompt), `vllm` (a colocated vLLM engine's percent of the card) and
-//! `vllmsleep`, `both` (the lesson's bar beside), `oh=0` (the runtime
+//! `vllmsleep`, `trainer` (the trainer chosen: its name as `--trainer` spells it; the
+//! settings its defaults changed are in their own keys), `both` (the lesson's bar beside), `oh=0` (the runtime
 //! overhead left out of the verdict; it is counted by default, and an old
 //! address's `oh=1` is read as that default) with `ohctx`, `ohws`, `ohcomm`
 //! (GB) and `ohfrag` (percent), which turn it back on.
@@ -220,7 +221,7 @@ type Choice = (
     &'static str,
     fn(&mut DetailedOptions, &str) -> Result<(), String>,
 );
-const CHOICES: [Choice; 17] = [
+const CHOICES: [Choice; 18] = [
     ("prec", |d, v| v.parse().map(|x| d.precision = x)),
     ("fp8", |d, v| v.parse().map(|x| d.fp8 = x)),
     ("opt", |d, v| v.parse().map(|x| d.optimizer = x)),
@@ -238,6 +239,10 @@ const CHOICES: [Choice; 17] = [
     ("cpcomm", |d, v| v.parse().map(|x| d.parallel.cp_comm = x)),
     ("tpplan", |d, v| v.parse().map(|x| d.parallel.set_plan(x))),
     ("stage", |d, v| v.parse().map(|x| d.stage_shown = x)),
+    ("trainer", |d, v| {
+        v.parse()
+            .map(|x: crate::detailed::trainers::choice::Trainer| d.trainer = Some(x.0))
+    }),
     ("actoff", |d, v| {
         v.parse().map(|x| d.offload.activations_by = x)
     }),
@@ -968,6 +973,9 @@ fn encode_optional(d: &DetailedOptions, out: &mut Query<'_>) {
     }
     if let Some(r) = d.lora_rank {
         out.append_pair("lora", &r.to_string());
+    }
+    if let Some(t) = d.trainer {
+        out.append_pair("trainer", t);
     }
     if d.show_lesson {
         out.append_pair("both", "1");

@@ -45,6 +45,9 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
             0..membudget::detailed::Framework::ALL.len(),
             0usize..3,
             0usize..4,
+            proptest::option::of(prop::sample::select(
+                membudget::detailed::trainers::choice::TRAINERS.to_vec(),
+            )),
         ),
     )
         .prop_map(
@@ -60,7 +63,7 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
                 (quant, (off_opt, off_params, off_acts, all_targets), gpn, objective, (ep, etp)),
                 (loss, liger, chunks),
                 (lora_bf16, lora_dropout, tp_plan),
-                (framework, act_kind, quant_path),
+                (framework, act_kind, quant_path, trainer),
             )| {
                 let mut d = DetailedOptions {
                     arch: PRESETS[m].arch,
@@ -124,6 +127,7 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
                     d.profile = Some(membudget::detailed::Profile::Hf);
                 }
                 d.loss_chunks = chunks;
+                d.trainer = trainer;
                 d.overhead = overhead.map(|(ctx, ws, comm, frag)| Overhead {
                     cuda_context_gb: ctx,
                     workspaces_gb: ws,
@@ -253,8 +257,8 @@ proptest! {
     fn known_keys_apply_or_report(
         key in prop::sample::select(vec!["params", "batch", "seq", "hidden", "layers", "mixed", "base", "gpu", "unit", "sweep", "embed", "ex",
             "mode", "model", "arch", "heads", "kv", "ffn", "vocab", "tied", "qkvbias", "prec", "opt", "attn",
-            "dropout", "recompute", "impl", "dp", "zero", "tp", "sp", "pp", "micro", "lora", "both", "loss", "lchunks", "keep"]),
-        value in "[0-9a-z.,-]{0,12}|llama-2-7b|gpt2|detailed|flash|selective|hf|bf16|adam8bit|liger|chunked|cce|optimizer[.]zero",
+            "dropout", "recompute", "impl", "dp", "zero", "tp", "sp", "pp", "micro", "lora", "both", "loss", "lchunks", "keep", "trainer"]),
+        value in "[0-9a-z.,-]{0,12}|llama-2-7b|gpt2|detailed|flash|selective|hf|bf16|adam8bit|liger|chunked|cce|optimizer[.]zero|torchtune|trl",
     ) {
         let d = decode(&format!("{key}={value}"));
         prop_assert!(d.ignored.len() <= 1);

@@ -602,6 +602,7 @@ pub fn DetailedControls() -> impl IntoView {
             {model_picker(state, charts, chose_custom, text(preset_value))}
             {parameter_count(state)}
             <ConfigImport on_import=move || chose_custom.set(false) />
+            <super::trainer::TrainerControls />
             {architecture_group(cond(custom))}
             {precision_group()}
             {attention_group(state)}
@@ -978,6 +979,9 @@ fn computed_line(
         );
         for note in crate::detailed::config::defaults::ignored(&cfg) {
             out += &format!(" Note: {note}.");
+        }
+        if let Some(t) = s.detailed.trainer {
+            out += &crate::from_page::trainer_words(t, &cfg);
         }
         out
     };

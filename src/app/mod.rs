@@ -20,6 +20,7 @@ mod steptime;
 mod sweep;
 mod table;
 mod timeline;
+mod trainer;
 
 use crate::budget::{estimate, Breakdown, ConfigError, Field};
 use crate::detailed::{DetailedBreakdown, DetailedError, StepOptions, StepTimeline};

@@ -48,6 +48,8 @@ fn row(
             >
                 "Apply"
             </button>
+            " "
+            {super::trainer::row_file(to, index)}
         </li>
     }
 }

@@ -17,7 +17,8 @@
 //! (`docs/architecture.md` is the map):
 //! - [`model`]: what the model is (shape, presets, `config.json`);
 //! - [`config`]: what is asked (precision, kernels, parallelism, …);
-//! - `trainers`: which trainer's file asked it (`--from`; native only);
+//! - [`trainers`]: which trainer's file asked it (`--from`, `--emit`; the
+//!   command line's and the page's);
 //! - [`memory`]: what a step keeps, per GPU, and its peak;
 //! - [`time`]: how long the step takes;
 //! - [`plan`]: what to change so it fits, or runs faster.
@@ -29,7 +30,6 @@ pub mod memory;
 pub mod model;
 pub mod plan;
 pub mod time;
-#[cfg(not(target_arch = "wasm32"))]
 pub mod trainers;
 
 pub use config::{

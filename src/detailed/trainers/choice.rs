@@ -20,6 +20,21 @@ pub const TRAINERS: [&str; 9] = [
     "deepspeed",
 ];
 
+/// A trainer by its name, one of [`TRAINERS`] (the address's `trainer=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Trainer(pub &'static str);
+
+impl std::str::FromStr for Trainer {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        TRAINERS
+            .iter()
+            .find(|t| **t == s)
+            .map(|t| Trainer(t))
+            .ok_or_else(|| "trainer must be one of --trainer's names".into())
+    }
+}
+
 /// When a default applies.
 #[derive(Clone, Copy, PartialEq)]
 enum When {

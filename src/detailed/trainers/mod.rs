@@ -10,9 +10,8 @@
 //! [`crate::detailed::model`] only: a reader says what a file asks for; the
 //! memory and time rooms price it.
 //!
-//! Native only for now (`toml` and `yaml-rust2` are not in the page's
-//! wasm); the readers are pure Rust with no command-line dependency, so the
-//! page can use them later.
+//! The readers are pure Rust with no command-line dependency: the command
+//! line (`src/from.rs`) and the page (`src/from_page.rs`) run the same code.
 //!
 //! ```
 //! use membudget::detailed::trainers::read;
@@ -109,6 +108,74 @@ impl Reading {
             let arg = (!s.arg.is_empty()).then(|| s.arg.clone());
             std::iter::once(s.flag.to_string()).chain(arg)
         })
+    }
+}
+
+/// What `reading` of `file` set, the trainer's defaults it applied, and
+/// what it ignored with the reason: the command line's printout lines
+/// (`read from FILE (format): …`), which the page shows as they are.
+pub fn printout(file: &str, reading: &Reading) -> String {
+    let shown = |s: &Set| {
+        let flag = if s.arg.is_empty() {
+            s.flag.to_string()
+        } else {
+            format!("{} {}", s.flag, s.arg)
+        };
+        if s.value.is_empty() {
+            format!("{} → {flag}", s.key)
+        } else {
+            format!("{}={} → {flag}", s.key, shorten(&s.value))
+        }
+    };
+    let set = &reading.out.set;
+    let listed = |default: bool| -> Vec<String> {
+        set.iter()
+            .filter(|s| s.default_from.is_some() == default)
+            .map(shown)
+            .collect()
+    };
+    if reading.format == Format::TrainerDefaults {
+        let flags: Vec<String> = reading.flags().collect();
+        return format!(
+            "{file}: that trainer's defaults, before your flags (docs/trainers.md): {}\n",
+            flags.join(" ")
+        );
+    }
+    let name = reading.format.name();
+    let mut out = format!("read from {file} ({name}): {}\n", list(&listed(false)));
+    let defaults = listed(true);
+    if !defaults.is_empty() {
+        out += &format!(
+            "  {name} defaults (docs/trainers.md): {}\n",
+            list(&defaults)
+        );
+    }
+    let ignored: Vec<String> = reading
+        .out
+        .ignored
+        .iter()
+        .map(|i| format!("{}={} ({})", i.key, shorten(&i.value), i.reason))
+        .collect();
+    if !ignored.is_empty() {
+        out += &format!("  ignored: {}\n", ignored.join("; "));
+    }
+    out
+}
+
+/// A value on one line, at most 60 characters (the JSON keeps it whole).
+fn shorten(value: &str) -> String {
+    let one: String = value.split_whitespace().collect::<Vec<_>>().join(" ");
+    match one.char_indices().nth(60) {
+        Some((at, _)) => format!("{}…", &one[..at]),
+        None => one,
+    }
+}
+
+fn list(items: &[String]) -> String {
+    if items.is_empty() {
+        "nothing".into()
+    } else {
+        items.join(", ")
     }
 }
 
