@@ -182,7 +182,7 @@ test('without JavaScript the page shows the lesson\'s figures in words, not dead
   await context.close();
 });
 
-test('before the wasm runs, the static markup is already laid out for the address: compact in an embed, hidden for a detailed one', async () => {
+test('before the wasm runs, the static markup is already laid out for the address: compact in an embed, a loading state for a detailed one', async () => {
   for (const [query, check] of [
     ['?embed=1', async (page) => {
       assert.equal(await page.isVisible('#light-page'), true);
@@ -192,9 +192,12 @@ test('before the wasm runs, the static markup is already laid out for the addres
     ['', async (page) => {
       assert.equal(await page.isVisible('h1'), true);
       assert.equal(await page.isVisible('#batch-slider'), true);
+      assert.equal(await page.isChecked('#mixed-input'), true, 'the skeleton shows the default unticked');
+      assert.equal(await page.isVisible('#full-loading'), false);
     }],
     ['?mode=detailed', async (page) => {
-      assert.equal(await page.isVisible('#light-page'), false, 'a lesson skeleton under a detailed address');
+      assert.equal(await page.isVisible('#batch-slider'), false, 'a lesson skeleton under a detailed address');
+      assert.equal(await page.isVisible('#full-loading'), true, 'no loading state');
     }],
   ]) {
     const context = await browser.newContext({ viewport: { width: 640, height: 480 }, serviceWorkers: 'block' });
