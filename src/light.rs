@@ -6,9 +6,12 @@
 //!
 //! On the full page it hands over to the full calculator (the `membudget`
 //! wasm, fetched when the browser is idle after the first chart is drawn,
-//! so that it never competes with it) with its state as a query string; in an embed (`?embed=1`) it stays. An address it cannot show
-//! (detailed mode, a baseline, an exercise, a value to report) goes to the
-//! full calculator at once.
+//! so that it never competes with it) with its state as a query string; in
+//! an embed (`?embed=1`) it stays. An address it cannot show (detailed
+//! mode, a baseline, an exercise, a value to report) goes to the full
+//! calculator at once. Detailed, picked before the full calculator is
+//! there, shows "Loading the detailed model…" instead of the lesson's
+//! figures until it takes over.
 //!
 //! It does not build its markup: `index.html` carries the lesson's view as
 //! static HTML (ids and classes the full page's), which the browser lays out
@@ -401,28 +404,7 @@ fn wire(page: &Shared, main: &Element, detailed_radio: HtmlInputElement) {
         page.state.config.mixed_precision = on;
         page.render();
     });
-    // Detailed: the full calculator at once if it is there; else
-    // "Loading the detailed model…" in place of the lesson's figures until
-    // it takes over (in detailed mode, since the state now says so).
-    let pg = page.clone();
-    listen(&detailed_radio, "change", move |_| {
-        let (full, query) = {
-            let mut page = pg.borrow_mut();
-            page.state.mode = Mode::Detailed;
-            (page.full.take(), encode(&page.state))
-        };
-        if full.is_some() {
-            hand_over(full, query);
-            return;
-        }
-        if let Some(root) = web_sys::window()
-            .and_then(|w| w.document())
-            .and_then(|d| d.document_element())
-        {
-            let _ = root.class_list().add_1("loading-full");
-        }
-        fetch_full(&pg);
-    });
+    wire_detailed(page, detailed_radio);
     let pg = page.clone();
     listen(main, "pointerdown", move |_| {
         pg.borrow_mut().pointer_down = true
@@ -469,6 +451,31 @@ fn wire(page: &Shared, main: &Element, detailed_radio: HtmlInputElement) {
         let _ = query.add_event_listener_with_callback("change", listener.as_ref().unchecked_ref());
         listener.forget();
     }
+}
+
+/// Detailed: the full calculator at once if it is there; else
+/// "Loading the detailed model…" in place of the lesson's figures until
+/// it takes over (in detailed mode, since the state now says so).
+fn wire_detailed(page: &Shared, radio: HtmlInputElement) {
+    let pg = page.clone();
+    listen(&radio, "change", move |_| {
+        let (full, query) = {
+            let mut page = pg.borrow_mut();
+            page.state.mode = Mode::Detailed;
+            (page.full.take(), encode(&page.state))
+        };
+        if full.is_some() {
+            hand_over(full, query);
+            return;
+        }
+        if let Some(root) = web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.document_element())
+        {
+            let _ = root.class_list().add_1("loading-full");
+        }
+        fetch_full(&pg);
+    });
 }
 
 /// Draws `b`, the budget of `state`, on `chart` in the colours `dark` asks

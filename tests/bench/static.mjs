@@ -44,10 +44,11 @@ async function coldLoad(url) {
     const page = await ctx.newPage();
     await page.goto(url);
     const first = await (await page.waitForFunction(() => window.__draws && window.__draws.first)).jsonValue();
+    const frame = await (await page.waitForFunction(() => window.__draws.frame)).jsonValue();
     const before = await page.evaluate((t) => performance.getEntriesByType('resource')
       .filter((e) => e.startTime < t)
       .map((e) => `${e.name.split('/').pop()} ${e.startTime.toFixed(0)}-${e.responseEnd.toFixed(0)} ms`), first);
-    return { first, before };
+    return { first, frame, before };
   } finally {
     if (shared) await browser.contexts()[0]?.close();
     else await browser.close();
@@ -61,14 +62,17 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const page = await pythonServer(dist);
 const floor = await pythonServer(path.join(here, 'floor'));
 const times = { lesson: [], floor: [] };
+const frames = { lesson: [], floor: [] };
 let fetched;
 try {
   // One of each in turn, so that both see the same machine.
   for (let i = 0; i < LOADS; i++) {
     const f = await coldLoad(floor.base);
     times.floor.push(f.first);
+    frames.floor.push(f.frame);
     const l = await coldLoad(page.base);
     times.lesson.push(l.first);
+    frames.lesson.push(l.frame);
     fetched = l.before;
   }
 } finally {
@@ -81,4 +85,5 @@ console.log(`python3 -m http.server, a fresh ${shared ? 'context' : 'browser'} p
 console.log(`  floor  cold navigation -> first chart: median ${ms(median(times.floor))} (min ${ms(Math.min(...times.floor))})`);
 console.log(`  lesson cold navigation -> first chart: median ${ms(median(times.lesson))} (min ${ms(Math.min(...times.lesson))})`);
 console.log(`  ratio ${(median(times.lesson) / median(times.floor)).toFixed(2)}x (goal <= 2x)`);
+console.log(`  the frame after the first draw begins: floor ${ms(median(frames.floor))}, lesson ${ms(median(frames.lesson))}, ratio ${(median(frames.lesson) / median(frames.floor)).toFixed(2)}x`);
 console.log(`  fetched before the lesson's first draw (last load): ${fetched.join('; ')}`);
