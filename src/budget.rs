@@ -693,9 +693,14 @@ pub fn figure(bytes: f64, unit: Unit) -> String {
 /// 14.0 + 14.0 + 28.0 + 56.0 + 73.0 = 185.0). Adds the shown figures in
 /// whole tenths, so the check itself does not round.
 pub fn rounding_note(b: &Breakdown, unit: Unit) -> Option<&'static str> {
-    // "292.1" -> 2921; a shown figure always has one decimal.
-    let tenths = |bytes: f64| -> i128 { figure(bytes, unit).replace('.', "").parse().unwrap_or(0) };
-    let terms: i128 = Term::ALL.into_iter().map(|t| tenths(b.bytes(t))).sum();
+    // "292.1" -> 2921: its digits (a shown figure always has one decimal).
+    let tenths = |bytes: f64| {
+        figure(bytes, unit)
+            .bytes()
+            .filter(u8::is_ascii_digit)
+            .fold(0_u128, |n, d| n * 10 + u128::from(d - b'0'))
+    };
+    let terms: u128 = Term::ALL.into_iter().map(|t| tenths(b.bytes(t))).sum();
     (terms != tenths(b.total)).then_some(ROUNDING_NOTE)
 }
 
@@ -726,16 +731,18 @@ pub fn bf16_spacing(x: f32) -> f32 {
 /// and the figure's two lines, fp32's then bf16's.
 pub fn master_copy_example() -> (String, [String; 2]) {
     let (weight, update) = (1.0_f32, 1e-4_f32);
-    let spacing = bf16_spacing(weight);
-    let fp32 = weight + update;
-    let bf16 = to_bf16(to_bf16(weight) + to_bf16(update));
+    // Shown through f64, whose formatting the page has already.
+    let spacing = f64::from(bf16_spacing(weight));
+    let fp32 = f64::from(weight + update);
+    let bf16 = f64::from(to_bf16(to_bf16(weight) + to_bf16(update)));
+    let (weight, update) = (f64::from(weight), f64::from(update));
     let sentence = format!(
         "Why an fp32 master copy: an update smaller than bf16's resolution vanishes. \
          bf16 keeps 8 significant bits, so next to 1.0 its values are 2⁻⁷ = {spacing:.4} apart, \
-         and a step of {update} is lost; the optimizer updates an fp32 copy, where it adds up \
+         and a step of {update:.4} is lost; the optimizer updates an fp32 copy, where it adds up \
          (Micikevicius et al. 2018, §3.1)."
     );
-    let line = |name: &str, sum: f32| format!("{name}: {weight:.1} + {update} = {sum:.4}");
+    let line = |name: &str, sum: f64| format!("{name}: {weight:.1} + {update:.4} = {sum:.4}");
     (sentence, [line("fp32", fp32), line("bf16", bf16)])
 }
 
