@@ -209,3 +209,22 @@ test('before the wasm runs, the static markup is already laid out for the addres
     await context.close();
   }
 });
+
+test('the lesson shows why the master copy is fp32 (computed), and notes rounded figures that do not add up, on both pages', async () => {
+  for (const light of [true, false]) {
+    // 0.125 B parameters: 0.25 + 0.25 + 0.5 + 1.0 + 73.0 = 75.0 shown to one decimal.
+    const { page, context } = await openPage(browser, server.base + '?params=0.125', { light });
+    assert.equal(await page.textContent('#master-why pre'), 'fp32: 1.0 + 0.0001 = 1.0001\nbf16: 1.0 + 0.0001 = 1.0000');
+    assert.match(await page.textContent('#master-why figcaption'), /2⁻⁷ = 0\.0078 apart.*Micikevicius et al\. 2018, §3\.1/);
+    const shown = await figures(page);
+    const tenths = (s) => Math.round(Number(s) * 10);
+    const sum = shown.slice(0, 5).reduce((a, s) => a + tenths(s), 0);
+    assert.notEqual(sum, tenths(shown[5]), `${shown}: the case adds up, nothing to test`);
+    assert.equal(await page.textContent('#rounding-note'), '(rounded; the sum is of the exact figures)');
+    await context.close();
+  }
+  const { page, context } = await openPage(browser, server.base, { light: true });
+  assert.deepEqual(await figures(page), ['14.0', '14.0', '28.0', '56.0', '73.0', '185.0']);
+  assert.equal(await page.textContent('#rounding-note'), '');
+  await context.close();
+});
