@@ -23,6 +23,8 @@
   root.classList.add('js');
   if (query.get('embed') === '1') root.classList.add('embed');
   if (query.get('mode') === 'detailed' || query.has('base') || query.has('ex')) root.classList.add('full-first');
+  // A detailed address: "Loading the detailed model…" until it is there.
+  if (query.get('mode') === 'detailed') root.classList.add('loading-full');
 
   // Registered once the page has loaded: started during the first load,
   // the worker's thread competed with the page's for the two cores and
@@ -36,10 +38,13 @@
 
   // 4. How the light page (src/light.rs) loads the full calculator: its
   //    module, once started.
+  //    One download and one start, however often it is asked for (the
+  //    idle prefetch, then a click on Detailed while it downloads).
+  var full;
   window.membudgetLoadFull = function () {
-    return import(new URL('./membudget.js', document.baseURI).href).then(function (m) {
+    return full || (full = import(new URL('./membudget.js', document.baseURI).href).then(function (m) {
       return m.default().then(function () { return m; });
-    });
+    }));
   };
 
   function show(detail) {

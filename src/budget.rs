@@ -730,9 +730,121 @@ pub fn dominant_sentence(b: &Breakdown, unit: Unit) -> String {
     )
 }
 
+/// What a table of figures to one decimal says under it when its terms,
+/// each rounded on its own, do not add up to its total, the exact sum
+/// rounded once (146.04 + 146.04 = 292.08 shows as 146.0 + 146.0 = 292.1).
+pub const ROUNDING_NOTE: &str = "(rounded; the sum is of the exact figures)";
+
+/// `bytes` in `unit` as the page and the command line show it: one decimal.
+pub fn figure(bytes: f64, unit: Unit) -> String {
+    format!("{:.1}", unit.of(bytes))
+}
+
+/// [`ROUNDING_NOTE`] when the five terms of `b`, as [`figure`] shows them,
+/// do not add up to its total as shown; `None` when they do (the lesson's
+/// 14.0 + 14.0 + 28.0 + 56.0 + 73.0 = 185.0). Adds the shown figures in
+/// whole tenths, so the check itself does not round.
+pub fn rounding_note(b: &Breakdown, unit: Unit) -> Option<&'static str> {
+    // "292.1" -> 2921: its digits (a shown figure always has one decimal).
+    let tenths = |bytes: f64| {
+        figure(bytes, unit)
+            .bytes()
+            .filter(u8::is_ascii_digit)
+            .fold(0_u128, |n, d| n * 10 + u128::from(d - b'0'))
+    };
+    let terms: u128 = Term::ALL.into_iter().map(|t| tenths(b.bytes(t))).sum();
+    (terms != tenths(b.total)).then_some(ROUNDING_NOTE)
+}
+
+/// `x` rounded to bfloat16 and back: 8 significant bits (7 stored, one
+/// implicit), to the nearest, ties to even, as PyTorch rounds a float to
+/// bf16 (c10/util/BFloat16.h, `round_to_nearest_even`, PyTorch 2.x): the
+/// low 16 bits of the f32 are dropped after adding half of their weight.
+pub fn to_bf16(x: f32) -> f32 {
+    if x.is_nan() {
+        return x;
+    }
+    let bits = x.to_bits();
+    let half = 0x7FFF + ((bits >> 16) & 1);
+    f32::from_bits(bits.wrapping_add(half) & 0xFFFF_0000)
+}
+
+/// The distance from `x` (a bf16 value) to the next bf16 value above it.
+pub fn bf16_spacing(x: f32) -> f32 {
+    let x = to_bf16(x);
+    f32::from_bits(x.to_bits() + 0x1_0000) - x
+}
+
+/// Why mixed precision keeps an fp32 master copy, computed: an update of
+/// 10⁻⁴ to a weight of 1.0 vanishes in bf16 (its values near 1.0 are
+/// 2⁻⁷ = 0.0078 apart) and survives in fp32 (Micikevicius et al. 2018,
+/// "Mixed Precision Training", §3.1: updates below the format's resolution
+/// are lost, so the optimizer updates an fp32 copy). Returns the sentence
+/// and the figure's two lines, fp32's then bf16's.
+pub fn master_copy_example() -> (String, [String; 2]) {
+    let (weight, update) = (1.0_f32, 1e-4_f32);
+    // Shown through f64, whose formatting the page has already.
+    let spacing = f64::from(bf16_spacing(weight));
+    let fp32 = f64::from(weight + update);
+    let bf16 = f64::from(to_bf16(to_bf16(weight) + to_bf16(update)));
+    let (weight, update) = (f64::from(weight), f64::from(update));
+    let sentence = format!(
+        "Why an fp32 master copy: an update smaller than bf16's resolution vanishes. \
+         bf16 keeps 8 significant bits, so next to 1.0 its values are 2⁻⁷ = {spacing:.4} apart, \
+         and a step of {update:.4} is lost; the optimizer updates an fp32 copy, where it adds up \
+         (Micikevicius et al. 2018, §3.1)."
+    );
+    let line = |name: &str, sum: f64| format!("{name}: {weight:.1} + {update:.4} = {sum:.4}");
+    (sentence, [line("fp32", fp32), line("bf16", bf16)])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// bf16 keeps 8 significant bits: 1 + 2⁻⁸ is a tie that rounds to
+    /// the even 1.0, 1 + 3·2⁻⁹ rounds up to 1 + 2⁻⁷; the spacing doubles at
+    /// each power of two; an update of 10⁻⁴ to 1.0 vanishes, in fp32 it
+    /// does not.
+    #[test]
+    fn bf16_rounds_to_eight_significant_bits() {
+        let p = |e: i32| 2f32.powi(e);
+        assert_eq!(to_bf16(1.0 + p(-8)), 1.0);
+        assert_eq!(to_bf16(1.0 + 3.0 * p(-9)), 1.0 + p(-7));
+        assert_eq!(
+            to_bf16(1.0 + p(-7) + p(-8)),
+            1.0 + 2.0 * p(-7),
+            "tie to even, up"
+        );
+        assert_eq!(bf16_spacing(1.0), p(-7));
+        assert_eq!(bf16_spacing(2.0), p(-6));
+        assert_eq!(bf16_spacing(0.5), p(-8));
+        assert_eq!(to_bf16(1.0 + 1e-4), 1.0);
+        assert_ne!(1.0_f32 + 1e-4, 1.0);
+        assert!(to_bf16(f32::NAN).is_nan());
+        let (sentence, [fp32, bf16]) = master_copy_example();
+        assert!(sentence.contains("2⁻⁷ = 0.0078 apart"), "{sentence}");
+        assert_eq!(fp32, "fp32: 1.0 + 0.0001 = 1.0001");
+        assert_eq!(bf16, "bf16: 1.0 + 0.0001 = 1.0000");
+    }
+
+    /// 146.04 + 146.04 is shown 146.0 + 146.0 = 292.1: the note says so;
+    /// the lesson's demo adds up and has none.
+    #[test]
+    fn rounded_figures_that_do_not_add_up_carry_the_note() {
+        let b = Breakdown {
+            params: 146.04e9,
+            grads: 146.04e9,
+            master_weights: 0.0,
+            optimizer_state: 0.0,
+            activations: 0.0,
+            total: 292.08e9,
+        };
+        assert_eq!(figure(b.total, Unit::Gb), "292.1");
+        assert_eq!(rounding_note(&b, Unit::Gb), Some(ROUNDING_NOTE));
+        let lesson = estimate(&TrainingConfig::default()).unwrap();
+        assert_eq!(rounding_note(&lesson, Unit::Gb), None);
+    }
 
     /// Every term, made the largest, is named with a verb that agrees.
     #[test]

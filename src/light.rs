@@ -5,10 +5,13 @@
 //! importer, the sweep or the exports.
 //!
 //! On the full page it hands over to the full calculator (the `membudget`
-//! wasm, loaded once the first chart is drawn) with its state as a query
-//! string; in an embed (`?embed=1`) it stays. An address it cannot show
-//! (detailed mode, a baseline, an exercise, a value to report) goes to the
-//! full calculator at once.
+//! wasm, fetched when the browser is idle after the first chart is drawn,
+//! so that it never competes with it) with its state as a query string; in
+//! an embed (`?embed=1`) it stays. An address it cannot show (detailed
+//! mode, a baseline, an exercise, a value to report) goes to the full
+//! calculator at once. Detailed, picked before the full calculator is
+//! there, shows "Loading the detailed model…" instead of the lesson's
+//! figures until it takes over.
 //!
 //! It does not build its markup: `index.html` carries the lesson's view as
 //! static HTML (ids and classes the full page's), which the browser lays out
@@ -18,7 +21,9 @@
 //! after the hand-over.
 
 use crate::app::browser_to_f64;
-use crate::budget::{dominant_sentence, estimate, Breakdown, Field, Term};
+use crate::budget::{
+    dominant_sentence, estimate, figure, master_copy_example, rounding_note, Breakdown, Field, Term,
+};
 use crate::canvas::{observe_size, paint, Surface};
 use crate::chart::{term_colour_hex, Bar, ChartSpec};
 use crate::number::show;
@@ -68,6 +73,8 @@ struct Page {
     hint: Element,
     sentence: Element,
     cells: Vec<Element>,
+    /// The total's note when the rounded figures do not add up.
+    rounding: Element,
     /// The five terms' table rows, and their formula and its explanation.
     rows: Vec<Element>,
     formulas: Vec<(Element, Element)>,
@@ -81,6 +88,9 @@ struct Page {
     pointer_down: bool,
     /// The full calculator, started and waiting to take over.
     full: Option<JsValue>,
+    /// The full calculator has been asked for (by the idle prefetch or by
+    /// Detailed).
+    requested: bool,
 }
 
 type Shared = Rc<RefCell<Page>>;
@@ -162,17 +172,51 @@ fn show_page(doc: &Document, state: PageState) {
     page.borrow_mut().show(budget.as_ref());
     if !state.embed {
         let p = page.clone();
-        let future = wasm_bindgen_futures::JsFuture::from(load_full());
-        wasm_bindgen_futures::spawn_local(async move {
-            match future.await {
-                Ok(module) => {
-                    p.borrow_mut().full = Some(module);
-                    Page::maybe_hand_over(&p);
-                }
-                Err(e) => not_loaded(&e),
-            }
-        });
+        when_idle(move || fetch_full(&p));
     }
+}
+
+/// Calls `f` once the browser is idle (`requestIdleCallback`, at most a
+/// second later), or after the next frame where it has no idle callback:
+/// the full calculator's download and compilation then start after the
+/// first chart is on screen, not beside it.
+fn when_idle(f: impl FnOnce() + 'static) {
+    let Some(w) = web_sys::window() else { return };
+    let f = Closure::once_into_js(f);
+    let idle = js_sys::Reflect::get(&w, &JsValue::from_str("requestIdleCallback"))
+        .ok()
+        .and_then(|f| f.dyn_into::<js_sys::Function>().ok());
+    let options = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&options, &"timeout".into(), &1000.into());
+    let asked = idle.is_some_and(|idle| idle.call2(&w, &f, &options).is_ok());
+    if !asked {
+        let _ = w.set_timeout_with_callback_and_timeout_and_arguments_0(f.unchecked_ref(), 50);
+    }
+}
+
+/// Downloads and starts the full calculator (once), which takes over when
+/// it is ready and no slider is held.
+fn fetch_full(page: &Shared) {
+    {
+        let Ok(mut p) = page.try_borrow_mut() else {
+            return;
+        };
+        if p.requested {
+            return;
+        }
+        p.requested = true;
+    }
+    let p = page.clone();
+    let future = wasm_bindgen_futures::JsFuture::from(load_full());
+    wasm_bindgen_futures::spawn_local(async move {
+        match future.await {
+            Ok(module) => {
+                p.borrow_mut().full = Some(module);
+                Page::maybe_hand_over(&p);
+            }
+            Err(e) => not_loaded(&e),
+        }
+    });
 }
 
 /// Starts the full calculator on `query` (loading it unless `module` is
@@ -285,6 +329,9 @@ fn adopt(doc: &Document, main: Element, state: PageState, drawn: Drawn) -> Share
         rows.push(find(doc, &row));
     }
     cells.push(find(doc, "tr[data-term=total] td.gb"));
+    let (why, lines) = master_copy_example();
+    text(&find(doc, "#master-why figcaption"), &why);
+    text(&find(doc, "#master-why pre"), &lines.join("\n"));
     let unit = state.unit;
     text(&find(doc, "table.budget thead th.num"), unit.label());
     text(
@@ -305,6 +352,7 @@ fn adopt(doc: &Document, main: Element, state: PageState, drawn: Drawn) -> Share
         hint: find(doc, "#light-page .hint"),
         sentence: find(doc, "#light-page .dominant-sentence"),
         cells,
+        rounding: find(doc, "#rounding-note"),
         rows,
         formulas,
         chart: drawn.chart,
@@ -313,6 +361,7 @@ fn adopt(doc: &Document, main: Element, state: PageState, drawn: Drawn) -> Share
         size: drawn.size,
         pointer_down: false,
         full: None,
+        requested: false,
     }));
     wire(&page, &main, find(doc, "#mode-detailed").unchecked_into());
     page
@@ -355,15 +404,7 @@ fn wire(page: &Shared, main: &Element, detailed_radio: HtmlInputElement) {
         page.state.config.mixed_precision = on;
         page.render();
     });
-    let pg = page.clone();
-    listen(&detailed_radio, "change", move |_| {
-        let (full, query) = {
-            let mut page = pg.borrow_mut();
-            page.state.mode = Mode::Detailed;
-            (page.full.take(), encode(&page.state))
-        };
-        hand_over(full, query);
-    });
+    wire_detailed(page, detailed_radio);
     let pg = page.clone();
     listen(main, "pointerdown", move |_| {
         pg.borrow_mut().pointer_down = true
@@ -410,6 +451,31 @@ fn wire(page: &Shared, main: &Element, detailed_radio: HtmlInputElement) {
         let _ = query.add_event_listener_with_callback("change", listener.as_ref().unchecked_ref());
         listener.forget();
     }
+}
+
+/// Detailed: the full calculator at once if it is there; else
+/// "Loading the detailed model…" in place of the lesson's figures until
+/// it takes over (in detailed mode, since the state now says so).
+fn wire_detailed(page: &Shared, radio: HtmlInputElement) {
+    let pg = page.clone();
+    listen(&radio, "change", move |_| {
+        let (full, query) = {
+            let mut page = pg.borrow_mut();
+            page.state.mode = Mode::Detailed;
+            (page.full.take(), encode(&page.state))
+        };
+        if full.is_some() {
+            hand_over(full, query);
+            return;
+        }
+        if let Some(root) = web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.document_element())
+        {
+            let _ = root.class_list().add_1("loading-full");
+        }
+        fetch_full(&pg);
+    });
 }
 
 /// Draws `b`, the budget of `state`, on `chart` in the colours `dark` asks
@@ -513,7 +579,7 @@ impl Page {
         attr(self.chart.canvas(), "aria-label", &sentence);
         let dominant = b.dominant();
         for (i, term) in Term::ALL.into_iter().enumerate() {
-            text(&self.cells[i], &format!("{:.1}", unit.of(b.bytes(term))));
+            text(&self.cells[i], &figure(b.bytes(term), unit));
             let row = &self.rows[i];
             let _ = row
                 .class_list()
@@ -522,10 +588,8 @@ impl Page {
             text(code, term.formula(mixed));
             text(why, term.explanation(mixed));
         }
-        text(
-            &self.cells[Term::ALL.len()],
-            &format!("{:.1}", unit.of(b.total)),
-        );
+        text(&self.cells[Term::ALL.len()], &figure(b.total, unit));
+        text(&self.rounding, rounding_note(b, unit).unwrap_or_default());
         let mut full = s;
         full.embed = false;
         attr(&self.open_full, "href", &format!("?{}", encode(&full)));

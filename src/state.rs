@@ -3,7 +3,7 @@
 //! Pure data and logic; the URL codec ([`crate::url`]) reads and writes it.
 
 pub use crate::budget::Unit;
-use crate::budget::{estimate, Breakdown, Field, TrainingConfig};
+use crate::budget::{estimate, figure, Breakdown, Field, TrainingConfig};
 use crate::detailed::{
     preset, Architecture, AttentionKernel, BaseQuant, DetailedConfig, LoraTargets, Objective,
     Offload, Optimizer, Overhead, Parallelism, Precision, Preset, Profile, Recompute, PRESETS,
@@ -151,14 +151,27 @@ impl Exercise {
         }
     }
 
-    /// The explanation, shown once the reader has tried it.
-    pub fn explanation(self) -> &'static str {
+    /// The explanation, shown once the reader has tried it, its figures
+    /// in `unit` computed from the configurations [`Exercise::setup`] sets.
+    pub fn explanation(self, unit: Unit) -> String {
         match self {
             Exercise::FullPrecision => {
-                "In fp32 the weights and gradients take 4 bytes instead of 2, so both double; \
-                 but the separate fp32 master copy is no longer needed, because the weights \
-                 already are fp32. Adam's state (always fp32) and the activations do not move. \
-                 For the lesson's 7 B model the gains and losses cancel: 185.0 GB either way."
+                let set = self.setup(&PageState::default());
+                let total = |c: &TrainingConfig| {
+                    estimate(c).map_or_else(|_| String::new(), |b| figure(b.total, unit))
+                };
+                let (mixed, fp32) = (total(&set.baseline.unwrap_or_default()), total(&set.config));
+                let figures = if mixed == fp32 {
+                    format!("{mixed} {} either way", unit.label())
+                } else {
+                    format!("{mixed} {u} and {fp32} {u}", u = unit.label())
+                };
+                format!(
+                    "In fp32 the weights and gradients take 4 bytes instead of 2, so both double; \
+                     but the separate fp32 master copy is no longer needed, because the weights \
+                     already are fp32. Adam's state (always fp32) and the activations do not move. \
+                     For the lesson's 7 B model the gains and losses cancel: {figures}."
+                )
             }
             Exercise::LargerBatch => {
                 "Only activations grow: they are kept for every token of every sequence in the \
@@ -166,29 +179,24 @@ impl Exercise {
                  and optimizer state depend on the model alone. When you run out of memory with \
                  large batches, activations are the term to cut (smaller micro-batches, \
                  recomputation)."
+                    .into()
             }
         }
     }
 
-    /// The page state that sets the exercise up: the current configuration
-    /// pinned as the baseline, and the change applied to the current one.
+    /// The page state that sets the exercise up: its whole configuration,
+    /// the lesson's example (so that the explanation describes the bars),
+    /// pinned as the baseline, and the change applied to it. The page's
+    /// other choices (unit, card, sweep, embed) stay.
     pub fn setup(self, state: &PageState) -> PageState {
         let mut next = *state;
         next.exercise = Some(self);
         next.mode = Mode::Lesson;
-        let mut base = state.config;
-        let mut current = state.config;
+        let base = TrainingConfig::default();
+        let mut current = base;
         match self {
-            Exercise::FullPrecision => {
-                base.mixed_precision = true;
-                current.mixed_precision = false;
-            }
-            Exercise::LargerBatch => {
-                if base.batch >= 1024 {
-                    base.batch = 512;
-                }
-                current.batch = base.batch * 2;
-            }
+            Exercise::FullPrecision => current.mixed_precision = false,
+            Exercise::LargerBatch => current.batch = base.batch * 2,
         }
         next.baseline = Some(base);
         next.config = current;
@@ -770,15 +778,39 @@ mod tests {
         assert_eq!(two.config.batch, 8);
         assert!(Exercise::LargerBatch.tried(&two));
         assert!(!Exercise::LargerBatch.tried(&lesson));
-        let full = PageState {
+        // From any configuration on screen, the exercise's own: the
+        // explanation's figures are the bars'.
+        let elsewhere = PageState {
             config: TrainingConfig {
+                params_b: 70.0,
                 batch: 1024,
+                mixed_precision: false,
                 ..TrainingConfig::default()
             },
+            baseline: Some(TrainingConfig {
+                layers: 80,
+                ..TrainingConfig::default()
+            }),
+            unit: Unit::Gib,
             ..lesson
         };
-        let two = Exercise::LargerBatch.setup(&full);
-        assert_eq!((two.baseline.unwrap().batch, two.config.batch), (512, 1024));
+        for ex in Exercise::ALL {
+            let set = ex.setup(&elsewhere);
+            assert_eq!(set.baseline, ex.setup(&lesson).baseline);
+            assert_eq!(set.config, ex.setup(&lesson).config);
+            assert_eq!(set.unit, Unit::Gib, "the page's other choices stay");
+            assert!(ex.tried(&set));
+        }
+        let one = Exercise::FullPrecision.setup(&elsewhere);
+        let bars = [one.baseline.unwrap(), one.config]
+            .map(|c| figure(estimate(&c).unwrap().total, one.unit));
+        assert_eq!(bars, ["172.3", "172.3"]);
+        assert!(Exercise::FullPrecision
+            .explanation(one.unit)
+            .contains("172.3 GiB either way"));
+        assert!(Exercise::FullPrecision
+            .explanation(Unit::Gb)
+            .contains("185.0 GB either way"));
     }
 
     #[test]

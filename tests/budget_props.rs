@@ -1,7 +1,7 @@
 //! Properties of the lesson's budget over many random valid inputs.
 #![cfg(not(target_arch = "wasm32"))]
 
-use membudget::budget::{estimate, Field, Term, TrainingConfig};
+use membudget::budget::{estimate, figure, rounding_note, Field, Term, TrainingConfig, Unit};
 use proptest::prelude::*;
 
 mod common;
@@ -150,5 +150,30 @@ proptest! {
         if let Some(note) = note {
             prop_assert!(note.ends_with(&format!(" {v}.")), "{}", note);
         }
+    }
+}
+
+/// A figure as the page shows it ("292.1") read back in whole tenths, by
+/// its digits (no float arithmetic).
+fn tenths(shown: &str) -> i128 {
+    let (whole, tenth) = shown.split_once('.').expect("one decimal");
+    whole.parse::<i128>().unwrap() * 10 + tenth.parse::<i128>().unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(10_000))]
+
+    /// The table's rounded figures add up to its total, or the note says
+    /// that they are rounded: never a sum that silently does not add up.
+    #[test]
+    fn shown_figures_add_up_or_carry_the_note(cfg in any_config(), gib in any::<bool>()) {
+        let unit = if gib { Unit::Gib } else { Unit::Gb };
+        let b = estimate(&cfg).unwrap();
+        let terms: i128 = Term::ALL.iter().map(|&t| tenths(&figure(b.bytes(t), unit))).sum();
+        let total = tenths(&figure(b.total, unit));
+        prop_assert_eq!(rounding_note(&b, unit).is_some(), terms != total);
+        // Each term is rounded on its own: the shown sum is off by at most
+        // half a tenth per term.
+        prop_assert!((terms - total).abs() <= 3);
     }
 }

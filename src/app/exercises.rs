@@ -42,7 +42,7 @@ fn ExerciseCard(
             <p class="explanation" id=format!("exercise-{n}-explanation")>
                 {text(move || {
                     if tried() {
-                        exercise.explanation().into()
+                        exercise.explanation(state.read().unit)
                     } else {
                         "Try it (or press “Set it up”): the baseline and the change appear side by side, and the explanation here.".into()
                     }
@@ -86,7 +86,7 @@ pub fn EmbeddedExercise() -> impl IntoView {
                 </p>
                 <details class="explanation" hidden=!tried>
                     <summary>"Answer"</summary>
-                    {exercise.explanation()}
+                    {exercise.explanation(s.unit)}
                 </details>
             </div>
         })

@@ -3,7 +3,9 @@
 
 use super::reactive::{cond, not, text};
 use super::{BaselineBudget, Budget, State};
-use crate::budget::{dominant_sentence, Breakdown, Term};
+use crate::budget::{
+    dominant_sentence, figure, master_copy_example, rounding_note, Breakdown, Term,
+};
 use crate::chart::term_colour_hex;
 use leptos::prelude::*;
 
@@ -43,7 +45,7 @@ pub fn BudgetTable() -> impl IntoView {
     let State(state) = super::context::<State>();
     let mixed = move || state.read().config.mixed_precision;
     let unit = move || state.read().unit;
-    let shown = move |b: &Breakdown, t: Option<Term>| format!("{:.1}", unit().of(bytes_of(b, t)));
+    let shown = move |b: &Breakdown, t: Option<Term>| figure(bytes_of(b, t), unit());
     let current = move |t| budget.get().map(|b| shown(&b, t)).unwrap_or_default();
     let pinned = move || baseline.get().is_some();
     let base_cell = move |t| baseline.get().map(|b| shown(&b, t)).unwrap_or_default();
@@ -56,6 +58,13 @@ pub fn BudgetTable() -> impl IntoView {
         _ => None,
     };
     let dominant = move || budget.get().ok().map(|b| b.dominant());
+    // The current column's, or else the baseline's.
+    let note = move || {
+        let cur = budget.get().ok().and_then(|b| rounding_note(&b, unit()));
+        let base = baseline.get().and_then(|b| rounding_note(&b, unit()));
+        cur.or(base).unwrap_or_default().to_string()
+    };
+    let (why, lines) = master_copy_example();
 
     let hide_pinned = not(cond(pinned));
     let rows = Term::ALL.map(|term| {
@@ -111,9 +120,14 @@ pub fn BudgetTable() -> impl IntoView {
                     <td class="change num" hidden=hide_pinned>{text(move || change_cell(None))}</td>
                     <td class="formula">
                         <code>"sum of the five terms"</code>
+                        <span class="why" id="rounding-note">{text(note)}</span>
                     </td>
                 </tr>
             </tfoot>
         </table>
+        <figure class="master-why" id="master-why">
+            <figcaption>{why}</figcaption>
+            <pre>{lines.join("\n")}</pre>
+        </figure>
     }
 }

@@ -4,7 +4,8 @@
 // sets are used. Shared by bench.mjs for membudget and the floor page.
 
 /** Installed in every page before its scripts: records, per canvas id, the
- *  time of its first and last drawing call. */
+ *  time of its first and last drawing call, and when the frame after the
+ *  first drawing call began (`frame`). */
 export const RECORDER = () => {
   const seen = (window.__draws = { first: null, last: new Map() });
   const proto = CanvasRenderingContext2D.prototype;
@@ -12,7 +13,12 @@ export const RECORDER = () => {
     const original = proto[name];
     proto[name] = function (...args) {
       const t = performance.now();
-      if (seen.first === null) seen.first = t;
+      if (seen.first === null) {
+        seen.first = t;
+        // The frame that shows it starts once the task that drew it (and
+        // whatever else that task does) has finished.
+        requestAnimationFrame(() => { seen.frame = performance.now(); });
+      }
       seen.last.set(this.canvas.id || '?', t);
       return original.apply(this, args);
     };
@@ -50,13 +56,17 @@ export async function inputToLastDraw(page, n, span) {
   }, { n, span });
 }
 
-/** Cold navigation → first canvas drawing call, in a fresh context. */
-export async function coldFirstDraw(browser, url) {
+/** Cold navigation → first canvas drawing call, in a fresh context; with
+ *  `frame`, → the start of the frame after it instead (what a harness that
+ *  watches the canvas's pixels sees: the drawing task's other work, and
+ *  anything else it starts, delays it). */
+export async function coldFirstDraw(browser, url, frame = false) {
   const ctx = await browser.newContext();
   await ctx.addInitScript(RECORDER);
   const p = await ctx.newPage();
   await p.goto(url);
-  const t = await p.waitForFunction(() => window.__draws && window.__draws.first);
+  const key = frame ? 'frame' : 'first';
+  const t = await p.waitForFunction((key) => window.__draws && window.__draws[key], key);
   const first = await t.jsonValue();
   await ctx.close();
   return first;

@@ -182,7 +182,7 @@ test('without JavaScript the page shows the lesson\'s figures in words, not dead
   await context.close();
 });
 
-test('before the wasm runs, the static markup is already laid out for the address: compact in an embed, hidden for a detailed one', async () => {
+test('before the wasm runs, the static markup is already laid out for the address: compact in an embed, a loading state for a detailed one', async () => {
   for (const [query, check] of [
     ['?embed=1', async (page) => {
       assert.equal(await page.isVisible('#light-page'), true);
@@ -192,9 +192,12 @@ test('before the wasm runs, the static markup is already laid out for the addres
     ['', async (page) => {
       assert.equal(await page.isVisible('h1'), true);
       assert.equal(await page.isVisible('#batch-slider'), true);
+      assert.equal(await page.isChecked('#mixed-input'), true, 'the skeleton shows the default unticked');
+      assert.equal(await page.isVisible('#full-loading'), false);
     }],
     ['?mode=detailed', async (page) => {
-      assert.equal(await page.isVisible('#light-page'), false, 'a lesson skeleton under a detailed address');
+      assert.equal(await page.isVisible('#batch-slider'), false, 'a lesson skeleton under a detailed address');
+      assert.equal(await page.isVisible('#full-loading'), true, 'no loading state');
     }],
   ]) {
     const context = await browser.newContext({ viewport: { width: 640, height: 480 }, serviceWorkers: 'block' });
@@ -205,4 +208,23 @@ test('before the wasm runs, the static markup is already laid out for the addres
     await check(page);
     await context.close();
   }
+});
+
+test('the lesson shows why the master copy is fp32 (computed), and notes rounded figures that do not add up, on both pages', async () => {
+  for (const light of [true, false]) {
+    // 0.125 B parameters: 0.25 + 0.25 + 0.5 + 1.0 + 73.0 = 75.0 shown to one decimal.
+    const { page, context } = await openPage(browser, server.base + '?params=0.125', { light });
+    assert.equal(await page.textContent('#master-why pre'), 'fp32: 1.0 + 0.0001 = 1.0001\nbf16: 1.0 + 0.0001 = 1.0000');
+    assert.match(await page.textContent('#master-why figcaption'), /2⁻⁷ = 0\.0078 apart.*Micikevicius et al\. 2018, §3\.1/);
+    const shown = await figures(page);
+    const tenths = (s) => Math.round(Number(s) * 10);
+    const sum = shown.slice(0, 5).reduce((a, s) => a + tenths(s), 0);
+    assert.notEqual(sum, tenths(shown[5]), `${shown}: the case adds up, nothing to test`);
+    assert.equal(await page.textContent('#rounding-note'), '(rounded; the sum is of the exact figures)');
+    await context.close();
+  }
+  const { page, context } = await openPage(browser, server.base, { light: true });
+  assert.deepEqual(await figures(page), ['14.0', '14.0', '28.0', '56.0', '73.0', '185.0']);
+  assert.equal(await page.textContent('#rounding-note'), '');
+  await context.close();
 });
