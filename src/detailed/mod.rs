@@ -35,7 +35,7 @@ pub mod trainers;
 pub use config::{
     ActOffload, AdamImpl, AttentionKernel, BaseQuant, CpComm, DetailedConfig, DetailedError,
     Device, ExpertsImpl, Fp8, Framework, FsdpSharding, Implementation, Loss, Objective, Offload,
-    Optimizer, Parallelism, Precision, Profile, QuantPath, Recompute, Reference, Schedule, Step,
+    Optimizer, Overlap, Parallelism, Precision, Profile, QuantPath, Recompute, Reference, Schedule, Step,
     StepOptions, TpPlan,
 };
 pub use memory::{

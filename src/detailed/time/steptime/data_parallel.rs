@@ -7,9 +7,9 @@
 //! across replicas (PyTorch FSDP's `HYBRID_SHARD`); ring collectives
 //! (Patarasuk & Yuan 2009) over the links of [`Rates::link`].
 
-use super::rates::{all_reduce, Rates};
+use super::rates::{all_reduce, pipelined, Rates};
 use super::Parts;
-use crate::detailed::config::{DetailedConfig, Precision};
+use crate::detailed::config::{DetailedConfig, Framework, Precision};
 
 /// The weights one GPU holds and trains, as counts and bytes.
 pub(super) struct Weights {
@@ -133,7 +133,9 @@ pub(super) fn per_step(cfg: &DetailedConfig, r: &Rates, w: &Weights, compute: f6
     // the last micro-batch's backward; ZeRO-1/2 then gather the updated
     // parameters before the next forward (in the shard group).
     let backward = compute * (2.0 / 3.0);
-    if p.zero < 3 && dp > 1 {
+    if p.zero < 3 && dp > 1 && cfg.framework == Framework::Megatron && p.replicas() <= 1 {
+        megatron(cfg, r, w, compute)
+    } else if p.zero < 3 && dp > 1 {
         let reduce = if p.replicas() > 1 {
             0.5 * all_reduce(trainable_bytes, shard, shard_bw) + cross
         } else {
@@ -149,6 +151,52 @@ pub(super) fn per_step(cfg: &DetailedConfig, r: &Rates, w: &Weights, compute: f6
     } else {
         0.0
     }
+}
+
+/// Megatron-Core's gradient buckets on one GPU: `bucket_size` parameters
+/// each, max(40,000,000, 1,000,000 × dp) by default
+/// (`DistributedDataParallel.__init__`,
+/// `megatron/core/distributed/distributed_data_parallel.py`, Megatron-LM
+/// d98e8a64), one bucket for all when `overlap_grad_reduce` is off.
+fn megatron_buckets(cfg: &DetailedConfig, w: &Weights) -> f64 {
+    let dp = cfg.parallel.data_group() as f64;
+    let bucket = (1e6 * dp).max(4e7);
+    if cfg.overlap.grad_reduce {
+        (w.trainable_bytes / (w.param_bytes / w.n_params.max(1.0)) / bucket)
+            .ceil()
+            .max(1.0)
+    } else {
+        1.0
+    }
+}
+
+/// Megatron-Core's data parallelism once per step, seconds exposed: the
+/// gradients reduced bucket by bucket as the last micro-batch's backward
+/// fills them (`overlap_grad_reduce`: `_ParamAndGradBucketGroup.start_grad_sync`
+/// from each parameter's backward hook, `param_and_grad_buffer.py`), all
+/// at once after backward without it (`finalize_model_grads`); under the
+/// distributed optimizer (`--zero` 1 or 2) a reduce-scatter, then the
+/// updated parameters all-gathered bucket by bucket ahead of the next
+/// forward (`overlap_param_gather`: `start_param_sync` from forward
+/// pre-hooks, `distributed_data_parallel.py`), or before it without.
+/// The last bucket's reduction and the first bucket's gather never hide
+/// ([`pipelined`]).
+fn megatron(cfg: &DetailedConfig, r: &Rates, w: &Weights, compute: f64) -> f64 {
+    let p = &cfg.parallel;
+    let dp = p.data_group();
+    let ar = all_reduce(w.trainable_bytes, dp, r.link(dp, p.tp.max(1)));
+    let n = megatron_buckets(cfg, w);
+    let (backward, forward) = (compute * 2.0 / 3.0, compute / 3.0);
+    if p.zero == 0 {
+        return pipelined(ar, backward, n);
+    }
+    let half = 0.5 * ar;
+    let gather = if cfg.overlap.param_gather {
+        pipelined(half, forward, n)
+    } else {
+        half
+    };
+    pipelined(half, backward, n) + gather
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //! (Transformer Engine), and float8's casts (torchao's `Float8Linear`).
 
 use super::layer::Widths;
-use crate::detailed::config::{DetailedConfig, Profile};
+use crate::detailed::config::{DetailedConfig, Fp8, Profile};
 
 /// Bytes per token one layer's memory-bound kernels read and write,
 /// forward, with the MLP's activation `act_width` elements wide.
@@ -107,5 +107,27 @@ pub(super) fn fp8_cast_bytes(cfg: &DetailedConfig, w: &Widths, moe: bool, m: f64
         Some(e) => h * (q + 2.0 * kv) + o * h + 3.0 * h * e.shared_ffn as f64,
         None => h * (q + 2.0 * kv) + o * h + (up + 1.0) * h * a.ffn as f64,
     };
+    if matches!(cfg.fp8, Fp8::Te | Fp8::TeMxfp8) {
+        return p16 * te_cast_elements(cfg, o, m, weights) / t;
+    }
     p16 * (m * widths + weights) / t
+}
+
+/// Elements Transformer Engine casts to fp8 in one layer's forward for
+/// `m` tokens, counted so that the forward-and-backward factor of three
+/// the caller applies gives the step's casts. The inputs of the q, k, v
+/// and MLP projections are written in fp8 by the norm before them
+/// (`LayerNormLinear`, `LayerNormMLP`: the norm's kernel emits the fp8
+/// output, `transformer_engine/pytorch/module/layernorm_linear.py`), and
+/// the down projection's by the activation kernel (`LayerNormMLP`,
+/// `activation` into fp8): only the attention's output is cast before the
+/// output projection (`Linear`), width `o`. The `weights` are cast once
+/// per optimizer step: Megatron-Core passes `is_first_microbatch` to TE's
+/// modules (`megatron/core/extensions/transformer_engine.py`,
+/// `TELinear.forward`), which cast the weights and their transposes on
+/// the first micro-batch and reuse the cached fp8 copies on the others
+/// (`linear.py`, `cache_weight`/`update_workspace`).
+fn te_cast_elements(cfg: &DetailedConfig, o: f64, m: f64, weights: f64) -> f64 {
+    let acc = cfg.accumulation_steps() as f64;
+    m * o + weights / (3.0 * acc)
 }

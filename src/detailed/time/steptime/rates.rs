@@ -41,6 +41,19 @@ pub(super) fn all_reduce(bytes: f64, n: u64, bw: f64) -> f64 {
     2.0 * (n - 1) as f64 / n as f64 * bytes / bw
 }
 
+/// The part of a collective of `comm` seconds that compute of `work`
+/// seconds beside it does not hide, when both are split into `n` pieces
+/// run as a pipeline: piece i's collective waits for piece i's compute
+/// (a gradient bucket filled by backward, a GEMM's chunk), or piece i's
+/// compute waits for its collective (a gather ahead of forward, an
+/// all-gather feeding a GEMM's chunk). One piece of each is never hidden;
+/// beyond that, whatever outlasts the other n − 1 pieces of compute:
+/// max(comm/n, comm − work·(n−1)/n). With n = 1 the whole collective shows.
+pub(super) fn pipelined(comm: f64, work: f64, n: f64) -> f64 {
+    let n = n.max(1.0);
+    (comm / n).max(comm - work * (n - 1.0) / n).max(0.0)
+}
+
 /// Rates for a step: sustained FLOP/s and bytes/s.
 pub(super) struct Rates {
     /// The card's dense peak, FLOP/s ([`peak`]): MFU's denominator.
