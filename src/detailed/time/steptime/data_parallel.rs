@@ -239,6 +239,44 @@ mod tests {
         );
     }
 
+    /// Megatron's gradient buckets over 64 A100s in 8 nodes: without
+    /// `overlap_grad_reduce` the whole all-reduce follows backward; with it
+    /// the buckets of max(40M, 1M × 64) = 64M parameters are reduced as
+    /// the last backward fills them, and what shows is
+    /// max(one bucket, all − the backward beside the other buckets).
+    /// Under the distributed optimizer a reduce-scatter and an all-gather
+    /// (half an all-reduce each), the gather behind the next forward.
+    #[test]
+    fn megatron_reduces_bucket_by_bucket() {
+        use crate::detailed::config::{Framework, Overlap};
+        let mut c = llama(4096, 64);
+        c.micro_batch = Some(1);
+        c.parallel.dp = 64;
+        let on = at(&c);
+        c.overlap = Overlap::NONE;
+        let off = at(&c);
+        let n = (c.arch.params() as f64 / 64e6).ceil();
+        let compute = on.parts.matmul + on.parts.attention + on.parts.memory_bound;
+        let all = off.parts.data_parallel;
+        let want = (all / n).max(all - compute * 2.0 / 3.0 * (n - 1.0) / n);
+        assert!(n > 100.0 && all > 0.0);
+        assert!((on.parts.data_parallel / want - 1.0).abs() < 1e-9);
+        // PyTorch DDP hides the whole reduction behind the last backward.
+        c.framework = Framework::Ddp { bucket_view: false };
+        assert_eq!(at(&c).parts.data_parallel, (all - compute * 2.0 / 3.0).max(0.0));
+        // The distributed optimizer: reduce-scatter, then all-gather.
+        c.framework = Framework::Megatron;
+        c.parallel.zero = 1;
+        let zero1_off = at(&c).parts.data_parallel;
+        assert!((zero1_off / all - 1.0).abs() < 1e-9);
+        c.overlap = Overlap::default();
+        let half = all / 2.0;
+        let gather = (half / n).max(half - compute / 3.0 * (n - 1.0) / n);
+        let reduce = (half / n).max(half - compute * 2.0 / 3.0 * (n - 1.0) / n);
+        let zero1 = at(&c).parts.data_parallel;
+        assert!((zero1 / (gather + reduce) - 1.0).abs() < 1e-9, "{zero1}");
+    }
+
     /// Hybrid sharding: FSDP inside each node of 8, the nodes all-reducing
     /// their gradient shards. Over a slow network the all-reduce outlasts
     /// the backward and shows; with one shard group it is plain ZeRO-3.

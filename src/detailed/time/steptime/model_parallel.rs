@@ -170,6 +170,35 @@ mod tests {
         assert!((across.parts.tensor_parallel / inside.parts.tensor_parallel - 3.0).abs() < 1e-9);
     }
 
+    /// Transformer Engine's overlap under Megatron with sequence
+    /// parallelism: at tp 2 on A100s every all-gather and backward
+    /// reduce-scatter of Llama 3.1 8B fits inside the GEMM beside it (each
+    /// collective at most a quarter of its GEMM), and what shows is the
+    /// last chunk of each forward reduce-scatter: half a reduce-scatter,
+    /// twice a layer, against eight whole ones exposed. Without sequence
+    /// parallelism, with the overlap off, or under another framework,
+    /// nothing hides.
+    #[test]
+    fn tp_comm_overlap_hides_inside_the_gemms() {
+        use crate::detailed::config::{Framework, Overlap};
+        let mut c = llama(8192, 8);
+        c.micro_batch = Some(1);
+        c.parallel.tp = 2;
+        c.parallel.sp = true;
+        let on = at(&c).parts.tensor_parallel;
+        c.overlap = Overlap::NONE;
+        let off = at(&c).parts.tensor_parallel;
+        assert!((on * 8.0 / off - 1.0).abs() < 1e-9, "{on} {off}");
+        c.overlap = Overlap::default();
+        c.parallel.sp = false;
+        assert_eq!(at(&c).parts.tensor_parallel, off);
+        c.parallel.sp = true;
+        c.framework = Framework::Fsdp2 {
+            reshard_after_forward: true,
+        };
+        assert_eq!(at(&c).parts.tensor_parallel, off);
+    }
+
     /// All-to-all context parallelism is exposed, the ring hides behind
     /// attention at long sequences; both grow with cp's exchanges, and
     /// across nodes the all-to-all is slower than inside one.
