@@ -7,7 +7,7 @@
 use super::efficiency::Efficiency;
 use super::offload::HOST_GBPS_PER_GPU;
 use crate::detailed::config::{DetailedConfig, Precision};
-use crate::detailed::time::hardware::{Dtype, Gpu};
+use crate::detailed::time::hardware::{nvlink_domain, Dtype, Gpu};
 
 /// The GPUs a step runs on.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -23,7 +23,9 @@ impl Cluster {
     pub fn new(gpu: Gpu, gpus_per_node: u64) -> Self {
         Self {
             gpu,
-            gpus_per_node: gpus_per_node.max(1),
+            // An NVL72 rack's 72 GPUs share one NVLink domain, whatever
+            // the trays' count for the host.
+            gpus_per_node: gpus_per_node.max(1).max(nvlink_domain(&gpu)),
         }
     }
 }
