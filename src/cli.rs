@@ -1925,7 +1925,7 @@ fn check_card_speeds(
                 "--fp8 {} needs {}: the {} has none",
                 cfg.fp8.name(),
                 if cfg.fp8 == Fp8::TeMxfp8 {
-                    "Blackwell's MXFP8 tensor cores (B200)"
+                    "Blackwell's MXFP8 tensor cores (B200, GB200, B300, GB300)"
                 } else {
                     "fp8 tensor cores (H100, H200, B200, L40S, RTX 4090, MI300X)"
                 },
