@@ -30,10 +30,14 @@
 //!   reduce-scatter (n−1)/n) over NVLink when the group sits in one node,
 //!   else over each GPU's share of the network. Tensor-parallel
 //!   all-reduces (or the all-gather + reduce-scatter pairs of sequence
-//!   parallelism, the same bytes) are exposed, as Megatron-LM runs them
-//!   (Korthikanti et al. 2022, §4.2.2); data-parallel gradient reduction
+//!   parallelism, the same bytes) are exposed, as Megatron-LM ran them
+//!   (Korthikanti et al. 2022, §4.2.2), or under Megatron-Core with
+//!   sequence parallelism run inside the GEMMs beside them (Transformer
+//!   Engine's `tp_comm_overlap`); data-parallel gradient reduction
 //!   overlaps the last micro-batch's backward (PyTorch DDP's buckets,
-//!   Li et al. 2020, §3.2.3); ZeRO-3 / FSDP gathers each micro-batch's
+//!   Li et al. 2020, §3.2.3; Megatron-Core's `overlap_grad_reduce`
+//!   buckets, the last one exposed, and `overlap_param_gather` behind the
+//!   next forward); ZeRO-3 / FSDP gathers each micro-batch's
 //!   parameters and reduces its gradients behind that micro-batch's compute
 //!   (Zhao et al. 2023, §3.3, prefetching); expert all-to-alls are exposed.
 //! - **pipeline**: the 1F1B schedule's (p−1)/v bubble of the slowest
