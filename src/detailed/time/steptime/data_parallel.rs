@@ -98,6 +98,7 @@ pub(super) fn sharded(cfg: &DetailedConfig, r: &Rates, w: &Weights, micro: &mut 
     }
     let with_copies = micro.matmul + micro.attention + micro.memory_bound;
     micro.data_parallel = (comm - with_copies).max(0.0);
+    micro.hidden.data_parallel = comm - micro.data_parallel;
 }
 
 /// Hybrid sharding's all-reduce of each group's gradient shard across
@@ -119,9 +120,10 @@ fn across_replicas(cfg: &DetailedConfig, r: &Rates, w: &Weights) -> f64 {
     }
 }
 
-/// Data parallelism once per step, seconds, the part the last
-/// micro-batch's backward (two thirds of its `compute`) does not hide.
-pub(super) fn per_step(cfg: &DetailedConfig, r: &Rates, w: &Weights, compute: f64) -> f64 {
+/// Data parallelism once per step, seconds: the part the last
+/// micro-batch's backward (two thirds of its `compute`) does not hide, and
+/// the collectives' whole time.
+pub(super) fn per_step(cfg: &DetailedConfig, r: &Rates, w: &Weights, compute: f64) -> (f64, f64) {
     let p = &cfg.parallel;
     let t = p.tp.max(1);
     let dp = p.data_group();
@@ -142,14 +144,17 @@ pub(super) fn per_step(cfg: &DetailedConfig, r: &Rates, w: &Weights, compute: f6
             all_reduce(trainable_bytes, dp, r.link(dp, t))
         };
         let mut exposed = (reduce - backward).max(0.0);
+        let mut all = reduce;
         if p.zero >= 1 {
-            exposed += 0.5 * all_reduce(trainable_bytes, shard, shard_bw);
+            let gather = 0.5 * all_reduce(trainable_bytes, shard, shard_bw);
+            exposed += gather;
+            all += gather;
         }
-        exposed
+        (exposed, all)
     } else if p.zero >= 3 {
-        (cross - backward).max(0.0)
+        ((cross - backward).max(0.0), cross)
     } else {
-        0.0
+        (0.0, 0.0)
     }
 }
 
@@ -181,14 +186,14 @@ fn megatron_buckets(cfg: &DetailedConfig, w: &Weights) -> f64 {
 /// pre-hooks, `distributed_data_parallel.py`), or before it without.
 /// The last bucket's reduction and the first bucket's gather never hide
 /// ([`pipelined`]).
-fn megatron(cfg: &DetailedConfig, r: &Rates, w: &Weights, compute: f64) -> f64 {
+fn megatron(cfg: &DetailedConfig, r: &Rates, w: &Weights, compute: f64) -> (f64, f64) {
     let p = &cfg.parallel;
     let dp = p.data_group();
     let ar = all_reduce(w.trainable_bytes, dp, r.link(dp, p.tp.max(1)));
     let n = megatron_buckets(cfg, w);
     let (backward, forward) = (compute * 2.0 / 3.0, compute / 3.0);
     if p.zero == 0 {
-        return pipelined(ar, backward, n);
+        return (pipelined(ar, backward, n), ar);
     }
     let half = 0.5 * ar;
     let gather = if cfg.overlap.param_gather {
@@ -196,7 +201,7 @@ fn megatron(cfg: &DetailedConfig, r: &Rates, w: &Weights, compute: f64) -> f64 {
     } else {
         half
     };
-    pipelined(half, backward, n) + gather
+    (pipelined(half, backward, n) + gather, ar)
 }
 
 #[cfg(test)]

@@ -89,7 +89,7 @@ mod rates;
 
 pub use efficiency::{Efficiency, FLASH_ATTENTION_2, MATMUL_MAMF};
 pub use offload::HOST_GBPS_PER_GPU;
-pub use parts::{Parts, StepTime};
+pub use parts::{Hidden, Parts, StepTime};
 pub use rates::Cluster;
 
 use crate::detailed::config::DetailedConfig;
@@ -123,6 +123,11 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
         attention: c.attention,
         memory_bound: c.memory_bound,
         tensor_parallel: model_parallel::tensor_parallel(cfg, &r, m, share),
+        hidden: parts::Hidden {
+            tensor_parallel: model_parallel::tensor_parallel_collectives(cfg, &r, m, share)
+                - model_parallel::tensor_parallel(cfg, &r, m, share),
+            data_parallel: 0.0,
+        },
         expert_parallel: model_parallel::expert_parallel(cfg, &r, m, share),
         context_parallel: model_parallel::context_parallel(
             cfg,
@@ -140,7 +145,9 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
     let acc = cfg.accumulation_steps() as f64;
     let mut step = micro.scaled(acc);
     step.bubble = pipeline::bubble(cfg, &micro, compute, &c);
-    step.data_parallel += data_parallel::per_step(cfg, &r, &weights, compute);
+    let (exposed, all) = data_parallel::per_step(cfg, &r, &weights, compute);
+    step.data_parallel += exposed;
+    step.hidden.data_parallel += all - exposed;
     let breakdown = crate::detailed::memory::estimate(cfg).ok();
     step.optimizer = optimizer::update(optimizer::streamed(cfg, breakdown), &r);
     step.offload = offload::offload(cfg, &r, &weights, acc, compute, breakdown);

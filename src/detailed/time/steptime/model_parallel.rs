@@ -25,12 +25,33 @@ pub(super) fn tensor_parallel(cfg: &DetailedConfig, r: &Rates, m: f64, share: f6
         Recompute::Full => 6.0,
         _ => 4.0,
     };
-    let layers = cfg.arch.layers as f64 * share;
     let ar = all_reduce(2.0 * m * h, t, r.link(t, 1));
     if cfg.framework == Framework::Megatron && cfg.overlap.tp_comm && cfg.parallel.sp {
         return overlapped(cfg, r, m, share, ar / 2.0, per_layer / 2.0 - 1.0);
     }
-    per_layer * layers * ar
+    tensor_parallel_collectives(cfg, r, m, share)
+}
+
+/// Tensor parallelism's collectives for one micro-batch of `m` tokens on
+/// a stage holding `share` of the layers, seconds, hidden or not: two
+/// all-reduces forward and two backward per layer, two more under full
+/// recomputation.
+pub(super) fn tensor_parallel_collectives(
+    cfg: &DetailedConfig,
+    r: &Rates,
+    m: f64,
+    share: f64,
+) -> f64 {
+    let t = cfg.parallel.tp.max(1);
+    if t <= 1 {
+        return 0.0;
+    }
+    let per_layer = match cfg.recompute {
+        Recompute::Full => 6.0,
+        _ => 4.0,
+    };
+    let layers = cfg.arch.layers as f64 * share;
+    per_layer * layers * all_reduce(2.0 * m * cfg.arch.hidden as f64, t, r.link(t, 1))
 }
 
 /// Transformer Engine's tensor-parallel overlap (`tp_comm_overlap`,
