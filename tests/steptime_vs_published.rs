@@ -7,8 +7,8 @@
 use membudget::detailed::time::hardware::gpu;
 use membudget::detailed::time::steptime::{step_time, Cluster, Efficiency, StepTime};
 use membudget::detailed::{
-    preset, Architecture, AttentionKernel, DetailedConfig, Framework, Overlap, Parallelism, Profile,
-    Recompute,
+    preset, Architecture, AttentionKernel, DetailedConfig, Framework, Overlap, Parallelism,
+    Profile, Recompute,
 };
 
 /// One published measurement and what the model says.

@@ -268,7 +268,10 @@ mod tests {
         assert!((on.parts.data_parallel / want - 1.0).abs() < 1e-9);
         // PyTorch DDP hides the whole reduction behind the last backward.
         c.framework = Framework::Ddp { bucket_view: false };
-        assert_eq!(at(&c).parts.data_parallel, (all - compute * 2.0 / 3.0).max(0.0));
+        assert_eq!(
+            at(&c).parts.data_parallel,
+            (all - compute * 2.0 / 3.0).max(0.0)
+        );
         // The distributed optimizer: reduce-scatter, then all-gather.
         c.framework = Framework::Megatron;
         c.parallel.zero = 1;

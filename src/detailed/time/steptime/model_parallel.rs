@@ -71,7 +71,14 @@ pub(super) fn tensor_parallel_collectives(
 /// gradients reduce-scattered behind their weight-gradient GEMMs
 /// (`ub_bulk_dgrad`: the whole collective beside the whole GEMM). A MoE
 /// layer's experts have no TE overlap: their collectives stay exposed.
-fn overlapped(cfg: &DetailedConfig, r: &Rates, m: f64, share: f64, half: f64, forwards: f64) -> f64 {
+fn overlapped(
+    cfg: &DetailedConfig,
+    r: &Rates,
+    m: f64,
+    share: f64,
+    half: f64,
+    forwards: f64,
+) -> f64 {
     let t = cfg.parallel.tp.max(1) as f64;
     let [qkv, out, up, down] = tp_gemms(cfg, m, r);
     let gather = |g: f64| (half - g * (t - 1.0) / t).max(0.0);
