@@ -1194,7 +1194,7 @@ fn megatron_overlap_flags_expose_what_was_hidden() {
     args.extend(["--no-tp-comm-overlap", "--no-overlap-grad-reduce"]);
     let off = json(&args);
     let p = |d: &serde_json::Value, k: &str| d["time"]["parts"][k].as_f64().unwrap();
-    let hidden = |d: &serde_json::Value, k: &str| d["time"]["parts"]["hidden"][k].as_f64().unwrap();
+    let hidden = |d: &serde_json::Value, k: &str| d["time"]["hidden"][k].as_f64().unwrap();
     assert!(hidden(&on, "tensor_parallel") > 0.0);
     assert_eq!(hidden(&off, "tensor_parallel"), 0.0);
     let tp_sum = p(&on, "tensor_parallel") + hidden(&on, "tensor_parallel");

@@ -39,8 +39,9 @@ pub struct Parts {
     #[serde(default)]
     pub generation: f64,
     /// Collectives that ran behind compute, beside the exposed parts above
-    /// and not in the step's total.
-    #[serde(default)]
+    /// and not in the step's total (the JSON shows it as `time.hidden`, so
+    /// that `time.parts` adds up to the step).
+    #[serde(skip)]
     pub hidden: Hidden,
 }
 
