@@ -86,6 +86,12 @@ pub enum Field {
     Layers,
 }
 
+/// The detailed model's largest global batch, in sequences: the command
+/// line's `--batch` (2²⁰). The lesson's inputs stay within
+/// [`Field::range`]'s 1,024, where its arithmetic is exact in u64
+/// ([`estimate`]).
+pub const DETAILED_BATCH_MAX: f64 = 1_048_576.0;
+
 impl Field {
     /// Every numeric field, in the order of the lesson's signature.
     pub const ALL: [Field; 5] = [
@@ -127,7 +133,17 @@ impl Field {
         }
     }
 
-    /// Smallest and largest accepted value, inclusive.
+    /// Smallest and largest accepted value in `detailed` mode (the
+    /// detailed model's global batch goes to [`DETAILED_BATCH_MAX`], as the
+    /// command line's `--batch`) or the lesson's ([`Field::range`]).
+    pub fn range_in(self, detailed: bool) -> (f64, f64) {
+        match self {
+            Field::Batch if detailed => (1.0, DETAILED_BATCH_MAX),
+            _ => self.range(),
+        }
+    }
+
+    /// Smallest and largest accepted value, inclusive: the lesson's.
     pub fn range(self) -> (f64, f64) {
         match self {
             Field::ModelSize => (0.1, 1000.0),
@@ -157,7 +173,12 @@ impl Field {
     /// Accepts `value` if it is a finite number in range (and whole where
     /// the field needs it); otherwise says what is wrong.
     pub fn check(self, value: f64) -> Result<f64, ConfigError> {
-        let (min, max) = self.range();
+        self.check_in(value, false)
+    }
+
+    /// [`Field::check`] against [`Field::range_in`]`(detailed)`.
+    pub fn check_in(self, value: f64, detailed: bool) -> Result<f64, ConfigError> {
+        let (min, max) = self.range_in(detailed);
         let kind = if value.is_nan() {
             ErrorKind::NotANumber
         } else if value < min {
@@ -180,11 +201,16 @@ impl Field {
     /// [`Field::parse`] with the decimal conversion `to_f64` (see
     /// [`crate::number`]: the page passes the browser's).
     pub fn parse_with(self, text: &str, to_f64: ToF64) -> Result<f64, ConfigError> {
+        self.parse_in(text, to_f64, false)
+    }
+
+    /// [`Field::parse_with`] against [`Field::range_in`]`(detailed)`.
+    pub fn parse_in(self, text: &str, to_f64: ToF64, detailed: bool) -> Result<f64, ConfigError> {
         let kind = if text.trim().is_empty() {
             ErrorKind::Empty
         } else {
             match read(text, to_f64) {
-                Some(v) => return self.check(v),
+                Some(v) => return self.check_in(v, detailed),
                 None => ErrorKind::NotANumber,
             }
         };
@@ -207,13 +233,24 @@ impl Field {
     /// assert_eq!(Field::Layers.commit("", 32.0, std_to_f64).0, 32.0);
     /// ```
     pub fn commit(self, text: &str, current: f64, to_f64: ToF64) -> (f64, Option<String>) {
-        match self.parse_with(text, to_f64) {
+        self.commit_in(text, current, to_f64, false)
+    }
+
+    /// [`Field::commit`] against [`Field::range_in`]`(detailed)`.
+    pub fn commit_in(
+        self,
+        text: &str,
+        current: f64,
+        to_f64: ToF64,
+        detailed: bool,
+    ) -> (f64, Option<String>) {
+        match self.parse_in(text, to_f64, detailed) {
             Ok(v) => (v, None),
             Err(e) => match e.kind {
                 ErrorKind::BelowMin { got, .. }
                 | ErrorKind::AboveMax { got, .. }
                 | ErrorKind::NotWhole { got } => {
-                    let v = self.clamp(got);
+                    let v = self.clamp_in(got, detailed);
                     (v, Some(format!("{e}; using {v}.")))
                 }
                 ErrorKind::Empty | ErrorKind::NotANumber => {
@@ -258,10 +295,15 @@ impl Field {
     /// The nearest accepted value: clamped into range, rounded to a whole
     /// number where needed; NaN becomes the lesson's default.
     pub fn clamp(self, value: f64) -> f64 {
+        self.clamp_in(value, false)
+    }
+
+    /// [`Field::clamp`] into [`Field::range_in`]`(detailed)`.
+    pub fn clamp_in(self, value: f64, detailed: bool) -> f64 {
         if value.is_nan() {
             return TrainingConfig::default().get(self);
         }
-        let (min, max) = self.range();
+        let (min, max) = self.range_in(detailed);
         let v = value.clamp(min, max);
         if self.is_integer() {
             v.round()
@@ -373,7 +415,12 @@ impl TrainingConfig {
 
     /// A copy with one field changed, if the value is accepted.
     pub fn with(&self, field: Field, value: f64) -> Result<Self, ConfigError> {
-        let v = field.check(value)?;
+        self.with_in(field, value, false)
+    }
+
+    /// [`TrainingConfig::with`] against [`Field::range_in`]`(detailed)`.
+    pub fn with_in(&self, field: Field, value: f64, detailed: bool) -> Result<Self, ConfigError> {
+        let v = field.check_in(value, detailed)?;
         let mut next = *self;
         // `check` guarantees whole numbers within u32 for the integer fields.
         match field {
@@ -388,8 +435,13 @@ impl TrainingConfig {
 
     /// Checks every field; the first one out of range is reported.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.validate_in(false)
+    }
+
+    /// [`TrainingConfig::validate`] against [`Field::range_in`]`(detailed)`.
+    pub fn validate_in(&self, detailed: bool) -> Result<(), ConfigError> {
         for field in Field::ALL {
-            field.check(self.get(field))?;
+            field.check_in(self.get(field), detailed)?;
         }
         Ok(())
     }

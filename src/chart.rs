@@ -6,7 +6,7 @@
 //! page renders it on a `<canvas>`, the tests into an SVG string.
 
 use crate::budget::{Breakdown, Term};
-use crate::detailed::{DetailedBreakdown, Moment, StepTimeline};
+use crate::detailed::{DetailedBreakdown, Live, Moment, StepTimeline};
 use crate::state::Unit;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -218,34 +218,63 @@ pub fn timeline_bars(t: &StepTimeline, overhead_bytes: f64) -> (Vec<Bar>, usize)
             Moment::WeightsGather => "all-gather".into(),
             Moment::End => "zero_grad".into(),
         };
-        let l = &e.live;
-        let part = |label, colour, bytes| Part {
+        bars.push(Bar {
             label,
-            colour,
-            bytes,
-        };
-        let mut parts = vec![
-            part("Parameters", term_colour(Term::Params), l.params),
-            part("Gradients", term_colour(Term::Grads), l.grads),
-            part(
-                "Master weights",
-                term_colour(Term::MasterWeights),
-                l.master_weights,
-            ),
-            part(
-                "Optimizer state",
-                term_colour(Term::OptimizerState),
-                l.optimizer_state,
-            ),
-            part("Activations", term_colour(Term::Activations), l.activations),
-            part("Transient buffers", TRANSIENT_COLOUR, l.transient),
-        ];
-        if overhead_bytes > 0.0 {
-            parts.push(part("Runtime overhead", OVERHEAD_COLOUR, overhead_bytes));
-        }
-        bars.push(Bar { label, parts });
+            parts: live_parts(&e.live, overhead_bytes),
+        });
     }
     (bars, peak)
+}
+
+/// The bytes live at one moment as segments, bottom first, with
+/// `overhead_bytes` (0 for none) as a band on top.
+fn live_parts(l: &Live, overhead_bytes: f64) -> Vec<Part> {
+    let part = |label, colour, bytes| Part {
+        label,
+        colour,
+        bytes,
+    };
+    let mut parts = vec![
+        part("Parameters", term_colour(Term::Params), l.params),
+        part("Gradients", term_colour(Term::Grads), l.grads),
+        part(
+            "Master weights",
+            term_colour(Term::MasterWeights),
+            l.master_weights,
+        ),
+        part(
+            "Optimizer state",
+            term_colour(Term::OptimizerState),
+            l.optimizer_state,
+        ),
+        part("Activations", term_colour(Term::Activations), l.activations),
+        part("Transient buffers", TRANSIENT_COLOUR, l.transient),
+    ];
+    if overhead_bytes > 0.0 {
+        parts.push(part("Runtime overhead", OVERHEAD_COLOUR, overhead_bytes));
+    }
+    parts
+}
+
+/// The detailed mode's main chart, the one the verdict uses: the terms at
+/// rest (the lesson's view: weights, gradients, states and the saved
+/// activations, logits apart), then the step's peak as live at its moment
+/// with the runtime overhead (`overhead_bytes`, 0 when it is off) as a band
+/// on top. The second bar's total is what the verdict compares with the
+/// card, so the two never disagree on one screen; the legend is its.
+pub fn verdict_bars(b: &DetailedBreakdown, t: &StepTimeline, overhead_bytes: f64) -> Vec<Bar> {
+    let label = if overhead_bytes > 0.0 {
+        "Peak + overhead"
+    } else {
+        "Step's peak"
+    };
+    vec![
+        Bar::detailed("At rest", b),
+        Bar {
+            label: label.into(),
+            parts: live_parts(&t.peak_event().live, overhead_bytes),
+        },
+    ]
 }
 
 /// What to draw: the bars and everything around them.

@@ -15,7 +15,7 @@ use crate::detailed::{
 };
 use crate::report::{
     whole, ChangeReport, DetailedParts, DetailedReport, FitReport, LessonReport, PlanReport,
-    PlanRowReport, TimeReport, TrainingCost,
+    PlanRowReport, TimeRange, TimeReport, TrainingCost,
 };
 use crate::state::{max_detailed_seq, max_micro_batch};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
@@ -536,11 +536,21 @@ pub struct OffloadArgs {
 #[derive(clap::Args, Debug, Default)]
 #[command(next_help_heading = "Runtime overhead")]
 pub struct OverheadArgs {
-    /// Add the runtime overhead (CUDA context, workspaces, communication
-    /// buffers, fragmentation) beside the peak, with the defaults below
-    /// unless given.
+    /// Accepted for old commands: the runtime overhead (CUDA context,
+    /// workspaces, communication buffers, fragmentation) is counted by
+    /// default, with the sizes below.
     #[arg(long)]
     pub overhead: bool,
+    /// Judge by the tensors' peak alone: leave the runtime overhead out of
+    /// the verdict, the largest micro-batch and sequence, the changes that
+    /// make it fit and --plan.
+    #[arg(long, conflicts_with_all = ["overhead", "expandable_segments", "cuda_context", "workspaces", "comm_buffers", "fragmentation"])]
+    pub no_overhead: bool,
+    /// PyTorch's allocator runs with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+    /// (torchtitan's, axolotl's and Unsloth's default): the fragmentation's
+    /// default is 5 % instead of 15 %.
+    #[arg(long)]
+    pub expandable_segments: bool,
     /// CUDA context in GB, 0–1000 [default: 0.758].
     #[arg(long, value_name = "GB")]
     pub cuda_context: Option<f64>,
@@ -550,7 +560,8 @@ pub struct OverheadArgs {
     /// Communication buffers per parallel group in GB, 0–1000 [default: 0.268].
     #[arg(long, value_name = "GB")]
     pub comm_buffers: Option<f64>,
-    /// Allocator fragmentation in percent of the peak, 0–100 [default: 15].
+    /// Allocator fragmentation in percent of the peak, 0–100 [default: 15;
+    /// 5 with --expandable-segments].
     #[arg(long, value_name = "PERCENT")]
     pub fragmentation: Option<f64>,
 }
@@ -691,6 +702,8 @@ impl OverheadArgs {
     /// Whether any runtime overhead flag was given.
     fn given(&self) -> bool {
         self.overhead
+            || self.no_overhead
+            || self.expandable_segments
             || self.cuda_context.is_some()
             || self.workspaces.is_some()
             || self.comm_buffers.is_some()
@@ -817,13 +830,19 @@ impl Args {
         }
     }
 
-    /// The runtime overhead these flags ask for, if any, checked.
+    /// The runtime overhead these flags ask for, checked: the defaults
+    /// (with expandable segments' fragmentation when asked) and the sizes
+    /// given, or `None` with `--no-overhead`.
     pub fn overhead_settings(&self) -> Result<Option<Overhead>, CliError> {
         let a = &self.overhead;
-        if !a.given() {
+        if a.no_overhead {
             return Ok(None);
         }
-        let d = Overhead::default();
+        let d = if a.expandable_segments {
+            Overhead::expandable_segments()
+        } else {
+            Overhead::default()
+        };
         let o = Overhead {
             cuda_context_gb: a.cuda_context.unwrap_or(d.cuda_context_gb),
             workspaces_gb: a.workspaces.unwrap_or(d.workspaces_gb),
@@ -1445,7 +1464,7 @@ pub fn render_detailed(
         out += &host_ram_line(&h);
     }
     if let Some(o) = overhead {
-        out += &overhead_lines(o, t);
+        out += &overhead_lines(cfg, o, t);
     }
     if let Some(f) = fit {
         out += &fit_lines(f);
@@ -1592,8 +1611,8 @@ fn paged_line(cfg: &DetailedConfig, t: &StepTimeline) -> String {
     format!(
         "# paged optimizer state: {:.1} GB of the peak in CUDA unified memory (bitsandbytes, tensors of ≥ 1e5 values): \
          on the card until memory pressure pages it to the host, but not in torch.cuda.max_memory_allocated; \
-         allocated by PyTorch {:.1} GB (what torchtune's peak_memory_alloc/_reserved/_active and other trainers' logs show), \
-         on the card {:.1} GB (the verdict's)\n",
+         allocated by PyTorch {:.1} GB (what torchtune's peak_memory_alloc/_active and other trainers' logs show), \
+         on the card {:.1} GB (the tensors', before the runtime overhead)\n",
         paged / 1e9,
         (t.peak_bytes() - paged) / 1e9,
         t.peak_bytes() / 1e9
@@ -1650,8 +1669,18 @@ fn host_ram_line(h: &HostRam) -> String {
     )
 }
 
-/// `overhead_gb` by part, then the peak with it.
-fn overhead_lines(o: &OverheadBytes, t: &StepTimeline) -> String {
+/// The paged optimizer state at `t`'s peak (0 without a paged optimizer).
+fn paged_at_peak(cfg: &DetailedConfig, t: &StepTimeline) -> f64 {
+    if cfg.optimizer.paged() {
+        detailed::memory::paged::paged_at_peak(cfg, t.peak_event().live.optimizer_state)
+    } else {
+        0.0
+    }
+}
+
+/// `overhead_gb` by part, then the peak with it, then which figure a
+/// trainer's log prints beside the card's.
+fn overhead_lines(cfg: &DetailedConfig, o: &OverheadBytes, t: &StepTimeline) -> String {
     let mut out = format!(
         "{:20} {:8.1} GB (CUDA context {:.2}, workspaces {:.2}, communication {:.2}, fragmentation {:.2})\n",
         "overhead_gb",
@@ -1665,6 +1694,16 @@ fn overhead_lines(o: &OverheadBytes, t: &StepTimeline) -> String {
         "{:20} {:8.1} GB\n",
         "peak_with_overhead_gb",
         (t.peak_bytes() + o.total()) / 1e9
+    );
+    let paged = paged_at_peak(cfg, t);
+    let (allocated, reserved) = o.pytorch_figures(t.peak_bytes(), paged);
+    out += &format!(
+        "# a trainer's log prints torch.cuda.max_memory_allocated {:.1} GB (the tensors' peak) and max_memory_reserved {:.1} GB \
+         (+ fragmentation); the card holds {:.1} GB (+ CUDA context, workspaces, communication buffers{}: nvidia-smi's figure, the verdict's)\n",
+        allocated / 1e9,
+        reserved / 1e9,
+        (t.peak_bytes() + o.total()) / 1e9,
+        if paged > 0.0 { ", paged optimizer state" } else { "" }
     );
     out
 }
@@ -1828,7 +1867,7 @@ impl DetailedRun {
         let opts = args.step_options();
         let timeline = detailed::timeline(&cfg, &opts).map_err(|e| e.to_string())?;
         let settings = args.overhead_settings()?;
-        let overhead = settings.map(|o| o.bytes(&cfg, timeline.peak_bytes()));
+        let overhead = settings.map(|o| o.for_step(&cfg, &timeline));
         let cluster = args.cluster();
         let eff = args.time.efficiency(cluster.as_ref().map(|c| &c.gpu))?;
         check_card_speeds(args, &cfg, cluster.as_ref())?;
@@ -1982,7 +2021,7 @@ fn time_report(
 ) -> TimeReport {
     let st = step_time(cfg, cluster, eff);
     let training = tokens.map(|n| TrainingCost::new(n, cfg.gpus(), &st, price));
-    TimeReport::new(cluster, eff, &st, training)
+    TimeReport::new(cfg, cluster, eff, &st, training)
 }
 
 /// `--plan`: the layouts that fit over `gpus` GPUs (the configuration's
@@ -2028,7 +2067,8 @@ fn parts_line(p: &Parts) -> String {
         .join(", ")
 }
 
-/// The step's time and, with --tokens, what training takes.
+/// The step's time, its range by the validation and, with --tokens, what
+/// training takes.
 fn time_lines(t: &TimeReport, gpus: u64) -> String {
     let mut out = format!(
         "time on {} ({} per node): step {:.3} s; {} tokens/s per GPU; {:.0} model TFLOPS per GPU (MFU {:.1} %), {:.0} hardware (HFU {:.1} %)\n",
@@ -2041,10 +2081,18 @@ fn time_lines(t: &TimeReport, gpus: u64) -> String {
         t.hardware_tflops_per_gpu,
         100.0 * t.hfu
     );
+    out += &range_line(&t.range);
     out += &format!("  where it goes: {}\n", parts_line(&t.parts));
     if let Some(c) = &t.training {
+        let (days, cost) = match (t.range.days, t.range.cost) {
+            (Some([d0, d1]), Some([c0, c1])) => (
+                format!(" ({d0:.1}–{d1:.1} by {})", t.range.basis),
+                format!(" ({}–{})", grouped(c0), grouped(c1)),
+            ),
+            _ => (" (not validated on this card)".into(), String::new()),
+        };
         out += &format!(
-            "  {:.3e} tokens: {:.1} days on {} GPU{}, {} GPU-hours, {} at {:.2} per GPU-hour\n",
+            "  {:.3e} tokens: {:.1} days{days} on {} GPU{}, {} GPU-hours, {}{cost} at {:.2} per GPU-hour\n",
             c.tokens,
             c.days,
             gpus,
@@ -2055,6 +2103,29 @@ fn time_lines(t: &TimeReport, gpus: u64) -> String {
         );
     }
     out
+}
+
+/// The step's figures as the validation bounds them, or why it does not.
+fn range_line(r: &TimeRange) -> String {
+    let (Some([e0, e1]), Some([s0, s1]), Some([t0, t1]), Some([m0, m1]), Some([h0, h1])) =
+        (r.error, r.step_s, r.tokens_per_s_per_gpu, r.mfu, r.hfu)
+    else {
+        return format!("  range: {}\n", r.basis);
+    };
+    format!(
+        "  range by {} ({}: {} rows, errors {:+.1} % to {:+.1} %): step {s0:.3}–{s1:.3} s; {}–{} tokens/s per GPU; MFU {:.1}–{:.1} %, HFU {:.1}–{:.1} %\n",
+        r.basis,
+        r.names,
+        r.rows,
+        100.0 * e0,
+        100.0 * e1,
+        grouped(t0),
+        grouped(t1),
+        100.0 * m0,
+        100.0 * m1,
+        100.0 * h0,
+        100.0 * h1
+    )
 }
 
 /// Layouts `--plan` lists in text (JSON has them all).

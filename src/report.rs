@@ -413,7 +413,8 @@ pub struct FitReport {
     pub gpu: String,
     /// Its memory, bytes.
     pub capacity: u64,
-    /// What must fit: the step's peak, plus the overhead when asked for.
+    /// What must fit: the step's peak, plus the runtime overhead unless
+    /// `--no-overhead`.
     pub need: u64,
     /// `need` ≤ `capacity`.
     pub fits: bool,
@@ -492,17 +493,96 @@ pub struct TimeReport {
     /// With `--tokens`: what training on them takes.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub training: Option<TrainingCost>,
+    /// The range the step-time model's validation supports for this card
+    /// and framework (docs/steptime.md).
+    pub range: TimeRange,
+}
+
+/// The range of each time figure that the step-time model's validation
+/// against published throughputs supports
+/// ([`crate::detailed::time::validation`]): each pair is the lowest and the
+/// highest; all `null` where no published row ran on the card.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TimeRange {
+    /// Which validation ("the validation on H100 SXM"), or why there is
+    /// none ("not validated on this card: …").
+    pub basis: String,
+    /// Its sources' names ("MPT, IBM").
+    pub names: String,
+    /// The sources whose rows it rests on (docs/steptime.md's keys).
+    pub sources: Vec<String>,
+    /// Their rows.
+    pub rows: usize,
+    /// The lowest and highest error of those rows (predicted rate over
+    /// measured, less one).
+    pub error: Option<[f64; 2]>,
+    /// Seconds per optimizer step.
+    pub step_s: Option<[f64; 2]>,
+    /// Tokens per second per GPU.
+    pub tokens_per_s_per_gpu: Option<[f64; 2]>,
+    /// Model FLOPs utilisation.
+    pub mfu: Option<[f64; 2]>,
+    /// Hardware FLOPs utilisation.
+    pub hfu: Option<[f64; 2]>,
+    /// With `--tokens`: wall-clock days.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub days: Option<[f64; 2]>,
+    /// With `--tokens`: the cost.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub cost: Option<[f64; 2]>,
+}
+
+impl TimeRange {
+    /// The range of `t` (and of `training`) for `cfg` on the card `card`.
+    pub fn new(
+        cfg: &DetailedConfig,
+        card: &str,
+        t: &StepTime,
+        training: Option<&TrainingCost>,
+    ) -> Self {
+        let pair = |(lo, hi): (f64, f64)| [lo, hi];
+        match crate::detailed::time::validation::range(cfg, card) {
+            Ok(r) => Self {
+                basis: r.basis.clone(),
+                names: r.names.clone(),
+                sources: r.sources.iter().map(|s| s.to_string()).collect(),
+                rows: r.rows,
+                error: Some([r.lowest, r.highest]),
+                step_s: Some(pair(r.time(t.step_s))),
+                tokens_per_s_per_gpu: Some(pair(r.rate(t.tokens_per_s_per_gpu))),
+                mfu: Some(pair(r.rate(t.mfu))),
+                hfu: Some(pair(r.rate(t.hfu))),
+                days: training.map(|c| pair(r.time(c.days))),
+                cost: training.map(|c| pair(r.time(c.cost))),
+            },
+            Err(why) => Self {
+                basis: why,
+                names: String::new(),
+                sources: Vec::new(),
+                rows: 0,
+                error: None,
+                step_s: None,
+                tokens_per_s_per_gpu: None,
+                mfu: None,
+                hfu: None,
+                days: None,
+                cost: None,
+            },
+        }
+    }
 }
 
 impl TimeReport {
     /// The report of `t` for `cfg` on `cluster`.
     pub fn new(
+        cfg: &DetailedConfig,
         cluster: &Cluster,
         eff: &Efficiency,
         t: &StepTime,
         training: Option<TrainingCost>,
     ) -> Self {
         Self {
+            range: TimeRange::new(cfg, cluster.gpu.key, t, training.as_ref()),
             gpu: cluster.gpu.key.into(),
             gpus_per_node: cluster.gpus_per_node,
             step_s: t.step_s,
@@ -556,7 +636,8 @@ impl TrainingCost {
 pub struct PlanRowReport {
     /// The flags that give it (with the model, --gpu, --seq and --batch).
     pub flags: Vec<String>,
-    /// What must fit per GPU: the step's peak (plus overhead when asked).
+    /// What must fit per GPU: the step's peak plus the runtime overhead
+    /// (unless `--no-overhead`).
     pub peak: u64,
     /// Seconds per optimizer step.
     pub step_s: f64,
@@ -670,12 +751,17 @@ pub struct DetailedReport {
     pub stage: u64,
     /// Every event of the step.
     pub timeline: Vec<EventReport>,
-    /// The runtime overhead, if asked for.
+    /// The runtime overhead, unless `--no-overhead`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub overhead: Option<OverheadReport>,
-    /// Peak plus overhead, if asked for.
+    /// Peak plus overhead, unless `--no-overhead`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub peak_with_overhead: Option<u64>,
+    /// What `torch.cuda.max_memory_reserved` would print: the tensors'
+    /// peak as PyTorch allocates it plus the fragmentation, unless
+    /// `--no-overhead`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub peak_reserved_by_pytorch: Option<u64>,
     /// Host RAM per node, with offload.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub host_ram: Option<HostRamReport>,
@@ -747,6 +833,12 @@ impl DetailedReport {
             timeline: t.events.iter().map(EventReport::new).collect(),
             overhead: parts.overhead.map(OverheadReport::new),
             peak_with_overhead: parts.overhead.map(|o| whole(t.peak_bytes() + o.total())),
+            peak_reserved_by_pytorch: parts.overhead.map(|o| {
+                whole(
+                    o.pytorch_figures(t.peak_bytes(), paged(cfg, t).unwrap_or(0.0))
+                        .1,
+                )
+            }),
             host_ram: parts.host.map(HostRamReport::new),
             fit: parts.fit.clone(),
             time: parts.time.clone(),

@@ -238,7 +238,18 @@ pub struct PageState {
     pub mode: Mode,
     /// The detailed model's settings (used in [`Mode::Detailed`]).
     pub detailed: DetailedOptions,
+    /// The token budget the step time prices: tokens to train on
+    /// ([`TOKENS`]).
+    pub tokens: Option<f64>,
+    /// The price of a GPU-hour, in the reader's currency ([`PRICE`]).
+    pub price: Option<f64>,
 }
+
+/// The token budget's limits, the command line's `--tokens` (1 to 10¹⁸).
+pub const TOKENS: (f64, f64) = (1.0, 1e18);
+
+/// A GPU-hour's price's limits (0 to 1,000,000).
+pub const PRICE: (f64, f64) = (0.0, 1e6);
 
 /// Which model the page shows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -292,7 +303,8 @@ pub struct DetailedOptions {
     pub lora_rank: Option<u64>,
     /// Show the lesson's bar beside the detailed one.
     pub show_lesson: bool,
-    /// The runtime overhead drawn beside the peak, if asked for.
+    /// The runtime overhead the verdict counts beside the peak; `None`
+    /// when the reader judges by the tensors' peak alone (`oh=0`).
     pub overhead: Option<Overhead>,
     /// The projections LoRA adapts.
     pub lora_targets: LoraTargets,
@@ -388,7 +400,7 @@ impl Default for DetailedOptions {
             micro_batch: None,
             lora_rank: None,
             show_lesson: false,
-            overhead: None,
+            overhead: Some(Overhead::default()),
             lora_targets: LoraTargets::default(),
             lora_dtype: crate::detailed::config::LoraDtype::Fp32,
             lora_dropout_percent: 0,
@@ -410,8 +422,8 @@ impl Default for DetailedOptions {
 pub const RECIPES: [(&str, &str, &str); 3] = [
     (
         "recipe-qlora",
-        "QLoRA of an 8B model on a 24 GB card",
-        "mode=detailed&model=llama-3.1-8b&seq=2048&batch=4&micro=1&prec=bf16&opt=paged-adam8bit&attn=flash&dropout=0&recompute=full&impl=hf&lora=16&lorat=q%2Ck%2Cv%2Co%2Cgate%2Cup%2Cdown&quant=nf4&gpu=24",
+        "QLoRA of an 8B model on an RTX 4090 (24 GB)",
+        "mode=detailed&model=llama-3.1-8b&seq=2048&batch=4&micro=1&prec=bf16&opt=paged-adam8bit&attn=flash&dropout=0&recompute=full&impl=hf&lora=16&lorat=q%2Ck%2Cv%2Co%2Cgate%2Cup%2Cdown&quant=nf4&card=rtx-4090",
     ),
     (
         "recipe-dpo",
@@ -449,6 +461,15 @@ impl PageState {
             self.card = None;
         }
         self
+    }
+
+    /// Switches the page to `mode`: the lesson holds the batch to its own
+    /// range (1,024; the detailed model's goes to 2²⁰).
+    pub fn set_mode(&mut self, mode: Mode) {
+        self.mode = mode;
+        if mode == Mode::Lesson {
+            self.config.batch = Field::Batch.clamp(f64::from(self.config.batch)) as u32;
+        }
     }
 
     /// The card of the table picked by name, if any.

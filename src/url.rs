@@ -34,10 +34,17 @@
 //! int8), `offopt offparams offacts gpn` (offload, GPUs per node), `actoff` (whose activation offload: save-on-cpu, torchtune, checkpoints),
 //! `objective` (sft, dpo, dpo-precomputed, grpo, grpo-kl) with GRPO's `completion` (tokens),
 //! `gens` (completions per prompt), `vllm` (a colocated vLLM engine's percent of the card) and
-//! `vllmsleep`, `both` (the lesson's bar beside), `oh` (runtime overhead
-//! on) with `ohctx`, `ohws`, `ohcomm` (GB) and `ohfrag` (percent).
+//! `vllmsleep`, `both` (the lesson's bar beside), `oh=0` (the runtime
+//! overhead left out of the verdict; it is counted by default, and an old
+//! address's `oh=1` is read as that default) with `ohctx`, `ohws`, `ohcomm`
+//! (GB) and `ohfrag` (percent), which turn it back on.
+//! The step time's question: `tokens` (to train on, 1 to 10¹⁸) and `price`
+//! (per GPU-hour, 0 to 1,000,000).
 //! Unknown keys are ignored without a word; a known key with a bad value is
-//! reported in [`Decoded::ignored`] and its default kept.
+//! reported in [`Decoded::ignored`] and its default kept. The limits are the
+//! command line's (a detailed batch to 2²⁰); what the keys allow one by one
+//! but not together is repaired to the nearest configuration that computes,
+//! and reported too (`repair`).
 
 use crate::budget::{Field, TrainingConfig};
 use crate::detailed::{preset, Architecture, Family, Mla, Moe, Overhead, Profile, PRESETS};
@@ -114,10 +121,54 @@ pub fn decode_with(query: &str, to_f64: ToF64) -> Decoded {
         state.detailed.recompute =
             crate::detailed::config::defaults::recompute(state.detailed.objective);
     }
-    Decoded {
-        state: state.normalized(),
-        ignored,
+    let mut state = state.normalized();
+    repair(&mut state, &mut ignored);
+    Decoded { state, ignored }
+}
+
+/// What the keys allow one by one but not together, repaired to the
+/// nearest configuration that computes, and said: the lesson's batch of at
+/// most 1,024, and the detailed model's batch, a whole number of
+/// micro-batch × dp (the nearest multiple).
+fn repair(state: &mut PageState, ignored: &mut Vec<Ignored>) {
+    let batch = u64::from(state.config.batch);
+    if let Some((to, reason)) = repaired_batch(state, batch) {
+        state.config.batch = to as u32;
+        ignored.push(Ignored {
+            key: "batch".into(),
+            value: batch.to_string(),
+            reason: format!("{reason}; using {to}"),
+        });
     }
+}
+
+/// The batch [`repair`] puts in place of `batch`, and why; `None` when it
+/// stands.
+fn repaired_batch(state: &PageState, batch: u64) -> Option<(u64, String)> {
+    let lesson_max = Field::Batch.range().1 as u64;
+    if state.mode != Mode::Detailed {
+        return (batch > lesson_max).then(|| {
+            (
+                lesson_max,
+                format!(
+                    "the lesson's batch is at most {lesson_max} (the detailed model's 1048576)"
+                ),
+            )
+        });
+    }
+    // `DetailedConfig::micro`'s rule, read from the options (the light
+    // page's wasm carries this decoder, not the detailed configuration).
+    let dp = state.detailed.parallel.dp.max(1);
+    let unit = state.detailed.micro_batch.unwrap_or(batch / dp).max(1) * dp;
+    let most = crate::budget::DETAILED_BATCH_MAX as u64 / unit * unit;
+    if batch.is_multiple_of(unit) || most == 0 {
+        return None;
+    }
+    let nearest = ((batch + unit / 2) / unit * unit).clamp(unit, most);
+    Some((
+        nearest,
+        format!("batch must be a multiple of micro-batch × dp ({unit})"),
+    ))
 }
 
 /// The detailed settings that are a whole number in a range: key, least,
@@ -204,8 +255,15 @@ const CHOICES: [Choice; 17] = [
 /// page's wasm 0.4 KB; these cost next to nothing.)
 fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result<(), String> {
     if let Some(field) = Field::ALL.into_iter().find(|f| f.key() == key) {
-        let v = field.parse_with(value, to_f64).map_err(|e| e.to_string())?;
-        state.config = state.config.with(field, v).map_err(|e| e.to_string())?;
+        // The detailed model's ranges (its batch goes to 2²⁰): the mode may
+        // come later in the query; [`repair`] holds the lesson to its own.
+        let v = field
+            .parse_in(value, to_f64, true)
+            .map_err(|e| e.to_string())?;
+        state.config = state
+            .config
+            .with_in(field, v, true)
+            .map_err(|e| e.to_string())?;
         return Ok(());
     }
     let d = &mut state.detailed;
@@ -243,6 +301,10 @@ fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result
         }
         "embed" => state.embed = parse_flag(value)?,
         "ex" => return read_exercise(state, value),
+        // The question the step time answers: the token budget and a
+        // GPU-hour's price (the trainer's key, issue 37, joins them).
+        "tokens" => state.tokens = Some(parse_number(value, crate::state::TOKENS, to_f64)?),
+        "price" => state.price = Some(parse_number(value, crate::state::PRICE, to_f64)?),
         "mode" => {
             state.mode = match value {
                 "lesson" => Mode::Lesson,
@@ -457,6 +519,13 @@ fn read_overhead(
 }
 
 /// A whole number in `min..=max`.
+/// A finite number within `(min, max)`.
+fn parse_number(value: &str, (min, max): (f64, f64), to_f64: ToF64) -> Result<f64, String> {
+    read(value, to_f64)
+        .filter(|v| v.is_finite() && (min..=max).contains(v))
+        .ok_or_else(|| format!("must be a number from {min} to {max:e}"))
+}
+
 fn parse_count(value: &str, min: u64, max: u64) -> Result<u64, String> {
     value
         .trim()
@@ -597,6 +666,13 @@ pub fn encode(state: &PageState) -> String {
     if let Some(ex) = state.exercise {
         out.append_pair("ex", &ex.number().to_string());
     }
+    // The question the step time answers (the trainer, issue 37, beside).
+    if let Some(tokens) = state.tokens {
+        out.append_pair("tokens", &format_value(tokens));
+    }
+    if let Some(price) = state.price {
+        out.append_pair("price", &format_value(price));
+    }
     if state.mode == Mode::Detailed {
         encode_detailed(state, &mut out);
     }
@@ -625,8 +701,11 @@ fn encode_detailed(state: &PageState, out: &mut Query<'_>) {
     encode_offload(d, &def, out);
     encode_objective(d, &def, out);
     encode_optional(d, out);
-    if let Some(o) = d.overhead {
-        encode_overhead(o, out);
+    match d.overhead {
+        Some(o) => encode_overhead(o, out),
+        None => {
+            out.append_pair("oh", "0");
+        }
     }
 }
 
@@ -890,10 +969,9 @@ fn encode_optional(d: &DetailedOptions, out: &mut Query<'_>) {
     }
 }
 
-/// The runtime overhead, on: `oh=1`, then its sizes where they differ from
-/// the defaults.
+/// The runtime overhead, on (the default, no key): its sizes where they
+/// differ from the defaults.
 fn encode_overhead(o: Overhead, out: &mut Query<'_>) {
-    out.append_pair("oh", "1");
     let def = Overhead::default();
     let mut pair = |key: &str, v: f64, default: f64| {
         if v != default {

@@ -372,3 +372,125 @@ fn timeline_captions_never_overlap() {
         }
     }
 }
+
+/// The `y` of the first point of each `<polyline>`: the dashed GPU line's
+/// dashes are the ones drawn most often at one height.
+fn gpu_line_y(svg: &str) -> f64 {
+    let mut counts: Vec<(f64, usize)> = Vec::new();
+    for l in svg.lines().filter(|l| l.starts_with("<polyline")) {
+        let points = l
+            .split(" points=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
+        let ys: Vec<f64> = points
+            .split_whitespace()
+            .map(|p| p.split(',').nth(1).unwrap().parse().unwrap())
+            .collect();
+        if ys.len() == 2 && ys[0] == ys[1] {
+            match counts.iter_mut().find(|(y, _)| *y == ys[0]) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((ys[0], 1)),
+            }
+        }
+    }
+    counts.into_iter().max_by_key(|&(_, n)| n).unwrap().0
+}
+
+/// Issue 38: the detailed mode's main chart is the one the verdict uses.
+/// For the QLoRA case on an RTX 4090 the terms at rest (16.9 GB) sit under
+/// the card's line while the verdict says 29.7 GB: the chart must show the
+/// step's peak with the runtime overhead, over the line, beside them, and
+/// without the overhead the peak (25.1 GB) under it, as the verdict says.
+#[test]
+fn verdict_bar_is_the_peak_with_the_overhead_and_agrees_with_the_verdict() {
+    use membudget::chart::{verdict_bars, OVERHEAD_COLOUR};
+    use membudget::detailed::memory::overhead::step_need;
+    use membudget::detailed::plan::planner::need;
+    use membudget::detailed::{estimate as detailed, timeline, Overhead, StepOptions};
+    // The issue's case as the page reads it from its address.
+    let decoded = membudget::url::decode(
+        "?mode=detailed&model=llama-3.1-8b&seq=4096&batch=2&micro=2&lora=16&lorat=all\
+         &quant=nf4&recompute=full&opt=paged-adam8bit&card=rtx-4090",
+    );
+    assert!(decoded.ignored.is_empty(), "{:?}", decoded.ignored);
+    let state = decoded.state;
+    assert!(state.detailed.overhead.is_some(), "counted by default");
+    let cfg = state.detailed_config();
+    let (d, t) = (
+        detailed(&cfg).unwrap(),
+        timeline(&cfg, &StepOptions::default()).unwrap(),
+    );
+    let capacity = state.gpu.unwrap().bytes();
+    for (o, fits) in [(Some(Overhead::default()), false), (None, true)] {
+        let extra = o.map_or(0.0, |o| o.for_step(&cfg, &t).total());
+        let bars = verdict_bars(&d, &t, extra);
+        let verdict = need(&cfg, o.as_ref()).unwrap();
+        assert!((step_need(&cfg, &t, o.as_ref()) - verdict).abs() < 1.0);
+        assert_eq!(verdict <= capacity, fits);
+        assert!(
+            (bars[1].total() - verdict).abs() < 1.0,
+            "{} vs {verdict}",
+            bars[1].total()
+        );
+        assert!((bars[0].total() - d.total).abs() < 1.0);
+        let spec = ChartSpec {
+            legend: Some(1),
+            share: false,
+            bars,
+            unit: Unit::Gb,
+            capacity_bytes: Some(capacity),
+            marked: None,
+        };
+        let svg = svg_of(&spec, (720, 360));
+        assert!(
+            has_text(&svg, &format!("{:.1} GB", verdict / 1e9)),
+            "the verdict's figure on its bar"
+        );
+        assert!(
+            has_text(&svg, &format!("{:.1} GB", d.total / 1e9)),
+            "the terms at rest"
+        );
+        assert!(svg.contains("GPU 25.8 GB"));
+        // The tops of the two bars against the line: the highest segment of
+        // each, found by its left edge.
+        let line = gpu_line_y(&svg);
+        let mut tops: Vec<(f64, f64)> = Vec::new();
+        for l in svg
+            .lines()
+            .filter(|l| l.starts_with("<rect") && attr(l, "height") != Some(14.0))
+        {
+            let (Some(x), Some(y)) = (attr(l, "x"), attr(l, "y")) else {
+                continue;
+            };
+            if attr(l, "width") == Some(720.0) {
+                continue; // the background
+            }
+            match tops.iter_mut().find(|(bx, _)| *bx == x) {
+                Some((_, top)) => *top = top.min(y),
+                None => tops.push((x, y)),
+            }
+        }
+        tops.sort_by(|a, b| a.0.total_cmp(&b.0));
+        assert_eq!(tops.len(), 2, "{tops:?}");
+        assert!(tops[0].1 > line, "the terms at rest are under the line");
+        assert_eq!(
+            tops[1].1 > line,
+            fits,
+            "peak bar top {} vs line {line}",
+            tops[1].1
+        );
+        let grey = format!(
+            "fill=\"#{:02X}{:02X}{:02X}\"",
+            OVERHEAD_COLOUR.0, OVERHEAD_COLOUR.1, OVERHEAD_COLOUR.2
+        );
+        assert_eq!(svg.contains(&grey), o.is_some(), "the overhead band");
+        assert_eq!(
+            svg.contains("Runtime overhead  4.6 GB"),
+            o.is_some(),
+            "legend"
+        );
+    }
+}

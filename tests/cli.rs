@@ -371,6 +371,7 @@ fn detailed_text_names_the_dominant_term() {
         "4096",
         "--attention",
         "flash",
+        "--no-overhead",
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(
@@ -717,13 +718,15 @@ fn gpu_gives_the_verdict_and_what_fits() {
     let alone = run(&[]);
     let fit = alone.fit.unwrap();
     assert_eq!(fit.capacity, 80 << 30);
-    assert_eq!(fit.need, alone.peak);
+    // What must fit: the peak plus the runtime overhead (issue 38).
+    assert_eq!(Some(fit.need), alone.peak_with_overhead);
+    assert!(fit.need > alone.peak);
     assert!(!fit.fits);
     assert_eq!((fit.max_micro_batch, fit.max_seq), (None, None));
 
     let sharded = run(&["--dp", "8", "--zero", "3", "--recompute", "full"]);
     let fit = sharded.fit.unwrap();
-    assert!(fit.fits && fit.need == sharded.peak);
+    assert!(fit.fits && Some(fit.need) == sharded.peak_with_overhead);
     let m = fit.max_micro_batch.unwrap();
     // The largest micro-batch fits and one more does not.
     for (micro, fits) in [(m, true), (m + 1, false)] {
@@ -781,7 +784,8 @@ fn every_change_reruns_to_its_figures() {
         "{:?}",
         fit.changes
     );
-    assert_eq!(fit.card.as_deref(), Some("B200 (HGX)"));
+    // With the runtime overhead (issue 38) a B200's 192 GB no longer holds it.
+    assert_eq!(fit.card.as_deref(), Some("Instinct MI325X"));
     for c in &fit.changes {
         let mut args: Vec<&str> = base.to_vec();
         args.extend(c.flags.iter().map(String::as_str));
@@ -1113,6 +1117,112 @@ fn tp_plans_are_checked_and_priced() {
     );
     assert!(peak(&tt) > peak(&lp), "{} {}", peak(&tt), peak(&lp));
     assert!(peak(&lp) > peak(&msp), "{} {}", peak(&lp), peak(&msp));
+}
+
+/// Issue 38's QLoRA case: Llama-3.1-8B, NF4 base, rank-16 adapters on every
+/// projection, 4,096 tokens, micro-batch 2, paged 8-bit Adam on an RTX 4090.
+/// Its tensors peak at 25.1 GB of the card's 25.8 GB; with the runtime
+/// overhead, which the verdict now counts by default, it needs 29.7 GB.
+const QLORA_4090: [&str; 20] = [
+    "--model",
+    "llama-3.1-8b",
+    "--seq",
+    "4096",
+    "--batch",
+    "2",
+    "--micro-batch",
+    "2",
+    "--lora-rank",
+    "16",
+    "--lora-targets",
+    "all",
+    "--quant-base",
+    "nf4",
+    "--recompute",
+    "full",
+    "--optimizer",
+    "paged-adam8bit",
+    "--gpu",
+    "rtx-4090",
+];
+
+fn qlora_with(extra: &[&str]) -> (i32, String, String) {
+    let mut args = QLORA_4090.to_vec();
+    args.extend_from_slice(extra);
+    membudget(&args)
+}
+
+#[test]
+fn qlora_on_a_4090_does_not_fit_with_the_runtime_overhead() {
+    let (code, out, err) = qlora_with(&[]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    // The parts beside the answer, then the figures a trainer's log prints.
+    assert!(out.contains(
+        "overhead_gb               4.6 GB (CUDA context 0.76, workspaces 0.07, communication 0.00, fragmentation 3.76)\n\
+         peak_with_overhead_gb     29.7 GB\n\
+         # a trainer's log prints torch.cuda.max_memory_allocated 25.1 GB (the tensors' peak) and max_memory_reserved 28.8 GB"
+    ), "{out}");
+    assert!(out.contains(
+        "gpu: GeForce RTX 4090, does not fit by 3.9 GB: the step needs 29.7 GB, the card has 25.8 GB\n\
+         largest micro-batch that fits: 1 (same accumulation steps); largest sequence: 3278\n\
+         to make it fit"
+    ), "{out}");
+    // `--overhead` is the default now: old commands print the same.
+    assert_eq!(qlora_with(&["--overhead"]).1, out);
+    // One flag turns it off: the tensors' peak alone fits, as before.
+    let (code, off, _) = qlora_with(&["--no-overhead"]);
+    assert_eq!(code, 0);
+    assert!(
+        off.contains(
+            "gpu: GeForce RTX 4090, fits: the step needs 25.1 GB of its 25.8 GB (0.7 GB to spare)"
+        ),
+        "{off}"
+    );
+    assert!(!off.contains("overhead_gb"), "{off}");
+    // Expandable segments: 5 % fragmentation instead of 15 %; still too much.
+    let es = qlora_with(&["--expandable-segments"]).1;
+    assert!(es.contains("fragmentation 1.25)"), "{es}");
+    assert!(
+        es.contains("does not fit by 1.4 GB: the step needs 27.2 GB"),
+        "{es}"
+    );
+    // The size flags still apply, and contradicting flags are refused.
+    assert!(qlora_with(&[
+        "--fragmentation",
+        "0",
+        "--cuda-context",
+        "0",
+        "--workspaces",
+        "0"
+    ])
+    .1
+    .contains("fits: the step needs 25.1 GB"));
+    assert_eq!(qlora_with(&["--no-overhead", "--fragmentation", "5"]).0, 2);
+}
+
+#[test]
+fn qlora_json_needs_the_peak_plus_its_overhead() {
+    let (code, out, _) = qlora_with(&["--json"]);
+    assert_eq!(code, 0);
+    let r: membudget::report::DetailedReport = serde_json::from_str(&out).unwrap();
+    let (o, fit) = (r.overhead.unwrap(), r.fit.unwrap());
+    assert!(!fit.fits);
+    assert_eq!(r.peak_with_overhead, Some(fit.need));
+    assert!(fit.need.abs_diff(r.peak + o.total) <= 1);
+    // 15 % of what PyTorch's allocator holds: the paged state (a few MB of
+    // 8-bit moments here) is outside it.
+    let paged = r.peak_paged_state.unwrap();
+    assert!(paged > 0 && paged < 100_000_000);
+    let allocated = r.peak - paged;
+    assert!(
+        o.fragmentation
+            .abs_diff((0.15 * allocated as f64).round() as u64)
+            <= 1
+    );
+    // max_memory_reserved: the allocated tensors plus the fragmentation.
+    let reserved = r.peak_reserved_by_pytorch.unwrap();
+    assert!(reserved.abs_diff(allocated + o.fragmentation) <= 1);
+    assert!(reserved < fit.need && fit.need > fit.capacity && r.peak < fit.capacity);
 }
 
 /// `--quant-path`: in the JSON inputs when not PEFT's, refused without a

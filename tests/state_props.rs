@@ -161,14 +161,28 @@ fn any_state() -> impl Strategy<Value = PageState> {
         any_lesson_state(),
         proptest::option::of(any_detailed()),
         proptest::option::of(any_deepspeed()),
+        // The step time's question: tokens (1 to 10¹⁸) and a price.
+        proptest::option::of(1.0f64..=1e18),
+        proptest::option::of(0.0f64..=1e6),
     )
-        .prop_map(|(mut s, detailed, deepspeed)| {
+        .prop_map(|(mut s, detailed, deepspeed, tokens, price)| {
+            s.tokens = tokens;
+            s.price = price;
             if let Some(mut d) = detailed {
                 s.mode = Mode::Detailed;
                 if let Some(f) = deepspeed {
                     d.framework = f;
                 }
                 s.detailed = d;
+                // A whole number of micro-batch × dp, as a state that
+                // computes has (an address without one is repaired,
+                // `addresses_open_or_are_repaired_with_a_message`).
+                let cfg = s.detailed_config();
+                let unit = cfg.micro() * cfg.parallel.dp.max(1);
+                if unit <= 1 << 20 {
+                    let batch = u64::from(s.config.batch);
+                    s.config.batch = (batch / unit).max(1).saturating_mul(unit) as u32;
+                }
             }
             s.normalized()
         })
@@ -219,7 +233,7 @@ proptest! {
     #[test]
     fn any_query_decodes_to_a_valid_state(query in "[a-z=&%0-9.,eE+-]{0,60}|\\PC{0,60}") {
         let d = decode(&query);
-        prop_assert!(d.state.config.validate().is_ok());
+        prop_assert!(d.state.config.validate_in(d.state.mode == Mode::Detailed).is_ok());
         if let Some(b) = d.state.baseline {
             prop_assert!(b.validate().is_ok());
         }
@@ -243,7 +257,14 @@ proptest! {
         let d = decode(&format!("{key}={value}"));
         prop_assert!(d.ignored.len() <= 1);
         if d.ignored.len() == 1 {
-            prop_assert_eq!(d.state, PageState::default());
+            // Set aside, or repaired to the nearest value that computes
+            // (a batch above the lesson's 1,024), and said.
+            let mut want = PageState::default();
+            if d.ignored[0].reason.ends_with(&format!("; using {}", d.state.config.batch)) {
+                prop_assert_eq!(key, "batch");
+                want.config.batch = d.state.config.batch;
+            }
+            prop_assert_eq!(d.state, want);
         }
         // Whatever was accepted, the detailed model answers or explains.
         if let Ok(b) = membudget::detailed::estimate(&d.state.detailed_config()) {
@@ -312,6 +333,11 @@ fn recipes_decode_compute_and_fit() {
             t.peak_bytes()
         );
         assert!(b.total > 0.0);
+        // The QLoRA recipe names the card it is for, so the page prices
+        // its step in time (a bare "24 GB" has no speeds).
+        if id == "recipe-qlora" {
+            assert_eq!(s.card, Some("rtx-4090"), "{id}");
+        }
         // The README links the same address.
         assert!(
             include_str!("../README.md").contains(&format!("8080/?{query})")),
@@ -385,4 +411,110 @@ fn largest_micro_batch_keeps_the_pipelines_micro_batches_in_flight() {
     // the answer would be larger.
     let alone = DetailedConfig { batch: 1, ..cfg };
     assert!(max_micro_batch(&alone, capacity, None).unwrap() >= m);
+}
+
+/// Issue 38: the runtime overhead is counted by default, in the address
+/// too. An address without `oh` (old links included) gets it; `oh=0`
+/// leaves it out and round-trips; an old link's `oh=1` is the default, and
+/// its sizes still apply.
+#[test]
+fn the_overhead_is_on_unless_the_address_says_oh_0() {
+    let on = decode("?mode=detailed&model=llama-3.1-8b").state;
+    assert_eq!(on.detailed.overhead, Some(Overhead::default()));
+    assert!(!encode(&on).contains("oh"), "{}", encode(&on));
+    let off = decode("?mode=detailed&model=llama-3.1-8b&oh=0").state;
+    assert_eq!(off.detailed.overhead, None);
+    assert!(encode(&off).ends_with("&oh=0"), "{}", encode(&off));
+    assert_eq!(decode(&encode(&off)).state, off);
+    let old = decode("?mode=detailed&model=llama-3.1-8b&oh=1&ohfrag=5").state;
+    assert_eq!(
+        old.detailed.overhead.map(|o| o.fragmentation_percent),
+        Some(5.0)
+    );
+    assert_eq!(
+        old.detailed.overhead,
+        Some(membudget::detailed::Overhead::expandable_segments())
+    );
+    assert!(encode(&old).ends_with("&ohfrag=5"), "{}", encode(&old));
+    // The lesson's address never carries it.
+    assert!(!encode(&decode("?batch=8").state).contains("oh"));
+}
+
+/// A configuration the command line accepts, as its flags and as the
+/// page's address: a preset, a sequence, micro-batch, dp, tp, ZeRO and a
+/// global batch up to the command line's 2²⁰ sequences.
+fn any_cli_setup() -> impl Strategy<Value = (String, String)> {
+    (
+        0..PRESETS.len(),
+        1u64..=131_072,
+        1u64..=64,
+        prop::sample::select(vec![1u64, 2, 8, 64, 512]),
+        prop::sample::select(vec![1u64, 2, 8]),
+        0u8..=3,
+        1u64..=1 << 20,
+    )
+        .prop_map(|(m, seq, micro, dp, tp, zero, k)| {
+            let unit = micro * dp;
+            let batch = (k / unit).max(1) * unit;
+            let name = PRESETS[m].name;
+            (
+                format!("--model {name} --seq {seq} --batch {batch} --micro-batch {micro} --dp {dp} --tp {tp} --zero {zero}"),
+                format!("mode=detailed&model={name}&seq={seq}&batch={batch}&micro={micro}&dp={dp}&tp={tp}&zero={zero}"),
+            )
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2_000))]
+
+    /// The page's limits are the command line's: every configuration the
+    /// command line accepts opens on the page as the same configuration,
+    /// with nothing set aside, and the address the page writes for it
+    /// reads back the same.
+    #[test]
+    fn every_cli_configuration_opens_on_the_page((flags, query) in any_cli_setup()) {
+        use clap::Parser;
+        let args = membudget::cli::Args::try_parse_from(
+            std::iter::once("membudget").chain(flags.split(' ')),
+        )
+        .unwrap();
+        let Ok((cli, _)) = args.detailed_config() else { return Ok(()); };
+        let d = decode(&query);
+        prop_assert!(d.ignored.is_empty(), "{query}: {:?}", d.ignored);
+        prop_assert_eq!(d.state.detailed_config(), cli, "{}", query);
+        let again = decode(&encode(&d.state));
+        prop_assert!(again.ignored.is_empty());
+        prop_assert_eq!(again.state.detailed_config(), cli);
+    }
+}
+
+/// The issue's address: a global batch of 2,048 opens as 2,048 (the page
+/// capped it at 1,024 and fell back to 4, which no micro-batch × dp
+/// divides); the lesson holds its batch to 1,024 and says so; a batch that
+/// micro-batch × dp does not divide is repaired to the nearest that it
+/// does, and said, so the page computes.
+#[test]
+fn addresses_open_or_are_repaired_with_a_message() {
+    let d = decode("?batch=2048&seq=8192&card=h100-sxm&mode=detailed&model=llama-3.1-70b&dp=8&tp=8&sp=1&zero=1&micro=1&recompute=full");
+    assert!(d.ignored.is_empty(), "{:?}", d.ignored);
+    assert_eq!(d.state.config.batch, 2048);
+    assert!(membudget::detailed::estimate(&d.state.detailed_config()).is_ok());
+    let d = decode("?batch=2048");
+    assert_eq!(d.state.config.batch, 1024);
+    assert_eq!(
+        d.ignored[0].to_string(),
+        "batch: the lesson's batch is at most 1024 (the detailed model's 1048576); using 1024"
+    );
+    let d = decode("?mode=detailed&model=llama-3.1-8b&batch=100&micro=8&dp=2");
+    assert_eq!(d.state.config.batch, 96);
+    assert_eq!(
+        d.ignored[0].to_string(),
+        "batch: batch must be a multiple of micro-batch × dp (16); using 96"
+    );
+    assert!(membudget::detailed::estimate(&d.state.detailed_config()).is_ok());
+    // Back to the lesson, the batch comes into its range.
+    let mut s = decode("?mode=detailed&batch=4096").state;
+    s.set_mode(Mode::Lesson);
+    assert_eq!(s.config.batch, 1024);
+    assert!(s.config.validate().is_ok());
 }

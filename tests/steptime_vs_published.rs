@@ -212,6 +212,27 @@ pub fn summary(rows: &[Row], source: &str) -> (usize, f64, f64) {
     (e.len(), median(e), worst)
 }
 
+/// The lowest and highest signed error of one source's rows.
+pub fn span(rows: &[Row], source: &str) -> (f64, f64) {
+    rows.iter()
+        .filter(|r| r.source == source)
+        .map(Row::error)
+        .fold((f64::MAX, f64::MIN), |(lo, hi), e| (lo.min(e), hi.max(e)))
+}
+
+/// One source's line of docs/steptime.md's table.
+fn source_line(rows: &[Row], source: &str) -> String {
+    let (n, med, worst) = summary(rows, source);
+    let (lo, hi) = span(rows, source);
+    format!(
+        "| {source} | {n} | {:.1} % | {:.1} % | {:+.1} % | {:+.1} % |",
+        100.0 * med,
+        100.0 * worst,
+        100.0 * lo,
+        100.0 * hi
+    )
+}
+
 /// The bounds, on each source that gives full configurations:
 /// median ≤ 8 %, worst ≤ 25 % but for the rows named in `BEYOND`.
 #[test]
@@ -242,12 +263,7 @@ fn docs_show_the_code_s_figures() {
     let doc =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/steptime.md")).unwrap();
     for source in SOURCES {
-        let (n, med, worst) = summary(&rows, source);
-        let line = format!(
-            "| {source} | {n} | {:.1} % | {:.1} % |",
-            100.0 * med,
-            100.0 * worst
-        );
+        let line = source_line(&rows, source);
         assert!(doc.contains(&line), "docs/steptime.md lacks {line}");
     }
     for r in rows
@@ -274,12 +290,7 @@ fn docs_show_the_code_s_figures() {
 fn print_table() {
     let rows = rows();
     for source in SOURCES {
-        let (n, med, worst) = summary(&rows, source);
-        println!(
-            "| {source} | {n} | {:.1} % | {:.1} % |",
-            100.0 * med,
-            100.0 * worst
-        );
+        println!("{}", source_line(&rows, source));
     }
     for r in &rows {
         println!(

@@ -1,10 +1,10 @@
 //! Drawing charts on `<canvas>` elements, and the budget chart itself.
 
 use super::reactive::text;
-use super::{BaselineBudget, Budget, DetailedBudget, State};
+use super::{BaselineBudget, Budget, DetailedBudget, DetailedTimeline, State};
 use crate::budget::{dominant_sentence, estimate};
 use crate::canvas::{observe_size, paint, Surface};
-use crate::chart::{Bar, ChartSpec};
+use crate::chart::{verdict_bars, Bar, ChartSpec};
 use crate::state::{Mode, PageState};
 use leptos::html::Canvas;
 use leptos::prelude::*;
@@ -306,6 +306,7 @@ fn rehearse(paint_all: Arc<dyn Fn() + Send + Sync>, interacted: StoredValue<bool
 /// pinned baseline beside it, and the GPU's memory as a dashed line.
 pub fn budget_painter(chart: ChartCanvas) -> impl Fn() + Send + Sync {
     let State(state) = super::context::<State>();
+    let DetailedTimeline(timeline) = super::context::<DetailedTimeline>();
     move || {
         let s = *state.read();
         let mut bars = Vec::with_capacity(2);
@@ -328,7 +329,16 @@ pub fn budget_painter(chart: ChartCanvas) -> impl Fn() + Send + Sync {
                         bars.push(Bar::lesson("Lesson's rule", &l));
                     }
                 }
-                bars.push(Bar::detailed("Detailed, per GPU", &d));
+                // The terms at rest beside the step's peak with the
+                // runtime overhead: the figure the verdict judges.
+                let Some(t) = timeline.get() else {
+                    return;
+                };
+                let overhead = s
+                    .detailed
+                    .overhead
+                    .map_or(0.0, |o| o.for_step(&s.detailed_config(), &t).total());
+                bars.extend(verdict_bars(&d, &t, overhead));
             }
         }
         let spec = ChartSpec {
@@ -352,19 +362,30 @@ pub fn BudgetChart() -> impl IntoView {
     let DetailedBudget(detailed) = super::context::<DetailedBudget>();
     let chart = super::context::<Charts>().budget;
 
+    let DetailedTimeline(timeline) = super::context::<DetailedTimeline>();
     let label = move || {
         let unit = state.read().unit;
         if state.read().mode == Mode::Detailed {
-            return detailed
-                .get()
-                .map(|b| {
-                    format!(
-                        "Detailed model, per GPU: {:.1} {} in all",
-                        unit.of(b.total),
-                        unit.label()
-                    )
-                })
-                .unwrap_or_default();
+            let s = state.read();
+            let (Some(b), Some(t)) = (detailed.get().ok(), timeline.get()) else {
+                return String::new();
+            };
+            let peak = t.peak_bytes();
+            let o = s
+                .detailed
+                .overhead
+                .map_or(0.0, |o| o.for_step(&s.detailed_config(), &t).total());
+            return format!(
+                "Detailed model, per GPU: {:.1} {l} at rest; the step peaks at {:.1} {l}{}",
+                unit.of(b.total),
+                unit.of(peak + o),
+                if o > 0.0 {
+                    " with the runtime overhead"
+                } else {
+                    ""
+                },
+                l = unit.label()
+            );
         }
         let mut text = budget
             .get()

@@ -5,7 +5,7 @@ use super::reactive::{cond, on_event, text};
 use super::{browser_to_f64, State};
 use crate::budget::Field;
 use crate::number::show;
-use crate::state::{PageState, Unit};
+use crate::state::{Mode, PageState, Unit};
 use leptos::prelude::*;
 
 /// A labelled slider with a number box beside it for one [`Field`].
@@ -25,7 +25,11 @@ pub fn FieldControl(
     let value = Memo::new(move |_| state.read().config.get(field));
     let message = RwSignal::new(None::<String>);
     let (smin, smax, step) = field.slider_range();
-    let (min, max) = field.range();
+    // The detailed model's ranges in detailed mode (its batch goes to 2²⁰,
+    // as the command line's; the slider keeps the lesson's span).
+    let detailed = move || state.with_untracked(|s| s.mode == Mode::Detailed);
+    let min = field.range().0;
+    let max = move || field.range_in(state.with(|s| s.mode == Mode::Detailed)).1;
     let key = field.key();
     let slider_id = format!("{key}-slider");
     let box_id = format!("{key}-input");
@@ -33,7 +37,7 @@ pub fn FieldControl(
 
     let apply = move |v: f64| {
         // Bind first: the read guard must be dropped before the update.
-        let next = state.read_untracked().config.with(field, v);
+        let next = state.read_untracked().config.with_in(field, v, detailed());
         if let Ok(next) = next {
             charts.change(state, |s| s.config = next);
             message.set(None);
@@ -49,16 +53,17 @@ pub fn FieldControl(
     };
     // While typing: apply only values that are already valid.
     let on_box_input = move |ev: leptos::ev::Event| {
-        if let Ok(v) = field.parse_with(&event_target_value(&ev), browser_to_f64) {
+        if let Ok(v) = field.parse_in(&event_target_value(&ev), browser_to_f64, detailed()) {
             apply(v);
         }
     };
     // On commit (Enter or leaving the box): clamp or refuse, and say so.
     let on_box_change = move |ev: leptos::ev::Event| {
-        let (v, note) = field.commit(
+        let (v, note) = field.commit_in(
             &event_target_value(&ev),
             value.get_untracked(),
             browser_to_f64,
+            detailed(),
         );
         apply(v);
         // Show the value in force, even when the signal did not change.
@@ -86,7 +91,7 @@ pub fn FieldControl(
                     id=box_id
                     class="number"
                     min=min
-                    max=max
+                    max=text(move || max().to_string())
                     step=if field.is_integer() { "1" } else { "any" }
                     aria-label=format!("{} value", field.label())
                     aria-describedby=msg_id.clone()

@@ -5,11 +5,12 @@ use super::canvas::Charts;
 use super::reactive::{cond, not, on_event, text, Cond};
 use super::{browser_to_f64, Budget, DetailedTimeline, State};
 use crate::budget::Field;
+use crate::detailed::memory::overhead::step_need;
 use crate::detailed::time::hardware::GPUS;
 use crate::number::read;
 use crate::state::{
-    detailed_need, max_detailed_seq, max_fitting, max_micro_batch, GpuCapacity, Mode, PageState,
-    Unit, GPU_PRESETS, MAX_GPU_AMOUNT,
+    max_detailed_seq, max_fitting, max_micro_batch, GpuCapacity, Mode, PageState, Unit,
+    GPU_PRESETS, MAX_GPU_AMOUNT,
 };
 use leptos::prelude::*;
 
@@ -196,8 +197,9 @@ fn sentence(t: f64, cap: f64, u: Unit, what: &str) -> String {
     }
 }
 
-/// The capacity as sold in bytes, the verdict, and in detailed mode with
-/// the runtime overhead on, the second verdict.
+/// The capacity as sold in bytes, the verdict (in detailed mode by the
+/// step's peak plus the runtime overhead, unless it is turned off) and, with
+/// the overhead on, its parts and the figures a trainer's log prints.
 fn verdicts(state: RwSignal<PageState>) -> impl IntoView {
     let Budget(budget) = super::context::<Budget>();
     let DetailedTimeline(timeline) = super::context::<DetailedTimeline>();
@@ -205,36 +207,61 @@ fn verdicts(state: RwSignal<PageState>) -> impl IntoView {
     let unit = move || state.read().unit;
     let detailed_mode = move || state.read().mode == Mode::Detailed;
     // What must fit: the lesson's total, or the detailed model's peak of a
-    // training step per GPU.
+    // training step per GPU plus the runtime overhead when it is on.
     let total = move || {
         if detailed_mode() {
-            timeline.get().map(|t| t.peak_bytes())
+            let s = state.read();
+            let t = timeline.get()?;
+            Some(step_need(
+                &s.detailed_config(),
+                &t,
+                s.detailed.overhead.as_ref(),
+            ))
         } else {
             budget.get().ok().map(|b| b.total)
         }
     };
     let verdict = move || {
         let (g, t, u) = (gpu()?, total()?, unit());
-        let what = if detailed_mode() {
-            " by the step's peak"
-        } else {
-            ""
+        let what = match (detailed_mode(), state.read().detailed.overhead.is_some()) {
+            (false, _) => "",
+            (true, true) => " with the runtime overhead",
+            (true, false) => " by the step's peak",
         };
         Some(sentence(t, g.bytes(), u, what))
     };
-    // Detailed mode with the runtime overhead on: the second verdict.
-    let verdict_overhead = move || {
+    // Detailed mode with the runtime overhead on: its parts, and which
+    // figure a trainer's log prints.
+    let parts = move || {
         if !detailed_mode() {
             return None;
         }
         let s = state.read();
-        let o = s.detailed.overhead?;
-        let need = detailed_need(&s.detailed_config(), Some(&o))?;
-        Some(sentence(
-            need,
-            gpu()?.bytes(),
-            unit(),
-            " with the runtime overhead",
+        let (o, t, u) = (s.detailed.overhead?, timeline.get()?, s.unit);
+        let cfg = s.detailed_config();
+        let peak = t.peak_bytes();
+        let b = o.for_step(&cfg, &t);
+        let paged = if cfg.optimizer.paged() {
+            crate::detailed::memory::paged::paged_at_peak(&cfg, t.peak_event().live.optimizer_state)
+        } else {
+            0.0
+        };
+        let (allocated, reserved) = b.pytorch_figures(peak, paged);
+        let f = |v: f64| format!("{:.1}", u.of(v));
+        Some(format!(
+            "Step's peak {} + CUDA context {} + workspaces {} + communication buffers {} + fragmentation {} = {} {l}. \
+             A trainer's log prints torch.cuda.max_memory_allocated {} {l} (the tensors) and max_memory_reserved {} {l} \
+             (with fragmentation); the card holds {} {l}.",
+            f(peak),
+            f(b.cuda_context),
+            f(b.workspaces),
+            f(b.communication),
+            f(b.fragmentation),
+            f(peak + b.total()),
+            f(allocated),
+            f(reserved),
+            f(peak + b.total()),
+            l = u.label()
         ))
     };
     let overhead_on = cond(move || detailed_mode() && state.read().detailed.overhead.is_some());
@@ -255,8 +282,8 @@ fn verdicts(state: RwSignal<PageState>) -> impl IntoView {
             })}
         </p>
         <p id="fit-verdict" class="verdict">{text(move || verdict().unwrap_or_default())}</p>
-        <p id="fit-verdict-overhead" class="verdict" hidden=not(overhead_on)>
-            {text(move || verdict_overhead().unwrap_or_default())}
+        <p id="fit-verdict-overhead" class="hint" hidden=not(overhead_on)>
+            {text(move || parts().unwrap_or_default())}
         </p>
     }
 }

@@ -178,7 +178,7 @@ pub fn Calculator(
     let in_lesson = cond(lesson);
     let in_detailed = not(in_lesson);
     view! {
-        <main class="membudget" class:embed=cond(embed)>
+        <main class="membudget" class:embed=cond(embed) class:detailed=in_detailed>
             <UrlNotices ignored=ignored />
             <header class="full-only">
                 <h1>"GPU memory for training"</h1>

@@ -7,6 +7,7 @@ use super::detailed::grouped;
 use super::reactive::{cond, not, on_event, text};
 use super::{browser_to_f64, State};
 use crate::detailed::time::steptime::{step_time, Cluster, Efficiency, StepTime};
+use crate::detailed::time::validation::{range, Range};
 use crate::number::read;
 use crate::state::{Mode, PageState};
 use leptos::prelude::*;
@@ -34,9 +35,6 @@ pub fn seconds(s: f64) -> String {
     }
 }
 
-/// Most tokens the budget accepts.
-const MAX_TOKENS: f64 = 1e18;
-
 /// What the section shows for one state: the summary, the bar's parts
 /// (class, share of the step in percent, legend text) in a fixed order,
 /// and whether the step fits the card.
@@ -47,6 +45,9 @@ struct Shown {
     fits: bool,
     rate: f64,
     gpus: u64,
+    /// The range the step-time model's validation supports here, or why
+    /// there is none ([`crate::detailed::time::validation`]).
+    range: Result<Range, String>,
 }
 
 fn shown(s: &PageState) -> Option<Shown> {
@@ -81,20 +82,50 @@ fn shown(s: &PageState) -> Option<Shown> {
     } else {
         " This card has no tensor cores for this fp8 recipe (MXFP8 needs Blackwell): priced at its bf16 rate."
     };
+    let range = range(&cfg, s.card.unwrap_or(""));
     Some(Shown {
         summary: format!(
-            "On {gpus} × {name}: {} per optimizer step, {} tokens/s per GPU, {:.0} model TFLOPS per GPU (MFU {:.1} %, HFU {:.1} %).{fp8}",
+            "On {gpus} × {name}: {} per optimizer step, {} tokens/s per GPU, {:.0} model TFLOPS per GPU (MFU {:.1} %, HFU {:.1} %).{fp8} {}",
             seconds(t.step_s),
             grouped(t.tokens_per_s_per_gpu.round() as u64),
             t.model_tflops_per_gpu,
             100.0 * t.mfu,
-            100.0 * t.hfu
+            100.0 * t.hfu,
+            range_sentence(&range, &t)
         ),
         parts,
         fits,
         rate: t.tokens_per_s_per_gpu,
         gpus,
+        range,
     })
+}
+
+/// The step's figures as the validation bounds them: "By the validation
+/// on H100 SXM (MPT, IBM: 55 rows): 1.02–1.43 s, …", or why it cannot.
+fn range_sentence(r: &Result<Range, String>, t: &StepTime) -> String {
+    match r {
+        Ok(r) => {
+            let (s0, s1) = r.time(t.step_s);
+            let (t0, t1) = r.rate(t.tokens_per_s_per_gpu);
+            let (m0, m1) = r.rate(t.mfu);
+            format!(
+                "By {} ({}: {} rows, errors {:+.1} % to {:+.1} %): {}–{}, {}–{} tokens/s per GPU, MFU {:.1}–{:.1} %.",
+                r.basis,
+                r.names,
+                r.rows,
+                100.0 * r.lowest,
+                100.0 * r.highest,
+                seconds(s0),
+                seconds(s1),
+                grouped(t0.round() as u64),
+                grouped(t1.round() as u64),
+                100.0 * m0,
+                100.0 * m1
+            )
+        }
+        Err(why) => format!("Its range: {why}."),
+    }
 }
 
 /// The step-time line, bar and token budget.
@@ -139,60 +170,81 @@ pub fn StepTimeBar() -> impl IntoView {
     }
 }
 
-/// The token budget: the tokens to train on and a price per GPU-hour, as
-/// typed, and the days, GPU-hours and cost they take at the step's rate.
+/// The token budget: the tokens to train on and a price per GPU-hour, in
+/// the page's state (so in the address), and the days, GPU-hours and cost
+/// they take at the step's rate.
 fn token_budget(now: Memo<Option<Shown>>) -> impl IntoView {
-    // The token budget as typed (shown back as typed) and its value.
-    let tokens = RwSignal::new(None::<(String, f64)>);
+    let State(state) = super::context::<State>();
     let message = RwSignal::new(String::new());
-    let on_tokens = move |ev: leptos::ev::Event| {
-        let value = event_target_value(&ev);
+    // A number typed into one of the two fields, within `limits`, into the
+    // state; empty clears it; anything else keeps the value and says why.
+    let typed = move |value: String,
+                      limits: (f64, f64),
+                      set: fn(&mut PageState, Option<f64>),
+                      why: &str| {
         let typed = value.trim();
         match read(typed, browser_to_f64) {
-            _ if typed.is_empty() => {
-                tokens.set(None);
+            _ if typed.is_empty() => state.update(|s| set(s, None)),
+            Some(n) if n.is_finite() && (limits.0..=limits.1).contains(&n) => {
+                state.update(|s| set(s, Some(n)));
                 message.set(String::new());
+                return;
             }
-            Some(n) if n.is_finite() && (1.0..=MAX_TOKENS).contains(&n) => {
-                tokens.set(Some((typed.to_string(), n)));
-                message.set(String::new());
+            _ => {
+                message.set(why.into());
+                return;
             }
-            _ => message.set(
-                "Tokens must be a number from 1 to 10¹⁸, like 1e12; kept the previous value."
-                    .into(),
-            ),
         }
+        message.set(String::new());
     };
-    // A price per GPU-hour, in whatever currency the reader thinks in.
-    let price = RwSignal::new(None::<f64>);
+    let on_tokens = move |ev: leptos::ev::Event| {
+        typed(
+            event_target_value(&ev),
+            crate::state::TOKENS,
+            |s, v| s.tokens = v,
+            "Tokens must be a number from 1 to 10¹⁸, like 1e12; kept the previous value.",
+        )
+    };
     let on_price = move |ev: leptos::ev::Event| {
-        let value = event_target_value(&ev);
-        match read(value.trim(), browser_to_f64) {
-            _ if value.trim().is_empty() => price.set(None),
-            Some(p) if p.is_finite() && (0.0..=1e6).contains(&p) => {
-                price.set(Some(p));
-                message.set(String::new());
-            }
-            _ => message.set(
-                "The price must be a number from 0 to 1,000,000 per GPU-hour; kept the previous value."
-                    .into(),
-            ),
-        }
+        typed(
+            event_target_value(&ev),
+            crate::state::PRICE,
+            |s, v| s.price = v,
+            "The price must be a number from 0 to 1,000,000 per GPU-hour; kept the previous value.",
+        )
     };
+    let tokens = move || state.with(|s| s.tokens.map(|n| (format!("{n:e}"), n)));
+    let price = move || state.with(|s| s.price);
     let budget = move || {
-        let (typed, n) = tokens.get()?;
+        let (typed, n) = tokens()?;
         now.with(|s| {
             let s = s.as_ref()?;
             let gpu_hours = n / s.rate / 3600.0;
-            let cost = price.get().map_or(String::new(), |p| {
+            let days = gpu_hours / s.gpus as f64 / 24.0;
+            let cost = price().map_or(String::new(), |p| {
+                let cost = gpu_hours * p;
+                let span = s.range.as_ref().map_or(String::new(), |r| {
+                    let (c0, c1) = r.time(cost);
+                    format!(
+                        " ({}–{})",
+                        grouped(c0.round() as u64),
+                        grouped(c1.round() as u64)
+                    )
+                });
                 format!(
-                    ", {} at {p:.2} per GPU-hour",
-                    grouped((gpu_hours * p).round() as u64)
+                    ", {}{span} at {p:.2} per GPU-hour",
+                    grouped(cost.round() as u64)
                 )
             });
+            let span = match &s.range {
+                Ok(r) => {
+                    let (d0, d1) = r.time(days);
+                    format!(" ({d0:.1}–{d1:.1} by {})", r.basis)
+                }
+                Err(_) => " (not validated on this card)".into(),
+            };
             Some(format!(
-                "{typed} tokens: {:.1} days on {} GPU{}, {} GPU-hours{cost}.",
-                gpu_hours / s.gpus as f64 / 24.0,
+                "{typed} tokens: {days:.1} days{span} on {} GPU{}, {} GPU-hours{cost}.",
                 s.gpus,
                 if s.gpus == 1 { "" } else { "s" },
                 grouped(gpu_hours.round() as u64)
@@ -202,9 +254,9 @@ fn token_budget(now: Memo<Option<Shown>>) -> impl IntoView {
     view! {
         <div class="field">
             <label for="tokens-input">"Tokens to train on"</label>
-            <input type="text" id="tokens-input" inputmode="decimal" placeholder="1e12" on:change=on_event(on_tokens) />
+            <input type="text" id="tokens-input" inputmode="decimal" placeholder="1e12" prop:value=text(move || tokens().map(|t| t.0).unwrap_or_default()) on:change=on_event(on_tokens) />
             <label for="price-input">"Price per GPU-hour"</label>
-            <input type="text" id="price-input" inputmode="decimal" placeholder="2.00" on:change=on_event(on_price) />
+            <input type="text" id="price-input" inputmode="decimal" placeholder="2.00" prop:value=text(move || price().map(|p| p.to_string()).unwrap_or_default()) on:change=on_event(on_price) />
             <p class="field-message" role="status">{text(move || message.get())}</p>
             <p id="step-time-budget">{text(move || budget().unwrap_or_default())}</p>
         </div>

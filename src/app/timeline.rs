@@ -28,7 +28,7 @@ pub fn painter(chart: ChartCanvas) -> impl Fn() + Send + Sync {
         let overhead = s
             .detailed
             .overhead
-            .map_or(0.0, |o| o.bytes(&cfg, t.peak_bytes()).total());
+            .map_or(0.0, |o| o.for_step(&cfg, &t).total());
         let (bars, peak) = timeline_bars(&t, overhead);
         let spec = ChartSpec {
             legend: (!s.embed).then_some(peak),
@@ -105,7 +105,7 @@ pub fn StepChart() -> impl IntoView {
             );
         }
         if let Some(o) = s.detailed.overhead {
-            let ob = o.bytes(&cfg, t.peak_bytes());
+            let ob = o.for_step(&cfg, &t);
             out += &format!(
                 " With the runtime overhead (grey band: CUDA context, workspaces, communication buffers, fragmentation) it needs {:.1} {}.",
                 u.of(t.peak_bytes() + ob.total()),

@@ -159,7 +159,7 @@ test('the fit verdict follows the step peak where the sum and the peak disagree'
   // states and saved activations add to 142.8 GB, under the 151.4 GB of a
   // card sold as 141 GB, but the optimizer update's fp32 temporaries take
   // the step to 160.6 GB.
-  const { page, problems, context } = await open('?mode=detailed&model=llama-3.1-8b&seq=2048&batch=1&attn=flash&impl=hf&gpu=141');
+  const { page, problems, context } = await open('?mode=detailed&model=llama-3.1-8b&seq=2048&batch=1&attn=flash&impl=hf&gpu=141&oh=0');
   assert.equal(await page.textContent('.detailed-table tr[data-term="total"] td.gb'), '142.8');
   assert.equal(await page.textContent('#fit-verdict'),
     "Does not fit by the step's peak by 9.2 GB: needs 160.6 GB, the GPU has 151.4 GB.");
@@ -185,30 +185,38 @@ test('the fit verdict follows the step peak where the sum and the peak disagree'
   await context.close();
 });
 
-test('the runtime overhead is its own band and second verdict, and bad values are refused', async () => {
+test('the verdict counts the runtime overhead by default, its parts beside it; one click leaves it out; bad values are refused', async () => {
   const { page, context } = await open('?mode=detailed&model=llama-3.1-8b&seq=2048&batch=1&attn=flash&gpu=192');
-  assert.equal(await page.isVisible('#fit-verdict-overhead'), false);
-  assert.match(await page.textContent('#fit-verdict'), /^Fits by the step's peak: /);
+  assert.match(await page.textContent('#fit-verdict'), /^Fits with the runtime overhead: /);
+  assert.match(await page.textContent('#fit-verdict-overhead'),
+    /^Step's peak [\d.]+ \+ CUDA context 0\.8 \+ workspaces 0\.1 \+ communication buffers 0\.0 \+ fragmentation [\d.]+ = [\d.]+ GB\. A trainer's log prints torch\.cuda\.max_memory_allocated [\d.]+ GB \(the tensors\) and max_memory_reserved [\d.]+ GB/);
+  assert.match(await page.textContent('#peak-explanation'), /With the runtime overhead .* it needs /);
+  assert.match(await page.getAttribute('#budget-chart', 'aria-label'), /at rest; the step peaks at [\d.]+ GB with the runtime overhead$/);
   const seq = Number((await page.textContent('#fit-seq-detailed')).match(/fits: (\d+)$/)[1]);
   assert.ok(seq > 2048, `${seq}`);
-  await page.evaluate(() => { document.getElementById('overhead-input').closest('details').open = true; });
+  // One click, no group to open: the tensors' peak alone; the link keeps it.
+  await page.uncheck('#overhead-input');
+  await urlMatches(page, /oh=0/);
+  assert.equal(await page.isVisible('#fit-verdict-overhead'), false);
+  assert.match(await page.textContent('#fit-verdict'), /^Fits by the step's peak: /);
+  await page.waitForFunction((seq) => Number(document.querySelector('#fit-seq-detailed').textContent.match(/fits: (\d+)$/)[1]) > seq, seq);
   await page.check('#overhead-input');
-  await urlMatches(page, /oh=1/);
-  assert.match(await page.textContent('#fit-verdict-overhead'), /^Fits with the runtime overhead: /);
-  assert.match(await page.textContent('#peak-explanation'), /With the runtime overhead .* it needs /);
-  // The overhead counts against the largest sequence length too.
-  await page.waitForFunction((seq) => Number(document.querySelector('#fit-seq-detailed').textContent.match(/fits: (\d+)$/)[1]) < seq, seq);
+  await urlLacks(page, /oh=/);
   // Fragmentation of 60 % pushes it over; the link keeps it.
+  await page.evaluate(() => { document.getElementById('frag-input').closest('details').open = true; });
   await page.fill('#frag-input', '60');
   await page.press('#frag-input', 'Enter');
   await urlMatches(page, /ohfrag=60/);
-  assert.match(await page.textContent('#fit-verdict-overhead'), /^Does not fit with the runtime overhead by /);
-  assert.match(await page.textContent('#fit-verdict'), /^Fits by the step's peak: /);
+  assert.match(await page.textContent('#fit-verdict'), /^Does not fit with the runtime overhead by /);
+  // Expandable segments: 5 %.
+  await page.check('#expandable-input');
+  await urlMatches(page, /ohfrag=5(&|$)/);
+  assert.equal(await page.inputValue('#frag-input'), '5');
   // Out of range: refused, message stays, value kept.
   await page.fill('#frag-input', '250');
   await page.press('#frag-input', 'Enter');
   assert.match(await page.textContent('#frag-input-message'), /Fragmentation must be a number from 0 to 100/);
-  assert.equal(await page.inputValue('#frag-input'), '60');
+  assert.equal(await page.inputValue('#frag-input'), '5');
   await context.close();
 });
 
@@ -261,7 +269,7 @@ test('a pasted config.json sets the shape; a bad one names its field and changes
   await context.close();
 });
 
-test('fine-tuning recipes: QLoRA on a 24 GB card and DPO with ZeRO-3, and the host RAM of offload', async () => {
+test('fine-tuning recipes: QLoRA on an RTX 4090 and DPO with ZeRO-3, and the host RAM of offload', async () => {
   const { page, context } = await open('?mode=detailed');
   await page.click('#recipe-qlora');
   await urlMatches(page, /quant=nf4/);
@@ -300,7 +308,7 @@ test('fine-tuning recipes: QLoRA on a 24 GB card and DPO with ZeRO-3, and the ho
 
 test('the issue\'s dead end: "Make it fit" lists what would, and one click applies it', async () => {
   // Llama-3.1-8B at 8,192 tokens on one 80 GB card: 179.0 GB.
-  const { page, problems, context } = await open('?mode=detailed&model=llama-3.1-8b&seq=8192&batch=1&gpu=80');
+  const { page, problems, context } = await open('?mode=detailed&model=llama-3.1-8b&seq=8192&batch=1&gpu=80&oh=0');
   assert.match(await page.textContent('#fit-verdict'), /^Does not fit by the step's peak by 93\.1 GB/);
   // Beside the figures, a pointer down to the verdict's ways out.
   assert.equal(await page.textContent('#fit-pointer'),
@@ -367,7 +375,7 @@ test('GRPO: the recipe generates, then trains; its rollout is on the page and in
   await setCount(page, 'vllm-input', 30);
   await urlMatches(page, /vllm=30/);
   assert.match(await page.textContent('#rollout-line'), /A colocated vLLM engine holds 25\.8 GB throughout\./);
-  assert.match(await page.textContent('#fit-verdict'), /^Fits by the step's peak: 62\.8 of 85\.9 GB/);
+  assert.match(await page.textContent('#fit-verdict'), /^Fits with the runtime overhead: [\d.]+ of 85\.9 GB/);
   await page.check('#vllm-sleep-input');
   await urlMatches(page, /vllmsleep=1/);
   assert.match(await page.textContent('#rollout-line'), /while generating, asleep in training/);
@@ -444,10 +452,10 @@ test('float8 from its select: torchao is faster on an H100 at the same bytes; Tr
 test('a card of the table prices the step in time: the bar, the token budget, and the faster layouts', async () => {
   // The dead end on an H100 picked by name: the time it would take, and the
   // make-it-fit rows priced in GPU-time.
-  const { page, problems, context } = await open('?mode=detailed&model=llama-3.1-8b&seq=8192&batch=1&card=h100-sxm');
+  const { page, problems, context } = await open('?mode=detailed&model=llama-3.1-8b&seq=8192&batch=1&card=h100-sxm&oh=0');
   assert.match(await page.textContent('#fit-verdict'), /^Does not fit by the step's peak by 93\.1 GB/);
   assert.match(await page.textContent('#step-time-summary'),
-    /^On 1 × H100 SXM: [\d.]+ (ms|s) per optimizer step, [\d,]+ tokens\/s per GPU, \d+ model TFLOPS per GPU \(MFU [\d.]+ %, HFU [\d.]+ %\)\.$/);
+    /^On 1 × H100 SXM: [\d.]+ (ms|s) per optimizer step, [\d,]+ tokens\/s per GPU, \d+ model TFLOPS per GPU \(MFU [\d.]+ %, HFU [\d.]+ %\)\. By the validation on H100 SXM \(MPT, IBM: 55 rows, errors \+2\.0 % to \+43\.3 %\): [\d.]+ (ms|s)–[\d.]+ (ms|s), [\d,]+–[\d,]+ tokens\/s per GPU, MFU [\d.]+–[\d.]+ %\.$/);
   assert.equal(await page.isVisible('#step-time-fit'), true);
   // The bar's parts fill it, in a fixed order, each named in the legend.
   const widths = await page.$$eval('#step-time-bar .time-part', (els) => els.map((e) => parseFloat(e.style.width)));
@@ -460,10 +468,12 @@ test('a card of the table prices the step in time: the bar, the token budget, an
   // A token budget: days and GPU-hours at this rate.
   await page.fill('#tokens-input', '1e9');
   await page.press('#tokens-input', 'Tab');
-  assert.match(await page.textContent('#step-time-budget'), /^1e9 tokens: [\d.]+ days on 1 GPU, [\d,]+ GPU-hours\.$/);
+  assert.match(await page.textContent('#step-time-budget'), /^1e9 tokens: [\d.]+ days \([\d.]+–[\d.]+ by the validation on H100 SXM\) on 1 GPU, [\d,]+ GPU-hours\.$/);
+  await urlMatches(page, /[?&]tokens=1000000000(&|$)/);
   await page.fill('#price-input', '3');
   await page.press('#price-input', 'Tab');
-  const [, hours, cost] = (await page.textContent('#step-time-budget')).match(/([\d,]+) GPU-hours, ([\d,]+) at 3\.00 per GPU-hour\.$/);
+  await urlMatches(page, /[?&]price=3(&|$)/);
+  const [, hours, cost] = (await page.textContent('#step-time-budget')).match(/([\d,]+) GPU-hours, ([\d,]+) \([\d,]+–[\d,]+\) at 3\.00 per GPU-hour\.$/);
   const n = (x) => Number(x.replaceAll(',', ''));
   assert.ok(Math.abs(n(cost) - 3 * n(hours)) <= 3, `${hours} ${cost}`);
   await page.fill('#tokens-input', 'lots');
@@ -475,7 +485,7 @@ test('a card of the table prices the step in time: the bar, the token budget, an
 
 test('"Faster and still fits": a fitting layout on 8 H100s, one click to a faster one', async () => {
   const { page, problems, context } = await open(
-    '?mode=detailed&model=llama-3.1-8b&seq=4096&batch=64&dp=8&zero=3&micro=1&recompute=full&card=h100-sxm');
+    '?mode=detailed&model=llama-3.1-8b&seq=4096&batch=64&dp=8&zero=3&micro=1&recompute=full&card=h100-sxm&oh=0');
   assert.match(await page.textContent('#fit-verdict'), /^Fits by the step's peak/);
   const before = await page.textContent('#step-time-summary');
   const seconds = (t) => {
@@ -504,7 +514,7 @@ test('"Faster and still fits": a fitting layout on 8 H100s, one click to a faste
 
 test('context parallelism from the address: 128k tokens on 8 H100s, the sequence split 8 ways', async () => {
   const { page, problems, context } = await open(
-    '?mode=detailed&model=llama-3.1-8b&seq=131072&batch=1&recompute=full&zero=3&cp=8&card=h100-sxm');
+    '?mode=detailed&model=llama-3.1-8b&seq=131072&batch=1&recompute=full&zero=3&cp=8&card=h100-sxm&oh=0');
   assert.match(await page.textContent('#detailed-computed'), /8 GPUs \(dp 1 × tp 1 × pp 1 × cp 8\)/);
   assert.match(await page.textContent('#fit-verdict'), /^Fits by the step's peak: 35\.1 of 85\.9 GB used/);
   assert.match(await page.textContent('#step-time-summary'), /^On 8 × H100 SXM: /);
@@ -641,6 +651,35 @@ test('per-operator checkpointing (torchtitan): between full and none in memory, 
   await urlMatches(page, /recompute=selective-op/);
   await setCount(page, 'lora-input', 16);
   assert.match(await page.textContent('#detailed-sentence'), /per-operator checkpointing with LoRA is not modelled/);
+  await context.close();
+  assert.deepEqual(problems, []);
+});
+
+test('at 1,280 px no select cuts off its longest option (detailed mode)', async () => {
+  const { page, context } = await open('?mode=detailed&model=llama-3.1-8b&card=h100-sxm', { viewport: { width: 1280, height: 900 } });
+  await page.evaluate(() => document.querySelectorAll('details').forEach((d) => { d.open = true; }));
+  // Each select's widest option, in its own font, against the room its box
+  // leaves inside the padding and the arrow (20 px).
+  const cut = await page.evaluate(() => {
+    const ctx = document.createElement('canvas').getContext('2d');
+    return [...document.querySelectorAll('select')].filter((s) => s.clientWidth > 0).map((s) => {
+      const cs = getComputedStyle(s);
+      ctx.font = `${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
+      const room = s.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight) - 20;
+      const widest = Math.max(...[...s.options].map((o) => ctx.measureText(o.text).width));
+      return widest > room ? `${s.id}: ${Math.round(widest)} px in ${Math.round(room)}` : null;
+    }).filter(Boolean);
+  });
+  assert.deepEqual(cut, []);
+  await context.close();
+});
+
+test('the link keeps the question: tokens and price open with the page, a 2,048-sequence batch opens as it is', async () => {
+  const { page, context, problems } = await open('?batch=2048&seq=8192&card=h100-sxm&mode=detailed&model=llama-3.1-70b&dp=8&tp=8&sp=1&zero=1&micro=1&recompute=full&tokens=1000000000000&price=2');
+  assert.equal(await page.inputValue('#batch-input'), '2048');
+  assert.equal(await page.inputValue('#tokens-input'), '1e12');
+  assert.equal(await page.inputValue('#price-input'), '2');
+  assert.match(await page.textContent('#step-time-budget'), /^1e12 tokens: [\d.]+ days \([\d.]+–[\d.]+ by the validation on H100 SXM\) on 64 GPUs, [\d,]+ GPU-hours, [\d,]+ \([\d,]+–[\d,]+\) at 2\.00 per GPU-hour\.$/);
   await context.close();
   assert.deepEqual(problems, []);
 });

@@ -26,7 +26,7 @@ use crate::detailed::config::{
     ActOffload, AttentionKernel, BaseQuant, DetailedConfig, Loss, Optimizer, Precision, Profile,
     Recompute, StepOptions,
 };
-use crate::detailed::memory::timeline::peak;
+use crate::detailed::memory::timeline::{peak, timeline};
 use crate::detailed::memory::{estimate, DetailedBreakdown, Overhead};
 use crate::detailed::model::LoraTargets;
 use crate::detailed::time::flops;
@@ -36,8 +36,18 @@ use crate::detailed::time::steptime::{step_time, Cluster, Efficiency};
 /// What must fit on a GPU for `cfg`: the peak of a later step, plus the
 /// runtime overhead when one is given; `None` when it cannot be computed.
 pub fn need(cfg: &DetailedConfig, overhead: Option<&Overhead>) -> Option<f64> {
-    let peak = peak(cfg, &StepOptions::default()).ok()?;
-    Some(peak + overhead.map_or(0.0, |o| o.bytes(cfg, peak).total()))
+    match overhead {
+        // A paged optimizer's state at the peak is outside the caching
+        // allocator: no fragmentation on it, which the whole step tells.
+        Some(o) if cfg.optimizer.paged() => {
+            let t = timeline(cfg, &StepOptions::default()).ok()?;
+            Some(t.peak_bytes() + o.for_step(cfg, &t).total())
+        }
+        _ => {
+            let peak = peak(cfg, &StepOptions::default()).ok()?;
+            Some(peak + overhead.map_or(0.0, |o| o.bytes(cfg, peak).total()))
+        }
+    }
 }
 
 /// One lever: its name, the flags that apply it on the command line, and

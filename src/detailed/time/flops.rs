@@ -14,16 +14,27 @@
 //! - the logits: 2·h·V.
 //!
 //! Backward is twice the forward (the gradients of the inputs and of the
-//! weights). Two conventions:
+//! weights), but for LoRA's frozen weights, whose backward is the input's
+//! gradient alone: no weight-gradient product runs (2N of the frozen
+//! weights, not 4N). The adapters run 6 operations per weight a token
+//! meets (A and B forward, both gradients of each backward; Hu et al.
+//! 2021, §4). Two conventions:
 //!
 //! - **model FLOPs** (MFU): forward + backward, 3× the forward, whatever
 //!   is recomputed — PaLM's appendix B (Chowdhery et al. 2022: 6N + 12·L·H·Q·T
 //!   per token) and Megatron-LM's `num_floating_point_operations`
-//!   (`megatron/training/training.py`), which this equals term by term;
+//!   (`megatron/training/training.py`), which this equals term by term.
+//!   Under LoRA, the work the trained model needs: 4N of the frozen
+//!   weights and 6N of the adapters, as LitGPT's `estimate_flops`
+//!   (`litgpt/utils.py`: "forward + backward" for frozen parameters,
+//!   "forward + backward + gradients" for trainable ones) and NeMo
+//!   Automodel's LoRA MFU ((1 + 1 + trainable ratio) / 3 of 6N, PR #786)
+//!   count it;
 //! - **hardware FLOPs** (HFU): plus what recomputation runs again — full
 //!   recomputation one more forward of every layer (not of the logits),
 //!   selective the attention's score and value products (Korthikanti et
-//!   al. 2022, §5). With full recomputation this is Narayanan et al. 2021's
+//!   al. 2022, §5); under LoRA, full recomputation reruns the adapters'
+//!   forward too. With full recomputation this is Narayanan et al. 2021's
 //!   96·B·s·l·h²·(1 + s/6h + V/16lh) for GPT models, exactly.
 //!
 //! ```
@@ -131,12 +142,33 @@ pub fn forward_per_token(arch: &Architecture, seq: u64) -> (f64, LayerFlops) {
 /// A step's operations on the whole model (all GPUs together).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct StepFlops {
-    /// Model FLOPs: 3 × forward (MFU's numerator).
+    /// Model FLOPs: 3 × forward (MFU's numerator); under LoRA 2 × the
+    /// frozen weights' forward and 3 × the rest's.
     pub model: f64,
     /// Hardware FLOPs: model FLOPs plus recomputation (HFU's).
     pub hardware: f64,
+    /// Of `hardware`, the products of the base model's weights and the
+    /// logits, forward, backward and recomputed: the products the step
+    /// time's `matmul` part prices (the adapters' are left out of it).
+    pub matmul: f64,
     /// Tokens the step trains on.
     pub tokens: f64,
+}
+
+/// Forward operations per token of LoRA's adapters: 2 per adapter weight
+/// a token meets (A then B on every adapted projection and the output
+/// layer; the embedding's A is a lookup, its B a product), 0 without LoRA.
+pub fn adapter_forward_per_token(cfg: &DetailedConfig) -> f64 {
+    let Some(rank) = cfg.lora_rank else {
+        return 0.0;
+    };
+    let a = &cfg.arch;
+    let lookup = if cfg.lora_targets.embed() {
+        rank * a.vocab
+    } else {
+        0
+    };
+    2.0 * a.lora_params(rank, cfg.lora_targets).saturating_sub(lookup) as f64
 }
 
 /// The operations of one optimizer step of `cfg`: every sequence of the
@@ -146,27 +178,43 @@ pub fn step_flops(cfg: &DetailedConfig) -> StepFlops {
     let tokens =
         (cfg.effective_batch() * cfg.seq) as f64 * cfg.sequences() as f64 / cfg.micro() as f64;
     let (logits, layers) = forward_per_token(&cfg.arch, cfg.seq);
-    let forward = logits + layers.total();
-    let recompute = match cfg.recompute {
-        Recompute::None => 0.0,
-        Recompute::Selective => layers.attention,
-        Recompute::Full => layers.total(),
-        // The even-numbered bias-free projections, and under eager
-        // attention its products (dense layers only, `super::sac`).
-        Recompute::SelectiveOp => {
-            cfg.arch.layers as f64
-                * 2.0
-                * crate::detailed::memory::sac::recomputed_weights(&cfg.arch)
-                + match cfg.attention {
-                    crate::detailed::config::AttentionKernel::Eager => layers.attention,
-                    crate::detailed::config::AttentionKernel::Flash => 0.0,
-                }
-        }
+    // Backward's products per weight: the input's gradient and the
+    // weight's, or the input's alone for LoRA's frozen base.
+    let backward = if cfg.lora_rank.is_some() { 1.0 } else { 2.0 };
+    let weights = logits + layers.weights;
+    let adapters = adapter_forward_per_token(cfg);
+    let model = (1.0 + backward) * weights + 3.0 * (layers.attention + layers.scan + adapters);
+    let (recompute_weights, recompute_rest) = recomputed(cfg, &layers);
+    let recompute_adapters = match cfg.recompute {
+        Recompute::Full => adapters,
+        _ => 0.0,
     };
     StepFlops {
-        model: 3.0 * forward * tokens,
-        hardware: (3.0 * forward + recompute) * tokens,
+        model: model * tokens,
+        hardware: (model + recompute_weights + recompute_rest + recompute_adapters) * tokens,
+        matmul: ((1.0 + backward) * weights + recompute_weights) * tokens,
         tokens,
+    }
+}
+
+/// Forward operations per token that recomputation runs again: of the
+/// weights, and of the rest (attention, scan).
+fn recomputed(cfg: &DetailedConfig, layers: &LayerFlops) -> (f64, f64) {
+    match cfg.recompute {
+        Recompute::None => (0.0, 0.0),
+        Recompute::Selective => (0.0, layers.attention),
+        Recompute::Full => (layers.weights, layers.attention + layers.scan),
+        // The even-numbered bias-free projections, and under eager
+        // attention its products (dense layers only, `super::sac`).
+        Recompute::SelectiveOp => (
+            cfg.arch.layers as f64
+                * 2.0
+                * crate::detailed::memory::sac::recomputed_weights(&cfg.arch),
+            match cfg.attention {
+                crate::detailed::config::AttentionKernel::Eager => layers.attention,
+                crate::detailed::config::AttentionKernel::Flash => 0.0,
+            },
+        ),
     }
 }
 

@@ -95,7 +95,7 @@ const C2C: f64 = 225.0;
 /// The table. Columns: key, name, memory as sold (GiB), dense TFLOPS
 /// [fp32, tf32, bf16, fp8], memory GB/s, intra-node, network, PCIe (GB/s
 /// per direction); each row's source is in [`SOURCES`].
-pub const GPUS: [Gpu; 17] = [
+pub const GPUS: [Gpu; 23] = [
     Gpu {
         key: "a100-40gb",
         name: "A100 SXM 40GB",
@@ -266,6 +266,66 @@ pub const GPUS: [Gpu; 17] = [
         inter_node_gbps: NDR,
         pcie_gbps: PCIE5,
     },
+    Gpu {
+        key: "a10",
+        name: "A10",
+        memory_gib: 24.0,
+        tflops: [Some(31.2), Some(62.5), Some(125.0), None],
+        memory_gbps: 600.0,
+        intra_node_gbps: PCIE4,
+        inter_node_gbps: ETH100,
+        pcie_gbps: PCIE4,
+    },
+    Gpu {
+        key: "a10g",
+        name: "A10G (AWS G5)",
+        memory_gib: 24.0,
+        tflops: [Some(35.0), Some(35.0), Some(70.0), None],
+        memory_gbps: 600.0,
+        intra_node_gbps: PCIE4,
+        inter_node_gbps: ETH100,
+        pcie_gbps: PCIE4,
+    },
+    Gpu {
+        key: "l4",
+        name: "L4",
+        memory_gib: 24.0,
+        tflops: [Some(30.3), Some(60.0), Some(121.0), Some(242.5)],
+        memory_gbps: 300.0,
+        intra_node_gbps: PCIE4,
+        inter_node_gbps: ETH100,
+        pcie_gbps: PCIE4,
+    },
+    Gpu {
+        key: "rtx-a6000",
+        name: "RTX A6000",
+        memory_gib: 48.0,
+        tflops: [Some(38.7), Some(77.4), Some(154.8), None],
+        memory_gbps: 768.0,
+        intra_node_gbps: 56.25,
+        inter_node_gbps: ETH100,
+        pcie_gbps: PCIE4,
+    },
+    Gpu {
+        key: "rtx-6000-ada",
+        name: "RTX 6000 Ada",
+        memory_gib: 48.0,
+        tflops: [Some(91.1), Some(182.1), Some(364.2), Some(728.5)],
+        memory_gbps: 960.0,
+        intra_node_gbps: PCIE4,
+        inter_node_gbps: ETH100,
+        pcie_gbps: PCIE4,
+    },
+    Gpu {
+        key: "rtx-5090",
+        name: "GeForce RTX 5090",
+        memory_gib: 32.0,
+        tflops: [Some(104.8), Some(104.8), Some(209.5), Some(419.0)],
+        memory_gbps: 1792.0,
+        intra_node_gbps: PCIE5,
+        inter_node_gbps: ETH100,
+        pcie_gbps: PCIE5,
+    },
 ];
 
 /// Each card's key and memory as sold (GiB), derived from [`GPUS`] at
@@ -292,7 +352,7 @@ pub fn memory_of(key: &str) -> Option<(&'static str, f64)> {
 /// Where each card's figures come from, by key: apart from [`GPUS`] so
 /// that the page, which prices with the figures, does not ship the
 /// citations (the command line and docs/hardware.md show them).
-pub const SOURCES: [(&str, &str); 17] = [
+pub const SOURCES: [(&str, &str); 23] = [
     ("a100-40gb", "NVIDIA A100 Tensor Core GPU data sheet (2021): FP32 19.5, TF32 312 sparse, BF16 624 sparse; HBM2 1,555 GB/s; NVLink 600 GB/s; PCIe Gen4 64 GB/s"),
     ("a100-80gb", "NVIDIA A100 Tensor Core GPU data sheet (2021): HBM2e 2,039 GB/s; otherwise as the 40GB"),
     ("h100-sxm", "NVIDIA H100 Tensor Core GPU data sheet: FP32 67, TF32 989, BF16 1,979, FP8 3,958 sparse (Hopper whitepaper: 989.4 dense BF16); HBM3 3.35 TB/s; NVLink 900 GB/s; PCIe Gen5 128 GB/s"),
@@ -310,6 +370,12 @@ pub const SOURCES: [(&str, &str); 17] = [
     ("mi300x", "AMD Instinct MI300X data sheet: FP32 163.4, TF32 653.7, BF16 1,307.4, FP8 2,614.9 dense; HBM3 192 GB, 5.3 TB/s; Infinity Fabric 7 links, 896 GB/s; PCIe Gen5 x16"),
     ("mi325x", "AMD Instinct MI325X data sheet: compute as MI300X; HBM3E 256 GB, 6 TB/s; Infinity Fabric 896 GB/s"),
     ("mi355x", "AMD Instinct MI355X data sheet: FP32 157.3, BF16 2,516.6, FP8 5,033.2 dense (CDNA 4 has no TF32: fp32 matmuls at the FP32 rate); HBM3E 288 GB, 8 TB/s; Infinity Fabric 7 links of 153.6 GB/s; PCIe Gen5 x16; 400 GbE per GPU (AMD Pensando Pollara 400)"),
+    ("a10", "NVIDIA A10 Tensor Core GPU data sheet: FP32 31.2, TF32 125, BF16 250 sparse; GDDR6 24 GB, 600 GB/s; PCIe Gen4 64 GB/s; no NVLink"),
+    ("a10g", "No NVIDIA data sheet is published for AWS's A10G: Baseten, \"NVIDIA A10 vs A10G for ML model inference\" (2023), spec table: FP32 35, TF32 35, BF16 70 dense; GDDR6 24 GB, 600 GB/s as the A10; PCIe Gen4, no NVLink (EC2 G5)"),
+    ("l4", "NVIDIA L4 Tensor Core GPU data sheet: FP32 30.3, TF32 120, BF16 242, FP8 485 sparse; GDDR6 24 GB, 300 GB/s; PCIe Gen4 x16; no NVLink"),
+    ("rtx-a6000", "NVIDIA RTX A6000 data sheet: FP32 38.7, TF32 154.8, BF16 309.7 sparse; GDDR6 48 GB, 768 GB/s; NVLink bridge 112.5 GB/s; PCIe Gen4"),
+    ("rtx-6000-ada", "NVIDIA RTX 6000 Ada Generation data sheet: FP32 91.1, TF32 364.2, BF16 728.5, FP8 1,457 sparse; GDDR6 48 GB, 960 GB/s; PCIe Gen4 x16; no NVLink"),
+    ("rtx-5090", "NVIDIA RTX Blackwell GPU architecture whitepaper, appendix (RTX 5090): FP32 104.8; TF32 104.8, BF16 and FP8 with FP32 accumulate 209.5 and 419 dense; GDDR7 32 GB, 1,792 GB/s; PCIe Gen5; no NVLink"),
 ];
 
 /// The source of the card with key `key`.
@@ -372,6 +438,12 @@ mod tests {
             ("b300", 2250.0, 288.0, 7700.0),
             ("gb300", 2500.0, 288.0, 8000.0),
             ("mi355x", 2516.6, 288.0, 8000.0),
+            ("a10", 125.0, 24.0, 600.0),
+            ("a10g", 70.0, 24.0, 600.0),
+            ("l4", 121.0, 24.0, 300.0),
+            ("rtx-a6000", 154.8, 48.0, 768.0),
+            ("rtx-6000-ada", 364.2, 48.0, 960.0),
+            ("rtx-5090", 209.5, 32.0, 1792.0),
         ] {
             let g = gpu(key).unwrap();
             assert_eq!(

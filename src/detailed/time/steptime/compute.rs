@@ -324,6 +324,82 @@ mod tests {
         assert!(compiled.memory_bound < eager.memory_bound);
     }
 
+    /// The hardware FLOPs count the products the step time prices: with
+    /// the memory's rate taken as unbounded, every product costs its
+    /// operations at the matrix rate alone, so the step's `matmul` seconds
+    /// times that rate are the operations it priced. They equal
+    /// [`step_flops`]'s `matmul` exactly, with and without LoRA (whose
+    /// frozen weights run no weight-gradient product) and under every
+    /// recomputation, dense and mixture-of-experts.
+    ///
+    /// [`step_flops`]: crate::detailed::time::flops::step_flops
+    #[test]
+    fn hardware_flops_are_the_products_the_step_time_prices() {
+        use super::super::{step_time, Cluster, Efficiency};
+        use crate::detailed::preset;
+        use crate::detailed::time::flops::step_flops;
+        use crate::detailed::time::hardware::gpu;
+        let eff = Efficiency {
+            memory: f64::INFINITY,
+            ..Efficiency::default()
+        };
+        let card = gpu("h100-sxm").unwrap();
+        let rate = card
+            .peak_tflops(crate::detailed::time::hardware::Dtype::Bf16)
+            .unwrap()
+            * 1e12
+            * eff.matmul;
+        for name in ["llama-3.1-8b", "mixtral-8x7b"] {
+            for lora in [None, Some(16)] {
+                for recompute in [
+                    Recompute::None,
+                    Recompute::Selective,
+                    Recompute::Full,
+                    Recompute::SelectiveOp,
+                ] {
+                    let mut c = llama(2048, 8);
+                    c.arch = preset(name).unwrap().arch;
+                    c.lora_rank = lora;
+                    c.recompute = recompute;
+                    let t = step_time(&c, &Cluster::new(card, 8), &eff);
+                    let priced = t.parts.matmul * rate;
+                    let counted = step_flops(&c).matmul;
+                    assert!(
+                        (counted / priced - 1.0).abs() < 1e-9,
+                        "{name} {lora:?} {recompute:?}: {counted:e} vs {priced:e}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// LoRA on Llama 3.1 8B (2,048 tokens, micro-batch 8, bf16, H100):
+    /// without recomputation HFU is MFU, and both count about 4N per
+    /// token (the frozen weights' forward and input gradient), not 6N;
+    /// full recomputation adds one forward of the layers (about 2N).
+    #[test]
+    fn lora_counts_four_n_and_recomputation_two_more() {
+        use crate::detailed::time::flops::{forward_per_token, step_flops};
+        let mut c = llama(2048, 8);
+        c.lora_rank = Some(16);
+        let f = step_flops(&c);
+        let (logits, layers) = forward_per_token(&c.arch, 2048);
+        let n2 = logits + layers.weights;
+        let per_token = f.model / f.tokens;
+        assert_eq!(f.hardware, f.model);
+        assert!((per_token - 3.0 * layers.attention) / n2 > 2.0);
+        assert!(
+            (per_token - 3.0 * layers.attention) / n2 < 2.02,
+            "{}",
+            per_token / n2
+        );
+        c.recompute = Recompute::Full;
+        let full = step_flops(&c);
+        assert_eq!(full.model, f.model);
+        let extra = (full.hardware - full.model) / full.tokens;
+        assert!((extra / layers.total() - 1.0).abs() < 0.01, "{extra}");
+    }
+
     /// Recomputation costs time in the order of the work it repeats, and
     /// HFU counts it while MFU does not.
     #[test]

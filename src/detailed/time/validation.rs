@@ -1,0 +1,260 @@
+//! How far the step time can be trusted: each published source the step
+//! time was checked against ([`VALIDATION`], docs/steptime.md's
+//! "Validation against published throughputs" table, tested against it in
+//! `tests/time_range.rs`), and the range of a step's time that those
+//! checks support for a card and framework ([`range`]).
+//!
+//! An error is the predicted tokens per second over the measured, less
+//! one. A source's rows span errors from `lowest` to `highest`, so the
+//! measured rate of a step the model prices at `r` lies, on those rows'
+//! evidence, between r / (1 + highest) and r / (1 + lowest), and its time
+//! (step, days, cost) between t · (1 + lowest) and t · (1 + highest).
+//!
+//! Which rows speak for a configuration:
+//!
+//! - the card: the A100 rows for either A100; the H100 SXM rows for the
+//!   H100 SXM, and for the H100 PCIe and the H200 by their architecture
+//!   (Hopper: the same matrix-multiply fraction, Bekman's "H200 is the
+//!   same", and FlashAttention's rate, [`super::steptime::FLASH_ATTENTION_2`]).
+//!   No row was measured on any other card (Blackwell, Ada, the RTX 3090,
+//!   AMD's): those are "not validated", not borrowed from a neighbour
+//!   whose efficiencies they only share by assumption;
+//! - the framework: the sources that ran the configuration's framework on
+//!   that card, or, when none did (DDP, DeepSpeed; Megatron on H100), all
+//!   of the card's sources, named.
+
+use crate::detailed::config::{DetailedConfig, Framework};
+
+/// One source of the validation: its rows' errors, as docs/steptime.md
+/// prints them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Validation {
+    /// The source's key in docs/steptime.md and the fixture.
+    pub source: &'static str,
+    /// Its name as the range names it.
+    pub name: &'static str,
+    /// The card group its rows ran on ([`CARDS`]).
+    pub card: &'static str,
+    /// The framework that ran them: "megatron", "fsdp1" or "fsdp2".
+    pub framework: &'static str,
+    /// Rows.
+    pub rows: usize,
+    /// Median absolute error.
+    pub median: f64,
+    /// Worst absolute error.
+    pub worst: f64,
+    /// Lowest signed error.
+    pub lowest: f64,
+    /// Highest signed error.
+    pub highest: f64,
+}
+
+/// The sources, as docs/steptime.md's table has them
+/// (`tests/fixtures/published_throughput.tsv`, each source cited there):
+/// MPT (mosaicml/llm-foundry's benchmarking README at 8c8dd48f7, Composer's
+/// FSDP), Korthikanti et al. 2022 Table 5 and Narayanan et al. 2021 Table 1
+/// (Megatron-LM), torchtitan's `docs/performance.md` (FSDP2), IBM's
+/// foundation-model-stack/fms-fsdp README and the PyTorch blog of
+/// 2024-03-13 (FSDP).
+pub const VALIDATION: [Validation; 7] = [
+    source("mpt", "MPT", "A100", "fsdp1", 139, [4.7, 46.7, -16.8, 46.7]),
+    source(
+        "korthikanti",
+        "Korthikanti",
+        "A100",
+        "megatron",
+        8,
+        [6.3, 14.1, -14.0, 14.1],
+    ),
+    source(
+        "narayanan",
+        "Narayanan",
+        "A100",
+        "megatron",
+        10,
+        [2.4, 8.4, -5.7, 8.4],
+    ),
+    source(
+        "torchtitan",
+        "torchtitan",
+        "A100",
+        "fsdp2",
+        6,
+        [5.3, 14.3, 2.9, 14.3],
+    ),
+    source("ibm", "IBM", "A100", "fsdp1", 4, [8.3, 31.5, -2.3, 31.5]),
+    source(
+        "mpt-h100",
+        "MPT",
+        "H100 SXM",
+        "fsdp1",
+        52,
+        [12.9, 43.3, 2.0, 43.3],
+    ),
+    source(
+        "ibm-h100",
+        "IBM",
+        "H100 SXM",
+        "fsdp1",
+        3,
+        [25.1, 39.9, 22.8, 39.9],
+    ),
+];
+
+/// A row of [`VALIDATION`] from its percentages: median, worst, lowest,
+/// highest.
+const fn source(
+    source: &'static str,
+    name: &'static str,
+    card: &'static str,
+    framework: &'static str,
+    rows: usize,
+    percent: [f64; 4],
+) -> Validation {
+    Validation {
+        source,
+        name,
+        card,
+        framework,
+        rows,
+        median: percent[0] / 100.0,
+        worst: percent[1] / 100.0,
+        lowest: percent[2] / 100.0,
+        highest: percent[3] / 100.0,
+    }
+}
+
+/// The card groups the validation covers: the group, the cards measured,
+/// and the cards it speaks for by their architecture.
+pub const CARDS: [(&str, &[&str], &[&str]); 2] = [
+    ("A100", &["a100-40gb", "a100-80gb"], &[]),
+    (
+        "H100 SXM",
+        &["h100-sxm"],
+        &["h100-pcie", "h100-nvl", "h100-hbm2e", "h200"],
+    ),
+];
+
+/// The range of a step's time the validation supports.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Range {
+    /// Which validation, in words: "the validation on H100 SXM".
+    pub basis: String,
+    /// Its sources' names: "MPT, IBM".
+    pub names: String,
+    /// The sources' keys.
+    pub sources: Vec<&'static str>,
+    /// Their rows.
+    pub rows: usize,
+    /// The lowest signed error among them.
+    pub lowest: f64,
+    /// The highest.
+    pub highest: f64,
+}
+
+impl Range {
+    /// A time (or cost) `t` as the model prices it: its range.
+    pub fn time(&self, t: f64) -> (f64, f64) {
+        (t * (1.0 + self.lowest), t * (1.0 + self.highest))
+    }
+
+    /// A rate (tokens/s, TFLOPS, MFU) `r` as the model prices it: its
+    /// range.
+    pub fn rate(&self, r: f64) -> (f64, f64) {
+        (r / (1.0 + self.highest), r / (1.0 + self.lowest))
+    }
+}
+
+/// The key the validation's table gives `framework`.
+fn framework_key(framework: &Framework) -> &'static str {
+    match framework {
+        Framework::Megatron => "megatron",
+        Framework::Fsdp1 { .. } => "fsdp1",
+        Framework::Fsdp2 { .. } => "fsdp2",
+        Framework::Ddp { .. } => "ddp",
+        Framework::DeepSpeed { .. } => "deepspeed",
+    }
+}
+
+/// The range the validation supports for `cfg` on the card `card` (its
+/// key), or why there is none: "not validated on this card".
+pub fn range(cfg: &DetailedConfig, card: &str) -> Result<Range, String> {
+    let Some(&(group, _, alike)) = CARDS
+        .iter()
+        .find(|(_, measured, alike)| measured.contains(&card) || alike.contains(&card))
+    else {
+        return Err(format!(
+            "not validated on this card: docs/steptime.md's published rows ran on {} only",
+            CARDS.map(|c| c.0).join(" and ")
+        ));
+    };
+    let on_card = || VALIDATION.iter().filter(|v| v.card == group);
+    let framework = framework_key(&cfg.framework);
+    let same: Vec<&Validation> = on_card().filter(|v| v.framework == framework).collect();
+    let chosen = if same.is_empty() {
+        on_card().collect()
+    } else {
+        same
+    };
+    let mut names: Vec<&str> = chosen.iter().map(|v| v.name).collect();
+    names.dedup();
+    let architecture = if alike.contains(&card) {
+        ", the same architecture"
+    } else {
+        ""
+    };
+    Ok(Range {
+        basis: format!("the validation on {group}{architecture}"),
+        names: names.join(", "),
+        sources: chosen.iter().map(|v| v.source).collect(),
+        rows: chosen.iter().map(|v| v.rows).sum(),
+        lowest: chosen.iter().map(|v| v.lowest).fold(f64::MAX, f64::min),
+        highest: chosen.iter().map(|v| v.highest).fold(f64::MIN, f64::max),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detailed::{preset, DetailedConfig};
+
+    fn llama() -> DetailedConfig {
+        DetailedConfig::new(preset("llama-3.1-8b").unwrap().arch, 4096, 8)
+    }
+
+    /// Each card group and framework picks its own sources; a card no row
+    /// ran on has none.
+    #[test]
+    fn each_card_and_framework_picks_its_sources() {
+        let mut c = llama();
+        let h100 = range(&c, "h100-sxm").unwrap();
+        assert_eq!(h100.sources, ["mpt-h100", "ibm-h100"]);
+        assert_eq!(h100.basis, "the validation on H100 SXM");
+        assert_eq!(h100.names, "MPT, IBM");
+        assert_eq!((h100.lowest, h100.highest), (0.02, 0.433));
+        let h200 = range(&c, "h200").unwrap();
+        assert_eq!(
+            h200.basis,
+            "the validation on H100 SXM, the same architecture"
+        );
+        let a100 = range(&c, "a100-80gb").unwrap();
+        assert_eq!(a100.sources, ["korthikanti", "narayanan"]);
+        assert_eq!(a100.rows, 18);
+        c.framework = Framework::DEEPSPEED;
+        assert_eq!(range(&c, "a100-40gb").unwrap().sources.len(), 5);
+        for card in ["rtx-4090", "rtx-3090", "b200", "l40s", "mi300x", "mi325x"] {
+            assert!(range(&c, card).unwrap_err().starts_with("not validated"));
+        }
+    }
+
+    /// The model runs fast on H100: the measured time is longer, the
+    /// measured rate lower, than the priced ones.
+    #[test]
+    fn a_fast_model_bounds_time_from_below() {
+        let r = range(&llama(), "h100-sxm").unwrap();
+        let (lo, hi) = r.time(100.0);
+        assert!((lo - 102.0).abs() < 1e-9 && (hi - 143.3).abs() < 1e-9);
+        let (lo, hi) = r.rate(143.3);
+        assert!((lo - 100.0).abs() < 1e-9 && hi < 143.3);
+    }
+}
