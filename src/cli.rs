@@ -3,7 +3,8 @@
 
 use crate::budget::{estimate, Breakdown, Field, TrainingConfig};
 use crate::detailed::config::{defaults, LoraDtype};
-use crate::detailed::plan::planner::{make_it_fit, smallest_card};
+use crate::detailed::plan::diff::{Keep, Lever};
+use crate::detailed::plan::planner::{make_it_fit_keeping, smallest_card};
 use crate::detailed::plan::search;
 use crate::detailed::time::hardware;
 use crate::detailed::time::steptime::{step_time, Cluster, Efficiency, Parts};
@@ -344,8 +345,11 @@ pub struct ParallelArgs {
     #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=512))]
     pub tp: Option<u64>,
     /// Sequence parallelism (with --tp).
-    #[arg(long)]
+    #[arg(long, overrides_with = "no_sp")]
     pub sp: bool,
+    /// No sequence parallelism: undoes an earlier --sp (a plan row's change).
+    #[arg(long, overrides_with = "sp")]
+    pub no_sp: bool,
     /// Pipeline stages (1F1B), 1–256 [default: 1].
     #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=256))]
     pub pp: Option<u64>,
@@ -506,8 +510,12 @@ pub struct FinetuneArgs {
 pub struct OffloadArgs {
     /// With ZeRO ≥ 1: optimizer state, fp32 master and gradients on the CPU
     /// (ZeRO-Offload).
-    #[arg(long)]
+    #[arg(long, overrides_with = "no_offload_optimizer")]
     pub offload_optimizer: bool,
+    /// The optimizer on the GPU: undoes an earlier --offload-optimizer (a
+    /// plan row's change).
+    #[arg(long, overrides_with = "offload_optimizer")]
+    pub no_offload_optimizer: bool,
     /// With ZeRO-3 and --offload-optimizer: the 16-bit parameters on the CPU too.
     #[arg(long)]
     pub offload_params: bool,
@@ -590,6 +598,12 @@ pub struct TimeArgs {
     /// --batch sequences per step, fastest first.
     #[arg(long)]
     pub plan: bool,
+    /// What the planner leaves as it is, comma-separated: optimizer,
+    /// recompute, micro-batch, zero (and --dp-shard), offload, parallelism
+    /// (dp, tp, sp, pp, vp, schedule, cp), attention, precision, lora (and
+    /// QLoRA, --impl), batch, vllm. The planner never changes --framework.
+    #[arg(long, value_name = "LEVERS", value_parser = Keep::parse)]
+    pub keep: Option<Keep>,
     /// GPUs for --plan, 1–65536 [default: the layout's dp × tp × pp].
     #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=65536))]
     pub gpus: Option<u64>,
@@ -1749,15 +1763,38 @@ fn fit_lines(f: &FitReport) -> String {
         or_none(f.max_micro_batch),
         or_none(f.max_seq)
     );
-    if !f.changes.is_empty() {
+    let (within, more): (Vec<&ChangeReport>, Vec<&ChangeReport>) =
+        f.changes.iter().partition(|c| !c.more_gpus);
+    if !within.is_empty() {
         out += "to make it fit (each change priced by the model; add its flags to rerun it):\n";
     }
-    for c in f.changes.iter().take(CHANGES_SHOWN) {
+    out += &change_lines(&within);
+    if !more.is_empty() {
+        out += "with more GPUs than it has now:\n";
+    }
+    out += &change_lines(&more);
+    if let Some(card) = &f.card {
+        out += &format!("as it is, it fits a {card} of the table\n");
+    }
+    out
+}
+
+/// Changes the text lists of each kind (JSON has them all).
+const CHANGES_SHOWN: usize = 6;
+
+/// The first [`CHANGES_SHOWN`] of `changes`: what each needs, saves and
+/// costs (with its days and cost on `--tokens`), its flags, its cost in
+/// words.
+fn change_lines(changes: &[&ChangeReport]) -> String {
+    let gb = |b: u64| b as f64 / 1e9;
+    let mut out = String::new();
+    for c in changes.iter().take(CHANGES_SHOWN) {
         let time = c.time.map_or(String::new(), |t| {
             format!(", GPU-time per token {:+.1} %", 100.0 * (t - 1.0))
         });
+        let days = c.training.as_ref().map_or(String::new(), training_words);
         out += &format!(
-            "  {} {:>6.1} GB, saves {:.1} GB of {}; {} GPU{}, compute ×{:.2}{time}: {}\n      {}\n      cost: {}\n",
+            "  {} {:>6.1} GB, saves {:.1} GB of {}; {} GPU{}, compute ×{:.2}{time}{days}: {}\n      {}\n      cost: {}\n",
             if c.fits { "fits" } else { "    " },
             gb(c.need),
             c.saved as f64 / 1e9,
@@ -1770,14 +1807,18 @@ fn fit_lines(f: &FitReport) -> String {
             c.cost,
         );
     }
-    if let Some(card) = &f.card {
-        out += &format!("as it is, it fits a {card} of the table\n");
-    }
     out
 }
 
-/// Changes the text lists (JSON has them all).
-const CHANGES_SHOWN: usize = 6;
+/// A token budget's days and cost, as a row's clause.
+fn training_words(t: &TrainingCost) -> String {
+    format!(
+        ", {:.1} days, {} at {:.2} per GPU-hour",
+        t.days,
+        grouped(t.cost),
+        t.price_per_gpu_hour
+    )
+}
 
 /// What the configuration means beyond its flags: the micro-batch,
 /// accumulation steps and GPUs priced, which kernels priced it and why, and
@@ -1856,6 +1897,8 @@ struct DetailedRun {
     time: Option<TimeReport>,
     /// `--plan`'s layouts.
     plan: Option<PlanReport>,
+    /// `--keep`'s levers.
+    keep: Keep,
 }
 
 impl DetailedRun {
@@ -1873,9 +1916,18 @@ impl DetailedRun {
         check_card_speeds(args, &cfg, cluster.as_ref())?;
         let need = timeline.peak_bytes() + overhead.as_ref().map_or(0.0, |o| o.total());
         let timed = cluster.as_ref().map(|c| (c, &eff));
+        let price = args.time.checked_price()?;
+        let tokens = args.time.checked_tokens()?;
+        let ask = Ask {
+            overhead: settings.as_ref(),
+            timed,
+            keep: args.time.keep.unwrap_or_default(),
+            tokens,
+            price,
+        };
         let fit = args
             .card()?
-            .map(|(gpu, capacity)| fit_report(&cfg, gpu, capacity, need, settings.as_ref(), timed))
+            .map(|(gpu, capacity)| fit_report(&cfg, gpu, capacity, need, &ask))
             .map(|f| FitReport {
                 paged: whole(detailed::memory::paged::paged_at_peak(
                     &cfg,
@@ -1883,15 +1935,13 @@ impl DetailedRun {
                 )),
                 ..f
             });
-        let price = args.time.checked_price()?;
-        let tokens = args.time.checked_tokens()?;
         let time = cluster
             .as_ref()
             .map(|c| time_report(&cfg, c, &eff, tokens, price));
         let plan = cluster
             .as_ref()
             .filter(|_| args.time.plan)
-            .map(|c| plan_report(&cfg, c, args.time.gpus, settings.as_ref(), &eff));
+            .map(|c| plan_report(&cfg, c, args.time.gpus, &ask));
         Ok(Self {
             cfg,
             reason,
@@ -1902,6 +1952,7 @@ impl DetailedRun {
             fit,
             time,
             plan,
+            keep: args.time.keep.unwrap_or_default(),
         })
     }
 
@@ -1923,13 +1974,23 @@ impl DetailedRun {
         };
         let mut doc = DetailedReport::new(&self.cfg, &parts);
         doc.inputs.from = crate::from::report(read);
+        doc.inputs.keep = Lever::ALL
+            .into_iter()
+            .filter(|&l| self.keep.holds(l))
+            .map(|l| l.name().to_string())
+            .collect();
         json(&doc)
     }
 
-    /// The printout: the budget, then the step's time and the plan.
+    /// The printout: the budget, then the step's time; with `--plan`, the
+    /// plan first and the configuration as given after it.
     fn text(&self) -> String {
         let cfg = &self.cfg;
-        let mut out = render_detailed(
+        let mut out = self.plan.as_ref().map_or(String::new(), |plan| {
+            plan_lines(cfg, plan)
+                + "\nthe configuration as given (the plan's rows change it by their flags):\n"
+        });
+        out += &render_detailed(
             cfg,
             self.reason,
             &self.breakdown,
@@ -1942,9 +2003,6 @@ impl DetailedRun {
                 out += "(the step does not fit the card: its time below is what it would take if it did)\n";
             }
             out += &time_lines(time, cfg.gpus());
-        }
-        if let Some(plan) = &self.plan {
-            out += &plan_lines(cfg, plan);
         }
         out
     }
@@ -1981,28 +2039,50 @@ fn check_card_speeds(
     Ok(())
 }
 
+/// What the planner is asked besides the configuration: the runtime
+/// overhead, the card's speeds, the levers held, and the token budget.
+struct Ask<'a> {
+    overhead: Option<&'a Overhead>,
+    timed: Option<(&'a Cluster, &'a Efficiency)>,
+    keep: Keep,
+    tokens: Option<f64>,
+    price: f64,
+}
+
+impl Ask<'_> {
+    /// What training on the token budget takes at `tokens_per_s_per_gpu`
+    /// on `gpus` GPUs, with `--tokens`.
+    fn training(&self, gpus: u64, tokens_per_s_per_gpu: f64) -> Option<TrainingCost> {
+        self.tokens
+            .map(|n| TrainingCost::at_rate(n, gpus, tokens_per_s_per_gpu, self.price))
+    }
+}
+
 /// The verdict on a card of `capacity` bytes for a step that needs `need`,
-/// and when it does not fit, the planner's changes.
-fn fit_report(
-    cfg: &DetailedConfig,
-    gpu: String,
-    capacity: f64,
-    need: f64,
-    settings: Option<&Overhead>,
-    timed: Option<(&Cluster, &Efficiency)>,
-) -> FitReport {
-    let plan = (need > capacity).then(|| make_it_fit(cfg, capacity, settings, timed));
+/// and when it does not fit, the planner's changes (with days and cost on
+/// the token budget, when the card's speeds and `--tokens` are given).
+fn fit_report(cfg: &DetailedConfig, gpu: String, capacity: f64, need: f64, ask: &Ask) -> FitReport {
+    let plan = (need > capacity)
+        .then(|| make_it_fit_keeping(cfg, capacity, ask.overhead, ask.timed, ask.keep));
+    let rate_now = ask
+        .timed
+        .map(|(c, e)| step_time(cfg, c, e).tokens_per_s_per_gpu);
     FitReport {
         gpu,
         capacity: whole(capacity),
         need: whole(need),
         fits: need <= capacity,
-        max_micro_batch: max_micro_batch(cfg, capacity, settings),
-        max_seq: max_detailed_seq(cfg, capacity, settings),
+        max_micro_batch: max_micro_batch(cfg, capacity, ask.overhead),
+        max_seq: max_detailed_seq(cfg, capacity, ask.overhead),
         changes: plan.as_ref().map_or(Vec::new(), |p| {
             p.changes
                 .iter()
-                .map(|c| ChangeReport::new(cfg, c))
+                .map(|c| ChangeReport {
+                    training: rate_now
+                        .zip(c.time)
+                        .and_then(|(r, t)| ask.training(c.gpus, r / t)),
+                    ..ChangeReport::new(cfg, c)
+                })
                 .collect()
         }),
         card: plan.and_then(|p| smallest_card(p.need).map(String::from)),
@@ -2025,17 +2105,22 @@ fn time_report(
 }
 
 /// `--plan`: the layouts that fit over `gpus` GPUs (the configuration's
-/// own by default), fastest first.
+/// own by default), fastest first, each with the flags it changes and,
+/// with `--tokens`, its days and cost.
 fn plan_report(
     cfg: &DetailedConfig,
     cluster: &Cluster,
     gpus: Option<u64>,
-    settings: Option<&Overhead>,
-    eff: &Efficiency,
+    ask: &Ask,
 ) -> PlanReport {
     let gpus = gpus.unwrap_or(cfg.gpus());
-    let found = search::search(cfg, cluster, gpus, settings, eff);
-    PlanReport::new(gpus, &found)
+    let eff = ask.timed.map_or_else(Efficiency::default, |(_, e)| *e);
+    let found = search::search_keeping(cfg, cluster, gpus, ask.overhead, &eff, ask.keep);
+    let mut report = PlanReport::new(cfg, gpus, &found);
+    for r in &mut report.rows {
+        r.training = ask.training(gpus, r.tokens_per_s_per_gpu);
+    }
+    report
 }
 
 /// A count with thousands separators.
@@ -2146,19 +2231,34 @@ fn plan_lines(cfg: &DetailedConfig, p: &PlanReport) -> String {
         out += "; none fits: more GPUs, a bigger card, or LoRA/QLoRA (see the changes above)\n";
         return out;
     }
-    out += "; fastest first:\n";
+    out += "; fastest first, each row's flags changing the configuration as given:\n";
+    let budget = p.rows.first().and_then(|r| r.training.as_ref());
     let row = |r: &PlanRowReport| {
+        let days = r.training.as_ref().map_or(String::new(), |t| {
+            format!(" {:>8.1} {:>12}", t.days, grouped(t.cost))
+        });
         format!(
-            "  {:>9.3} s {:>12} {:>5.1} % {:>7.1} GB{}  {}\n",
+            "  {:>9.3} s {:>12} {:>5.1} % {:>7.1} GB{days}{}  {}\n",
             r.step_s,
             grouped(r.tokens_per_s_per_gpu),
             100.0 * r.mfu,
             r.peak as f64 / 1e9,
             if r.pareto { " *" } else { "  " },
-            r.flags.join(" ")
+            if r.changes.is_empty() {
+                "(as given)".to_string()
+            } else {
+                r.changes.join(" ")
+            }
         )
     };
-    out += "       step   tokens/s/GPU    MFU    peak     flags\n";
+    // Column headers end over their figures; "changes" over the flags.
+    out += &format!(
+        "       step   tokens/s/GPU    MFU    peak{}       changes\n",
+        budget.map_or(String::new(), |t| format!(
+            "        days {:>12}",
+            format!("cost at {:.2}", t.price_per_gpu_hour)
+        ))
+    );
     for r in p.rows.iter().take(PLAN_SHOWN) {
         out += &row(r);
     }

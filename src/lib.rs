@@ -9,6 +9,8 @@
 //! - [`state`]: what the page shows besides the inputs (baseline, GPU fit,
 //!   unit, sweep, exercises); [`url`]: that state in a query string.
 //! - [`export`]: the table as Markdown, CSV and JSON.
+//! - [`panel`]: what the page's planner panel says (*Make it fit*,
+//!   *Faster and still fits*).
 //! - [`number`]: reading typed numbers (one syntax, a pluggable conversion).
 //! - `cli` (native only): the command line.
 //! - `app` (wasm32 only): the Leptos page; `light` (wasm32 only): the
@@ -30,6 +32,7 @@ pub mod from;
 #[cfg(target_arch = "wasm32")]
 pub mod light;
 pub mod number;
+pub mod panel;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod report;
 pub mod state;

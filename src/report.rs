@@ -278,6 +278,9 @@ pub struct DetailedInputs {
     /// file by file in the order given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub from: Vec<FromReport>,
+    /// With `--keep`: the levers the planner leaves as they are.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keep: Vec<String>,
 }
 
 /// What `--from FILE` read.
@@ -461,6 +464,12 @@ pub struct ChangeReport {
     pub time: Option<f64>,
     /// What else it costs, in words.
     pub cost: String,
+    /// It needs more GPUs than the configuration has: offered apart.
+    pub more_gpus: bool,
+    /// With `--tokens` on a card of the table: what training on them takes
+    /// with this change.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub training: Option<TrainingCost>,
 }
 
 /// One optimizer step's time on a card of the table (`--gpu`).
@@ -619,7 +628,12 @@ pub struct TrainingCost {
 impl TrainingCost {
     /// Training on `tokens` at `t`'s rate on `gpus` GPUs.
     pub fn new(tokens: f64, gpus: u64, t: &StepTime, price: f64) -> Self {
-        let gpu_hours = tokens / t.tokens_per_s_per_gpu / 3600.0;
+        Self::at_rate(tokens, gpus, t.tokens_per_s_per_gpu, price)
+    }
+
+    /// Training on `tokens` at `tokens_per_s_per_gpu` on `gpus` GPUs.
+    pub fn at_rate(tokens: f64, gpus: u64, tokens_per_s_per_gpu: f64, price: f64) -> Self {
+        let gpu_hours = tokens / tokens_per_s_per_gpu / 3600.0;
         Self {
             tokens,
             gpus,
@@ -636,6 +650,9 @@ impl TrainingCost {
 pub struct PlanRowReport {
     /// The flags that give it (with the model, --gpu, --seq and --batch).
     pub flags: Vec<String>,
+    /// The flags it changes, added to the command as given: every setting
+    /// that differs from it, and only those.
+    pub changes: Vec<String>,
     /// What must fit per GPU: the step's peak plus the runtime overhead
     /// (unless `--no-overhead`).
     pub peak: u64,
@@ -651,6 +668,9 @@ pub struct PlanRowReport {
     pub pareto: bool,
     /// Seconds per step by part.
     pub parts: Parts,
+    /// With `--tokens`: what training on them takes with this layout.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub training: Option<TrainingCost>,
 }
 
 /// `--plan`: what was searched and the layouts that fit, fastest first.
@@ -665,8 +685,8 @@ pub struct PlanReport {
 }
 
 impl PlanReport {
-    /// The report of a search over `gpus`.
-    pub fn new(gpus: u64, s: &Search) -> Self {
+    /// The report of a search from `from` over `gpus`.
+    pub fn new(from: &DetailedConfig, gpus: u64, s: &Search) -> Self {
         Self {
             gpus,
             tried: s.tried as u64,
@@ -676,6 +696,7 @@ impl PlanReport {
                 .enumerate()
                 .map(|(i, r)| PlanRowReport {
                     flags: r.flags(),
+                    changes: crate::detailed::plan::diff::changes(from, &r.cfg),
                     peak: whole(r.need),
                     step_s: r.time.step_s,
                     tokens_per_s_per_gpu: r.time.tokens_per_s_per_gpu,
@@ -683,6 +704,7 @@ impl PlanReport {
                     hfu: r.time.hfu,
                     pareto: s.pareto.contains(&i),
                     parts: r.time.parts,
+                    training: None,
                 })
                 .collect(),
         }
@@ -703,6 +725,8 @@ impl ChangeReport {
             compute: c.compute,
             time: c.time,
             cost: c.cost.clone(),
+            more_gpus: c.gpus > from.gpus(),
+            training: None,
         }
     }
 }
@@ -929,6 +953,7 @@ impl DetailedInputs {
             step: step_name(parts.timeline).into(),
             adam: parts.adam.name().into(),
             from: Vec::new(),
+            keep: Vec::new(),
         }
     }
 }

@@ -330,6 +330,8 @@ pub struct DetailedOptions {
     pub framework: crate::detailed::Framework,
     /// Which pipeline stage the step chart shows.
     pub stage_shown: ShownStage,
+    /// What the planner's rows leave as it is (`keep`).
+    pub keep: crate::detailed::plan::diff::Keep,
 }
 
 /// Which pipeline stage the step chart shows; the fit verdict always takes
@@ -413,6 +415,7 @@ impl Default for DetailedOptions {
             vllm_sleep: false,
             framework: crate::detailed::Framework::Megatron,
             stage_shown: ShownStage::Highest,
+            keep: crate::detailed::plan::diff::Keep::NONE,
         }
     }
 }
@@ -593,7 +596,9 @@ impl PageState {
         if to.batch != from.batch {
             self.config.batch = Field::Batch.clamp(to.batch as f64) as u32;
         }
-        if to.micro() != from.micro() {
+        // Left unset, the micro-batch follows the batch and dp: set it
+        // where that would not give the row's (as the row's text says).
+        if from.micro_batch.unwrap_or(to.batch / to.parallel.dp.max(1)) != to.micro() {
             d.micro_batch = Some(to.micro());
         }
         d.attention = to.attention;

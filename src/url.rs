@@ -325,6 +325,10 @@ fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result
         "vllm" => state.detailed.vllm_percent = Some(parse_count(value, 5, 95)?),
         "shard" => state.detailed.parallel.dp_shard = Some(parse_count(value, 1, 4096)?),
         "lora" => state.detailed.lora_rank = Some(parse_count(value, 1, 1024)?),
+        "keep" => {
+            state.detailed.keep =
+                crate::detailed::plan::diff::Keep::parse(&value.replace('.', ","))?
+        }
         "loradrop" => state.detailed.lora_dropout_percent = parse_count(value, 1, 99)?,
         "dsbucket" | "dsprefetch" | "dsoverlap" | "dssubgroup" | "dspersist" => {
             return read_deepspeed(&mut state.detailed.framework, key, value)
@@ -953,7 +957,8 @@ fn encode_objective(d: &DetailedOptions, def: &DetailedOptions, out: &mut Query<
 }
 
 /// The settings absent by default, written when set: the micro-batch,
-/// hybrid sharding's group, the LoRA rank and the lesson's bar beside.
+/// hybrid sharding's group, the LoRA rank, the lesson's bar beside and
+/// the levers the planner keeps.
 fn encode_optional(d: &DetailedOptions, out: &mut Query<'_>) {
     if let Some(m) = d.micro_batch {
         out.append_pair("micro", &m.to_string());
@@ -966,6 +971,9 @@ fn encode_optional(d: &DetailedOptions, out: &mut Query<'_>) {
     }
     if d.show_lesson {
         out.append_pair("both", "1");
+    }
+    if d.keep != crate::detailed::plan::diff::Keep::NONE {
+        out.append_pair("keep", &d.keep.names().replace(',', "."));
     }
 }
 

@@ -164,8 +164,9 @@ fn any_state() -> impl Strategy<Value = PageState> {
         // The step time's question: tokens (1 to 10¹⁸) and a price.
         proptest::option::of(1.0f64..=1e18),
         proptest::option::of(0.0f64..=1e6),
+        0u16..(1 << membudget::detailed::plan::diff::Lever::ALL.len()),
     )
-        .prop_map(|(mut s, detailed, deepspeed, tokens, price)| {
+        .prop_map(|(mut s, detailed, deepspeed, tokens, price, keep)| {
             s.tokens = tokens;
             s.price = price;
             if let Some(mut d) = detailed {
@@ -173,6 +174,7 @@ fn any_state() -> impl Strategy<Value = PageState> {
                 if let Some(f) = deepspeed {
                     d.framework = f;
                 }
+                d.keep = membudget::detailed::plan::diff::Keep(keep);
                 s.detailed = d;
                 // A whole number of micro-batch × dp, as a state that
                 // computes has (an address without one is repaired,
@@ -251,8 +253,8 @@ proptest! {
     fn known_keys_apply_or_report(
         key in prop::sample::select(vec!["params", "batch", "seq", "hidden", "layers", "mixed", "base", "gpu", "unit", "sweep", "embed", "ex",
             "mode", "model", "arch", "heads", "kv", "ffn", "vocab", "tied", "qkvbias", "prec", "opt", "attn",
-            "dropout", "recompute", "impl", "dp", "zero", "tp", "sp", "pp", "micro", "lora", "both", "loss", "lchunks"]),
-        value in "[0-9a-z.,-]{0,12}|llama-2-7b|gpt2|detailed|flash|selective|hf|bf16|adam8bit|liger|chunked|cce",
+            "dropout", "recompute", "impl", "dp", "zero", "tp", "sp", "pp", "micro", "lora", "both", "loss", "lchunks", "keep"]),
+        value in "[0-9a-z.,-]{0,12}|llama-2-7b|gpt2|detailed|flash|selective|hf|bf16|adam8bit|liger|chunked|cce|optimizer[.]zero",
     ) {
         let d = decode(&format!("{key}={value}"));
         prop_assert!(d.ignored.len() <= 1);

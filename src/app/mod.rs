@@ -212,6 +212,7 @@ fn provide_state(initial: PageState) -> State {
         state.0.read().baseline.and_then(|b| estimate(&b).ok())
     }));
     provide_context(state);
+    provide_context(steptime::TokenBudget(state.0));
     provide_context(Options(Memo::new(move |_| state.0.read().detailed)));
     provide_context(budget);
     provide_context(baseline);

@@ -1,136 +1,42 @@
 //! "Make it fit": when the step does not fit the GPU, what to change — the
-//! planner's rows (`detailed::planner`), each naming the term it cuts and
-//! its cost (in time too, on a card of the table), applied to the controls
-//! with one click. "Faster and still fits": when it fits a card of the
-//! table, the layouts over the same GPUs that fit and run faster
-//! (`detailed::search`).
+//! planner's rows (`detailed::planner`), each naming every flag it changes,
+//! the term it cuts and its cost (in time too, on a card of the table),
+//! applied to the controls with one click; the rows that need more GPUs
+//! apart. "Faster and still fits": when it fits a card of the table, the
+//! layouts over the same GPUs that fit and run faster
+//! (`detailed::search`), or a sentence when none is. What each says is
+//! `crate::panel`'s; this file wires it.
 
 use super::canvas::Charts;
-use super::reactive::{cond, on_click, text};
+use super::reactive::{cond, on_click, on_event, text};
+use super::steptime::TokenBudget;
 use super::State;
-use crate::detailed::plan::planner::{flags, make_it_fit, need, Change, Plan};
-use crate::detailed::plan::search::{search, Row};
-use crate::detailed::time::steptime::{Cluster, Efficiency};
+use crate::detailed::plan::diff::Lever;
 use crate::detailed::DetailedConfig;
-use crate::state::{Mode, PageState, GPU_PRESETS};
+use crate::panel::{answer, change_summary, faster_summary, question, Answer, ROWS};
+use crate::state::{PageState, GPU_PRESETS};
 use leptos::prelude::*;
 
 /// How long the state must rest before the planner searches (ms): the
 /// search prices about seventy configurations, so it runs after a drag,
 /// never inside one.
 const REST_MS: u64 = 200;
-/// Rows shown.
-const ROWS: usize = 6;
 
-/// The search's inputs, if the panel has anything to say: detailed mode
-/// and a GPU (with its speeds when it is a card of the table).
-type Question = (f64, DetailedConfig, Option<(Cluster, Efficiency)>);
-fn question(s: &PageState) -> Option<Question> {
-    (s.mode == Mode::Detailed).then_some(())?;
-    let timed = s.card().map(|g| {
-        (
-            Cluster::new(g, s.detailed.offload.gpus_per_node),
-            Efficiency::for_gpu(&g),
-        )
-    });
-    Some((s.gpu?.bytes(), s.detailed_config(), timed))
-}
-
-/// What the panel found.
-#[derive(Clone, Debug, PartialEq)]
-enum Answer {
-    /// The planner's changes (it does not fit, or no card's speeds).
-    Fit(Plan),
-    /// It fits a card of the table: the layouts over the same GPUs that
-    /// fit and are faster, fastest first, and the step time now.
-    Faster { now: f64, rows: Vec<Row> },
-}
-
-/// Searches for `q`: see [`Answer`].
-fn answer(q: &Question, overhead: Option<&crate::detailed::Overhead>) -> Answer {
-    let (capacity, cfg, timed) = q;
-    let fits = need(cfg, overhead).is_some_and(|n| n <= *capacity);
-    match timed {
-        Some((cluster, eff)) if fits => {
-            let now = crate::detailed::time::steptime::step_time(cfg, cluster, eff).step_s;
-            let rows = search(cfg, cluster, cfg.gpus(), overhead, eff)
-                .rows
-                .into_iter()
-                // The reader's optimizer: another one changes the training
-                // (8-bit moments) for memory, not speed.
-                .filter(|r| r.time.step_s < 0.99 * now && r.cfg.optimizer == cfg.optimizer)
-                .take(ROWS)
-                .collect();
-            Answer::Faster { now, rows }
-        }
-        _ => Answer::Fit(make_it_fit(
-            cfg,
-            *capacity,
-            overhead,
-            timed.as_ref().map(|(c, e)| (c, e)),
-        )),
-    }
-}
-
-/// One faster layout: its step time against now, its peak, the flags that
-/// differ, and "Apply".
-fn faster_row(index: usize, r: &Row, now: f64, from: DetailedConfig) -> impl IntoView {
+/// One row: its verdict, what it says, and "Apply", which sets the
+/// controls to `to`.
+fn row(
+    index: usize,
+    verdict: &'static str,
+    fits: bool,
+    summary: String,
+    from: DetailedConfig,
+    to: DetailedConfig,
+) -> impl IntoView {
     let State(state) = super::context::<State>();
     let charts = super::context::<Charts>();
-    let unit = state.read_untracked().unit;
-    let to = r.cfg;
-    let summary = format!(
-        "{}: {} per step ({:+.0} %), needs {:.1} {u}, MFU {:.1} %.",
-        flags(&from, &to).join(" "),
-        super::steptime::seconds(r.time.step_s),
-        100.0 * (r.time.step_s / now - 1.0),
-        unit.of(r.need),
-        100.0 * r.time.mfu,
-        u = unit.label(),
-    );
-    view! {
-        <li class="fits">
-            <span class="plan-verdict">"Faster"</span>
-            " "
-            <span class="plan-summary">{summary}</span>
-            " "
-            <button
-                type="button"
-                class="plan-apply"
-                id=format!("plan-apply-{index}")
-                on:click=on_click(move || charts.change(state, |s| s.apply_change(&from, &to)))
-            >
-                "Apply"
-            </button>
-        </li>
-    }
-}
-
-/// One row: what it is, what it saves and costs, and "Apply".
-fn row(index: usize, c: &Change, from: DetailedConfig) -> impl IntoView {
-    let State(state) = super::context::<State>();
-    let charts = super::context::<Charts>();
-    let unit = state.read_untracked().unit;
-    let to = c.cfg;
-    let time = c.time.map_or(String::new(), |t| {
-        format!("; GPU-time per token {:+.0} %", 100.0 * (t - 1.0))
-    });
-    let summary = format!(
-        "{}: needs {:.1} {u}, saves {:.1} {u} of {}; {} GPU{}; compute ×{:.2}{time}. Cost: {}.",
-        c.name,
-        unit.of(c.need),
-        unit.of(c.saved),
-        c.term.replace('_', " "),
-        c.gpus,
-        if c.gpus == 1 { "" } else { "s" },
-        c.compute,
-        c.cost,
-        u = unit.label(),
-    );
-    let fits = c.fits;
     view! {
         <li class:fits=fits>
-            <span class="plan-verdict">{if fits { "Fits" } else { "Not enough" }}</span>
+            <span class="plan-verdict">{verdict}</span>
             " "
             <span class="plan-summary">{summary}</span>
             " "
@@ -144,6 +50,75 @@ fn row(index: usize, c: &Change, from: DetailedConfig) -> impl IntoView {
             </button>
         </li>
     }
+}
+
+/// The levers the rows leave alone: a compact line of boxes (`keep`).
+fn keep_boxes() -> impl IntoView {
+    let State(state) = super::context::<State>();
+    let charts = super::context::<Charts>();
+    let boxes = Lever::ALL
+        .into_iter()
+        .map(|lever| {
+            view! {
+                <label class="check">
+                    <input
+                        type="checkbox"
+                        id=format!("keep-{}", lever.name())
+                        prop:checked=cond(move || state.read().detailed.keep.holds(lever))
+                        on:change=on_event(move |ev| {
+                            let on = event_target_checked(&ev);
+                            charts.change(state, |s| s.detailed.keep.set(lever, on));
+                        })
+                    />
+                    {format!(" {}", lever.name())}
+                </label>
+            }
+        })
+        .collect_view();
+    view! { <p class="plan-keep" id="plan-keep">"Keep as it is: " {boxes}</p> }
+}
+
+/// The rows of `found` for the configuration `from`: *Make it fit*'s
+/// within the GPUs, then those over more GPUs under their own line; or
+/// *Faster and still fits*'s.
+fn rows_of(
+    found: Option<Answer>,
+    from: DetailedConfig,
+    unit: crate::budget::Unit,
+    budget: crate::panel::Budget,
+) -> Vec<AnyView> {
+    let mut out = Vec::new();
+    match found {
+        Some(Answer::Fit(p, rate)) => {
+            let summary = |c: &crate::detailed::plan::planner::Change| {
+                change_summary(c, &from, unit, budget, rate)
+            };
+            let verdict = |fits| if fits { "Fits" } else { "Not enough" };
+            for c in p.within().take(ROWS) {
+                out.push(
+                    row(out.len(), verdict(c.fits), c.fits, summary(c), from, c.cfg).into_any(),
+                );
+            }
+            let more: Vec<_> = p.more_gpus().take(ROWS).collect();
+            if !more.is_empty() {
+                let line = format!("With more GPUs than the {} it runs on:", p.gpus);
+                out.push(view! { <li class="plan-more" id="plan-more">{line}</li> }.into_any());
+            }
+            for c in more {
+                out.push(
+                    row(out.len(), verdict(c.fits), c.fits, summary(c), from, c.cfg).into_any(),
+                );
+            }
+        }
+        Some(Answer::Faster { now, rows, .. }) => {
+            for r in &rows {
+                let summary = faster_summary(r, now, &from, unit, budget);
+                out.push(row(out.len(), "Faster", true, summary, from, r.cfg).into_any());
+            }
+        }
+        None => {}
+    }
+    out
 }
 
 /// The panel, under the GPU verdict in detailed mode.
@@ -183,13 +158,7 @@ pub fn MakeItFit() -> impl IntoView {
             _ => Some(None),
         })
     };
-    let shown = move || {
-        current().is_some_and(|p| match p {
-            None => true,
-            Some(Answer::Fit(p)) => !p.fits_now,
-            Some(Answer::Faster { rows, .. }) => !rows.is_empty(),
-        })
-    };
+    let shown = move || current().is_some_and(|p| crate::panel::shown(p.as_ref()));
     // A bigger card, named as the picker names them (memory as sold).
     let card = |need: f64| {
         GPU_PRESETS
@@ -203,46 +172,28 @@ pub fn MakeItFit() -> impl IntoView {
         Some(Some(Answer::Faster { .. })) => "Faster and still fits".to_string(),
         _ => "Make it fit".to_string(),
     };
-    let status = move || {
-        match current() {
+    let status = move || match current() {
         Some(None) => "Searching…".to_string(),
-        Some(Some(Answer::Fit(p))) if !p.changes.iter().any(|c| c.fits) => format!(
-            "Nothing the planner tries makes it fit this GPU; the closest changes are below.{}",
-            card(p.need)
-        ),
-        Some(Some(Answer::Fit(p))) => format!(
-            "Each change priced by the model (the step's peak, and the step time on a card of the table), the ones that fit first.{}",
-            card(p.need)
-        ),
-        Some(Some(Answer::Faster { now, .. })) => format!(
-            "Layouts over the same GPUs and batch that fit this card and are faster than now ({} per step), fastest first.",
-            super::steptime::seconds(now)
-        ),
-        None => String::new(),
-    }
-    };
-    let rows = move || {
-        let from = state.read_untracked().detailed_config();
-        match current().flatten() {
-            Some(Answer::Fit(p)) => p
-                .changes
-                .into_iter()
-                .take(ROWS)
-                .enumerate()
-                .map(|(i, c)| row(i, &c, from).into_any())
-                .collect_view(),
-            Some(Answer::Faster { now, rows }) => rows
-                .iter()
-                .enumerate()
-                .map(|(i, r)| faster_row(i, r, now, from).into_any())
-                .collect_view(),
-            None => Vec::new().collect_view(),
+        Some(Some(a)) => {
+            let need = match &a {
+                Answer::Fit(p, _) => p.need,
+                Answer::Faster { .. } => f64::INFINITY,
+            };
+            crate::panel::status(&a, &card(need), state.read().detailed.keep)
         }
+        None => String::new(),
+    };
+    let budget = super::context::<TokenBudget>();
+    let rows = move || {
+        let found = current().flatten();
+        let s = state.read_untracked();
+        rows_of(found, s.detailed_config(), s.unit, budget.get()).collect_view()
     };
     view! {
         <section class="make-it-fit" id="make-it-fit" aria-live="polite" hidden=cond(move || !shown())>
             <h3 id="plan-title">{text(title)}</h3>
             <p class="derived" id="plan-status">{text(status)}</p>
+            {keep_boxes()}
             <ol class="plan-rows">{rows}</ol>
         </section>
     }

@@ -25,15 +25,7 @@ pub fn time_of(s: &PageState) -> Option<(StepTime, u64)> {
 }
 
 /// Seconds, readably: "850 ms", "6.20 s", "4.1 min".
-pub fn seconds(s: f64) -> String {
-    if s < 1.0 {
-        format!("{:.0} ms", s * 1e3)
-    } else if s < 120.0 {
-        format!("{s:.2} s")
-    } else {
-        format!("{:.1} min", s / 60.0)
-    }
-}
+pub use crate::panel::seconds;
 
 /// What the section shows for one state: the summary, the bar's parts
 /// (class, share of the step in percent, legend text) in a fixed order,
@@ -167,6 +159,18 @@ pub fn StepTimeBar() -> impl IntoView {
                 "median error 4.7 % against published A100 throughputs; it over-predicts H100."
             </p>
         </section>
+    }
+}
+
+/// The token budget the planner's rows read: the tokens and price in the
+/// page's state (so in the address).
+#[derive(Clone, Copy)]
+pub struct TokenBudget(pub RwSignal<PageState>);
+
+impl TokenBudget {
+    /// The tokens and price, as the planner's rows read them.
+    pub fn get(self) -> crate::panel::Budget {
+        self.0.with(|s| s.tokens.map(|n| (n, s.price)))
     }
 }
 

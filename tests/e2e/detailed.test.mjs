@@ -316,9 +316,11 @@ test('the issue\'s dead end: "Make it fit" lists what would, and one click appli
   assert.equal(await page.getAttribute('#fit-pointer', 'href'), '#make-it-fit');
   await page.waitForSelector('#plan-apply-0');
   assert.equal(await page.textContent('#plan-status'),
-    'Each change priced by the model (the step\'s peak, and the step time on a card of the table), the ones that fit first. As it is, it fits a 180 GB card as sold (B200).');
+    'Each change priced by the model (the step\'s peak, and the step time on a card of the table), the ones that fit first; each names every flag it changes. As it is, it fits a 180 GB card as sold (B200).');
   const first = await page.textContent('#make-it-fit li:first-child .plan-summary');
-  assert.match(first, /^optimizer offloaded to the CPU \(ZeRO-Offload\): needs 66\.6 GB, saves 112\.4 GB of optimizer state; 1 GPU; compute ×1\.00\./);
+  assert.match(first, /^optimizer offloaded to the CPU \(ZeRO-Offload\) \(--zero 1 --offload-optimizer\): needs 66\.6 GB, saves 112\.4 GB of optimizer state; 1 GPU; compute ×1\.00\./);
+  // The changes over more GPUs come apart, under their own line.
+  assert.match(await page.textContent('#plan-more'), /^With more GPUs than the 1 it runs on:/);
   assert.equal(await page.textContent('#make-it-fit li:first-child .plan-verdict'), 'Fits');
   await page.click('#plan-apply-0');
   assert.match(await page.textContent('#fit-verdict'), /^Fits by the step's peak: 66\.6 of 85\.9 GB used/);
@@ -464,12 +466,14 @@ test('a card of the table prices the step in time: the bar, the token budget, an
   assert.match(await page.textContent('#step-time-legend li:first-child'), /^matmul \d+ %/);
   await page.waitForSelector('#plan-apply-0');
   assert.match(await page.textContent('#make-it-fit li:first-child .plan-summary'),
-    /^optimizer offloaded to the CPU \(ZeRO-Offload\): .*GPU-time per token \+\d+ %\./);
+    /^optimizer offloaded to the CPU \(ZeRO-Offload\) \(--zero 1 --offload-optimizer\): .*GPU-time per token \+\d+ %\./);
   // A token budget: days and GPU-hours at this rate.
   await page.fill('#tokens-input', '1e9');
   await page.press('#tokens-input', 'Tab');
   assert.match(await page.textContent('#step-time-budget'), /^1e9 tokens: [\d.]+ days \([\d.]+–[\d.]+ by the validation on H100 SXM\) on 1 GPU, [\d,]+ GPU-hours\.$/);
   await urlMatches(page, /[?&]tokens=1000000000(&|$)/);
+  // Each of the planner's rows says its own days.
+  assert.match(await page.textContent('#make-it-fit li:first-child .plan-summary'), / [\d.]+ days on 1 GPU\.$/);
   await page.fill('#price-input', '3');
   await page.press('#price-input', 'Tab');
   await urlMatches(page, /[?&]price=3(&|$)/);

@@ -22,6 +22,7 @@
 //! assert!(plan.changes.iter().any(|c| c.fits));
 //! ```
 
+use super::diff::Keep;
 use crate::detailed::config::{
     ActOffload, AttentionKernel, BaseQuant, DetailedConfig, Loss, Optimizer, Precision, Profile,
     Recompute, StepOptions,
@@ -111,8 +112,23 @@ pub struct Plan {
     /// It fits as it is.
     pub fits_now: bool,
     /// Single changes that save memory, and the pairs that fit where
-    /// neither change fits alone.
+    /// neither change fits alone; no two give the same configuration.
     pub changes: Vec<Change>,
+    /// The GPUs the reader's configuration runs on: changes that need
+    /// more are offered apart ([`Plan::within`], [`Plan::more_gpus`]).
+    pub gpus: u64,
+}
+
+impl Plan {
+    /// The changes that run on the reader's GPUs, in order.
+    pub fn within(&self) -> impl Iterator<Item = &Change> {
+        self.changes.iter().filter(|c| c.gpus <= self.gpus)
+    }
+
+    /// The changes that need more GPUs than the reader has, in order.
+    pub fn more_gpus(&self) -> impl Iterator<Item = &Change> {
+        self.changes.iter().filter(|c| c.gpus > self.gpus)
+    }
 }
 
 /// The lever families that differ only by their GPUs.
@@ -521,107 +537,9 @@ fn feature_levers() -> Vec<Lever> {
     ]
 }
 
-/// The command-line flags that turn `from` into `to`, for the settings
-/// the levers change: rerun with the model's own flags, they give `to`.
-pub fn flags(from: &DetailedConfig, to: &DetailedConfig) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    let mut flag = |changed: bool, name: &str, value: Option<String>| {
-        if changed {
-            out.push(name.into());
-            out.extend(value);
-        }
-    };
-    let (p, q) = (&from.parallel, &to.parallel);
-    flag(
-        from.batch != to.batch,
-        "--batch",
-        Some(to.batch.to_string()),
-    );
-    flag(
-        from.micro() != to.micro(),
-        "--micro-batch",
-        Some(to.micro().to_string()),
-    );
-    flag(
-        from.attention != to.attention,
-        "--attention",
-        Some(to.attention.name().into()),
-    );
-    flag(
-        from.recompute != to.recompute,
-        "--recompute",
-        Some(to.recompute.name().into()),
-    );
-    flag(
-        from.optimizer != to.optimizer,
-        "--optimizer",
-        Some(to.optimizer.name().into()),
-    );
-    flag(
-        from.precision != to.precision,
-        "--precision",
-        Some(to.precision.name().into()),
-    );
-    flag(p.dp != q.dp, "--dp", Some(q.dp.to_string()));
-    flag(p.zero != q.zero, "--zero", Some(q.zero.to_string()));
-    // Hybrid sharding's group; sharding over all of dp is a group of dp.
-    flag(
-        p.dp_shard != q.dp_shard,
-        "--dp-shard",
-        Some(q.dp_shard.unwrap_or(q.dp).to_string()),
-    );
-    flag(p.tp != q.tp, "--tp", Some(q.tp.to_string()));
-    flag(p.cp != q.cp, "--cp", Some(q.cp.to_string()));
-    flag(!p.sp && q.sp, "--sp", None);
-    flag(
-        !from.offload.optimizer && to.offload.optimizer,
-        "--offload-optimizer",
-        None,
-    );
-    flag(
-        from.lora_rank != to.lora_rank,
-        "--lora-rank",
-        to.lora_rank.map(|r| r.to_string()),
-    );
-    flag(
-        from.lora_targets != to.lora_targets && to.lora_rank.is_some(),
-        "--lora-targets",
-        Some(to.lora_targets.names()),
-    );
-    flag(
-        from.base_quant != to.base_quant,
-        "--quant-base",
-        Some(to.base_quant.name().into()),
-    );
-    flag(from.loss != to.loss, "--loss", Some(to.loss.name().into()));
-    flag(
-        from.loss_chunks != to.loss_chunks && to.loss == Loss::Chunked,
-        "--loss-chunks",
-        Some(to.loss_chunks.to_string()),
-    );
-    flag(
-        !from.offload.activations && to.offload.activations,
-        "--offload-activations",
-        Some(to.offload.activations_by.name().into()),
-    );
-    flag(
-        !from.optimizer_in_backward && to.optimizer_in_backward,
-        "--optimizer-in-backward",
-        None,
-    );
-    flag(!from.compile && to.compile, "--compile", None);
-    flag(
-        from.profile != to.profile,
-        "--impl",
-        Some(to.profile.name().into()),
-    );
-    flag(
-        to.rollout.vllm.is_some_and(|v| v.sleep) && from.rollout.vllm.is_some_and(|v| !v.sleep),
-        "--vllm-sleep",
-        None,
-    );
-    out
-}
+/// The command-line flags that turn `from` into `to`: see
+/// [`super::diff::changes`], the one function every row's text comes from.
+pub use super::diff::changes as flags;
 
 /// The budget term that falls most from `a` to `b`, or `peak` when none
 /// falls by more than a megabyte (the step's transients did).
@@ -659,12 +577,25 @@ pub fn make_it_fit(
     overhead: Option<&Overhead>,
     cluster: Option<(&Cluster, &Efficiency)>,
 ) -> Plan {
+    make_it_fit_keeping(cfg, capacity, overhead, cluster, Keep::NONE)
+}
+
+/// [`make_it_fit`] with the levers `keep` holds left alone: a change
+/// (or pair) that would move one of them is not tried.
+pub fn make_it_fit_keeping(
+    cfg: &DetailedConfig,
+    capacity: f64,
+    overhead: Option<&Overhead>,
+    cluster: Option<(&Cluster, &Efficiency)>,
+    keep: Keep,
+) -> Plan {
     let now = need(cfg, overhead).unwrap_or(f64::INFINITY);
     let before = estimate(cfg).ok();
     let base_flops = flops_per_token(cfg);
     let base_time = cluster.map(|c| gpu_seconds_per_token(cfg, c));
     let levers = levers();
     let change = |names: Vec<&Lever>, to: DetailedConfig| -> Option<Change> {
+        keep.allows(cfg, &to).then_some(())?;
         let need = need(&to, overhead)?;
         let after = estimate(&to).ok()?;
         Some(Change {
@@ -715,10 +646,18 @@ pub fn make_it_fit(
     changes.extend(pairs);
     let mut changes = fewest_gpus(changes);
     changes.sort_by(rank);
+    // Two ways to one configuration read the same: the first is kept.
+    let mut seen: Vec<DetailedConfig> = Vec::new();
+    changes.retain(|c| {
+        let new = !seen.contains(&c.cfg);
+        seen.push(c.cfg);
+        new
+    });
     Plan {
         need: now,
         fits_now: now <= capacity,
         changes,
+        gpus: cfg.gpus(),
     }
 }
 

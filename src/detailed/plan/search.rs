@@ -26,6 +26,7 @@
 //! assert!(plan.rows.windows(2).all(|w| w[0].time.step_s <= w[1].time.step_s));
 //! ```
 
+use super::diff::Keep;
 use super::planner;
 use crate::detailed::config::{
     DetailedConfig, Optimizer, Parallelism, Profile, Recompute, Schedule,
@@ -306,8 +307,22 @@ pub fn search(
     overhead: Option<&Overhead>,
     eff: &Efficiency,
 ) -> Search {
+    search_keeping(cfg, cluster, gpus, overhead, eff, Keep::NONE)
+}
+
+/// [`search`] over the layouts that leave the levers `keep` holds as
+/// `cfg` has them.
+pub fn search_keeping(
+    cfg: &DetailedConfig,
+    cluster: &Cluster,
+    gpus: u64,
+    overhead: Option<&Overhead>,
+    eff: &Efficiency,
+    keep: Keep,
+) -> Search {
     let capacity = cluster.gpu.memory_bytes();
-    let candidates = layouts(cfg, gpus, cluster.gpus_per_node);
+    let mut candidates = layouts(cfg, gpus, cluster.gpus_per_node);
+    candidates.retain(|c| keep.allows(cfg, c));
     let tried = candidates.len();
     let mut rows: Vec<Row> = candidates
         .into_iter()
@@ -339,6 +354,28 @@ pub fn search(
         pareto,
         tried,
     }
+}
+
+/// *Faster and still fits*: the step time of `cfg` now, and the layouts
+/// over its own GPUs and batch that fit and are at least 1 % faster,
+/// fastest first, at most `n`. Only with the reader's optimizer: another
+/// one changes the training (8-bit moments) for memory, not speed.
+pub fn faster(
+    cfg: &DetailedConfig,
+    cluster: &Cluster,
+    overhead: Option<&Overhead>,
+    eff: &Efficiency,
+    keep: Keep,
+    n: usize,
+) -> (f64, Vec<Row>) {
+    let now = step_time(cfg, cluster, eff).step_s;
+    let rows = search_keeping(cfg, cluster, cfg.gpus(), overhead, eff, keep)
+        .rows
+        .into_iter()
+        .filter(|r| r.time.step_s < 0.99 * now && r.cfg.optimizer == cfg.optimizer)
+        .take(n)
+        .collect();
+    (now, rows)
 }
 
 #[cfg(test)]
