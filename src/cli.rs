@@ -12,7 +12,7 @@ use crate::detailed::{
     self, preset, ActOffload, AdamImpl, Architecture, AttentionKernel, BaseQuant, CpComm,
     DetailedBreakdown, DetailedConfig, Device, ExpertsImpl, Family, Fp8, Framework, FsdpSharding,
     HostRam, Implementation, LoraTargets, Loss, Objective, Optimizer, Overhead, OverheadBytes,
-    Precision, QuantPath, Recompute, Schedule, Step, StepOptions, StepTimeline, TpPlan,
+    Overlap, Precision, QuantPath, Recompute, Schedule, Step, StepOptions, StepTimeline, TpPlan,
 };
 use crate::report::{
     whole, ChangeReport, DetailedParts, DetailedReport, FitReport, LessonReport, PlanReport,
@@ -440,6 +440,21 @@ pub struct ParallelArgs {
     /// [default: 1e5].
     #[arg(long, value_name = "VALUES")]
     pub param_persistence_threshold: Option<f64>,
+    /// With --framework megatron: reduce the gradients after backward, not
+    /// bucket by bucket during it (Megatron-Core's overlap_grad_reduce off;
+    /// the recipes turn it on).
+    #[arg(long)]
+    pub no_overlap_grad_reduce: bool,
+    /// With --framework megatron --zero 1 or 2: gather the updated
+    /// parameters before the next forward, not bucket by bucket behind it
+    /// (overlap_param_gather off).
+    #[arg(long)]
+    pub no_overlap_param_gather: bool,
+    /// With --framework megatron --tp --sp: tensor parallelism's
+    /// all-gathers and reduce-scatters exposed, not inside the matrix
+    /// multiplies (Transformer Engine's tp_comm_overlap off).
+    #[arg(long)]
+    pub no_tp_comm_overlap: bool,
     /// Context parallelism: each sequence split over N GPUs, keys and
     /// values passed around a ring (flash attention; seq divisible by 2 ×
     /// cp), 1–64 [default: 1].
@@ -767,6 +782,9 @@ impl Args {
             || par.cp.is_some()
             || par.cp_comm.is_some()
             || par.framework.is_some()
+            || par.no_overlap_grad_reduce
+            || par.no_overlap_param_gather
+            || par.no_tp_comm_overlap
             || par.grad_as_bucket_view
             || par.reshard_after_forward.is_some()
             || par.fsdp_sharding.is_some()
@@ -1127,6 +1145,7 @@ impl Args {
         cfg.parallel.cp = par.cp.unwrap_or(1);
         cfg.parallel.cp_comm = par.cp_comm.unwrap_or_default();
         cfg.framework = self.read_framework()?;
+        cfg.overlap = self.read_overlap(cfg.framework)?;
         cfg.parallel.schedule = par.schedule.unwrap_or_default();
         cfg.parallel.tp_layers_only = par.tp_layers_only;
         if let Some(plan) = par.tp_plan {
@@ -1134,6 +1153,27 @@ impl Args {
         }
         cfg.parallel.dp_shard = par.dp_shard;
         Ok(())
+    }
+
+    /// Megatron-Core's overlaps, on unless `--no-overlap-grad-reduce`,
+    /// `--no-overlap-param-gather` or `--no-tp-comm-overlap` (Megatron only).
+    fn read_overlap(&self, framework: Framework) -> Result<Overlap, CliError> {
+        let par = &self.parallel;
+        let off = [
+            (par.no_overlap_grad_reduce, "--no-overlap-grad-reduce"),
+            (par.no_overlap_param_gather, "--no-overlap-param-gather"),
+            (par.no_tp_comm_overlap, "--no-tp-comm-overlap"),
+        ];
+        if framework != Framework::Megatron {
+            if let Some(&(_, flag)) = off.iter().find(|(given, _)| *given) {
+                return Err(format!("{flag} needs --framework megatron"));
+            }
+        }
+        Ok(Overlap {
+            grad_reduce: !par.no_overlap_grad_reduce,
+            param_gather: !par.no_overlap_param_gather,
+            tp_comm: !par.no_tp_comm_overlap,
+        })
     }
 
     /// `--framework` with its own flags (`--grad-as-bucket-view`,
@@ -1984,7 +2024,7 @@ fn check_card_speeds(
                 "--fp8 {} needs {}: the {} has none",
                 cfg.fp8.name(),
                 if cfg.fp8 == Fp8::TeMxfp8 {
-                    "Blackwell's MXFP8 tensor cores (B200)"
+                    "Blackwell's MXFP8 tensor cores (B200, GB200, B300, GB300)"
                 } else {
                     "fp8 tensor cores (H100, H200, B200, L40S, RTX 4090, MI300X)"
                 },

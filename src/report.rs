@@ -19,7 +19,7 @@
 
 use crate::budget::{Breakdown, TrainingConfig};
 use crate::detailed::plan::search::Search;
-use crate::detailed::time::steptime::{Cluster, Efficiency, Parts, StepTime};
+use crate::detailed::time::steptime::{Cluster, Efficiency, Hidden, Parts, StepTime};
 use crate::detailed::{
     self, AdamImpl, Architecture, DetailedBreakdown, DetailedConfig, Event, HostRam, Offload,
     OverheadBytes, Parallelism, StepTimeline,
@@ -493,6 +493,10 @@ pub struct TimeReport {
     pub hfu: f64,
     /// Seconds per step by part.
     pub parts: Parts,
+    /// Seconds per step of communication hidden behind compute, not in
+    /// `parts` (Megatron-Core's overlaps, the data-parallel buckets).
+    #[serde(default)]
+    pub hidden: Hidden,
     /// The efficiencies used.
     pub efficiency: Efficiency,
     /// With `--tokens`: what training on them takes.
@@ -597,6 +601,7 @@ impl TimeReport {
             mfu: t.mfu,
             hfu: t.hfu,
             parts: t.parts,
+            hidden: t.parts.hidden,
             efficiency: *eff,
             training,
         }

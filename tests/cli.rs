@@ -237,6 +237,19 @@ fn detailed_flags_are_checked() {
             "--reduce-bucket-size needs --framework deepspeed",
         ),
         (
+            &[
+                "--model", "gpt2", "--dp", "2", "--framework", "ddp", "--no-overlap-grad-reduce",
+            ],
+            "--no-overlap-grad-reduce needs --framework megatron",
+        ),
+        (
+            &[
+                "--model", "gpt2", "--dp", "2", "--zero", "3", "--framework", "fsdp2",
+                "--no-tp-comm-overlap",
+            ],
+            "--no-tp-comm-overlap needs --framework megatron",
+        ),
+        (
             &["--model", "gpt2", "--dp", "2", "--zero", "3", "--framework", "fsdp2", "--fsdp-sharding", "full"],
             "--fsdp-sharding needs --framework fsdp1",
         ),
@@ -1260,4 +1273,42 @@ fn quant_path_flag_json_trainer_and_refusal() {
     ]);
     assert_eq!(code, 2);
     assert!(err.contains("--quant-path needs --quant-base"), "{err}");
+}
+
+/// Megatron-Core's overlaps are on by default; each `--no-…` flag shows the
+/// collective it hid: the tensor-parallel and data-parallel parts grow by
+/// what `time.parts.hidden` said was hidden, and the step by as much.
+#[test]
+fn megatron_overlap_flags_expose_what_was_hidden() {
+    let base = [
+        "--model",
+        "llama-3.1-8b",
+        "--dp",
+        "8",
+        "--tp",
+        "2",
+        "--sp",
+        "--batch",
+        "16",
+        "--gpu",
+        "h100-sxm",
+        "--json",
+    ];
+    let json = |args: &[&str]| {
+        let (code, out, err) = membudget(args);
+        assert_eq!(code, 0, "{err}");
+        serde_json::from_str::<serde_json::Value>(&out).unwrap()
+    };
+    let on = json(&base);
+    let mut args = base.to_vec();
+    args.extend(["--no-tp-comm-overlap", "--no-overlap-grad-reduce"]);
+    let off = json(&args);
+    let p = |d: &serde_json::Value, k: &str| d["time"]["parts"][k].as_f64().unwrap();
+    let hidden = |d: &serde_json::Value, k: &str| d["time"]["hidden"][k].as_f64().unwrap();
+    assert!(hidden(&on, "tensor_parallel") > 0.0);
+    assert_eq!(hidden(&off, "tensor_parallel"), 0.0);
+    let tp_sum = p(&on, "tensor_parallel") + hidden(&on, "tensor_parallel");
+    assert!((p(&off, "tensor_parallel") / tp_sum - 1.0).abs() < 1e-9);
+    assert!(p(&off, "data_parallel") > p(&on, "data_parallel"));
+    assert!(off["time"]["step_s"].as_f64() > on["time"]["step_s"].as_f64());
 }

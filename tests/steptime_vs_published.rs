@@ -7,8 +7,8 @@
 use membudget::detailed::time::hardware::gpu;
 use membudget::detailed::time::steptime::{step_time, Cluster, Efficiency, StepTime};
 use membudget::detailed::{
-    preset, Architecture, AttentionKernel, DetailedConfig, Framework, Parallelism, Profile,
-    Recompute,
+    preset, Architecture, AttentionKernel, DetailedConfig, Framework, Overlap, Parallelism,
+    Profile, Recompute,
 };
 
 /// One published measurement and what the model says.
@@ -86,6 +86,13 @@ pub fn rows() -> Vec<Row> {
                 AttentionKernel::Eager
             };
             cfg.dropout = c[14] == "1";
+            // Megatron-LM as the 2021–22 papers ran it: no Megatron-Core
+            // overlaps (its `train_step` reduced the gradients after
+            // `forward_backward_func`; userbuffers came with Transformer
+            // Engine in 2023).
+            if c[20] == "megatron-2022" {
+                cfg.overlap = Overlap::NONE;
+            }
             if c[20] == "fsdp2" {
                 cfg.framework = Framework::Fsdp2 {
                     reshard_after_forward: true,

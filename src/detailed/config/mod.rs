@@ -766,6 +766,52 @@ pub struct DetailedConfig {
     /// min-cut partitioner, inductor), "hf" profile: what a layer saves and
     /// its memory-bound kernels change.
     pub compile: bool,
+    /// Megatron-Core's communication overlaps (`--framework megatron`).
+    pub overlap: Overlap,
+}
+
+/// Megatron-Core's communication overlaps, each as NVIDIA's recipes set it
+/// (NeMo / Megatron-Bridge's performance recipes turn all three on;
+/// Megatron-Core's own defaults are off:
+/// `megatron/core/distributed/distributed_data_parallel_config.py`,
+/// `megatron/core/model_parallel_config.py`, Megatron-LM d98e8a64). Only
+/// `Framework::Megatron` reads them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Overlap {
+    /// `overlap_grad_reduce`: each gradient bucket (`bucket_size`,
+    /// max(40M, 1M × dp) parameters, `DistributedDataParallel.__init__`)
+    /// is reduced as soon as backward fills it; off, one bucket reduced
+    /// after backward.
+    pub grad_reduce: bool,
+    /// `overlap_param_gather` (distributed optimizer, `--zero 1`/`2`): each
+    /// bucket's updated parameters gathered behind the next forward.
+    pub param_gather: bool,
+    /// `tp_comm_overlap` (Transformer Engine's userbuffers, with sequence
+    /// parallelism): tensor parallelism's all-gathers and reduce-scatters
+    /// run inside the matrix multiplies beside them.
+    pub tp_comm: bool,
+}
+
+impl Default for Overlap {
+    /// All three on, as the recipes run Megatron-Core.
+    fn default() -> Self {
+        Self {
+            grad_reduce: true,
+            param_gather: true,
+            tp_comm: true,
+        }
+    }
+}
+
+impl Overlap {
+    /// None of them: Megatron-LM before Megatron-Core (2021–22, the code
+    /// of Narayanan et al. 2021 and Korthikanti et al. 2022, whose
+    /// `train_step` reduces the gradients after `forward_backward_func`).
+    pub const NONE: Overlap = Overlap {
+        grad_reduce: false,
+        param_gather: false,
+        tp_comm: false,
+    };
 }
 
 /// torchtune's default chunks (`CEWithChunkedOutputLoss(num_output_chunks=8)`,
@@ -808,6 +854,7 @@ impl DetailedConfig {
             loss_chunks: LOSS_CHUNKS,
             liger: false,
             compile: false,
+            overlap: Overlap::default(),
         }
     }
 

@@ -449,10 +449,12 @@ mod tests {
                 .unwrap()
         };
         assert!(best_zero3(true) < best_zero3(false));
+        // Without tensor parallelism a node holds eight shards (with it,
+        // tp × shard = 8).
         let row = plan
             .rows
             .iter()
-            .find(|r| r.cfg.parallel.dp_shard.is_some())
+            .find(|r| r.cfg.parallel.dp_shard.is_some() && r.cfg.parallel.tp == 1)
             .unwrap();
         assert_eq!(row.cfg.parallel.dp_shard, Some(8));
         let flags = row.flags();

@@ -82,11 +82,20 @@ const NDR: f64 = 50.0;
 /// One 100 Gb/s Ethernet NIC per GPU: an assumption for PCIe servers, which
 /// have no reference system.
 const ETH100: f64 = 12.5;
+/// One 800 Gb/s ConnectX-8 SuperNIC per GPU (HGX B300, GB300 NVL72).
+const XDR: f64 = 100.0;
+/// PCIe 6.0 x16: 256 GB/s both ways, 128 GB/s each (PCI-SIG); B300's host
+/// interface.
+const PCIE6: f64 = 128.0;
+/// Grace's NVLink-C2C to its Blackwell GPUs: 900 GB/s both ways per Grace,
+/// shared by its two GPUs (GB200 and GB300 superchips): 225 GB/s per GPU
+/// per direction.
+const C2C: f64 = 225.0;
 
 /// The table. Columns: key, name, memory as sold (GiB), dense TFLOPS
 /// [fp32, tf32, bf16, fp8], memory GB/s, intra-node, network, PCIe (GB/s
 /// per direction); each row's source is in [`SOURCES`].
-pub const GPUS: [Gpu; 17] = [
+pub const GPUS: [Gpu; 23] = [
     Gpu {
         key: "a100-40gb",
         name: "A100 SXM 40GB",
@@ -128,6 +137,26 @@ pub const GPUS: [Gpu; 17] = [
         pcie_gbps: PCIE5,
     },
     Gpu {
+        key: "h100-nvl",
+        name: "H100 NVL",
+        memory_gib: 94.0,
+        tflops: [Some(60.0), Some(417.5), Some(835.5), Some(1670.5)],
+        memory_gbps: 3900.0,
+        intra_node_gbps: 300.0,
+        inter_node_gbps: NDR,
+        pcie_gbps: PCIE5,
+    },
+    Gpu {
+        key: "h100-hbm2e",
+        name: "H100 96GB HBM2e (500 W)",
+        memory_gib: 96.0,
+        tflops: [Some(60.0), Some(417.5), Some(835.5), Some(1670.5)],
+        memory_gbps: 2400.0,
+        intra_node_gbps: 450.0,
+        inter_node_gbps: NDR,
+        pcie_gbps: PCIE5,
+    },
+    Gpu {
         key: "h200",
         name: "H200 SXM",
         memory_gib: 141.0,
@@ -146,6 +175,36 @@ pub const GPUS: [Gpu; 17] = [
         intra_node_gbps: 900.0,
         inter_node_gbps: NDR,
         pcie_gbps: PCIE5,
+    },
+    Gpu {
+        key: "gb200",
+        name: "GB200 (NVL72)",
+        memory_gib: 186.0,
+        tflops: [Some(80.0), Some(1250.0), Some(2500.0), Some(5000.0)],
+        memory_gbps: 8000.0,
+        intra_node_gbps: 900.0,
+        inter_node_gbps: NDR,
+        pcie_gbps: C2C,
+    },
+    Gpu {
+        key: "b300",
+        name: "B300 (HGX)",
+        memory_gib: 288.0,
+        tflops: [Some(75.0), Some(1125.0), Some(2250.0), Some(4500.0)],
+        memory_gbps: 7700.0,
+        intra_node_gbps: 900.0,
+        inter_node_gbps: XDR,
+        pcie_gbps: PCIE6,
+    },
+    Gpu {
+        key: "gb300",
+        name: "GB300 (NVL72)",
+        memory_gib: 288.0,
+        tflops: [Some(80.0), Some(1250.0), Some(2500.0), Some(5000.0)],
+        memory_gbps: 8000.0,
+        intra_node_gbps: 900.0,
+        inter_node_gbps: XDR,
+        pcie_gbps: C2C,
     },
     Gpu {
         key: "l40s",
@@ -194,6 +253,16 @@ pub const GPUS: [Gpu; 17] = [
         tflops: [Some(163.4), Some(653.7), Some(1307.4), Some(2614.9)],
         memory_gbps: 6000.0,
         intra_node_gbps: 448.0,
+        inter_node_gbps: NDR,
+        pcie_gbps: PCIE5,
+    },
+    Gpu {
+        key: "mi355x",
+        name: "Instinct MI355X",
+        memory_gib: 288.0,
+        tflops: [Some(157.3), None, Some(2516.6), Some(5033.2)],
+        memory_gbps: 8000.0,
+        intra_node_gbps: 537.6,
         inter_node_gbps: NDR,
         pcie_gbps: PCIE5,
     },
@@ -283,18 +352,24 @@ pub fn memory_of(key: &str) -> Option<(&'static str, f64)> {
 /// Where each card's figures come from, by key: apart from [`GPUS`] so
 /// that the page, which prices with the figures, does not ship the
 /// citations (the command line and docs/hardware.md show them).
-pub const SOURCES: [(&str, &str); 17] = [
+pub const SOURCES: [(&str, &str); 23] = [
     ("a100-40gb", "NVIDIA A100 Tensor Core GPU data sheet (2021): FP32 19.5, TF32 312 sparse, BF16 624 sparse; HBM2 1,555 GB/s; NVLink 600 GB/s; PCIe Gen4 64 GB/s"),
     ("a100-80gb", "NVIDIA A100 Tensor Core GPU data sheet (2021): HBM2e 2,039 GB/s; otherwise as the 40GB"),
     ("h100-sxm", "NVIDIA H100 Tensor Core GPU data sheet: FP32 67, TF32 989, BF16 1,979, FP8 3,958 sparse (Hopper whitepaper: 989.4 dense BF16); HBM3 3.35 TB/s; NVLink 900 GB/s; PCIe Gen5 128 GB/s"),
     ("h100-pcie", "NVIDIA H100 PCIe product brief PB-11133-001: FP32 51, TF32 756, BF16 1,513, FP8 3,026 sparse; HBM2e 2 TB/s; NVLink bridge 600 GB/s; PCIe Gen5 128 GB/s"),
+    ("h100-nvl", "NVIDIA H100 Tensor Core GPU data sheet, H100 NVL column (per GPU): FP32 60, TF32 835, BF16 1,671, FP8 3,341 sparse; HBM3 94 GB, 3.9 TB/s; NVLink bridge 600 GB/s; PCIe Gen5 128 GB/s; the network as the H100 PCIe's"),
+    ("h100-hbm2e", "No data sheet: the H100 with 96 GB of HBM2e at a 500 W limit that torchtitan measured on (\"non-standard ... HBM2e and are limited to a lower TDP. The actual peak TFLOPs should be between SXM and NVL\", Liang et al. 2024, TorchTitan, arXiv 2410.06511): compute assumed the H100 NVL's (the low end of that range); bandwidth assumed six HBM2e stacks at the H100 PCIe's 400 GB/s a stack (2 TB/s over five), 2.4 TB/s; NVLink and network as the H100 SXM's"),
     ("h200", "NVIDIA H200 Tensor Core GPU data sheet: compute as H100 SXM; HBM3e 141 GB, 4.8 TB/s; NVLink 900 GB/s; PCIe Gen5 128 GB/s"),
     ("b200", "NVIDIA HGX B200 data sheet, per GPU (÷ 8): FP32 75, TF32 2.2 PF, BF16 4.5 PF, FP8 9 PF sparse; 180 GB HBM3e, 7.7 TB/s; NVLink 5 1.8 TB/s"),
+    ("gb200", "NVIDIA GB200 NVL72 data sheet, per GPU (÷ 72): FP32 5,760 TF, TF32 180 PF, BF16 360 PF, FP8 720 PF sparse; HBM3e 13.4 TB, 576 TB/s; NVLink 130 TB/s (1.8 TB/s a GPU), one 72-GPU NVLink domain; NVLink-C2C 900 GB/s per Grace, two GPUs each; one 400 Gb/s NIC per GPU"),
+    ("b300", "NVIDIA HGX B300 data sheet, per GPU (÷ 8): FP32 75, TF32 2.25 PF, BF16 4.5 PF, FP8 9 PF sparse; 288 GB HBM3e, 7.7 TB/s (NVIDIA's Blackwell Ultra per-GPU table); NVLink 5 1.8 TB/s; ConnectX-8 800 Gb/s per GPU; PCIe Gen6"),
+    ("gb300", "NVIDIA GB300 NVL72 data sheet, per GPU (÷ 72): TF32 180 PF, BF16 360 PF, FP8 720 PF sparse; 288 GB HBM3e, 8 TB/s (576 TB/s a rack); NVLink 130 TB/s (1.8 TB/s a GPU), one 72-GPU NVLink domain; ConnectX-8 800 Gb/s per GPU; NVLink-C2C as GB200's; FP32 80 from NVIDIA's Blackwell Ultra per-GPU table"),
     ("l40s", "NVIDIA L40S data sheet: FP32 91.6, TF32 366, BF16 733, FP8 1,466 sparse; GDDR6 864 GB/s; no NVLink, PCIe Gen4 x16"),
     ("rtx-4090", "NVIDIA Ada Lovelace GPU architecture whitepaper, appendix A (RTX 4090): FP32 82.6; TF32 82.6, BF16 and FP8 with FP32 accumulate 165.2 and 330.3 dense; GDDR6X 1,008 GB/s; no NVLink"),
     ("rtx-3090", "NVIDIA Ampere GA102 GPU architecture whitepaper, appendix A (RTX 3090): FP32 35.6; TF32 35.6, BF16 with FP32 accumulate 71 dense; GDDR6X 936 GB/s; NVLink bridge 112.5 GB/s"),
     ("mi300x", "AMD Instinct MI300X data sheet: FP32 163.4, TF32 653.7, BF16 1,307.4, FP8 2,614.9 dense; HBM3 192 GB, 5.3 TB/s; Infinity Fabric 7 links, 896 GB/s; PCIe Gen5 x16"),
     ("mi325x", "AMD Instinct MI325X data sheet: compute as MI300X; HBM3E 256 GB, 6 TB/s; Infinity Fabric 896 GB/s"),
+    ("mi355x", "AMD Instinct MI355X data sheet: FP32 157.3, BF16 2,516.6, FP8 5,033.2 dense (CDNA 4 has no TF32: fp32 matmuls at the FP32 rate); HBM3E 288 GB, 8 TB/s; Infinity Fabric 7 links of 153.6 GB/s; PCIe Gen5 x16; 400 GbE per GPU (AMD Pensando Pollara 400)"),
     ("a10", "NVIDIA A10 Tensor Core GPU data sheet: FP32 31.2, TF32 125, BF16 250 sparse; GDDR6 24 GB, 600 GB/s; PCIe Gen4 64 GB/s; no NVLink"),
     ("a10g", "No NVIDIA data sheet is published for AWS's A10G: Baseten, \"NVIDIA A10 vs A10G for ML model inference\" (2023), spec table: FP32 35, TF32 35, BF16 70 dense; GDDR6 24 GB, 600 GB/s as the A10; PCIe Gen4, no NVLink (EC2 G5)"),
     ("l4", "NVIDIA L4 Tensor Core GPU data sheet: FP32 30.3, TF32 120, BF16 242, FP8 485 sparse; GDDR6 24 GB, 300 GB/s; PCIe Gen4 x16; no NVLink"),
@@ -308,6 +383,20 @@ pub fn source(key: &str) -> Option<&'static str> {
     SOURCES.iter().find(|(k, _)| *k == key).map(|(_, s)| *s)
 }
 
+/// The Blackwell cards, which run MXFP8.
+pub const BLACKWELL: [&str; 4] = ["b200", "gb200", "b300", "gb300"];
+
+/// GPUs one NVLink domain joins: the NVL72 racks' 72 (GB200 and GB300
+/// NVL72 data sheets: "72 Blackwell GPUs ... a single NVLink domain"),
+/// else none beyond the node the caller gives.
+pub fn nvlink_domain(gpu: &Gpu) -> u64 {
+    if matches!(gpu.key, "gb200" | "gb300") {
+        72
+    } else {
+        1
+    }
+}
+
 /// The card named `key` (`h100-sxm`, `a100-80gb`, …), case-insensitive.
 pub fn gpu(key: &str) -> Option<Gpu> {
     GPUS.iter()
@@ -316,11 +405,11 @@ pub fn gpu(key: &str) -> Option<Gpu> {
 }
 
 /// Whether `gpu` can run `cfg`'s fp8 recipe: any card with
-/// fp8 tensor cores, and for MXFP8 a Blackwell one (the table's B200).
+/// fp8 tensor cores, and for MXFP8 a Blackwell one ([`BLACKWELL`]).
 pub fn fp8_runs_on(cfg: &DetailedConfig, gpu: &Gpu) -> bool {
     match cfg.fp8 {
         Fp8::None => true,
-        Fp8::TeMxfp8 => gpu.key == "b200",
+        Fp8::TeMxfp8 => BLACKWELL.contains(&gpu.key),
         _ => gpu.peak_tflops(Dtype::Fp8).is_some(),
     }
 }
@@ -344,6 +433,11 @@ mod tests {
             ("rtx-4090", 165.2, 24.0, 1008.0),
             ("rtx-3090", 71.0, 24.0, 936.0),
             ("mi300x", 1307.4, 192.0, 5300.0),
+            ("h100-nvl", 835.5, 94.0, 3900.0),
+            ("gb200", 2500.0, 186.0, 8000.0),
+            ("b300", 2250.0, 288.0, 7700.0),
+            ("gb300", 2500.0, 288.0, 8000.0),
+            ("mi355x", 2516.6, 288.0, 8000.0),
             ("a10", 125.0, 24.0, 600.0),
             ("a10g", 70.0, 24.0, 600.0),
             ("l4", 121.0, 24.0, 300.0),

@@ -72,7 +72,7 @@ pub const VALIDATION: [Validation; 7] = [
         "A100",
         "megatron",
         10,
-        [4.8, 9.7, -5.5, 9.7],
+        [2.4, 8.4, -5.7, 8.4],
     ),
     source(
         "torchtitan",
@@ -128,7 +128,11 @@ const fn source(
 /// and the cards it speaks for by their architecture.
 pub const CARDS: [(&str, &[&str], &[&str]); 2] = [
     ("A100", &["a100-40gb", "a100-80gb"], &[]),
-    ("H100 SXM", &["h100-sxm"], &["h100-pcie", "h200"]),
+    (
+        "H100 SXM",
+        &["h100-sxm"],
+        &["h100-pcie", "h100-nvl", "h100-hbm2e", "h200"],
+    ),
 ];
 
 /// The range of a step's time the validation supports.

@@ -7,9 +7,9 @@
 //! across replicas (PyTorch FSDP's `HYBRID_SHARD`); ring collectives
 //! (Patarasuk & Yuan 2009) over the links of [`Rates::link`].
 
-use super::rates::{all_reduce, Rates};
+use super::rates::{all_reduce, pipelined, Rates};
 use super::Parts;
-use crate::detailed::config::{DetailedConfig, Precision};
+use crate::detailed::config::{DetailedConfig, Framework, Precision};
 
 /// The weights one GPU holds and trains, as counts and bytes.
 pub(super) struct Weights {
@@ -98,6 +98,7 @@ pub(super) fn sharded(cfg: &DetailedConfig, r: &Rates, w: &Weights, micro: &mut 
     }
     let with_copies = micro.matmul + micro.attention + micro.memory_bound;
     micro.data_parallel = (comm - with_copies).max(0.0);
+    micro.hidden.data_parallel = comm - micro.data_parallel;
 }
 
 /// Hybrid sharding's all-reduce of each group's gradient shard across
@@ -119,9 +120,10 @@ fn across_replicas(cfg: &DetailedConfig, r: &Rates, w: &Weights) -> f64 {
     }
 }
 
-/// Data parallelism once per step, seconds, the part the last
-/// micro-batch's backward (two thirds of its `compute`) does not hide.
-pub(super) fn per_step(cfg: &DetailedConfig, r: &Rates, w: &Weights, compute: f64) -> f64 {
+/// Data parallelism once per step, seconds: the part the last
+/// micro-batch's backward (two thirds of its `compute`) does not hide, and
+/// the collectives' whole time.
+pub(super) fn per_step(cfg: &DetailedConfig, r: &Rates, w: &Weights, compute: f64) -> (f64, f64) {
     let p = &cfg.parallel;
     let t = p.tp.max(1);
     let dp = p.data_group();
@@ -133,22 +135,73 @@ pub(super) fn per_step(cfg: &DetailedConfig, r: &Rates, w: &Weights, compute: f6
     // the last micro-batch's backward; ZeRO-1/2 then gather the updated
     // parameters before the next forward (in the shard group).
     let backward = compute * (2.0 / 3.0);
-    if p.zero < 3 && dp > 1 {
+    if p.zero < 3 && dp > 1 && cfg.framework == Framework::Megatron && p.replicas() <= 1 {
+        megatron(cfg, r, w, compute)
+    } else if p.zero < 3 && dp > 1 {
         let reduce = if p.replicas() > 1 {
             0.5 * all_reduce(trainable_bytes, shard, shard_bw) + cross
         } else {
             all_reduce(trainable_bytes, dp, r.link(dp, t))
         };
         let mut exposed = (reduce - backward).max(0.0);
+        let mut all = reduce;
         if p.zero >= 1 {
-            exposed += 0.5 * all_reduce(trainable_bytes, shard, shard_bw);
+            let gather = 0.5 * all_reduce(trainable_bytes, shard, shard_bw);
+            exposed += gather;
+            all += gather;
         }
-        exposed
+        (exposed, all)
     } else if p.zero >= 3 {
-        (cross - backward).max(0.0)
+        ((cross - backward).max(0.0), cross)
     } else {
-        0.0
+        (0.0, 0.0)
     }
+}
+
+/// Megatron-Core's gradient buckets on one GPU: `bucket_size` parameters
+/// each, max(40,000,000, 1,000,000 × dp) by default
+/// (`DistributedDataParallel.__init__`,
+/// `megatron/core/distributed/distributed_data_parallel.py`, Megatron-LM
+/// d98e8a64), one bucket for all when `overlap_grad_reduce` is off.
+fn megatron_buckets(cfg: &DetailedConfig, w: &Weights) -> f64 {
+    let dp = cfg.parallel.data_group() as f64;
+    let bucket = (1e6 * dp).max(4e7);
+    if cfg.overlap.grad_reduce {
+        (w.trainable_bytes / (w.param_bytes / w.n_params.max(1.0)) / bucket)
+            .ceil()
+            .max(1.0)
+    } else {
+        1.0
+    }
+}
+
+/// Megatron-Core's data parallelism once per step, seconds exposed: the
+/// gradients reduced bucket by bucket as the last micro-batch's backward
+/// fills them (`overlap_grad_reduce`: `_ParamAndGradBucketGroup.start_grad_sync`
+/// from each parameter's backward hook, `param_and_grad_buffer.py`), all
+/// at once after backward without it (`finalize_model_grads`); under the
+/// distributed optimizer (`--zero` 1 or 2) a reduce-scatter, then the
+/// updated parameters all-gathered bucket by bucket ahead of the next
+/// forward (`overlap_param_gather`: `start_param_sync` from forward
+/// pre-hooks, `distributed_data_parallel.py`), or before it without.
+/// The last bucket's reduction and the first bucket's gather never hide
+/// ([`pipelined`]).
+fn megatron(cfg: &DetailedConfig, r: &Rates, w: &Weights, compute: f64) -> (f64, f64) {
+    let p = &cfg.parallel;
+    let dp = p.data_group();
+    let ar = all_reduce(w.trainable_bytes, dp, r.link(dp, p.tp.max(1)));
+    let n = megatron_buckets(cfg, w);
+    let (backward, forward) = (compute * 2.0 / 3.0, compute / 3.0);
+    if p.zero == 0 {
+        return (pipelined(ar, backward, n), ar);
+    }
+    let half = 0.5 * ar;
+    let gather = if cfg.overlap.param_gather {
+        pipelined(half, forward, n)
+    } else {
+        half
+    };
+    (pipelined(half, backward, n) + gather, ar)
 }
 
 #[cfg(test)]
@@ -189,6 +242,47 @@ mod tests {
             (kept / ((bytes - 4.0 * p) / rate) - 1.0).abs() < 1e-9,
             "{kept}"
         );
+    }
+
+    /// Megatron's gradient buckets over 64 A100s in 8 nodes: without
+    /// `overlap_grad_reduce` the whole all-reduce follows backward; with it
+    /// the buckets of max(40M, 1M × 64) = 64M parameters are reduced as
+    /// the last backward fills them, and what shows is
+    /// max(one bucket, all − the backward beside the other buckets).
+    /// Under the distributed optimizer a reduce-scatter and an all-gather
+    /// (half an all-reduce each), the gather behind the next forward.
+    #[test]
+    fn megatron_reduces_bucket_by_bucket() {
+        use crate::detailed::config::{Framework, Overlap};
+        let mut c = llama(4096, 64);
+        c.micro_batch = Some(1);
+        c.parallel.dp = 64;
+        let on = at(&c);
+        c.overlap = Overlap::NONE;
+        let off = at(&c);
+        let n = (c.arch.params() as f64 / 64e6).ceil();
+        let compute = on.parts.matmul + on.parts.attention + on.parts.memory_bound;
+        let all = off.parts.data_parallel;
+        let want = (all / n).max(all - compute * 2.0 / 3.0 * (n - 1.0) / n);
+        assert!(n > 100.0 && all > 0.0);
+        assert!((on.parts.data_parallel / want - 1.0).abs() < 1e-9);
+        // PyTorch DDP hides the whole reduction behind the last backward.
+        c.framework = Framework::Ddp { bucket_view: false };
+        assert_eq!(
+            at(&c).parts.data_parallel,
+            (all - compute * 2.0 / 3.0).max(0.0)
+        );
+        // The distributed optimizer: reduce-scatter, then all-gather.
+        c.framework = Framework::Megatron;
+        c.parallel.zero = 1;
+        let zero1_off = at(&c).parts.data_parallel;
+        assert!((zero1_off / all - 1.0).abs() < 1e-9);
+        c.overlap = Overlap::default();
+        let half = all / 2.0;
+        let gather = (half / n).max(half - compute / 3.0 * (n - 1.0) / n);
+        let reduce = (half / n).max(half - compute * 2.0 / 3.0 * (n - 1.0) / n);
+        let zero1 = at(&c).parts.data_parallel;
+        assert!((zero1 / (gather + reduce) - 1.0).abs() < 1e-9, "{zero1}");
     }
 
     /// Hybrid sharding: FSDP inside each node of 8, the nodes all-reducing

@@ -45,13 +45,26 @@ impl Default for Efficiency {
 /// architecture (the kernel uses Ampere's instructions wherever it runs):
 ///
 /// - Hopper: 0.35, "FlashAttention-2 achieving only 35 % utilization on the
-///   H100 GPU" (Shah et al. 2024, FlashAttention-3, abstract); Blackwell has
-///   no published figure and takes Hopper's;
+///   H100 GPU" (Shah et al. 2024, FlashAttention-3, abstract); Blackwell
+///   (B200, GB200, B300, GB300) has no published figure and takes Hopper's;
 /// - Ampere: 0.50, the low end of "50–73 % of the theoretical maximum
-///   FLOPs/s on A100" (Dao 2023, abstract); Ada and CDNA 3 have no
+///   FLOPs/s on A100" (Dao 2023, abstract); Ada, CDNA 3 and CDNA 4 have no
 ///   published figure and take the A100's.
 pub const FLASH_ATTENTION_2: [(&[&str], f64); 2] = [
-    (&["h100-sxm", "h100-pcie", "h200", "b200"], 0.35),
+    (
+        &[
+            "h100-sxm",
+            "h100-pcie",
+            "h100-nvl",
+            "h100-hbm2e",
+            "h200",
+            "b200",
+            "gb200",
+            "b300",
+            "gb300",
+        ],
+        0.35,
+    ),
     (
         &[
             "a100-40gb",
@@ -61,6 +74,7 @@ pub const FLASH_ATTENTION_2: [(&[&str], f64); 2] = [
             "rtx-4090",
             "mi300x",
             "mi325x",
+            "mi355x",
         ],
         0.50,
     ),
@@ -72,13 +86,17 @@ pub const FLASH_ATTENTION_2: [(&[&str], f64); 2] = [
 /// Engineering", `compute/accelerator/README.md` (A100 SXM 271.2 of 312
 /// TFLOPS, H100 SXM 794.5 of 989, "H200 is the same", B200 1745 of 2250,
 /// MI300X 668.4 of 1300, MI325X 784.9 of 1300). Cards it does not list take
-/// their architecture's (the H100 PCIe the H100 SXM's) or, with none, the
-/// A100's.
+/// their architecture's, an assumption: the H100 PCIe, NVL and 96 GB HBM2e
+/// the H100 SXM's; GB200, B300 and GB300 the B200's; the MI355X (CDNA 4)
+/// the MI325X's, its nearest; with none, the A100's.
 pub const MATMUL_MAMF: [(&[&str], f64); 5] = [
-    (&["h100-sxm", "h100-pcie", "h200"], 794.5 / 989.0),
-    (&["b200"], 1745.0 / 2250.0),
+    (
+        &["h100-sxm", "h100-pcie", "h100-nvl", "h100-hbm2e", "h200"],
+        794.5 / 989.0,
+    ),
+    (&["b200", "gb200", "b300", "gb300"], 1745.0 / 2250.0),
     (&["mi300x"], 668.4 / 1300.0),
-    (&["mi325x"], 784.9 / 1300.0),
+    (&["mi325x", "mi355x"], 784.9 / 1300.0),
     (
         &["a100-40gb", "a100-80gb", "rtx-3090", "l40s", "rtx-4090"],
         271.2 / 312.0,

@@ -5,7 +5,7 @@
 //! (Transformer Engine), and float8's casts (torchao's `Float8Linear`).
 
 use super::layer::Widths;
-use crate::detailed::config::{DetailedConfig, Profile};
+use crate::detailed::config::{DetailedConfig, Fp8, Profile};
 
 /// Bytes per token one layer's memory-bound kernels read and write,
 /// forward, with the MLP's activation `act_width` elements wide.
@@ -107,5 +107,65 @@ pub(super) fn fp8_cast_bytes(cfg: &DetailedConfig, w: &Widths, moe: bool, m: f64
         Some(e) => h * (q + 2.0 * kv) + o * h + 3.0 * h * e.shared_ffn as f64,
         None => h * (q + 2.0 * kv) + o * h + (up + 1.0) * h * a.ffn as f64,
     };
+    if matches!(cfg.fp8, Fp8::Te | Fp8::TeMxfp8) {
+        return p16 * te_cast_elements(cfg, o, m, weights) / t;
+    }
     p16 * (m * widths + weights) / t
+}
+
+/// Elements Transformer Engine casts to fp8 in one layer's forward for
+/// `m` tokens, counted so that the forward-and-backward factor of three
+/// the caller applies gives the step's casts. The inputs of the q, k, v
+/// and MLP projections are written in fp8 by the norm before them
+/// (`LayerNormLinear`, `LayerNormMLP`: the norm's kernel emits the fp8
+/// output, `transformer_engine/pytorch/module/layernorm_linear.py`), and
+/// the down projection's by the activation kernel (`LayerNormMLP`,
+/// `activation` into fp8): only the attention's output is cast before the
+/// output projection (`Linear`), width `o`. The `weights` are cast once
+/// per optimizer step: Megatron-Core passes `is_first_microbatch` to TE's
+/// modules (`megatron/core/extensions/transformer_engine.py`,
+/// `TELinear.forward`), which cast the weights and their transposes on
+/// the first micro-batch and reuse the cached fp8 copies on the others
+/// (`linear.py`, `cache_weight`/`update_workspace`).
+fn te_cast_elements(cfg: &DetailedConfig, o: f64, m: f64, weights: f64) -> f64 {
+    let acc = cfg.accumulation_steps() as f64;
+    m * o + weights / (3.0 * acc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::llama;
+    use super::super::{step_time, Cluster, Efficiency};
+    use crate::detailed::config::Fp8;
+    use crate::detailed::time::hardware::gpu;
+
+    /// Transformer Engine casts each weight once per optimizer step (the
+    /// cached fp8 copies), so the step's casts are a per-micro-batch part
+    /// (the attention output's) times the micro-batches plus the weights'
+    /// once: 3 bytes an element (read 2, write 1) of every projection.
+    #[test]
+    fn te_casts_weights_once_per_step() {
+        let card = gpu("h100-sxm").unwrap();
+        let mem = |acc: u64| {
+            let mut c = llama(4096, acc);
+            c.micro_batch = Some(1);
+            c.fp8 = Fp8::Te;
+            step_time(&c, &Cluster::new(card, 8), &Efficiency::default())
+                .parts
+                .memory_bound
+        };
+        let once = 2.0 * mem(1) - mem(2);
+        let a = llama(4096, 1).arch;
+        let (h, f) = (a.hidden as f64, a.ffn as f64);
+        let weights = h * (a.q_dim() + 2 * a.kv_dim()) as f64 + a.o_dim() as f64 * h + 3.0 * h * f;
+        let rate = card.memory_gbps * 1e9 * Efficiency::default().memory;
+        let want = a.layers as f64 * 3.0 * weights / rate;
+        assert!((once / want - 1.0).abs() < 1e-6, "{once} {want}");
+        // torchao casts every weight and input on every micro-batch.
+        let mut c = llama(4096, 2);
+        c.micro_batch = Some(1);
+        c.fp8 = Fp8::Tensorwise;
+        let torchao = step_time(&c, &Cluster::new(card, 8), &Efficiency::default());
+        assert!(torchao.parts.memory_bound > mem(2) + once);
+    }
 }

@@ -74,6 +74,25 @@ pub(super) fn layer_forward(cfg: &DetailedConfig, moe: bool, m: f64, r: &Rates) 
     (mm, attn, mem)
 }
 
+/// The four matrix multiplies of a dense layer beside tensor
+/// parallelism's collectives under sequence parallelism, forward seconds
+/// for `m` tokens: the attention's input projections (after an
+/// all-gather) and output projection (before a reduce-scatter), the MLP's
+/// up (and gate) projection (after an all-gather) and down projection
+/// (before a reduce-scatter) (Korthikanti et al. 2022, §4.2.2, Fig. 5).
+pub(super) fn tp_gemms(cfg: &DetailedConfig, m: f64, r: &Rates) -> [f64; 4] {
+    let w = Widths::new(cfg);
+    let Widths { t, h, o, up, .. } = w;
+    let out = gemm(m, o / t, h, r.linear, r.bytes);
+    let f = cfg.arch.ffn as f64 / t;
+    [
+        projections(cfg, &w, m, r) - out,
+        out,
+        gemm(m, h, up * f, r.linear, r.bytes),
+        gemm(m, f, h, r.linear, r.bytes),
+    ]
+}
+
 /// The attention's projections for `m` tokens, seconds: q, k and v (or
 /// MLA's low-rank projections) and the output.
 fn projections(cfg: &DetailedConfig, w: &Widths, m: f64, r: &Rates) -> f64 {

@@ -30,10 +30,14 @@
 //!   reduce-scatter (n−1)/n) over NVLink when the group sits in one node,
 //!   else over each GPU's share of the network. Tensor-parallel
 //!   all-reduces (or the all-gather + reduce-scatter pairs of sequence
-//!   parallelism, the same bytes) are exposed, as Megatron-LM runs them
-//!   (Korthikanti et al. 2022, §4.2.2); data-parallel gradient reduction
+//!   parallelism, the same bytes) are exposed, as Megatron-LM ran them
+//!   (Korthikanti et al. 2022, §4.2.2), or under Megatron-Core with
+//!   sequence parallelism run inside the GEMMs beside them (Transformer
+//!   Engine's `tp_comm_overlap`); data-parallel gradient reduction
 //!   overlaps the last micro-batch's backward (PyTorch DDP's buckets,
-//!   Li et al. 2020, §3.2.3); ZeRO-3 / FSDP gathers each micro-batch's
+//!   Li et al. 2020, §3.2.3; Megatron-Core's `overlap_grad_reduce`
+//!   buckets, the last one exposed, and `overlap_param_gather` behind the
+//!   next forward); ZeRO-3 / FSDP gathers each micro-batch's
 //!   parameters and reduces its gradients behind that micro-batch's compute
 //!   (Zhao et al. 2023, §3.3, prefetching); expert all-to-alls are exposed.
 //! - **pipeline**: the 1F1B schedule's (p−1)/v bubble of the slowest
@@ -85,7 +89,7 @@ mod rates;
 
 pub use efficiency::{Efficiency, FLASH_ATTENTION_2, MATMUL_MAMF};
 pub use offload::HOST_GBPS_PER_GPU;
-pub use parts::{Parts, StepTime};
+pub use parts::{Hidden, Parts, StepTime};
 pub use rates::Cluster;
 
 use crate::detailed::config::DetailedConfig;
@@ -119,6 +123,11 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
         attention: c.attention,
         memory_bound: c.memory_bound,
         tensor_parallel: model_parallel::tensor_parallel(cfg, &r, m, share),
+        hidden: parts::Hidden {
+            tensor_parallel: model_parallel::tensor_parallel_collectives(cfg, &r, m, share)
+                - model_parallel::tensor_parallel(cfg, &r, m, share),
+            data_parallel: 0.0,
+        },
         expert_parallel: model_parallel::expert_parallel(cfg, &r, m, share),
         context_parallel: model_parallel::context_parallel(
             cfg,
@@ -136,7 +145,9 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
     let acc = cfg.accumulation_steps() as f64;
     let mut step = micro.scaled(acc);
     step.bubble = pipeline::bubble(cfg, &micro, compute, &c);
-    step.data_parallel += data_parallel::per_step(cfg, &r, &weights, compute);
+    let (exposed, all) = data_parallel::per_step(cfg, &r, &weights, compute);
+    step.data_parallel += exposed;
+    step.hidden.data_parallel += all - exposed;
     let breakdown = crate::detailed::memory::estimate(cfg).ok();
     step.optimizer = optimizer::update(optimizer::streamed(cfg, breakdown), &r);
     step.offload = offload::offload(cfg, &r, &weights, acc, compute, breakdown);

@@ -6,8 +6,9 @@
 //! Jacobs et al. 2023), as ring collectives over the links of
 //! [`Rates::link`].
 
-use super::rates::{all_reduce, Rates};
-use crate::detailed::config::{DetailedConfig, Recompute};
+use super::layer::tp_gemms;
+use super::rates::{all_reduce, pipelined, Rates};
+use crate::detailed::config::{DetailedConfig, Framework, Recompute};
 
 /// Tensor parallelism's collectives for one micro-batch of `m` tokens on
 /// a stage holding `share` of the layers, seconds, exposed.
@@ -24,8 +25,75 @@ pub(super) fn tensor_parallel(cfg: &DetailedConfig, r: &Rates, m: f64, share: f6
         Recompute::Full => 6.0,
         _ => 4.0,
     };
+    let ar = all_reduce(2.0 * m * h, t, r.link(t, 1));
+    if cfg.framework == Framework::Megatron && cfg.overlap.tp_comm && cfg.parallel.sp {
+        return overlapped(cfg, r, m, share, ar / 2.0, per_layer / 2.0 - 1.0);
+    }
+    tensor_parallel_collectives(cfg, r, m, share)
+}
+
+/// Tensor parallelism's collectives for one micro-batch of `m` tokens on
+/// a stage holding `share` of the layers, seconds, hidden or not: two
+/// all-reduces forward and two backward per layer, two more under full
+/// recomputation.
+pub(super) fn tensor_parallel_collectives(
+    cfg: &DetailedConfig,
+    r: &Rates,
+    m: f64,
+    share: f64,
+) -> f64 {
+    let t = cfg.parallel.tp.max(1);
+    if t <= 1 {
+        return 0.0;
+    }
+    let per_layer = match cfg.recompute {
+        Recompute::Full => 6.0,
+        _ => 4.0,
+    };
     let layers = cfg.arch.layers as f64 * share;
-    per_layer * layers * all_reduce(2.0 * m * h, t, r.link(t, 1))
+    per_layer * layers * all_reduce(2.0 * m * cfg.arch.hidden as f64, t, r.link(t, 1))
+}
+
+/// Transformer Engine's tensor-parallel overlap (`tp_comm_overlap`,
+/// userbuffers; Megatron-Core passes `ub_overlap_ag`, `ub_overlap_rs`,
+/// `ub_bulk_wgrad`, `ub_bulk_dgrad` to TE's linear layers,
+/// `megatron/core/extensions/transformer_engine.py`, and the recipes set
+/// `tp_comm_overlap=True`), seconds for one micro-batch of `m` tokens on a
+/// stage holding `share` of the layers: each all-gather or reduce-scatter
+/// of `half` seconds runs inside the matrix multiply beside it
+/// ([`tp_gemms`]). Forward (`forwards` times: 1, or 2 when full
+/// recomputation reruns it), each GEMM is split into t chunks pipelined
+/// with the ring's steps: an all-gather's first chunk is the GPU's own,
+/// so it shows what outlasts the other t − 1 chunks; a reduce-scatter's
+/// last chunk's step shows ([`pipelined`]). Backward, the row-parallel
+/// projections' output gradients are all-gathered inside their
+/// input-gradient GEMMs (pipelined), the column-parallel ones' input
+/// gradients reduce-scattered behind their weight-gradient GEMMs
+/// (`ub_bulk_dgrad`: the whole collective beside the whole GEMM). A MoE
+/// layer's experts have no TE overlap: their collectives stay exposed.
+fn overlapped(
+    cfg: &DetailedConfig,
+    r: &Rates,
+    m: f64,
+    share: f64,
+    half: f64,
+    forwards: f64,
+) -> f64 {
+    let t = cfg.parallel.tp.max(1) as f64;
+    let [qkv, out, up, down] = tp_gemms(cfg, m, r);
+    let gather = |g: f64| (half - g * (t - 1.0) / t).max(0.0);
+    let attn_fwd = gather(qkv) + pipelined(half, out, t);
+    let attn_bwd = (half - qkv).max(0.0) + gather(out);
+    let (mlp_fwd, mlp_bwd) = (
+        gather(up) + pipelined(half, down, t),
+        (half - up).max(0.0) + gather(down),
+    );
+    let a = &cfg.arch;
+    let moe = a.moe_layers() as f64;
+    let dense = a.layers as f64 - moe;
+    let attention = forwards * attn_fwd + attn_bwd;
+    let mlp = forwards * mlp_fwd + mlp_bwd;
+    share * (a.layers as f64 * attention + dense * mlp + moe * (forwards + 1.0) * 2.0 * half)
 }
 
 /// Expert parallelism's all-to-alls for one micro-batch of `m` tokens on
@@ -128,6 +196,35 @@ mod tests {
         );
         // Four members a node: four 25 GB/s NICs against 300 GB/s NVLink.
         assert!((across.parts.tensor_parallel / inside.parts.tensor_parallel - 3.0).abs() < 1e-9);
+    }
+
+    /// Transformer Engine's overlap under Megatron with sequence
+    /// parallelism: at tp 2 on A100s every all-gather and backward
+    /// reduce-scatter of Llama 3.1 8B fits inside the GEMM beside it (each
+    /// collective at most a quarter of its GEMM), and what shows is the
+    /// last chunk of each forward reduce-scatter: half a reduce-scatter,
+    /// twice a layer, against eight whole ones exposed. Without sequence
+    /// parallelism, with the overlap off, or under another framework,
+    /// nothing hides.
+    #[test]
+    fn tp_comm_overlap_hides_inside_the_gemms() {
+        use crate::detailed::config::{Framework, Overlap};
+        let mut c = llama(8192, 8);
+        c.micro_batch = Some(1);
+        c.parallel.tp = 2;
+        c.parallel.sp = true;
+        let on = at(&c).parts.tensor_parallel;
+        c.overlap = Overlap::NONE;
+        let off = at(&c).parts.tensor_parallel;
+        assert!((on * 8.0 / off - 1.0).abs() < 1e-9, "{on} {off}");
+        c.overlap = Overlap::default();
+        c.parallel.sp = false;
+        assert_eq!(at(&c).parts.tensor_parallel, off);
+        c.parallel.sp = true;
+        c.framework = Framework::Fsdp2 {
+            reshard_after_forward: true,
+        };
+        assert_eq!(at(&c).parts.tensor_parallel, off);
     }
 
     /// All-to-all context parallelism is exposed, the ring hides behind

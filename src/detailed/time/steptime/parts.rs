@@ -38,6 +38,25 @@ pub struct Parts {
     /// a time, and the reference's scoring with a KL penalty.
     #[serde(default)]
     pub generation: f64,
+    /// Collectives that ran behind compute, beside the exposed parts above
+    /// and not in the step's total (the JSON shows it as `time.hidden`, so
+    /// that `time.parts` adds up to the step).
+    #[serde(skip)]
+    pub hidden: Hidden,
+}
+
+/// Communication hidden behind compute, seconds per optimizer step on one
+/// GPU: what the overlaps saved ([`Parts::tensor_parallel`] and
+/// [`Parts::data_parallel`] are what they did not hide).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Hidden {
+    /// Tensor parallelism's collectives inside the GEMMs beside them
+    /// (Transformer Engine's `tp_comm_overlap`).
+    pub tensor_parallel: f64,
+    /// Data parallelism's gathers and reductions behind backward and
+    /// forward (buckets, ZeRO-3 / FSDP's prefetch, Megatron-Core's
+    /// `overlap_grad_reduce` and `overlap_param_gather`).
+    pub data_parallel: f64,
 }
 
 impl Parts {
@@ -99,6 +118,10 @@ impl Parts {
             optimizer: self.optimizer * k,
             offload: self.offload * k,
             generation: self.generation * k,
+            hidden: Hidden {
+                tensor_parallel: self.hidden.tensor_parallel * k,
+                data_parallel: self.hidden.data_parallel * k,
+            },
         }
     }
 }

@@ -7,7 +7,7 @@
 use super::efficiency::Efficiency;
 use super::offload::HOST_GBPS_PER_GPU;
 use crate::detailed::config::{DetailedConfig, Precision};
-use crate::detailed::time::hardware::{Dtype, Gpu};
+use crate::detailed::time::hardware::{nvlink_domain, Dtype, Gpu};
 
 /// The GPUs a step runs on.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -23,7 +23,9 @@ impl Cluster {
     pub fn new(gpu: Gpu, gpus_per_node: u64) -> Self {
         Self {
             gpu,
-            gpus_per_node: gpus_per_node.max(1),
+            // An NVL72 rack's 72 GPUs share one NVLink domain, whatever
+            // the trays' count for the host.
+            gpus_per_node: gpus_per_node.max(1).max(nvlink_domain(&gpu)),
         }
     }
 }
@@ -39,6 +41,19 @@ pub(super) fn all_reduce(bytes: f64, n: u64, bw: f64) -> f64 {
         return 0.0;
     }
     2.0 * (n - 1) as f64 / n as f64 * bytes / bw
+}
+
+/// The part of a collective of `comm` seconds that compute of `work`
+/// seconds beside it does not hide, when both are split into `n` pieces
+/// run as a pipeline: piece i's collective waits for piece i's compute
+/// (a gradient bucket filled by backward, a GEMM's chunk), or piece i's
+/// compute waits for its collective (a gather ahead of forward, an
+/// all-gather feeding a GEMM's chunk). One piece of each is never hidden;
+/// beyond that, whatever outlasts the other n − 1 pieces of compute:
+/// max(comm/n, comm − work·(n−1)/n). With n = 1 the whole collective shows.
+pub(super) fn pipelined(comm: f64, work: f64, n: f64) -> f64 {
+    let n = n.max(1.0);
+    (comm / n).max(comm - work * (n - 1.0) / n).max(0.0)
 }
 
 /// Rates for a step: sustained FLOP/s and bytes/s.
