@@ -268,8 +268,22 @@ pub fn verdict_bars(b: &DetailedBreakdown, t: &StepTimeline, overhead_bytes: f64
     } else {
         "Step's peak"
     };
+    // The legend is the peak's, whose activations hold the logits: at rest
+    // they are drawn in the activations' colour too, so that every colour
+    // on the chart is one the legend names (the table below splits them).
+    let mut rest = Bar::detailed("At rest", b);
+    let logits: f64 = rest
+        .parts
+        .iter()
+        .filter(|p| p.label == "Logits")
+        .map(|p| p.bytes)
+        .sum();
+    rest.parts.retain(|p| p.label != "Logits");
+    if let Some(a) = rest.parts.iter_mut().find(|p| p.label == "Activations") {
+        a.bytes += logits;
+    }
     vec![
-        Bar::detailed("At rest", b),
+        rest,
         Bar {
             label: label.into(),
             parts: live_parts(&t.peak_event().live, overhead_bytes),

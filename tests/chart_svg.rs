@@ -436,6 +436,14 @@ fn verdict_bar_is_the_peak_with_the_overhead_and_agrees_with_the_verdict() {
             bars[1].total()
         );
         assert!((bars[0].total() - d.total).abs() < 1.0);
+        // Every colour at rest is one the legend (the peak's) names.
+        for p in &bars[0].parts {
+            assert!(
+                bars[1].parts.iter().any(|q| q.colour == p.colour),
+                "{} has no legend entry",
+                p.label
+            );
+        }
         let spec = ChartSpec {
             legend: Some(1),
             share: false,
