@@ -186,13 +186,10 @@ pub fn apply(state: &PageState, reading: &Reading, to_f64: ToF64) -> Result<Appl
             None => skipped.push(s),
         }
     }
-    let decoded = url::decode_with(&query.finish(), to_f64);
-    // The address's repair of a batch that micro-batch × dp does not
-    // divide is no refusal here: the reading's whole flags (accumulation,
-    // the launcher's GPUs) set the batch next.
-    let repair =
-        |i: &&url::Ignored| i.key == "batch" && i.reason.starts_with("batch must be a multiple");
-    if let Some(bad) = decoded.ignored.iter().find(|i| !repair(i)) {
+    // The keys alone: the address's repairs wait until the reading's whole
+    // flags (accumulation, the launcher's GPUs) have set the batch.
+    let decoded = url::decode_keys(&query.finish(), to_f64);
+    if let Some(bad) = decoded.ignored.first() {
         let from = set.iter().find(|s| {
             KEYS.iter()
                 .any(|(flag, key)| *key == bad.key && *flag == s.flag)
@@ -208,6 +205,9 @@ pub fn apply(state: &PageState, reading: &Reading, to_f64: ToF64) -> Result<Appl
     let mut next = decoded.state;
     next.mode = Mode::Detailed;
     Whole::of(set).apply(&mut next)?;
+    // Then what the address repairs on the whole, said as it says it.
+    let mut repaired = Vec::new();
+    url::repair(&mut next, &mut repaired);
     let said = skipped
         .iter()
         .map(|s| {
@@ -216,6 +216,7 @@ pub fn apply(state: &PageState, reading: &Reading, to_f64: ToF64) -> Result<Appl
                 s.key, s.value, s.flag, s.arg
             )
         })
+        .chain(repaired.iter().map(|r| format!("  repaired: {r}\n")))
         .collect();
     Ok(Applied { state: next, said })
 }

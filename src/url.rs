@@ -101,6 +101,17 @@ pub fn decode(query: &str) -> Decoded {
 /// [`decode`] with the decimal conversion `to_f64` (see [`crate::number`]:
 /// the page passes the browser's).
 pub fn decode_with(query: &str, to_f64: ToF64) -> Decoded {
+    let Decoded {
+        mut state,
+        mut ignored,
+    } = decode_keys(query, to_f64);
+    repair(&mut state, &mut ignored);
+    Decoded { state, ignored }
+}
+
+/// Each key of `query` read into the state, before [`repair`]: for a
+/// reader that sets more of the state after the keys (a trainer's file).
+pub(crate) fn decode_keys(query: &str, to_f64: ToF64) -> Decoded {
     let query = query.strip_prefix('?').unwrap_or(query);
     let mut state = PageState::default();
     let mut ignored = Vec::new();
@@ -122,16 +133,17 @@ pub fn decode_with(query: &str, to_f64: ToF64) -> Decoded {
         state.detailed.recompute =
             crate::detailed::config::defaults::recompute(state.detailed.objective);
     }
-    let mut state = state.normalized();
-    repair(&mut state, &mut ignored);
-    Decoded { state, ignored }
+    Decoded {
+        state: state.normalized(),
+        ignored,
+    }
 }
 
 /// What the keys allow one by one but not together, repaired to the
 /// nearest configuration that computes, and said: the lesson's batch of at
 /// most 1,024, and the detailed model's batch, a whole number of
 /// micro-batch × dp (the nearest multiple).
-fn repair(state: &mut PageState, ignored: &mut Vec<Ignored>) {
+pub(crate) fn repair(state: &mut PageState, ignored: &mut Vec<Ignored>) {
     let batch = u64::from(state.config.batch);
     if let Some((to, reason)) = repaired_batch(state, batch) {
         state.config.batch = to as u32;
