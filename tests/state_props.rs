@@ -101,7 +101,7 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
                 d.offload.activations = off_acts;
                 d.offload.gpus_per_node = gpn;
                 d.framework = membudget::detailed::Framework::ALL[framework].1;
-                d.offload.activations_by = membudget::detailed::ActOffload::ALL[act_kind].1;
+                d.offload.activations_by = membudget::detailed::ActOffload::ALL[act_kind];
                 d.objective = ["sft", "dpo", "dpo-precomputed"][objective]
                     .parse()
                     .unwrap();

@@ -165,37 +165,16 @@ pub enum ActOffload {
 }
 
 impl ActOffload {
-    /// Every kind by the name `--offload-activations` takes.
-    pub const ALL: [(&'static str, ActOffload); 3] = [
-        ("save-on-cpu", ActOffload::SaveOnCpu),
-        ("torchtune", ActOffload::Torchtune),
-        ("checkpoints", ActOffload::Checkpoints),
+    /// Every kind, in the order of [`ActOffload::NAMES`].
+    pub const ALL: [ActOffload; 3] = [
+        ActOffload::SaveOnCpu,
+        ActOffload::Torchtune,
+        ActOffload::Checkpoints,
     ];
 
     /// The default (serde leaves it out of the inputs).
     pub fn is_default(&self) -> bool {
         *self == ActOffload::SaveOnCpu
-    }
-
-    /// Its name.
-    pub fn name(self) -> &'static str {
-        Self::ALL
-            .iter()
-            .find(|(_, k)| *k == self)
-            .map_or("save-on-cpu", |(n, _)| n)
-    }
-}
-
-impl std::str::FromStr for ActOffload {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Self::ALL
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(s))
-            .map(|(_, k)| *k)
-            .ok_or_else(|| {
-                "activation offload must be save-on-cpu, torchtune or checkpoints".to_string()
-            })
     }
 }
 
@@ -477,26 +456,6 @@ pub enum FsdpSharding {
     NoShard,
 }
 
-impl FsdpSharding {
-    /// Every strategy by the name `--fsdp-sharding` takes.
-    pub const ALL: [(&'static str, FsdpSharding); 3] = [
-        ("full", FsdpSharding::Full),
-        ("grad-op", FsdpSharding::GradOp),
-        ("no-shard", FsdpSharding::NoShard),
-    ];
-}
-
-impl std::str::FromStr for FsdpSharding {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Self::ALL
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(s))
-            .map(|(_, f)| *f)
-            .ok_or_else(|| "FSDP sharding must be full, grad-op or no-shard".to_string())
-    }
-}
-
 impl Framework {
     /// Every framework by its name, as the command line and the address
     /// spell it.
@@ -666,6 +625,10 @@ choices!(Optimizer, "optimizer", "adamw" => Optimizer::AdamW, "sgd" => Optimizer
 choices!(BaseQuant, "quantized base", "none" => BaseQuant::None,
     "nf4" => BaseQuant::Nf4 { double_quant: true }, "nf4-nodq" => BaseQuant::Nf4 { double_quant: false },
     "int8" => BaseQuant::Int8);
+choices!(ActOffload, "activation offload", "save-on-cpu" => ActOffload::SaveOnCpu,
+    "torchtune" => ActOffload::Torchtune, "checkpoints" => ActOffload::Checkpoints);
+choices!(FsdpSharding, "FSDP sharding", "full" => FsdpSharding::Full,
+    "grad-op" => FsdpSharding::GradOp, "no-shard" => FsdpSharding::NoShard);
 choices!(QuantPath, "quantization path", "peft" => QuantPath::Peft, "bnb" => QuantPath::Bnb,
     "torchao" => QuantPath::Torchao, "fsdp-qlora" => QuantPath::FsdpQlora);
 choices!(Objective, "objective", "sft" => Objective::Sft,
