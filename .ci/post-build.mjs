@@ -47,8 +47,8 @@ if (process.env.TRUNK_PROFILE === 'release') {
   // The light lesson page's glue (loaded by index.html, with an integrity
   // hash) and the full calculator's (imported by the light page).
   const glue = fs.readdirSync(dir).filter((f) => /^lesson-[0-9a-f]+\.js$/.test(f));
-  if (glue.length !== 1 || !fs.existsSync(path.join(dir, 'membudget.js'))) {
-    console.error(`expected lesson-<hash>.js and membudget.js, found: ${glue.join(', ') || 'none'}`);
+  if (glue.length !== 1 || !['membudget.js', 'readers.js'].every((f) => fs.existsSync(path.join(dir, f)))) {
+    console.error(`expected lesson-<hash>.js, membudget.js and readers.js, found: ${glue.join(', ') || 'none'}`);
     process.exit(1);
   }
   const glueFile = path.join(dir, glue[0]);
@@ -60,9 +60,12 @@ if (process.env.TRUNK_PROFILE === 'release') {
   }
   fs.writeFileSync(glueFile, small);
   html = html.replaceAll(sri(code), sri(small));
-  const fullGlue = path.join(dir, 'membudget.js');
-  const { code: fullSmall } = await minify(fs.readFileSync(fullGlue, 'utf8'), { module: true, compress: true, mangle: true });
-  fs.writeFileSync(fullGlue, fullSmall);
+  // The full calculator's glue and the trainer-file readers' (imported by boot.js).
+  for (const glue of ['membudget.js', 'readers.js']) {
+    const glueFile = path.join(dir, glue);
+    const { code: min } = await minify(fs.readFileSync(glueFile, 'utf8'), { module: true, compress: true, mangle: true });
+    fs.writeFileSync(glueFile, min);
+  }
   for (const script of ['boot.js', 'sw.js']) {
     const scriptFile = path.join(dir, script);
     const { code: min } = await minify(fs.readFileSync(scriptFile, 'utf8'), { compress: true, mangle: true });

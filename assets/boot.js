@@ -47,6 +47,18 @@
     }));
   };
 
+  // 5. How the full calculator reads a file (src/app/readers.rs): the
+  //    readers' module (src/bin/readers.rs), downloaded and started on the
+  //    first file, once; `what` names its export.
+  var readers;
+  window.membudgetRead = function (what, query, name, body) {
+    readers = readers || import(new URL('./readers.js', document.baseURI).href).then(function (m) {
+      return m.default().then(function () { return m; });
+    });
+    readers.catch(function () { readers = null; });
+    return readers.then(function (m) { return m[what](query, name, body); });
+  };
+
   function show(detail) {
     if (document.getElementById('panic-banner')) return;
     var banner = document.createElement('div');
@@ -68,7 +80,7 @@
     // this document) or the glue starts it.
     var file = (event.filename || '').split('#')[0];
     if (fromWasm(error) || file === location.href.split('#')[0] ||
-      /\/(lesson-[0-9a-f]+|membudget)\.js$/.test(file)) {
+      /\/(lesson-[0-9a-f]+|membudget|readers)\.js$/.test(file)) {
       show(error ? error.name + ': ' + error.message : event.message);
     }
   });

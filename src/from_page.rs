@@ -137,6 +137,36 @@ pub fn read_file(
     Ok(applied)
 }
 
+/// A Hugging Face `config.json` applied to `state`: its architecture, priced
+/// as transformers builds it (the `hf` kernels) unless the kernels were
+/// chosen. `said` names the model type and the parameters it counts, with
+/// the importer's notes; errors name the field.
+pub fn import_config_json(state: &PageState, json: &str) -> Result<Applied, String> {
+    use crate::detailed::Profile;
+    use crate::number::grouped;
+    let imported = crate::detailed::import_config(json).map_err(|e| e.to_string())?;
+    let a = imported.arch;
+    let mut said = format!(
+        "Read as {}: {} parameters",
+        imported.model_type,
+        grouped(a.params())
+    );
+    if a.moe.is_some() {
+        said += &format!(", {} active per token", grouped(a.active_params()));
+    }
+    if a.ssm.is_some() {
+        said += ", a Mamba-2 mixer beside the attention in every layer";
+    }
+    for note in &imported.notes {
+        said += &format!("; {note}");
+    }
+    said.push('.');
+    let mut state = *state;
+    state.choose_arch(a);
+    state.detailed.profile.get_or_insert(Profile::Hf);
+    Ok(Applied { state, said })
+}
+
 /// `trainer`'s defaults (its kernels, loss, checkpointing, adapters,
 /// framework: [`choice`]) applied to `state`, which then names the trainer.
 /// `None` for a name that is not one of [`choice::TRAINERS`].

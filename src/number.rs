@@ -70,6 +70,19 @@ pub fn show(value: f64) -> String {
     format!("{value}")
 }
 
+/// `n` with its thousands grouped by commas: `6,738,415,616`.
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -217,3 +217,49 @@ fn bad_files_are_refused_in_words() {
     );
     assert_eq!(r.state.detailed.micro_batch, Some(2));
 }
+
+/// A `config.json` on the page (read by the readers' wasm, which hands the
+/// page an address): the imported architecture, priced with transformers'
+/// kernels, survives the address exactly, for every model of the fixtures.
+#[test]
+fn each_config_json_on_the_page_survives_the_address() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/configs/hub");
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert!(files.len() >= 20, "{files:?}");
+    let page = PageState {
+        mode: Mode::Detailed,
+        ..PageState::default()
+    };
+    for path in files {
+        let json = std::fs::read_to_string(&path).unwrap();
+        let want = membudget::detailed::import_config(&json).unwrap();
+        let read = from_page::import_config_json(&page, &json)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(read.state.detailed.arch, want.arch, "{}", path.display());
+        assert_eq!(
+            read.state.detailed.profile,
+            Some(membudget::detailed::Profile::Hf)
+        );
+        assert!(
+            read.said
+                .starts_with(&format!("Read as {}: ", want.model_type)),
+            "{}",
+            read.said
+        );
+        assert_eq!(
+            decode(&encode(&read.state)).state,
+            read.state,
+            "{}",
+            path.display()
+        );
+    }
+    let bad = from_page::import_config_json(
+        &page,
+        r#"{"model_type": "llama", "num_hidden_layers": "32"}"#,
+    );
+    assert!(bad.unwrap_err().starts_with("num_hidden_layers: "));
+}

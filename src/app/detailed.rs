@@ -14,27 +14,14 @@ use crate::detailed::memory::overhead::{
     step_need, EXPANDABLE_FRAGMENTATION_PERCENT, FRAGMENTATION_PERCENT,
 };
 use crate::detailed::{
-    host_ram, import_config, ActOffload, Architecture, AttentionKernel, BaseQuant, CpComm,
-    DetailedBreakdown, DetailedError, Family, Framework, FsdpSharding, LoraTargets, Loss,
-    Objective, Optimizer, Overhead, Precision, Profile, Recompute, Schedule, StepTimeline, TpPlan,
-    PRESETS,
+    host_ram, ActOffload, Architecture, AttentionKernel, BaseQuant, CpComm, DetailedBreakdown,
+    DetailedError, Family, Framework, FsdpSharding, LoraTargets, Loss, Objective, Optimizer,
+    Overhead, Precision, Profile, Recompute, Schedule, StepTimeline, TpPlan, PRESETS,
 };
 use crate::export::{detailed_rows, DETAILED_ROWS};
+pub(super) use crate::number::grouped;
 use crate::state::{DetailedOptions, Mode, PageState, ShownStage};
 use leptos::prelude::*;
-
-/// `6,738,415,616`.
-pub(super) fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
 
 /// "Lesson" or "Detailed": which model the page shows.
 #[component]
@@ -507,42 +494,31 @@ fn ConfigImport(on_import: impl Fn() + Copy + 'static) -> impl IntoView {
     let charts = super::context::<Charts>();
     // (the message, whether it is an error).
     let message = RwSignal::new(None::<(String, bool)>);
+    // A later text wins over one still being read.
+    let latest = StoredValue::new(0u32);
     let read = move |json: String| {
+        let ticket = latest.get_value().wrapping_add(1);
+        latest.set_value(ticket);
         if json.trim().is_empty() {
             message.set(None);
             return;
         }
-        match import_config(&json) {
-            Ok(imported) => {
-                let a = imported.arch;
-                let mut said = format!(
-                    "Read as {}: {} parameters",
-                    imported.model_type,
-                    grouped(a.params())
-                );
-                if a.moe.is_some() {
-                    said += &format!(", {} active per token", grouped(a.active_params()));
-                }
-                if a.ssm.is_some() {
-                    said += ", a Mamba-2 mixer beside the attention in every layer";
-                }
-                for note in &imported.notes {
-                    said += &format!("; {note}");
-                }
-                said.push('.');
-                message.set(Some((said, false)));
-                // An imported config.json is priced as transformers builds
-                // it, unless the kernels were chosen.
-                charts.change(state, |s| {
-                    s.choose_arch(a);
-                    s.detailed
-                        .profile
-                        .get_or_insert(crate::detailed::Profile::Hf);
-                });
-                on_import();
+        let query = crate::url::encode(&state.get_untracked());
+        leptos::task::spawn_local(async move {
+            let answer = super::readers::read("read_config_json", &query, "config.json", &json);
+            let answer = answer.await;
+            if latest.get_value() != ticket {
+                return;
             }
-            Err(e) => message.set(Some((format!("Not read: {e}. Nothing was changed."), true))),
-        }
+            match answer {
+                Ok((new, said)) => {
+                    message.set(Some((said, false)));
+                    charts.change(state, |s| *s = new);
+                    on_import();
+                }
+                Err(e) => message.set(Some((format!("Not read: {e}. Nothing was changed."), true))),
+            }
+        });
     };
     let on_file = move |ev: leptos::ev::Event| {
         let input: web_sys::HtmlInputElement = event_target(&ev);

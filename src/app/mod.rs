@@ -15,6 +15,7 @@ mod fit;
 pub(crate) mod panic;
 mod plan;
 mod reactive;
+mod readers;
 mod share;
 mod steptime;
 mod sweep;

@@ -59,28 +59,41 @@ pub fn TrainerControls() -> impl IntoView {
 }
 
 /// A trainer's config file dropped, chosen or pasted, read as `--from`
-/// reads it; what it said (or why not) into `message`. Only with the
-/// `page-readers` feature: the readers add about 128 KB gzip to the page.
-#[cfg(feature = "page-readers")]
+/// reads it by the readers' wasm ([`super::readers`]); what it said (or why
+/// not) into `message`. A later file wins over one still being read.
 fn reader(
     state: RwSignal<PageState>,
     charts: Charts,
     message: RwSignal<Option<(String, bool)>>,
 ) -> impl IntoView {
-    use crate::from_page::{pasted_name, read_file};
+    use crate::from_page::pasted_name;
+    let latest = StoredValue::new(0u32);
     let read = move |name: String, body: String| {
+        let ticket = latest.get_value().wrapping_add(1);
+        latest.set_value(ticket);
         if body.trim().is_empty() {
             message.set(None);
             return;
         }
-        let now = state.get_untracked();
-        match read_file(&now, &name, &body, super::browser_to_f64) {
-            Ok(a) => {
-                message.set(Some((a.said, false)));
-                charts.change(state, |s| *s = a.state);
+        let query = crate::url::encode(&state.get_untracked());
+        leptos::task::spawn_local(async move {
+            // At once when the readers are loaded, else once they are.
+            message.set(Some((
+                "Reading the file (the readers load on the first file)…".into(),
+                false,
+            )));
+            let answer = super::readers::read("read_trainer_file", &query, &name, &body).await;
+            if latest.get_value() != ticket {
+                return;
             }
-            Err(e) => message.set(Some((format!("Not read: {e}. Nothing was changed."), true))),
-        }
+            match answer {
+                Ok((new, said)) => {
+                    message.set(Some((said, false)));
+                    charts.change(state, |s| *s = new);
+                }
+                Err(e) => message.set(Some((format!("Not read: {e}. Nothing was changed."), true))),
+            }
+        });
     };
     let read_blob = move |file: web_sys::File| {
         let name = file.name();
@@ -127,16 +140,6 @@ fn reader(
             <label for="trainer-file">"or choose the file"</label>
             <input id="trainer-file" type="file" on:change=on_event(on_file) />
         </details>
-    }
-}
-
-/// Without the `page-readers` feature: where the readers are.
-#[cfg(not(feature = "page-readers"))]
-fn reader(_: RwSignal<PageState>, _: Charts, _: RwSignal<Option<(String, bool)>>) -> impl IntoView {
-    view! {
-        <p class="derived" id="trainer-no-reader">
-            "A trainer's config file: membudget --from FILE reads it (this page is built without the readers: docs/trainers.md)."
-        </p>
     }
 }
 

@@ -156,6 +156,7 @@ server.close();
 const rows = [];
 let totals = { raw: 0, gzip: 0, brotli: 0 };
 let light = 0;
+let readers = 0;
 for (const name of fs.readdirSync(dist, { recursive: true }).sort()) {
   if (!fs.statSync(path.join(dist, name)).isFile()) continue;
   const bytes = fs.readFileSync(path.join(dist, name));
@@ -165,7 +166,8 @@ for (const name of fs.readdirSync(dist, { recursive: true }).sort()) {
   }).length;
   rows.push([name.replace(/-[0-9a-f]{16}/, ''), bytes.length, gzip, brotli]);
   totals.raw += bytes.length; totals.gzip += gzip; totals.brotli += brotli;
-  if (!/^membudget(_bg\.wasm|\.js)$/.test(name)) light += gzip;
+  if (/^readers(_bg\.wasm|\.js)$/.test(name)) readers += gzip;
+  else if (!/^membudget(_bg\.wasm|\.js)$/.test(name)) light += gzip;
 }
 
 const cpu = os.cpus()[0]?.model?.trim() ?? 'unknown CPU';
@@ -194,5 +196,6 @@ for (const [name, raw, gz, br] of rows) {
 }
 console.log(`${'total'.padEnd(26)} ${String(totals.raw).padStart(8)} ${String(totals.gzip).padStart(12)} ${String(totals.brotli).padStart(13)}`);
 const budget = JSON.parse(fs.readFileSync(path.join(dist, '..', '.ci', 'size-budget.json'), 'utf8'));
-console.log(`size budget (gzip total): ${budget.gzip_bytes_total} B`);
-console.log(`light lesson page (every file but membudget.js and membudget_bg.wasm): ${light} B gzip; budget ${budget.lesson_gzip_bytes} B`);
+console.log(`the page (every file but the readers'): ${totals.gzip - readers} B gzip; budget ${budget.gzip_bytes_total} B`);
+console.log(`light lesson page (the page but membudget.js and membudget_bg.wasm): ${light} B gzip; budget ${budget.lesson_gzip_bytes} B`);
+console.log(`trainer-file readers, fetched on the first file (readers.js, readers_bg.wasm): ${readers} B gzip; budget ${budget.readers_gzip_bytes} B`);

@@ -227,6 +227,12 @@ test('the step chart is detailed-only; the lesson stays as taught', async () => 
   await context.close();
 });
 
+/** Waits until the config.json importer's message matches `re`; returns it. */
+async function configSays(page, re) {
+  await page.waitForFunction((src) => new RegExp(src).test(document.querySelector('#config-message').textContent), re.source);
+  return page.textContent('#config-message');
+}
+
 test('a pasted config.json sets the shape; a bad one names its field and changes nothing', async () => {
   const { readFileSync } = await import('node:fs');
   const { page, context } = await open('?mode=detailed&model=llama-3.1-8b');
@@ -235,8 +241,9 @@ test('a pasted config.json sets the shape; a bad one names its field and changes
   await page.evaluate(() => { document.querySelector('.config-import').open = true; });
   // A wrong type: the field is named, nothing else moves.
   await page.fill('#config-input', '{"model_type": "llama", "num_hidden_layers": "32"}');
-  const msg = await page.textContent('#config-message');
-  assert.match(msg, /num_hidden_layers: wrong type, expected a whole number/);
+  // (Read by the readers' wasm, fetched on this first file.)
+  const msg = await configSays(page, /num_hidden_layers: wrong type, expected a whole number/);
+  assert.match(msg, /^Not read: /);
   assert.equal(await page.getAttribute('#config-message', 'class'), 'invalid');
   assert.equal(await page.textContent('#param-count'), '8,030,261,248');
   assert.equal(await total(), before);
@@ -244,7 +251,7 @@ test('a pasted config.json sets the shape; a bad one names its field and changes
   // the shape (not the text) in the address, and a link that reopens it.
   const json = readFileSync(new URL('../fixtures/configs/saved/qwen3-30b-a3b.json', import.meta.url), 'utf8');
   await page.fill('#config-input', json);
-  assert.match(await page.textContent('#config-message'), /Read as qwen3_moe: 30,532,122,624 parameters/);
+  await configSays(page, /Read as qwen3_moe: 30,532,122,624 parameters/);
   assert.equal(await page.textContent('#param-count'), '30,532,122,624');
   assert.match(await page.textContent('#active-count'), /active per token/);
   await urlMatches(page, /model=qwen3-30b-a3b/);
@@ -412,7 +419,7 @@ test('a hybrid: Falcon-H1-7B from the list and from its config.json, its Mamba-2
   await page.evaluate(() => { document.querySelector('.config-import').open = true; });
   json.mamba_d_state = 128;
   await page.fill('#config-input', JSON.stringify(json));
-  assert.match(await page.textContent('#config-message'), /Read as falcon_h1: [\d,]+ parameters, a Mamba-2 mixer beside the attention/);
+  await configSays(page, /Read as falcon_h1: [\d,]+ parameters, a Mamba-2 mixer beside the attention/);
   await urlMatches(page, /ssm=24%2C128%2C1%2C128%2C4%2C256%2C1%2C1%2C0%2C0/);
   const count = await page.textContent('#param-count');
   const again = await openPage(browser, page.url());
@@ -421,7 +428,7 @@ test('a hybrid: Falcon-H1-7B from the list and from its config.json, its Mamba-2
   // A bad head split is refused in words.
   json.mamba_d_head = 100;
   await page.fill('#config-input', JSON.stringify(json));
-  assert.match(await page.textContent('#config-message'), /mamba_d_head: times mamba_n_heads must equal the inner width \(3072\)/);
+  await configSays(page, /mamba_d_head: times mamba_n_heads must equal the inner width \(3072\)/);
   assert.equal(await page.textContent('#param-count'), count);
   assert.deepEqual(problems, []);
   await context.close();

@@ -1,10 +1,8 @@
 // End-to-end: the trainer on the page (issue 37) — the Trainer select, the
 // configuration and Make it fit's rows as that trainer's file (`--emit`'s
-// output, copied), and, in a build with the `page-readers` feature
-// (`trunk build --release --features page-readers`, served with
-// MEMBUDGET_DIST), a trainer's config file dropped or pasted (read as
-// `--from` reads it). Without that feature the file tests are skipped,
-// saying so.
+// output, copied), and a trainer's config file dropped or pasted (read as
+// `--from` reads it, by the readers' wasm, which is fetched on the first
+// file and not before).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -51,13 +49,11 @@ optimizer:
   lr: 3e-4
 `;
 
-/** Skips `t` when the build has no file reader. */
-async function needsReader(t, page) {
-  if (await page.locator('#trainer-input').count() === 0) {
-    t.skip('this build has no file reader (build with --features page-readers)');
-    return false;
-  }
-  return true;
+/** The readers' files the page has requested so far. */
+function readersRequests(page) {
+  const seen = [];
+  page.on('request', (r) => { if (/\/readers(_bg\.wasm|\.js)$/.test(r.url())) seen.push(r.url()); });
+  return seen;
 }
 
 test('the Trainer select applies its defaults, the address keeps them, and the copied file is --emit\'s', async () => {
@@ -97,18 +93,21 @@ test('the Trainer select applies its defaults, the address keeps them, and the c
   await context.close();
 });
 
-test('a dropped torchtune recipe sets the figures, the address keeps them, and the copied file is --emit\'s', async (t) => {
+test('a dropped torchtune recipe sets the figures, the address keeps them, and the copied file is --emit\'s', async () => {
   const { page, problems, context } = await open('?mode=detailed');
-  if (!await needsReader(t, page)) { await context.close(); return; }
+  const fetched = readersRequests(page);
   const before = await bytes(page);
   await page.selectOption('#trainer-select', 'torchtune');
   await page.waitForFunction(() => /--trainer torchtune: that trainer's defaults/.test(document.querySelector('#trainer-message').textContent));
+  // The readers' wasm is fetched on the first file, not before.
+  assert.deepEqual(fetched, []);
   await page.evaluate((body) => {
     const dt = new DataTransfer();
     dt.items.add(new File([body], 'mine.yaml', { type: 'text/yaml' }));
     document.getElementById('trainer-input').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
   }, RECIPE);
   await page.waitForFunction(() => /read from mine\.yaml \(torchtune recipe\)/.test(document.querySelector('#trainer-message').textContent));
+  assert.equal(fetched.filter((u) => u.endsWith('readers_bg.wasm')).length, 1, fetched.join(' '));
   const said = await page.textContent('#trainer-message');
   assert.match(said, /batch_size=2 → --micro-batch 2/);
   assert.match(said, /ignored: .*optimizer\.lr=3e-4 \(a hyperparameter: no memory\)/);
@@ -136,9 +135,9 @@ test('a dropped torchtune recipe sets the figures, the address keeps them, and t
   await context.close();
 });
 
-test('a pasted DeepSpeed JSON sets ZeRO; a bad one is refused in words and changes nothing', async (t) => {
+test('a pasted DeepSpeed JSON sets ZeRO; a bad one is refused in words and changes nothing', async () => {
   const { page, problems, context } = await open('?mode=detailed');
-  if (!await needsReader(t, page)) { await context.close(); return; }
+  const fetched = readersRequests(page);
   await page.evaluate(() => { document.getElementById('trainer-input').closest('details').open = true; });
   await page.fill('#trainer-input', '{"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3}, "bf16": {"enabled": true}}');
   await page.waitForFunction(() => /read from pasted\.json \(DeepSpeed JSON\)/.test(document.querySelector('#trainer-message').textContent));
@@ -150,7 +149,24 @@ test('a pasted DeepSpeed JSON sets ZeRO; a bad one is refused in words and chang
   assert.equal(await page.textContent('#trainer-message'),
     'Not read: pasted.json: zero_optimization.stage: ZeRO stages are 0 to 3, got 7. Nothing was changed.');
   assert.equal(page.url(), set);
+  // Loaded once for both files.
+  assert.equal(fetched.filter((u) => u.endsWith('readers_bg.wasm')).length, 1, fetched.join(' '));
   assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('readers that cannot be fetched (offline before a first file) are said in words; nothing changes', async () => {
+  // (Blocking the service worker, so that the page's own route sees the request.)
+  const { page, context } = await openPage(browser, server.base + '?mode=detailed', { serviceWorkers: 'block' });
+  await page.route(/\/readers(_bg\.wasm|\.js)$/, (route) => route.abort());
+  const set = page.url();
+  await page.evaluate(() => { document.getElementById('trainer-input').closest('details').open = true; });
+  await page.fill('#trainer-input', '{"train_micro_batch_size_per_gpu": 1}');
+  await page.waitForFunction(() => document.querySelector('#trainer-message').classList.contains('invalid'));
+  assert.match(await page.textContent('#trainer-message'),
+    /^Not read: the file readers could not be loaded \(.*\); the command line reads it: membudget --from FILE\. Nothing was changed\.$/);
+  assert.equal(page.url(), set);
+  assert.equal(await page.locator('#panic-banner').count(), 0);
   await context.close();
 });
 
