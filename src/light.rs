@@ -28,7 +28,7 @@ use crate::canvas::{observe_size, paint, Surface};
 use crate::chart::{term_colour_hex, Bar, ChartSpec};
 use crate::number::show;
 use crate::state::{Mode, PageState};
-use crate::url::{decode_with, encode};
+use crate::url::{decode_lesson, encode_light};
 use std::cell::RefCell;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
@@ -55,11 +55,6 @@ fn take_over(module: &JsValue, query: &str) {
             not_loaded(&e);
         }
     }
-}
-
-/// Whether the light page can show `state` exactly as the full page would.
-fn shows(state: &PageState) -> bool {
-    state.mode == Mode::Lesson && state.baseline.is_none() && state.exercise.is_none()
 }
 
 /// The page's elements that change, and its state.
@@ -123,14 +118,14 @@ pub fn start() {
         .and_then(|w| w.location().search().ok())
         .unwrap_or_default();
     crate::app::panic::install_hook();
-    let decoded = decode_with(&query, browser_to_f64);
-    let state = decoded.state;
-    // Debug builds: `?debug_panic=1` is the full calculator's (see `crate::app`).
-    let debug_panic = cfg!(debug_assertions) && query.contains("debug_panic=1");
-    if !shows(&state) || !decoded.ignored.is_empty() || debug_panic {
+    // The lesson's keys alone, as the full page reads them; any other
+    // address (the detailed model, a baseline, an exercise, a value the full
+    // page would refuse or repair, and in debug builds `?debug_panic=1`,
+    // the full calculator's: see `crate::app`) is the full calculator's.
+    let Some(state) = decode_lesson(&query, browser_to_f64) else {
         hand_over(None, query.trim_start_matches('?').to_string());
         return;
-    }
+    };
     // The loader is an `async` module: the wasm may be ready before the
     // parser has reached the markup.
     if doc.ready_state() == "loading" {
@@ -462,7 +457,7 @@ fn wire_detailed(page: &Shared, radio: HtmlInputElement) {
         let (full, query) = {
             let mut page = pg.borrow_mut();
             page.state.mode = Mode::Detailed;
-            (page.full.take(), encode(&page.state))
+            (page.full.take(), encode_light(&page.state))
         };
         if full.is_some() {
             hand_over(full, query);
@@ -592,7 +587,11 @@ impl Page {
         text(&self.rounding, rounding_note(b, unit).unwrap_or_default());
         let mut full = s;
         full.embed = false;
-        attr(&self.open_full, "href", &format!("?{}", encode(&full)));
+        attr(
+            &self.open_full,
+            "href",
+            &format!("?{}", encode_light(&full)),
+        );
     }
 
     /// Draws the chart again (its box or the colour scheme changed).
@@ -625,7 +624,7 @@ impl Page {
             if p.pointer_down || typing || p.full.is_none() {
                 return;
             }
-            (p.full.take(), encode(&p.state))
+            (p.full.take(), encode_light(&p.state))
         };
         hand_over(full, query);
     }

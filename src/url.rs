@@ -264,6 +264,71 @@ const CHOICES: [Choice; 18] = [
     }),
 ];
 
+/// The keys the light lesson page reads ([`decode_lesson`]) into `state`:
+/// the five inputs (in the detailed model's ranges when `detailed_ranges`),
+/// `mixed`, the card and its memory, the unit, the sweep, `embed` and the
+/// step time's question. `None` for any other key.
+fn apply_lesson(
+    state: &mut PageState,
+    key: &str,
+    value: &str,
+    to_f64: ToF64,
+    detailed_ranges: bool,
+) -> Option<Result<(), String>> {
+    if let Some(field) = Field::ALL.into_iter().find(|f| f.key() == key) {
+        let set = field
+            .parse_in(value, to_f64, detailed_ranges)
+            .and_then(|v| state.config.with_in(field, v, detailed_ranges));
+        return Some(set.map(|c| state.config = c).map_err(|e| e.to_string()));
+    }
+    let done = match key {
+        "mixed" => parse_flag(value).map(|on| state.config.mixed_precision = on),
+        "gpu" => parse_gpu(value, to_f64).map(|gpu| state.gpu = Some(gpu)),
+        "card" => read_card(state, value),
+        "unit" => match value {
+            "gb" => Ok(Unit::Gb),
+            "gib" => Ok(Unit::Gib),
+            _ => Err("unit must be gb or gib".into()),
+        }
+        .map(|u| state.unit = u),
+        "sweep" => match value {
+            "batch" => Ok(SweepAxis::Batch),
+            "seq" => Ok(SweepAxis::SeqLen),
+            _ => Err("sweep must be batch or seq".into()),
+        }
+        .map(|a| state.sweep = a),
+        "embed" => parse_flag(value).map(|on| state.embed = on),
+        // The question the step time answers: the token budget and a
+        // GPU-hour's price.
+        "tokens" => {
+            parse_number(value, crate::state::TOKENS, to_f64).map(|t| state.tokens = Some(t))
+        }
+        "price" => parse_number(value, crate::state::PRICE, to_f64).map(|p| state.price = Some(p)),
+        _ => return None,
+    };
+    Some(done)
+}
+
+/// The light lesson page's reader (`src/light.rs`): the lesson's keys
+/// alone, each in the lesson's own range, and `mode=lesson`. `None` for an
+/// address it leaves to the full decoder, unread: any other key (the
+/// detailed model's, a baseline, an exercise, one [`decode`] ignores), or a
+/// value that [`decode`] would refuse or repair. When it reads the address,
+/// [`decode`] gives the same state and ignores nothing
+/// (`tests/state_props.rs`): the light page's wasm carries this reader and
+/// [`encode_light`] instead of the whole codec.
+pub fn decode_lesson(query: &str, to_f64: ToF64) -> Option<PageState> {
+    let query = query.strip_prefix('?').unwrap_or(query);
+    let mut state = PageState::default();
+    for (key, value) in form_urlencoded::parse(query.as_bytes()) {
+        if key == "mode" && value == "lesson" {
+            continue;
+        }
+        apply_lesson(&mut state, &key, &value, to_f64, false)?.ok()?;
+    }
+    Some(state.normalized())
+}
+
 /// Applies one pair to `state`; unknown keys are accepted and do nothing.
 /// The five inputs, the tables' settings and what takes a line or a small
 /// `match` are read here, every other key by its reader below (in this
@@ -271,17 +336,10 @@ const CHOICES: [Choice; 18] = [
 /// each with its own `match` and a "not mine" answer, cost the light
 /// page's wasm 0.4 KB; these cost next to nothing.)
 fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result<(), String> {
-    if let Some(field) = Field::ALL.into_iter().find(|f| f.key() == key) {
-        // The detailed model's ranges (its batch goes to 2²⁰): the mode may
-        // come later in the query; [`repair`] holds the lesson to its own.
-        let v = field
-            .parse_in(value, to_f64, true)
-            .map_err(|e| e.to_string())?;
-        state.config = state
-            .config
-            .with_in(field, v, true)
-            .map_err(|e| e.to_string())?;
-        return Ok(());
+    // The detailed model's ranges (its batch goes to 2²⁰): the mode may
+    // come later in the query; [`repair`] holds the lesson to its own.
+    if let Some(done) = apply_lesson(state, key, value, to_f64, true) {
+        return done;
     }
     let d = &mut state.detailed;
     if let Some(&(_, min, max, at)) = COUNTS.iter().find(|c| c.0 == key) {
@@ -296,32 +354,8 @@ fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result
         return set(d, value);
     }
     match key {
-        // The lesson's.
-        "mixed" => state.config.mixed_precision = parse_flag(value)?,
         "base" => state.baseline = Some(parse_config(value, to_f64)?),
-        // The page's.
-        "gpu" => state.gpu = Some(parse_gpu(value, to_f64)?),
-        "card" => return read_card(state, value),
-        "unit" => {
-            state.unit = match value {
-                "gb" => Unit::Gb,
-                "gib" => Unit::Gib,
-                _ => return Err("unit must be gb or gib".into()),
-            }
-        }
-        "sweep" => {
-            state.sweep = match value {
-                "batch" => SweepAxis::Batch,
-                "seq" => SweepAxis::SeqLen,
-                _ => return Err("sweep must be batch or seq".into()),
-            }
-        }
-        "embed" => state.embed = parse_flag(value)?,
         "ex" => return read_exercise(state, value),
-        // The question the step time answers: the token budget and a
-        // GPU-hour's price (the trainer's key, issue 37, joins them).
-        "tokens" => state.tokens = Some(parse_number(value, crate::state::TOKENS, to_f64)?),
-        "price" => state.price = Some(parse_number(value, crate::state::PRICE, to_f64)?),
         "mode" => {
             state.mode = match value {
                 "lesson" => Mode::Lesson,
@@ -655,6 +689,31 @@ fn parse_gpu(value: &str, to_f64: ToF64) -> Result<GpuCapacity, String> {
 /// `mixed` always, the rest only when they differ from the default.
 pub fn encode(state: &PageState) -> String {
     let mut out = form_urlencoded::Serializer::new(String::new());
+    encode_lesson(state, &mut out);
+    if state.mode == Mode::Detailed {
+        encode_detailed(state, &mut out);
+    }
+    out.finish()
+}
+
+/// The light lesson page's writer (`src/light.rs`): a state of the lesson's
+/// keys alone (as [`decode_lesson`] reads), and `mode=detailed` when the
+/// reader asks for the detailed model, which the full decoder then reads
+/// with the detailed model's defaults (the shape from the lesson's layers
+/// and hidden size). [`decode`] reads it back to the same state
+/// (`tests/state_props.rs`).
+pub fn encode_light(state: &PageState) -> String {
+    let mut out = form_urlencoded::Serializer::new(String::new());
+    encode_lesson(state, &mut out);
+    if state.mode == Mode::Detailed {
+        out.append_pair("mode", "detailed");
+    }
+    out.finish()
+}
+
+/// The lesson's and the page's keys, in this order: the five inputs and
+/// `mixed` always, the rest only when set or not the default.
+fn encode_lesson(state: &PageState, out: &mut Query<'_>) {
     for field in Field::ALL {
         out.append_pair(field.key(), &format_value(state.config.get(field)));
     }
@@ -694,10 +753,6 @@ pub fn encode(state: &PageState) -> String {
     if let Some(price) = state.price {
         out.append_pair("price", &format_value(price));
     }
-    if state.mode == Mode::Detailed {
-        encode_detailed(state, &mut out);
-    }
-    out.finish()
 }
 
 /// The query string being written.

@@ -3,10 +3,11 @@
 
 use membudget::budget::{estimate, Field, TrainingConfig};
 use membudget::detailed::{AttentionKernel, Overhead, PRESETS};
+use membudget::number::std_to_f64;
 use membudget::state::{
     max_fitting, DetailedOptions, Exercise, GpuCapacity, Mode, PageState, SweepAxis, Unit,
 };
-use membudget::url::{decode, encode};
+use membudget::url::{decode, decode_lesson, encode, encode_light};
 use proptest::prelude::*;
 
 mod common;
@@ -523,4 +524,93 @@ fn addresses_open_or_are_repaired_with_a_message() {
     s.set_mode(Mode::Lesson);
     assert_eq!(s.config.batch, 1024);
     assert!(s.config.validate().is_ok());
+}
+
+/// A state the light lesson page shows: the lesson's keys alone (no
+/// baseline, exercise or detailed model), with a card or a capacity and the
+/// step time's question.
+fn any_light_state() -> impl Strategy<Value = PageState> {
+    (
+        any_lesson_state(),
+        proptest::option::of(prop::sample::select(
+            membudget::detailed::time::hardware::MEMORY
+                .map(|(k, _)| k)
+                .to_vec(),
+        )),
+        proptest::option::of(1.0f64..=1e18),
+        proptest::option::of(0.0f64..=1e6),
+    )
+        .prop_map(|(mut s, card, tokens, price)| {
+            s.baseline = None;
+            s.exercise = None;
+            if let Some(c) = card {
+                s.choose_card(c);
+            }
+            s.tokens = tokens;
+            s.price = price;
+            s.normalized()
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(5_000))]
+
+    /// The light page's reader (`decode_lesson`) over random addresses:
+    /// where it reads one, the full decoder reads the same state and
+    /// ignores nothing, so the light page never shows what the full page
+    /// would not.
+    #[test]
+    fn the_light_page_reads_only_what_the_full_page_reads_alike(
+        pairs in prop::collection::vec((
+            prop::sample::select(vec!["params", "batch", "seq", "hidden", "layers", "mixed", "gpu", "card", "unit",
+                "sweep", "embed", "tokens", "price", "mode", "base", "ex", "model", "dp", "colour"]),
+            "[0-9]{1,5}|[0-9.]{1,6}(gb|gib)?|0|1|lesson|detailed|gb|gib|seq|batch|h100-sxm|a100-40gb|rtx-4090|llama-2-7b|1e9|-3|NaN",
+        ), 0..6),
+    ) {
+        let query: String = pairs.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("&");
+        if let Some(light) = decode_lesson(&query, std_to_f64) {
+            let full = decode(&query);
+            prop_assert!(full.ignored.is_empty(), "{query}: {:?}", full.ignored);
+            prop_assert_eq!(full.state, light, "{}", query);
+            prop_assert_eq!(light.mode, Mode::Lesson);
+        }
+    }
+
+    /// Every address of a state the light page shows, it reads; what it
+    /// writes is the full page's address, and its hand-over to the detailed
+    /// model opens the full page's detailed state.
+    #[test]
+    fn the_light_page_reads_and_writes_every_lesson_address(state in any_light_state()) {
+        let query = encode(&state);
+        prop_assert_eq!(&encode_light(&state), &query);
+        prop_assert_eq!(decode_lesson(&query, std_to_f64), Some(state), "{}", query);
+        let mut detailed = state;
+        detailed.mode = Mode::Detailed;
+        let opened = decode(&encode_light(&detailed));
+        prop_assert!(opened.ignored.is_empty(), "{:?}", opened.ignored);
+        prop_assert_eq!(opened.state, decode(&encode(&detailed)).state);
+        prop_assert_eq!(opened.state, detailed);
+    }
+}
+
+/// Addresses the light page leaves to the full decoder, unread: the
+/// detailed model's keys, a baseline, an exercise, a value refused or
+/// repaired, and keys the full decoder ignores without a word.
+#[test]
+fn the_light_page_hands_over_what_it_does_not_read() {
+    for query in [
+        "mode=detailed",
+        "model=llama-3.1-8b",
+        "base=7,4,2048,4096,32,1",
+        "ex=1",
+        "batch=2048",
+        "params=abc",
+        "utm_source=x",
+    ] {
+        assert_eq!(decode_lesson(query, std_to_f64), None, "{query}");
+    }
+    let read = decode_lesson("?params=13&mode=lesson&card=h100-sxm&unit=gib", std_to_f64).unwrap();
+    assert_eq!(read.config.params_b, 13.0);
+    assert_eq!(read.card, Some("h100-sxm"));
+    assert_eq!(read.unit, Unit::Gib);
 }
