@@ -11,18 +11,13 @@
 
 mod common;
 
-use membudget::detailed::{
-    estimate, Architecture, DetailedConfig, Mamba2, Recompute, Step, StepOptions,
-};
+use membudget::detailed::{estimate, Architecture, DetailedConfig, Mamba2, Recompute, Step};
 
 struct Row {
-    line: String,
-    cfg: DetailedConfig,
+    /// The fixture's line, the configuration and step, the measured peak.
+    m: common::Measured,
     n_params: u64,
     activations: f64,
-    opts: StepOptions,
-    peak: f64,
-    phase: String,
 }
 
 fn rows() -> Vec<Row> {
@@ -57,13 +52,15 @@ fn rows() -> Vec<Row> {
             }
             let opts = common::step_options(c[19], c[18] == "True");
             Row {
-                line: line.to_string(),
-                cfg,
+                m: common::Measured {
+                    line: line.to_string(),
+                    cfg,
+                    opts,
+                    peak: n(26) as f64,
+                    phase: c[27].to_string(),
+                },
                 n_params: n(20),
                 activations: n(21) as f64,
-                opts,
-                peak: n(26) as f64,
-                phase: c[27].to_string(),
             }
         })
         .collect()
@@ -74,10 +71,15 @@ fn hybrid_parameters_exact_and_saved_activations_within_five_percent() {
     let rows = rows();
     assert!(rows.len() >= 18);
     let mut worst: f64 = 0.0;
-    for r in rows.iter().filter(|r| r.opts.step == Step::First) {
-        assert_eq!(r.cfg.arch.params(), r.n_params, "{}: parameters", r.line);
+    for r in rows.iter().filter(|r| r.m.opts.step == Step::First) {
+        assert_eq!(
+            r.m.cfg.arch.params(),
+            r.n_params,
+            "{}: parameters",
+            r.m.line
+        );
         // One micro-batch's forward pass, without checkpointing.
-        let mut cfg = r.cfg;
+        let mut cfg = r.m.cfg;
         cfg.recompute = Recompute::None;
         let got = estimate(&cfg).unwrap().activations;
         let err = got / r.activations - 1.0;
@@ -85,16 +87,21 @@ fn hybrid_parameters_exact_and_saved_activations_within_five_percent() {
             "{:+.3} % ({:+.0} B) saved  {}",
             err * 100.0,
             got - r.activations,
-            r.line
+            r.m.line
         );
         worst = worst.max(err.abs());
-        assert!(err.abs() <= 0.05, "{}: {got} vs {}", r.line, r.activations);
+        assert!(
+            err.abs() <= 0.05,
+            "{}: {got} vs {}",
+            r.m.line,
+            r.activations
+        );
         // In fact to the byte but for the three 8-byte exp(A) copies
         // whose nodes autograd may already have freed.
         assert!(
             (got - r.activations).abs() <= 16.0,
             "{}: {got} vs {}",
-            r.line,
+            r.m.line,
             r.activations
         );
     }
@@ -104,14 +111,5 @@ fn hybrid_parameters_exact_and_saved_activations_within_five_percent() {
 #[test]
 fn hybrid_step_peak_within_five_percent_and_right_phase() {
     let rows = rows();
-    common::assert_peaks(
-        rows.iter().map(|r| common::MeasuredPeak {
-            line: &r.line,
-            cfg: &r.cfg,
-            opts: &r.opts,
-            peak: r.peak,
-            phase: &r.phase,
-        }),
-        0.05,
-    );
+    common::assert_peaks(rows.iter().map(|r| &r.m), 0.05);
 }

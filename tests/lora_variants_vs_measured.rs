@@ -10,18 +10,15 @@
 mod common;
 
 use membudget::detailed::config::LoraDtype;
-use membudget::detailed::{estimate, DetailedConfig, LoraTargets, Step, StepOptions};
+use membudget::detailed::{estimate, DetailedConfig, LoraTargets, Step};
 
 /// Rows the table must have.
 const MIN_ROWS: usize = 32;
 
 struct Row {
-    line: String,
-    cfg: DetailedConfig,
-    opts: StepOptions,
+    /// The fixture's line, the configuration and step, the measured peak.
+    m: common::Measured,
     values: [f64; 5],
-    peak: f64,
-    phase: String,
 }
 
 fn rows() -> Vec<Row> {
@@ -40,12 +37,14 @@ fn rows() -> Vec<Row> {
             cfg.lora_dtype = c[13].parse::<LoraDtype>().unwrap();
             cfg.lora_dropout = c[14].parse().unwrap();
             Row {
-                line: line.to_string(),
-                cfg,
-                opts: common::step_options(c[20], false),
+                m: common::Measured {
+                    line: line.to_string(),
+                    cfg,
+                    opts: common::step_options(c[20], false),
+                    peak: n(22) as f64,
+                    phase: c[23].to_string(),
+                },
                 values: [15, 16, 17, 18, 19].map(|i| n(i) as f64),
-                peak: n(22) as f64,
-                phase: c[23].to_string(),
             }
         })
         .collect()
@@ -58,29 +57,29 @@ fn states_exact_and_saved_bytes_within_5_percent() {
     let rows = rows();
     assert!(rows.len() >= MIN_ROWS);
     let mut worst: f64 = 0.0;
-    for r in rows.iter().filter(|r| r.opts.step == Step::First) {
+    for r in rows.iter().filter(|r| r.m.opts.step == Step::First) {
         let [trainable, params, grads, state, saved] = r.values;
-        let lora = r
-            .cfg
-            .arch
-            .lora_params(r.cfg.lora_rank.unwrap(), r.cfg.lora_targets);
-        assert_eq!(lora as f64, trainable, "{}", r.line);
-        let b = estimate(&r.cfg).unwrap();
-        assert_eq!(b.params, params, "{}: parameter bytes", r.line);
-        assert_eq!(b.grads, grads, "{}: gradient bytes", r.line);
-        assert_eq!(b.optimizer_state, state, "{}: AdamW bytes", r.line);
+        let lora =
+            r.m.cfg
+                .arch
+                .lora_params(r.m.cfg.lora_rank.unwrap(), r.m.cfg.lora_targets);
+        assert_eq!(lora as f64, trainable, "{}", r.m.line);
+        let b = estimate(&r.m.cfg).unwrap();
+        assert_eq!(b.params, params, "{}: parameter bytes", r.m.line);
+        assert_eq!(b.grads, grads, "{}: gradient bytes", r.m.line);
+        assert_eq!(b.optimizer_state, state, "{}: AdamW bytes", r.m.line);
         let err = b.activations / saved - 1.0;
         eprintln!(
             "{:+.3} % ({} B) {}",
             err * 100.0,
             b.activations - saved,
-            r.line
+            r.m.line
         );
         worst = worst.max(err.abs());
         assert!(
             err.abs() <= 0.05,
             "{}: {} vs {saved}",
-            r.line,
+            r.m.line,
             b.activations
         );
     }
@@ -91,16 +90,7 @@ fn states_exact_and_saved_bytes_within_5_percent() {
 #[test]
 fn peaks_within_5_percent_in_the_right_phase() {
     let rows = rows();
-    common::assert_peaks(
-        rows.iter().map(|r| common::MeasuredPeak {
-            line: &r.line,
-            cfg: &r.cfg,
-            opts: &r.opts,
-            peak: r.peak,
-            phase: &r.phase,
-        }),
-        0.05,
-    );
+    common::assert_peaks(rows.iter().map(|r| &r.m), 0.05);
 }
 
 /// bf16 adapters halve the adapters' states against PEFT's fp32 ones, and
@@ -155,9 +145,9 @@ fn table_lines() -> Vec<String> {
     rows()
         .iter()
         .map(|r| {
-            let c: Vec<&str> = r.line.split('\t').collect();
-            let t = membudget::detailed::timeline(&r.cfg, &r.opts).unwrap();
-            let b = estimate(&r.cfg).unwrap();
+            let c: Vec<&str> = r.m.line.split('\t').collect();
+            let t = membudget::detailed::timeline(&r.m.cfg, &r.m.opts).unwrap();
+            let b = estimate(&r.m.cfg).unwrap();
             format!(
                 "| {} L{} h{} s{} b{} {} {} r{} {} | {} | {} | {} | {:.3} MB | {:.3} MB | {:.2} MB | {:.2} MB | {:+.2} % |",
                 c[0],
@@ -174,9 +164,9 @@ fn table_lines() -> Vec<String> {
                 c[20],
                 r.values[4] / 1e6,
                 b.activations / 1e6,
-                r.peak / 1e6,
+                r.m.peak / 1e6,
                 t.peak_bytes() / 1e6,
-                (t.peak_bytes() / r.peak - 1.0) * 100.0,
+                (t.peak_bytes() / r.m.peak - 1.0) * 100.0,
             )
         })
         .collect()

@@ -13,14 +13,11 @@ mod common;
 use membudget::detailed::{estimate, timeline, DetailedConfig, Recompute, StepOptions};
 
 struct Row {
-    line: String,
+    /// The fixture's line, the configuration and step, the measured peak.
+    m: common::Measured,
     /// The configuration and step, without the mode.
     key: String,
-    cfg: DetailedConfig,
-    opts: StepOptions,
     live_start: f64,
-    peak: f64,
-    phase: String,
 }
 
 fn rows() -> Vec<Row> {
@@ -40,13 +37,15 @@ fn rows() -> Vec<Row> {
             cfg.optimizer_in_backward = c[13] == "bwd";
             assert_eq!(c[23], "1", "{line}: the two methods disagree");
             Row {
-                line: line.to_string(),
+                m: common::Measured {
+                    line: line.to_string(),
+                    cfg,
+                    opts: common::step_options(c[14], c[12] == "True"),
+                    peak: n(21) as f64,
+                    phase: c[22].to_string(),
+                },
                 key: format!("{} step {}", c[..13].join(" "), c[14]),
-                cfg,
-                opts: common::step_options(c[14], c[12] == "True"),
                 live_start: n(16) as f64,
-                peak: n(21) as f64,
-                phase: c[22].to_string(),
             }
         })
         .collect()
@@ -57,17 +56,13 @@ fn rows() -> Vec<Row> {
 #[test]
 fn peaks_within_5_percent_in_the_right_phase() {
     let rows = rows();
-    assert!(rows.iter().filter(|r| r.cfg.optimizer_in_backward).count() >= 20);
-    common::assert_peaks(
-        rows.iter().map(|r| common::MeasuredPeak {
-            line: &r.line,
-            cfg: &r.cfg,
-            opts: &r.opts,
-            peak: r.peak,
-            phase: &r.phase,
-        }),
-        0.05,
+    assert!(
+        rows.iter()
+            .filter(|r| r.m.cfg.optimizer_in_backward)
+            .count()
+            >= 20
     );
+    common::assert_peaks(rows.iter().map(|r| &r.m), 0.05);
 }
 
 /// A later step starts with the same bytes in both modes (weights and
@@ -76,15 +71,20 @@ fn peaks_within_5_percent_in_the_right_phase() {
 #[test]
 fn a_later_step_starts_with_weights_and_state_only() {
     for r in rows().iter().filter(|r| r.key.ends_with("step 2")) {
-        let b = estimate(&r.cfg).unwrap();
+        let b = estimate(&r.m.cfg).unwrap();
         let start = b.params + b.optimizer_state;
         assert!(
             (start / r.live_start - 1.0).abs() < 1e-3,
             "{}: {start} vs {}",
-            r.line,
+            r.m.line,
             r.live_start
         );
-        assert_eq!(b.grads == 0.0, r.cfg.optimizer_in_backward, "{}", r.line);
+        assert_eq!(
+            b.grads == 0.0,
+            r.m.cfg.optimizer_in_backward,
+            "{}",
+            r.m.line
+        );
     }
 }
 
@@ -94,18 +94,18 @@ fn a_later_step_starts_with_weights_and_state_only() {
 fn the_saving_is_the_measured_one() {
     let rows = rows();
     let mut compared = 0;
-    for usual in rows.iter().filter(|r| !r.cfg.optimizer_in_backward) {
+    for usual in rows.iter().filter(|r| !r.m.cfg.optimizer_in_backward) {
         let bwd = rows
             .iter()
-            .find(|r| r.cfg.optimizer_in_backward && r.key == usual.key)
+            .find(|r| r.m.cfg.optimizer_in_backward && r.key == usual.key)
             .unwrap();
-        let peak = |r: &Row| timeline(&r.cfg, &r.opts).unwrap().peak_bytes();
+        let peak = |r: &Row| timeline(&r.m.cfg, &r.m.opts).unwrap().peak_bytes();
         let model = peak(usual) - peak(bwd);
-        let measured = usual.peak - bwd.peak;
+        let measured = usual.m.peak - bwd.m.peak;
         assert!(
-            (model - measured).abs() < 0.05 * usual.peak,
+            (model - measured).abs() < 0.05 * usual.m.peak,
             "{}: saves {model} modelled, {measured} measured",
-            usual.line
+            usual.m.line
         );
         compared += 1;
     }
@@ -197,16 +197,16 @@ fn it_lowers_an_update_peak_and_round_trips() {
 /// backward, measured and modelled.
 fn table_lines() -> Vec<String> {
     let rows = rows();
-    let peak = |r: &Row| timeline(&r.cfg, &r.opts).unwrap().peak_bytes();
+    let peak = |r: &Row| timeline(&r.m.cfg, &r.m.opts).unwrap().peak_bytes();
     rows.iter()
-        .filter(|r| !r.cfg.optimizer_in_backward)
+        .filter(|r| !r.m.cfg.optimizer_in_backward)
         .map(|usual| {
             let bwd = rows
                 .iter()
-                .find(|r| r.cfg.optimizer_in_backward && r.key == usual.key)
+                .find(|r| r.m.cfg.optimizer_in_backward && r.key == usual.key)
                 .unwrap();
-            let c: Vec<&str> = usual.line.split('\t').collect();
-            let (mu, pu, mb, pb) = (usual.peak, peak(usual), bwd.peak, peak(bwd));
+            let c: Vec<&str> = usual.m.line.split('\t').collect();
+            let (mu, pu, mb, pb) = (usual.m.peak, peak(usual), bwd.m.peak, peak(bwd));
             format!(
                 "| {} L{} h{} V{}k s{} b{} {} {}{} {} | {} | {:.1} MB ({}) | {:.1} MB | {:+.2} % | {:.1} MB ({}) | {:.1} MB | {:+.2} % | {:.1} MB | {:.1} MB |",
                 c[0],
@@ -221,11 +221,11 @@ fn table_lines() -> Vec<String> {
                 if c[12] == "True" { "foreach" } else { "loop" },
                 c[14],
                 mu / 1e6,
-                usual.phase,
+                usual.m.phase,
                 pu / 1e6,
                 (pu / mu - 1.0) * 100.0,
                 mb / 1e6,
-                bwd.phase,
+                bwd.m.phase,
                 pb / 1e6,
                 (pb / mb - 1.0) * 100.0,
                 (mu - mb) / 1e6,

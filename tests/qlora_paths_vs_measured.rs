@@ -14,21 +14,16 @@ mod common;
 
 use membudget::detailed::config::LoraDtype;
 use membudget::detailed::memory::quant::quantized_base_on;
-use membudget::detailed::{
-    estimate, BaseQuant, DetailedConfig, LoraTargets, QuantPath, Step, StepOptions,
-};
+use membudget::detailed::{estimate, BaseQuant, DetailedConfig, LoraTargets, QuantPath, Step};
 
 /// Rows the table must have: 2 shapes × 4 paths × 2 steps.
 const ROWS: usize = 16;
 
 struct Row {
-    line: String,
-    cfg: DetailedConfig,
-    opts: StepOptions,
+    /// The fixture's line, the configuration and step, the measured peak.
+    m: common::Measured,
     /// trainable, base bytes, adapter bytes, AdamW bytes, saved bytes.
     values: [f64; 5],
-    peak: f64,
-    phase: String,
 }
 
 fn rows() -> Vec<Row> {
@@ -52,12 +47,14 @@ fn rows() -> Vec<Row> {
                 LoraDtype::Bf16
             };
             Row {
-                line: line.to_string(),
-                cfg,
-                opts: common::step_options(c[16], false),
+                m: common::Measured {
+                    line: line.to_string(),
+                    cfg,
+                    opts: common::step_options(c[16], false),
+                    peak: n(18) as f64,
+                    phase: c[19].to_string(),
+                },
                 values: [11, 12, 13, 14, 15].map(|i| n(i) as f64),
-                peak: n(18) as f64,
-                phase: c[19].to_string(),
             }
         })
         .collect()
@@ -69,29 +66,29 @@ fn rows() -> Vec<Row> {
 fn base_exact_and_saved_bytes_within_5_percent() {
     let rows = rows();
     let mut worst: f64 = 0.0;
-    for r in rows.iter().filter(|r| r.opts.step == Step::First) {
+    for r in rows.iter().filter(|r| r.m.opts.step == Step::First) {
         let [trainable, base, adapters, state, saved] = r.values;
-        let c = &r.cfg;
+        let c = &r.m.cfg;
         let lora = c.arch.lora_params(c.lora_rank.unwrap(), c.lora_targets);
-        assert_eq!(lora as f64, trainable, "{}", r.line);
+        assert_eq!(lora as f64, trainable, "{}", r.m.line);
         let (q, rest) = quantized_base_on(&c.arch, c.base_quant, c.quant_path, 2).unwrap();
-        assert_eq!((q + rest) as f64, base, "{}: frozen base bytes", r.line);
+        assert_eq!((q + rest) as f64, base, "{}: frozen base bytes", r.m.line);
         let b = estimate(c).unwrap();
-        assert_eq!(b.params, base + adapters, "{}: parameter bytes", r.line);
-        assert_eq!(b.grads, adapters, "{}: gradient bytes", r.line);
-        assert_eq!(b.optimizer_state, state, "{}: AdamW bytes", r.line);
+        assert_eq!(b.params, base + adapters, "{}: parameter bytes", r.m.line);
+        assert_eq!(b.grads, adapters, "{}: gradient bytes", r.m.line);
+        assert_eq!(b.optimizer_state, state, "{}: AdamW bytes", r.m.line);
         let err = b.activations / saved - 1.0;
         eprintln!(
             "{:+.3} % ({} B) {}",
             err * 100.0,
             b.activations - saved,
-            r.line
+            r.m.line
         );
         worst = worst.max(err.abs());
         assert!(
             err.abs() <= 0.05,
             "{}: {} vs {saved}",
-            r.line,
+            r.m.line,
             b.activations
         );
     }
@@ -103,16 +100,7 @@ fn base_exact_and_saved_bytes_within_5_percent() {
 #[test]
 fn peaks_within_5_percent_in_the_right_phase() {
     let rows = rows();
-    common::assert_peaks(
-        rows.iter().map(|r| common::MeasuredPeak {
-            line: &r.line,
-            cfg: &r.cfg,
-            opts: &r.opts,
-            peak: r.peak,
-            phase: &r.phase,
-        }),
-        0.05,
-    );
+    common::assert_peaks(rows.iter().map(|r| &r.m), 0.05);
 }
 
 /// On Llama 3.1 8B: PEFT's fp32 casts cost 2 bytes more per unquantized
@@ -186,9 +174,9 @@ fn table_lines() -> Vec<String> {
     rows()
         .iter()
         .map(|r| {
-            let c: Vec<&str> = r.line.split('\t').collect();
-            let t = membudget::detailed::timeline(&r.cfg, &r.opts).unwrap();
-            let b = estimate(&r.cfg).unwrap();
+            let c: Vec<&str> = r.m.line.split('\t').collect();
+            let t = membudget::detailed::timeline(&r.m.cfg, &r.m.opts).unwrap();
+            let b = estimate(&r.m.cfg).unwrap();
             format!(
                 "| {} | L{} h{} s{} b{} r{} {} | {} | {:.3} MB | {:.3} MB | {:.3} MB | {:.3} MB | {:.2} MB | {:.2} MB | {:+.2} % | {} |",
                 c[0],
@@ -203,10 +191,10 @@ fn table_lines() -> Vec<String> {
                 (b.params - r.values[2]) / 1e6,
                 r.values[4] / 1e6,
                 b.activations / 1e6,
-                r.peak / 1e6,
+                r.m.peak / 1e6,
                 t.peak_bytes() / 1e6,
-                (t.peak_bytes() / r.peak - 1.0) * 100.0,
-                r.phase,
+                (t.peak_bytes() / r.m.peak - 1.0) * 100.0,
+                r.m.phase,
             )
         })
         .collect()

@@ -10,17 +10,14 @@
 
 mod common;
 
-use membudget::detailed::{estimate, timeline, DetailedConfig, Recompute, StepOptions};
+use membudget::detailed::{estimate, timeline, DetailedConfig, Recompute};
 
 struct Row {
-    line: String,
-    cfg: DetailedConfig,
+    /// The fixture's line, the configuration and step, the measured peak.
+    m: common::Measured,
     n_params: u64,
-    opts: StepOptions,
     live_start: f64,
     after_forward: f64,
-    peak: f64,
-    phase: String,
 }
 
 fn rows() -> Vec<Row> {
@@ -41,14 +38,16 @@ fn rows() -> Vec<Row> {
                 _ => Recompute::Full,
             };
             Row {
-                line: line.to_string(),
-                cfg,
+                m: common::Measured {
+                    line: line.to_string(),
+                    cfg,
+                    opts: common::step_options(c[14], c[12] == "True"),
+                    peak: n(21) as f64,
+                    phase: c[22].to_string(),
+                },
                 n_params: n(15),
-                opts: common::step_options(c[14], c[12] == "True"),
                 live_start: n(16) as f64,
                 after_forward: n(17) as f64,
-                peak: n(21) as f64,
-                phase: c[22].to_string(),
             }
         })
         .collect()
@@ -64,25 +63,30 @@ fn per_op_cache_is_exact() {
     let mut compared = 0;
     for op in rows
         .iter()
-        .filter(|r| r.cfg.recompute == Recompute::SelectiveOp)
+        .filter(|r| r.m.cfg.recompute == Recompute::SelectiveOp)
     {
-        assert_eq!(op.cfg.arch.params(), op.n_params, "{}: parameters", op.line);
+        assert_eq!(
+            op.m.cfg.arch.params(),
+            op.n_params,
+            "{}: parameters",
+            op.m.line
+        );
         let full = rows
             .iter()
             .find(|f| {
-                f.cfg.recompute == Recompute::Full
-                    && f.opts.step == op.opts.step
+                f.m.cfg.recompute == Recompute::Full
+                    && f.m.opts.step == op.m.opts.step
                     && DetailedConfig {
                         recompute: Recompute::SelectiveOp,
-                        ..f.cfg
-                    } == op.cfg
+                        ..f.m.cfg
+                    } == op.m.cfg
             })
             .expect("its whole-layer row");
-        assert_eq!(op.live_start, full.live_start, "{}", op.line);
+        assert_eq!(op.live_start, full.live_start, "{}", op.m.line);
         let measured = op.after_forward - full.after_forward;
         let model =
-            estimate(&op.cfg).unwrap().activations - estimate(&full.cfg).unwrap().activations;
-        assert_eq!(model, measured, "{}", op.line);
+            estimate(&op.m.cfg).unwrap().activations - estimate(&full.m.cfg).unwrap().activations;
+        assert_eq!(model, measured, "{}", op.m.line);
         assert!(measured > 0.0);
         compared += 1;
     }
@@ -92,16 +96,7 @@ fn per_op_cache_is_exact() {
 #[test]
 fn per_op_step_peak_within_five_percent_and_right_phase() {
     let rows = rows();
-    common::assert_peaks(
-        rows.iter().map(|r| common::MeasuredPeak {
-            line: &r.line,
-            cfg: &r.cfg,
-            opts: &r.opts,
-            peak: r.peak,
-            phase: &r.phase,
-        }),
-        0.05,
-    );
+    common::assert_peaks(rows.iter().map(|r| &r.m), 0.05);
 }
 
 /// The rows of docs/validation.md's table, from the fixture and the model.
@@ -109,16 +104,16 @@ fn table_lines() -> Vec<String> {
     rows()
         .iter()
         .map(|r| {
-            let c: Vec<&str> = r.line.split('\t').collect();
-            let t = timeline(&r.cfg, &r.opts).unwrap();
-            let cache = if r.cfg.recompute == Recompute::SelectiveOp {
+            let c: Vec<&str> = r.m.line.split('\t').collect();
+            let t = timeline(&r.m.cfg, &r.m.opts).unwrap();
+            let cache = if r.m.cfg.recompute == Recompute::SelectiveOp {
                 let full = DetailedConfig {
                     recompute: Recompute::Full,
-                    ..r.cfg
+                    ..r.m.cfg
                 };
                 format!(
                     "{:.3} MB",
-                    (estimate(&r.cfg).unwrap().activations - estimate(&full).unwrap().activations)
+                    (estimate(&r.m.cfg).unwrap().activations - estimate(&full).unwrap().activations)
                         / 1e6
                 )
             } else {
@@ -140,10 +135,10 @@ fn table_lines() -> Vec<String> {
                 if c[12] == "True" { ", foreach" } else { "" },
                 if c[13] == "op" { "per-operator" } else { "full" },
                 c[14],
-                r.peak / 1e6,
+                r.m.peak / 1e6,
                 t.peak_bytes() / 1e6,
-                100.0 * (t.peak_bytes() / r.peak - 1.0),
-                r.phase
+                100.0 * (t.peak_bytes() / r.m.peak - 1.0),
+                r.m.phase
             )
         })
         .collect()

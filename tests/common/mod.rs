@@ -225,23 +225,23 @@ pub fn step_options(step: &str, foreach: bool) -> membudget::detailed::StepOptio
     }
 }
 
-/// One measured step's peak: the fixture's line, the configuration and step
-/// the model prices, and the measured peak and its phase.
-pub struct MeasuredPeak<'a> {
-    pub line: &'a str,
-    pub cfg: &'a membudget::detailed::DetailedConfig,
-    pub opts: &'a membudget::detailed::StepOptions,
+/// One measured step: the fixture's line, the configuration and step the
+/// model prices, and the measured peak and its phase.
+pub struct Measured {
+    pub line: String,
+    pub cfg: membudget::detailed::DetailedConfig,
+    pub opts: membudget::detailed::StepOptions,
     pub peak: f64,
-    pub phase: &'a str,
+    pub phase: String,
 }
 
 /// Asserts that the timeline's peak is within `tolerance` of each measured
 /// one, in its phase; prints every row's error and the worst.
-pub fn assert_peaks<'a>(rows: impl IntoIterator<Item = MeasuredPeak<'a>>, tolerance: f64) {
+pub fn assert_peaks<'a>(rows: impl IntoIterator<Item = &'a Measured>, tolerance: f64) {
     let mut failures = Vec::new();
     let mut worst: f64 = 0.0;
     for r in rows {
-        let t = membudget::detailed::memory::timeline(r.cfg, r.opts).unwrap();
+        let t = membudget::detailed::memory::timeline(&r.cfg, &r.opts).unwrap();
         let err = t.peak_bytes() / r.peak - 1.0;
         let phase = t.peak_event().phase.name();
         eprintln!(
