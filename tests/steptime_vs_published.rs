@@ -7,7 +7,7 @@
 use membudget::detailed::time::hardware::gpu;
 use membudget::detailed::time::steptime::{step_time, Cluster, Efficiency, StepTime};
 use membudget::detailed::{
-    preset, Architecture, AttentionKernel, DetailedConfig, Framework, Overlap, Parallelism,
+    preset, Architecture, AttentionKernel, DetailedConfig, Fp8, Framework, Overlap, Parallelism,
     Profile, Recompute,
 };
 
@@ -43,6 +43,20 @@ fn arch(spec: &str) -> Architecture {
             a
         }
         "llama" => Architecture::llama(n(1), n(2), n(3), n(4), n(5), n(6)),
+        // Qwen3-235B-A22B (`Qwen/Qwen3-235B-A22B` config.json): Qwen3-30B-A3B's
+        // layer with 94 layers, h 4096, 64 query and 4 key/value heads of
+        // 128, 128 experts (top 8) of 1,536.
+        "qwen3-235b-a22b" => {
+            let mut a = preset("qwen3-30b-a3b").unwrap().arch;
+            a.layers = 94;
+            a.hidden = 4096;
+            a.heads = 64;
+            a.ffn = 12288;
+            if let Some(m) = a.moe.as_mut() {
+                m.expert_ffn = 1536;
+            }
+            a
+        }
         name => preset(name).unwrap().arch,
     }
 }
@@ -62,13 +76,16 @@ pub fn rows() -> Vec<Row> {
             let a = arch(c[1]);
             let (gpus, seq, micro, batch, tp, pp, vp) =
                 (num(3), num(4), num(5), num(6), num(7), num(8), num(9));
+            let (cp, ep) = (num(21), num(22));
             let mut cfg = DetailedConfig::new(a, seq, batch);
             cfg.micro_batch = Some(micro);
             cfg.parallel = Parallelism {
-                dp: gpus / (tp * pp),
+                dp: gpus / (tp * pp * cp),
                 tp,
                 pp,
                 vp,
+                cp,
+                ep,
                 sp: c[10] == "1",
                 zero: num(11) as u8,
                 dp_shard: (num(18) > 0).then(|| num(18)),
@@ -86,6 +103,11 @@ pub fn rows() -> Vec<Row> {
                 AttentionKernel::Eager
             };
             cfg.dropout = c[14] == "1";
+            cfg.fp8 = match c[23] {
+                "te" => Fp8::Te,
+                "te-mxfp8" => Fp8::TeMxfp8,
+                _ => Fp8::None,
+            };
             // Megatron-LM as the 2021–22 papers ran it: no Megatron-Core
             // overlaps (its `train_step` reduced the gradients after
             // `forward_backward_func`; userbuffers came with Transformer
@@ -134,7 +156,7 @@ pub fn rows() -> Vec<Row> {
             Row {
                 source: c[0].to_string(),
                 label: format!(
-                    "{} s{} {}×{} mb{} tp{} pp{}{} z{}{} {}{}",
+                    "{} s{} {}×{} mb{} tp{} pp{}{} z{}{} {}{}{}",
                     c[1],
                     seq,
                     gpus,
@@ -154,7 +176,13 @@ pub fn rows() -> Vec<Row> {
                         String::new()
                     },
                     c[12],
-                    if c[10] == "1" { " sp" } else { "" }
+                    if c[10] == "1" { " sp" } else { "" },
+                    [(cp, "cp"), (ep, "ep")]
+                        .iter()
+                        .filter(|(n, _)| *n > 1)
+                        .map(|(n, k)| format!(" {k}{n}"))
+                        .chain((c[23] != "none").then(|| format!(" {}", c[23])))
+                        .collect::<String>()
                 ),
                 cfg,
                 measured,
@@ -191,7 +219,7 @@ const BOUNDED: [&str; 4] = ["mpt", "korthikanti", "narayanan", "torchtitan"];
 /// Every source, in the order docs/steptime.md shows them: the bounded
 /// ones, then IBM's (whose 7B and 13B rows the model runs fast, see
 /// docs/steptime.md) and the H100 rows.
-const SOURCES: [&str; 7] = [
+const SOURCES: [&str; 13] = [
     "mpt",
     "korthikanti",
     "narayanan",
@@ -199,6 +227,12 @@ const SOURCES: [&str; 7] = [
     "ibm",
     "mpt-h100",
     "ibm-h100",
+    "mbridge-h100",
+    "mbridge-b200",
+    "mbridge-b300",
+    "mbridge-gb200",
+    "mbridge-gb300",
+    "moe-zoo-h100",
 ];
 
 /// Median and worst absolute error of one source's rows.

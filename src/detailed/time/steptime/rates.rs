@@ -143,6 +143,33 @@ impl Rates {
         gbps * 1e9 * self.eff.link
     }
 
+    /// Seconds for an all-to-all in which each GPU of a group of `n` (stride
+    /// `stride` in the rank order) sends `bytes` to the other members, an
+    /// equal share to each. Unlike a ring, an all-to-all's traffic between
+    /// nodes does not pass along NVLink to be shared by the node's NICs:
+    /// NCCL runs it as one send and one receive per pair of GPUs
+    /// (`ncclGroupStart`, `ncclSend`/`ncclRecv`, NCCL's user guide,
+    /// "Point-to-point communication", all-to-all), so the share bound for
+    /// members on other nodes leaves through the sender's own NIC, at the
+    /// network's rate per GPU, while the share for members on its own node
+    /// crosses NVLink; both run at once. DeepSeek-AI 2024 (DeepSeek-V3
+    /// technical report, §3.2.2) bounds its cross-node expert dispatch the
+    /// same way, by the per-GPU InfiniBand rate (50 GB/s against NVLink's
+    /// 160 GB/s).
+    pub fn all_to_all(&self, bytes: f64, n: u64, stride: u64) -> f64 {
+        if n <= 1 {
+            return 0.0;
+        }
+        let (gpu, gpn) = (&self.gpu, self.gpus_per_node);
+        let local = (gpn / stride.max(1)).clamp(1, n);
+        let peers = (n - 1) as f64;
+        let off_node = (n - local) as f64 / peers;
+        let on_node = (local - 1) as f64 / peers;
+        let nvlink = gpu.intra_node_gbps * 1e9 * self.eff.link;
+        let nic = gpu.inter_node_gbps.min(gpu.intra_node_gbps) * 1e9 * self.eff.link;
+        (bytes * on_node / nvlink).max(bytes * off_node / nic.max(1.0))
+    }
+
     /// Bytes/s over PCIe between the GPU and the host.
     pub fn pcie(&self) -> f64 {
         self.gpu.pcie_gbps * 1e9 * self.eff.link
