@@ -290,6 +290,38 @@ fn bounded_sources_within_bounds() {
     assert!(rows.len() >= 25);
 }
 
+/// The Hopper and Blackwell sources of Megatron-Core's recipes (issue 35,
+/// item 6), each held at what the model meets today (median, worst
+/// absolute error; docs/steptime.md says which rows miss and why): a
+/// change that worsens one fails. The issue's target on its held-out rows
+/// is median ≤ 8 % and worst ≤ 35 %; the dense Llama rows of all five
+/// cards are held to it together.
+#[test]
+fn recipe_sources_within_their_bounds() {
+    let rows = rows();
+    for (source, n, median, worst) in [
+        ("mbridge-h100", 3, 0.40, 3.83),
+        ("mbridge-b200", 4, 0.09, 2.17),
+        ("mbridge-b300", 2, 0.40, 0.71),
+        ("mbridge-gb200", 6, 0.23, 0.80),
+        ("mbridge-gb300", 6, 0.06, 0.46),
+        ("moe-zoo-h100", 1, 0.12, 0.12),
+    ] {
+        let (rows_n, med, wst) = summary(&rows, source);
+        assert_eq!(rows_n, n, "{source}");
+        assert!(med <= median, "{source}: median {:.1} %", 100.0 * med);
+        assert!(wst <= worst, "{source}: worst {:.1} %", 100.0 * wst);
+    }
+    let dense: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.source.starts_with("mbridge-") && r.label.starts_with("llama"))
+        .map(|r| r.error().abs())
+        .collect();
+    assert_eq!(dense.len(), 11);
+    let worst = dense.iter().cloned().fold(0.0, f64::max);
+    assert!(median(dense) <= 0.08 && worst <= 0.35);
+}
+
 /// Each source's figures as docs/steptime.md prints them.
 #[test]
 fn docs_show_the_code_s_figures() {
