@@ -1,6 +1,7 @@
 //! The step-time model against published training throughputs
 //! (`tests/fixtures/published_throughput.tsv`, written by
-//! `published_throughput.py` from five independent publications): one set
+//! `published_throughput.py` from independent publications and, for
+//! Hopper and Blackwell, NVIDIA's own recipe tables): one set
 //! of efficiencies ([`Efficiency::default`]) for every row, each source's
 //! rows checked on their own.
 
@@ -151,6 +152,20 @@ pub fn rows() -> Vec<Row> {
                     let per_token = 96.0 * l * h * h * (1.0 + s / (6.0 * h) + v / (16.0 * l * h));
                     published * 1e12 / per_token
                 }
+                // Model teraFLOP/s per GPU counted as Megatron-LM's
+                // `num_floating_point_operations` (megatron/training/
+                // training.py, v0.8–v0.9): 12·B·s·l·h²·((1 + g/a + s/h)
+                // + (f/h)·k·3/2 + V/(2lh)) per iteration, f the expert's
+                // width and k the experts a token is routed to.
+                "tflops/gpu-megatron" => {
+                    let (l, h, s, v) =
+                        (a.layers as f64, a.hidden as f64, seq as f64, a.vocab as f64);
+                    let (f, k) = a.moe.map_or((a.ffn, 1), |m| (m.expert_ffn, m.top_k));
+                    let attention = 1.0 + a.kv_heads as f64 / a.heads as f64 + s / h;
+                    let mlp = f as f64 / h * k as f64 * 1.5;
+                    let per_token = 12.0 * l * h * h * (attention + mlp + v / (2.0 * l * h));
+                    published * 1e12 / per_token
+                }
                 unit => panic!("unknown unit {unit}"),
             };
             Row {
@@ -219,7 +234,7 @@ const BOUNDED: [&str; 4] = ["mpt", "korthikanti", "narayanan", "torchtitan"];
 /// Every source, in the order docs/steptime.md shows them: the bounded
 /// ones, then IBM's (whose 7B and 13B rows the model runs fast, see
 /// docs/steptime.md) and the H100 rows.
-const SOURCES: [&str; 13] = [
+const SOURCES: [&str; 14] = [
     "mpt",
     "korthikanti",
     "narayanan",
@@ -233,6 +248,7 @@ const SOURCES: [&str; 13] = [
     "mbridge-gb200",
     "mbridge-gb300",
     "moe-zoo-h100",
+    "mcore-moe",
 ];
 
 /// Median and worst absolute error of one source's rows.
@@ -306,6 +322,7 @@ fn recipe_sources_within_their_bounds() {
         ("mbridge-gb200", 6, 0.23, 0.80),
         ("mbridge-gb300", 6, 0.06, 0.46),
         ("moe-zoo-h100", 1, 0.12, 0.12),
+        ("mcore-moe", 1, 0.06, 0.06),
     ] {
         let (rows_n, med, wst) = summary(&rows, source);
         assert_eq!(rows_n, n, "{source}");
