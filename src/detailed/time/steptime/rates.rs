@@ -194,4 +194,32 @@ mod tests {
         let narrow = gemm(8192.0, 512.0, 512.0, peak, bw) / (8192.0 * 512.0 * 512.0);
         assert!(narrow > 1.2 * wide);
     }
+
+    /// An all-to-all inside a node runs at NVLink's rate; one over eight
+    /// nodes sends 56 of its 63 shares through the GPU's own NIC, not the
+    /// node's eight NICs together as a ring would.
+    #[test]
+    fn all_to_all_leaves_through_the_sender_s_nic() {
+        use super::{Cluster, Efficiency, Rates};
+        use crate::detailed::config::DetailedConfig;
+        use crate::detailed::model::preset;
+        use crate::detailed::time::hardware::gpu;
+        let h100 = gpu("h100-sxm").unwrap();
+        let cfg = DetailedConfig::new(preset("mixtral-8x7b").unwrap().arch, 4096, 8);
+        let eff = Efficiency::for_gpu(&h100);
+        let r = Rates::new(&cfg, &Cluster::new(h100, 8), &eff);
+        let (bytes, link) = (1e9, eff.link);
+        let inside = r.all_to_all(bytes, 8, 1);
+        assert!((inside - bytes / (h100.intra_node_gbps * 1e9 * link)).abs() < 1e-12);
+        let across = r.all_to_all(bytes, 64, 1);
+        let nic = bytes * 56.0 / 63.0 / (h100.inter_node_gbps * 1e9 * link);
+        assert!((across - nic).abs() < 1e-12);
+        // A ring's rate, the node's NICs shared, was 7 times faster.
+        assert!(across > 5.0 * bytes / r.link(64, 1));
+        // A stride of 2 (expert tensor parallelism 2) puts 4 members in a node.
+        let strided = r.all_to_all(bytes, 8, 2);
+        let off = bytes * 4.0 / 7.0 / (h100.inter_node_gbps * 1e9 * link);
+        assert!((strided - off).abs() < 1e-12);
+        assert_eq!(r.all_to_all(bytes, 1, 1), 0.0);
+    }
 }
