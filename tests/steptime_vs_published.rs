@@ -1,13 +1,14 @@
 //! The step-time model against published training throughputs
 //! (`tests/fixtures/published_throughput.tsv`, written by
-//! `published_throughput.py` from five independent publications): one set
+//! `published_throughput.py` from independent publications and, for
+//! Hopper and Blackwell, NVIDIA's own recipe tables): one set
 //! of efficiencies ([`Efficiency::default`]) for every row, each source's
 //! rows checked on their own.
 
 use membudget::detailed::time::hardware::gpu;
 use membudget::detailed::time::steptime::{step_time, Cluster, Efficiency, StepTime};
 use membudget::detailed::{
-    preset, Architecture, AttentionKernel, DetailedConfig, Framework, Overlap, Parallelism,
+    preset, Architecture, AttentionKernel, DetailedConfig, Fp8, Framework, Overlap, Parallelism,
     Profile, Recompute,
 };
 
@@ -43,6 +44,20 @@ fn arch(spec: &str) -> Architecture {
             a
         }
         "llama" => Architecture::llama(n(1), n(2), n(3), n(4), n(5), n(6)),
+        // Qwen3-235B-A22B (`Qwen/Qwen3-235B-A22B` config.json): Qwen3-30B-A3B's
+        // layer with 94 layers, h 4096, 64 query and 4 key/value heads of
+        // 128, 128 experts (top 8) of 1,536.
+        "qwen3-235b-a22b" => {
+            let mut a = preset("qwen3-30b-a3b").unwrap().arch;
+            a.layers = 94;
+            a.hidden = 4096;
+            a.heads = 64;
+            a.ffn = 12288;
+            if let Some(m) = a.moe.as_mut() {
+                m.expert_ffn = 1536;
+            }
+            a
+        }
         name => preset(name).unwrap().arch,
     }
 }
@@ -62,13 +77,16 @@ pub fn rows() -> Vec<Row> {
             let a = arch(c[1]);
             let (gpus, seq, micro, batch, tp, pp, vp) =
                 (num(3), num(4), num(5), num(6), num(7), num(8), num(9));
+            let (cp, ep) = (num(21), num(22));
             let mut cfg = DetailedConfig::new(a, seq, batch);
             cfg.micro_batch = Some(micro);
             cfg.parallel = Parallelism {
-                dp: gpus / (tp * pp),
+                dp: gpus / (tp * pp * cp),
                 tp,
                 pp,
                 vp,
+                cp,
+                ep,
                 sp: c[10] == "1",
                 zero: num(11) as u8,
                 dp_shard: (num(18) > 0).then(|| num(18)),
@@ -86,6 +104,11 @@ pub fn rows() -> Vec<Row> {
                 AttentionKernel::Eager
             };
             cfg.dropout = c[14] == "1";
+            cfg.fp8 = match c[23] {
+                "te" => Fp8::Te,
+                "te-mxfp8" => Fp8::TeMxfp8,
+                _ => Fp8::None,
+            };
             // Megatron-LM as the 2021–22 papers ran it: no Megatron-Core
             // overlaps (its `train_step` reduced the gradients after
             // `forward_backward_func`; userbuffers came with Transformer
@@ -129,12 +152,26 @@ pub fn rows() -> Vec<Row> {
                     let per_token = 96.0 * l * h * h * (1.0 + s / (6.0 * h) + v / (16.0 * l * h));
                     published * 1e12 / per_token
                 }
+                // Model teraFLOP/s per GPU counted as Megatron-LM's
+                // `num_floating_point_operations` (megatron/training/
+                // training.py, v0.8–v0.9): 12·B·s·l·h²·((1 + g/a + s/h)
+                // + (f/h)·k·3/2 + V/(2lh)) per iteration, f the expert's
+                // width and k the experts a token is routed to.
+                "tflops/gpu-megatron" => {
+                    let (l, h, s, v) =
+                        (a.layers as f64, a.hidden as f64, seq as f64, a.vocab as f64);
+                    let (f, k) = a.moe.map_or((a.ffn, 1), |m| (m.expert_ffn, m.top_k));
+                    let attention = 1.0 + a.kv_heads as f64 / a.heads as f64 + s / h;
+                    let mlp = f as f64 / h * k as f64 * 1.5;
+                    let per_token = 12.0 * l * h * h * (attention + mlp + v / (2.0 * l * h));
+                    published * 1e12 / per_token
+                }
                 unit => panic!("unknown unit {unit}"),
             };
             Row {
                 source: c[0].to_string(),
                 label: format!(
-                    "{} s{} {}×{} mb{} tp{} pp{}{} z{}{} {}{}",
+                    "{} s{} {}×{} mb{} tp{} pp{}{} z{}{} {}{}{}",
                     c[1],
                     seq,
                     gpus,
@@ -154,7 +191,13 @@ pub fn rows() -> Vec<Row> {
                         String::new()
                     },
                     c[12],
-                    if c[10] == "1" { " sp" } else { "" }
+                    if c[10] == "1" { " sp" } else { "" },
+                    [(cp, "cp"), (ep, "ep")]
+                        .iter()
+                        .filter(|(n, _)| *n > 1)
+                        .map(|(n, k)| format!(" {k}{n}"))
+                        .chain((c[23] != "none").then(|| format!(" {}", c[23])))
+                        .collect::<String>()
                 ),
                 cfg,
                 measured,
@@ -191,7 +234,7 @@ const BOUNDED: [&str; 4] = ["mpt", "korthikanti", "narayanan", "torchtitan"];
 /// Every source, in the order docs/steptime.md shows them: the bounded
 /// ones, then IBM's (whose 7B and 13B rows the model runs fast, see
 /// docs/steptime.md) and the H100 rows.
-const SOURCES: [&str; 7] = [
+const SOURCES: [&str; 14] = [
     "mpt",
     "korthikanti",
     "narayanan",
@@ -199,6 +242,13 @@ const SOURCES: [&str; 7] = [
     "ibm",
     "mpt-h100",
     "ibm-h100",
+    "mbridge-h100",
+    "mbridge-b200",
+    "mbridge-b300",
+    "mbridge-gb200",
+    "mbridge-gb300",
+    "moe-zoo-h100",
+    "mcore-moe",
 ];
 
 /// Median and worst absolute error of one source's rows.
@@ -254,6 +304,39 @@ fn bounded_sources_within_bounds() {
     want.sort();
     assert_eq!(beyond, want);
     assert!(rows.len() >= 25);
+}
+
+/// The Hopper and Blackwell sources of Megatron-Core's recipes (issue 35,
+/// item 6), each held at what the model meets today (median, worst
+/// absolute error; docs/steptime.md says which rows miss and why): a
+/// change that worsens one fails. The issue's target on its held-out rows
+/// is median ≤ 8 % and worst ≤ 35 %; the dense Llama rows of all five
+/// cards are held to it together.
+#[test]
+fn recipe_sources_within_their_bounds() {
+    let rows = rows();
+    for (source, n, median, worst) in [
+        ("mbridge-h100", 6, 0.32, 3.83),
+        ("mbridge-b200", 5, 0.09, 2.17),
+        ("mbridge-b300", 2, 0.40, 0.71),
+        ("mbridge-gb200", 7, 0.29, 0.80),
+        ("mbridge-gb300", 8, 0.10, 0.46),
+        ("moe-zoo-h100", 1, 0.12, 0.12),
+        ("mcore-moe", 1, 0.06, 0.06),
+    ] {
+        let (rows_n, med, wst) = summary(&rows, source);
+        assert_eq!(rows_n, n, "{source}");
+        assert!(med <= median, "{source}: median {:.1} %", 100.0 * med);
+        assert!(wst <= worst, "{source}: worst {:.1} %", 100.0 * wst);
+    }
+    let dense: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.source.starts_with("mbridge-") && r.label.starts_with("llama"))
+        .map(|r| r.error().abs())
+        .collect();
+    assert_eq!(dense.len(), 12);
+    let worst = dense.iter().cloned().fold(0.0, f64::max);
+    assert!(median(dense) <= 0.08 && worst <= 0.35);
 }
 
 /// Each source's figures as docs/steptime.md prints them.

@@ -112,7 +112,13 @@ pub(super) fn expert_parallel(cfg: &DetailedConfig, r: &Rates, m: f64, share: f6
     let k = a.moe.map_or(1, |e| e.top_k) as f64;
     let tokens = if p.sp { m / t as f64 } else { m };
     let bytes = 2.0 * tokens * k * a.hidden as f64 * (ep - 1) as f64 / ep as f64;
-    4.0 * moe_layers as f64 * share * bytes / r.link(ep, t).max(1.0)
+    // The expert-parallel group's stride in the rank order is the expert
+    // tensor-parallel degree, not the attention's: Megatron-Core's MoE
+    // parallel folding generates the MoE groups as etp-ep-dp-pp
+    // ("MoE Parallel Folding", megatron/core/transformer/moe/README.md,
+    // Megatron-LM 022bcb5afe), so EP 8 with ETP 1 stays in a node of 8
+    // whatever the attention's TP.
+    4.0 * moe_layers as f64 * share * r.all_to_all(bytes, ep, p.etp.max(1))
 }
 
 /// Context parallelism's exchanges for one micro-batch on a stage holding

@@ -143,6 +143,33 @@ impl Rates {
         gbps * 1e9 * self.eff.link
     }
 
+    /// Seconds for an all-to-all in which each GPU of a group of `n` (stride
+    /// `stride` in the rank order) sends `bytes` to the other members, an
+    /// equal share to each. Unlike a ring, an all-to-all's traffic between
+    /// nodes does not pass along NVLink to be shared by the node's NICs:
+    /// NCCL runs it as one send and one receive per pair of GPUs
+    /// (`ncclGroupStart`, `ncclSend`/`ncclRecv`, NCCL's user guide,
+    /// "Point-to-point communication", all-to-all), so the share bound for
+    /// members on other nodes leaves through the sender's own NIC, at the
+    /// network's rate per GPU, while the share for members on its own node
+    /// crosses NVLink; both run at once. DeepSeek-AI 2024 (DeepSeek-V3
+    /// technical report, §3.2.2) bounds its cross-node expert dispatch the
+    /// same way, by the per-GPU InfiniBand rate (50 GB/s against NVLink's
+    /// 160 GB/s).
+    pub fn all_to_all(&self, bytes: f64, n: u64, stride: u64) -> f64 {
+        if n <= 1 {
+            return 0.0;
+        }
+        let (gpu, gpn) = (&self.gpu, self.gpus_per_node);
+        let local = (gpn / stride.max(1)).clamp(1, n);
+        let peers = (n - 1) as f64;
+        let off_node = (n - local) as f64 / peers;
+        let on_node = (local - 1) as f64 / peers;
+        let nvlink = gpu.intra_node_gbps * 1e9 * self.eff.link;
+        let nic = gpu.inter_node_gbps.min(gpu.intra_node_gbps) * 1e9 * self.eff.link;
+        (bytes * on_node / nvlink).max(bytes * off_node / nic.max(1.0))
+    }
+
     /// Bytes/s over PCIe between the GPU and the host.
     pub fn pcie(&self) -> f64 {
         self.gpu.pcie_gbps * 1e9 * self.eff.link
@@ -166,5 +193,33 @@ mod tests {
         let wide = gemm(8192.0, 8192.0, 8192.0, peak, bw) / (8192.0f64.powi(3));
         let narrow = gemm(8192.0, 512.0, 512.0, peak, bw) / (8192.0 * 512.0 * 512.0);
         assert!(narrow > 1.2 * wide);
+    }
+
+    /// An all-to-all inside a node runs at NVLink's rate; one over eight
+    /// nodes sends 56 of its 63 shares through the GPU's own NIC, not the
+    /// node's eight NICs together as a ring would.
+    #[test]
+    fn all_to_all_leaves_through_the_sender_s_nic() {
+        use super::{Cluster, Efficiency, Rates};
+        use crate::detailed::config::DetailedConfig;
+        use crate::detailed::model::preset;
+        use crate::detailed::time::hardware::gpu;
+        let h100 = gpu("h100-sxm").unwrap();
+        let cfg = DetailedConfig::new(preset("mixtral-8x7b").unwrap().arch, 4096, 8);
+        let eff = Efficiency::for_gpu(&h100);
+        let r = Rates::new(&cfg, &Cluster::new(h100, 8), &eff);
+        let (bytes, link) = (1e9, eff.link);
+        let inside = r.all_to_all(bytes, 8, 1);
+        assert!((inside - bytes / (h100.intra_node_gbps * 1e9 * link)).abs() < 1e-12);
+        let across = r.all_to_all(bytes, 64, 1);
+        let nic = bytes * 56.0 / 63.0 / (h100.inter_node_gbps * 1e9 * link);
+        assert!((across - nic).abs() < 1e-12);
+        // A ring's rate, the node's NICs shared, was 7 times faster.
+        assert!(across > 5.0 * bytes / r.link(64, 1));
+        // A stride of 2 (expert tensor parallelism 2) puts 4 members in a node.
+        let strided = r.all_to_all(bytes, 8, 2);
+        let off = bytes * 4.0 / 7.0 / (h100.inter_node_gbps * 1e9 * link);
+        assert!((strided - off).abs() < 1e-12);
+        assert_eq!(r.all_to_all(bytes, 1, 1), 0.0);
     }
 }
