@@ -113,7 +113,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// approximate: some not), what the model meets today: (source, exact,
 /// rows, median |error| at most, worst |error| at most), in percent. A
 /// regression past either fails; an improvement should tighten them.
-const BOUNDS: [(&str, bool, usize, f64, f64); 9] = [
+const BOUNDS: [(&str, bool, usize, f64, f64); 10] = [
     ("torchtune-flags", true, 2, 7.5, 11.5),
     ("torchtune-flags", false, 7, 20.5, 98.0),
     ("torchtune-llama3.1", false, 6, 22.0, 36.5),
@@ -123,19 +123,20 @@ const BOUNDS: [(&str, bool, usize, f64, f64); 9] = [
     ("unsloth-hf", true, 7, 6.5, 9.0),
     ("answerai-fsdp-qlora", true, 14, 7.5, 32.0),
     ("peft-docs", true, 1, 7.0, 7.0),
+    ("torchao-float8", false, 7, 10.0, 11.0),
 ];
 
 #[test]
 fn published_peaks_within_what_the_model_meets() {
     let rows = rows();
     println!(
-        "{:<19} {:<52} {:<9} {:>9} {:>9} {:>7}   {:>9} {:>9} {:>9}",
+        "{:<19} {:<62} {:<9} {:>9} {:>9} {:>7}   {:>9} {:>9} {:>9}",
         "source", "row", "kind", "published", "model", "error", "allocated", "reserved", "card"
     );
     for r in &rows {
         let [a, res, card] = r.figures;
         println!(
-            "{:<19} {:<52} {:<9} {:>9.2} {:>9.2} {:>+6.1}%{} {:>9.2} {:>9.2} {:>9.2}",
+            "{:<19} {:<62} {:<9} {:>9.2} {:>9.2} {:>+6.1}%{} {:>9.2} {:>9.2} {:>9.2}",
             r.source,
             r.label,
             r.kind,
