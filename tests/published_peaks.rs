@@ -130,13 +130,13 @@ const BOUNDS: [(&str, bool, usize, f64, f64); 10] = [
 fn published_peaks_within_what_the_model_meets() {
     let rows = rows();
     println!(
-        "{:<19} {:<62} {:<9} {:>9} {:>9} {:>7}   {:>9} {:>9} {:>9}",
+        "{:<19} {:<66} {:<9} {:>9} {:>9} {:>7}   {:>9} {:>9} {:>9}",
         "source", "row", "kind", "published", "model", "error", "allocated", "reserved", "card"
     );
     for r in &rows {
         let [a, res, card] = r.figures;
         println!(
-            "{:<19} {:<62} {:<9} {:>9.2} {:>9.2} {:>+6.1}%{} {:>9.2} {:>9.2} {:>9.2}",
+            "{:<19} {:<66} {:<9} {:>9.2} {:>9.2} {:>+6.1}%{} {:>9.2} {:>9.2} {:>9.2}",
             r.source,
             r.label,
             r.kind,
