@@ -24,7 +24,7 @@
 //! `tests/sac_vs_measured.rs`): the cache exactly, the step's peak within
 //! ±5 %.
 
-use crate::detailed::config::{AttentionKernel, DetailedConfig};
+use crate::detailed::config::{AttentionKernel, DetailedConfig, Fp8};
 use crate::detailed::model::{Architecture, Family};
 
 /// One bias-free projection of a layer, in forward order.
@@ -34,6 +34,10 @@ pub struct Projection {
     pub input: u64,
     /// The width of its output, per token.
     pub out: u64,
+    /// Row-parallel under tensor parallelism (the attention's output
+    /// projection and the MLP's down projection: `RowwiseParallel` in
+    /// torchtitan's `apply_tp`); the others are column-parallel.
+    pub row_parallel: bool,
 }
 
 impl Projection {
@@ -52,34 +56,70 @@ pub fn bias_free_projections(a: &Architecture) -> Vec<Projection> {
     if a.family == Family::Gpt2 {
         return Vec::new();
     }
-    let qkv: &[(u64, u64)] = if a.qkv_bias {
+    let qkv: &[(u64, u64, bool)] = if a.qkv_bias {
         &[]
     } else {
-        &[(h, q), (h, kv), (h, kv)]
+        &[(h, q, false), (h, kv, false), (h, kv, false)]
     };
     qkv.iter()
-        .chain(&[(a.o_dim(), h), (h, f), (h, f), (f, h)])
-        .map(|&(input, out)| Projection { input, out })
+        .chain(&[(a.o_dim(), h, true), (h, f, false), (h, f, false), (f, h, true)])
+        .map(|&(input, out, row_parallel)| Projection {
+            input,
+            out,
+            row_parallel,
+        })
         .collect()
 }
 
-/// Bytes one layer caches for one micro-batch of `tokens` tokens besides
-/// its input: the odd-numbered projections' outputs and, under flash
-/// attention, the kernel's output and its fp32 log-sum-exp (one value per
-/// head and token). Eager attention's products are `aten.bmm`, off the
-/// list: nothing of the attention core is cached.
+/// Bytes one layer caches on one GPU for one micro-batch of `tokens`
+/// tokens besides its input: the odd-numbered projections' outputs and,
+/// under flash attention, the kernel's output and its fp32 log-sum-exp
+/// (one value per head and token). Eager attention's products are
+/// `aten.bmm`, off the list: nothing of the attention core is cached.
+///
+/// Under a DTensor tensor-parallel plan (torchtitan's `apply_tp`,
+/// `models/llama3/infra/parallelize.py`) the policy sees each rank's local
+/// `aten.mm`, counted as without it: a column-parallel projection's output
+/// is its 1/t shard, a row-parallel one's the whole-width partial sum
+/// (`Partial()`, before its reduction), the attention's heads 1/t. With
+/// sequence parallelism the row-parallel outputs are reduce-scattered
+/// (`_c10d_functional.reduce_scatter_tensor`, on the save list to avoid
+/// re-communication): both of a layer's are kept, whatever their count,
+/// h/t values a token each. The all-gathers are not on the list: rerun.
+///
+/// Float8 (torchao's `Float8Linear`, as torchtitan's float8 converter
+/// applies it): the checkpoint's dispatch mode meets the matrix multiply
+/// as `aten.mm` of two float8 tensor subclasses (the mode runs before the
+/// subclass turns it into `aten._scaled_mm`), counted and kept as a
+/// bf16 one; its output is in the activations' dtype. The tensorwise
+/// recipe's scales come from `torch.max(torch.abs(x))` (`aten.max`, on
+/// the list "for low precision training"): one value of the compute
+/// dtype for each linear layer's input and weight. Rowwise scales use
+/// `aten.amax`, not kept. All measured (`tests/fixtures/measure_sac_parallel.py`).
 pub fn cached_bytes(cfg: &DetailedConfig, tokens: f64, bytes_per_value: f64) -> f64 {
     let a = &cfg.arch;
-    let projections: u64 = bias_free_projections(a)
+    let par = &cfg.parallel;
+    let t = par.tp.max(1) as f64;
+    let projections = bias_free_projections(a);
+    let kept: f64 = projections
         .iter()
         .step_by(2)
-        .map(|p| p.out)
+        .map(|p| if p.row_parallel { p.out as f64 } else { p.out as f64 / t })
         .sum();
     let attention = match cfg.attention {
-        AttentionKernel::Flash => a.o_dim() as f64 * bytes_per_value + 4.0 * a.heads as f64,
+        AttentionKernel::Flash => (a.o_dim() as f64 * bytes_per_value + 4.0 * a.heads as f64) / t,
         AttentionKernel::Eager => 0.0,
     };
-    tokens * (projections as f64 * bytes_per_value + attention)
+    let scattered = if par.tp > 1 && par.sp && par.dtensor_layers() {
+        2.0 * a.hidden as f64 / t
+    } else {
+        0.0
+    };
+    let scales = match cfg.fp8 {
+        Fp8::Tensorwise => 2.0 * projections.len() as f64 * bytes_per_value,
+        _ => 0.0,
+    };
+    tokens * ((kept + scattered) * bytes_per_value + attention) + scales
 }
 
 /// Weight elements per token of the projections backward runs again: the
@@ -95,17 +135,34 @@ pub fn recomputed_weights(a: &Architecture) -> f64 {
 
 /// Why the policy cannot be priced for `cfg`, if it cannot: the cases not
 /// measured (its projections or kernels differ from a dense layer's).
+///
+/// Measured and priced (`tests/fixtures/sac_fp8_measured.tsv`,
+/// `sac_tp_measured.tsv`): torchao's tensorwise and rowwise float8 on one
+/// GPU, and DTensor tensor parallelism (the layers' plan without sequence
+/// parallelism, torchtitan's with it, loss parallel), on Llama layers.
+/// Refused, not measured: float8 together with tensor parallelism
+/// (torchtitan's `Float8ColwiseParallel`), Transformer Engine's fp8, biased
+/// or non-Llama layers under either, Megatron's plan (torchtitan's policy
+/// runs on DTensor plans only), and context parallelism.
 pub fn unsupported(cfg: &DetailedConfig) -> Option<&'static str> {
     let a = &cfg.arch;
     let p = &cfg.parallel;
+    let fp8 = cfg.fp8 != Fp8::None;
+    let llama = a.family == crate::detailed::model::Family::Llama && !a.qkv_bias;
     if a.moe.is_some() || a.mla.is_some() || a.ssm.is_some() {
         Some("per-operator checkpointing is modelled for dense layers (no experts, latent attention or Mamba-2 mixer)")
     } else if cfg.lora_rank.is_some() {
         Some("per-operator checkpointing with LoRA is not modelled (the adapters' matrix multiplies join the count): choose full or none")
-    } else if cfg.fp8 != crate::detailed::config::Fp8::None {
-        Some("per-operator checkpointing with float8 matmuls is not modelled: choose full or none")
-    } else if p.tp > 1 || p.cp > 1 {
-        Some("per-operator checkpointing under tensor or context parallelism is not modelled: set tp and cp to 1, or choose full")
+    } else if !matches!(cfg.fp8, Fp8::None | Fp8::Tensorwise | Fp8::Rowwise) {
+        Some("per-operator checkpointing with Transformer Engine's fp8 is not modelled: choose torchao's tensorwise or rowwise float8, or full")
+    } else if p.cp > 1 {
+        Some("per-operator checkpointing under context parallelism is not modelled: set cp to 1, or choose full")
+    } else if fp8 && p.tp > 1 {
+        Some("per-operator checkpointing with float8 under tensor parallelism is not modelled: set tp to 1, drop float8, or choose full")
+    } else if p.tp > 1 && !p.dtensor_layers() {
+        Some("per-operator checkpointing under tensor parallelism is modelled for torchtitan's DTensor plans: choose --tp-plan torchtitan, loss-parallel, hf or layers, or choose full")
+    } else if (fp8 || p.tp > 1) && !llama {
+        Some("per-operator checkpointing with float8 or tensor parallelism is modelled for Llama layers (bias-free projections): choose full")
     } else {
         None
     }

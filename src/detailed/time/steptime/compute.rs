@@ -207,14 +207,25 @@ fn recomputation(
         Recompute::Selective => (0.0, fwd_attn, 0.0),
         Recompute::Full => (fwd_mm, fwd_attn, fwd_mem),
         // Per-operator checkpointing (torchtitan): the even-numbered
-        // bias-free projections, every memory-bound kernel, and the
-        // attention only when eager (flash's output is cached).
+        // bias-free projections (each rank's shard under tensor
+        // parallelism: a column-parallel one's outputs, a row-parallel
+        // one's inputs split t ways; float8's at `r.linear`, its casts
+        // among the memory-bound kernels), every memory-bound kernel, and
+        // the attention only when eager (flash's output is cached).
         Recompute::SelectiveOp => {
+            let t = cfg.parallel.tp.max(1) as f64;
             let projections: f64 = crate::detailed::memory::sac::bias_free_projections(a)
                 .iter()
                 .skip(1)
                 .step_by(2)
-                .map(|w| gemm(m, w.input as f64, w.out as f64, r.linear, r.bytes))
+                .map(|w| {
+                    let (k, n) = if w.row_parallel {
+                        (w.input as f64 / t, w.out as f64)
+                    } else {
+                        (w.input as f64, w.out as f64 / t)
+                    };
+                    gemm(m, k, n, r.linear, r.bytes)
+                })
                 .sum();
             let attention = match cfg.attention {
                 AttentionKernel::Flash => 0.0,
