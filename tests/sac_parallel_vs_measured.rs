@@ -153,16 +153,12 @@ fn per_op_cache_is_exact_with_float8_and_tensor_parallelism() {
 fn reduce_scatters_and_tensorwise_scales_are_kept() {
     let rows = rows();
     let cache = |label: &str, step: membudget::detailed::Step| {
-        let op = |r: &&Row| {
-            r.m.cfg.recompute == Recompute::SelectiveOp && r.m.opts.step == step
-        };
+        let op = |r: &&Row| r.m.cfg.recompute == Recompute::SelectiveOp && r.m.opts.step == step;
         let o = rows.iter().filter(op).find(|r| r.label == label).unwrap();
         let f = rows
             .iter()
             .find(|r| {
-                r.m.cfg.recompute == Recompute::Full
-                    && r.label == label
-                    && r.m.opts.step == step
+                r.m.cfg.recompute == Recompute::Full && r.label == label && r.m.opts.step == step
             })
             .unwrap();
         (o.after_forward - f.after_forward, o.m.cfg)

@@ -62,7 +62,12 @@ pub fn bias_free_projections(a: &Architecture) -> Vec<Projection> {
         &[(h, q, false), (h, kv, false), (h, kv, false)]
     };
     qkv.iter()
-        .chain(&[(a.o_dim(), h, true), (h, f, false), (h, f, false), (f, h, true)])
+        .chain(&[
+            (a.o_dim(), h, true),
+            (h, f, false),
+            (h, f, false),
+            (f, h, true),
+        ])
         .map(|&(input, out, row_parallel)| Projection {
             input,
             out,
@@ -104,7 +109,13 @@ pub fn cached_bytes(cfg: &DetailedConfig, tokens: f64, bytes_per_value: f64) -> 
     let kept: f64 = projections
         .iter()
         .step_by(2)
-        .map(|p| if p.row_parallel { p.out as f64 } else { p.out as f64 / t })
+        .map(|p| {
+            if p.row_parallel {
+                p.out as f64
+            } else {
+                p.out as f64 / t
+            }
+        })
         .sum();
     let attention = match cfg.attention {
         AttentionKernel::Flash => (a.o_dim() as f64 * bytes_per_value + 4.0 * a.heads as f64) / t,
@@ -215,5 +226,65 @@ mod tests {
             cached_bytes(&cfg, 256.0, 4.0),
             1_626_112.0 - 256.0 * (256.0 * 4.0 + 16.0)
         );
+    }
+
+    #[test]
+    fn tensor_parallel_cache_of_a_measured_layer() {
+        // tests/fixtures/sac_tp_measured.tsv's second shape, per rank of
+        // 2: 2 layers, 2 × 1024 tokens, fp32, h 384, 8 heads, 4 kv heads,
+        // ffn 1024: q 192, v 96, gate 512 (column shards), down 384 (a
+        // partial sum, whole), SDPA's output 192 and 4 heads' log-sum-exp.
+        let a = Architecture::llama(2, 384, 8, 4, 1024, 4000);
+        let mut cfg = DetailedConfig::new(a, 1024, 2);
+        cfg.attention = AttentionKernel::Flash;
+        cfg.parallel.tp = 2;
+        cfg.parallel
+            .set_plan(crate::detailed::config::TpPlan::Layers);
+        let per_token = (192 + 96 + 512 + 384 + 192) as f64 * 4.0 + 16.0;
+        assert_eq!(cached_bytes(&cfg, 2048.0, 4.0), 2048.0 * per_token);
+        assert_eq!(per_token * 2048.0 * 2.0, 22_609_920.0);
+        // Sequence parallelism keeps the two reduce-scatters (h/t each).
+        cfg.parallel
+            .set_plan(crate::detailed::config::TpPlan::Torchtitan);
+        cfg.parallel.sp = true;
+        assert_eq!(
+            cached_bytes(&cfg, 2048.0, 4.0),
+            2048.0 * (per_token + 2.0 * 192.0 * 4.0)
+        );
+        assert_eq!(unsupported(&cfg), None);
+    }
+
+    #[test]
+    fn refused_where_not_measured() {
+        let a = Architecture::llama(2, 256, 4, 2, 688, 8000);
+        let mut cfg = DetailedConfig::new(a, 256, 2);
+        cfg.fp8 = Fp8::Tensorwise;
+        assert_eq!(unsupported(&cfg), None);
+        // Tensorwise keeps 2 scales for each of the 7 linear layers.
+        let rowwise = DetailedConfig {
+            fp8: Fp8::Rowwise,
+            ..cfg
+        };
+        assert_eq!(
+            cached_bytes(&cfg, 512.0, 2.0) - cached_bytes(&rowwise, 512.0, 2.0),
+            28.0
+        );
+        cfg.parallel.tp = 2;
+        cfg.parallel
+            .set_plan(crate::detailed::config::TpPlan::Torchtitan);
+        assert!(unsupported(&cfg).unwrap().contains("float8 under tensor"));
+        cfg.fp8 = Fp8::Te;
+        assert!(unsupported(&cfg).unwrap().contains("Transformer Engine"));
+        cfg.fp8 = Fp8::None;
+        cfg.parallel
+            .set_plan(crate::detailed::config::TpPlan::Megatron);
+        assert!(unsupported(&cfg).unwrap().contains("DTensor"));
+        cfg.parallel
+            .set_plan(crate::detailed::config::TpPlan::Torchtitan);
+        cfg.arch.qkv_bias = true;
+        assert!(unsupported(&cfg).unwrap().contains("Llama layers"));
+        cfg.arch.qkv_bias = false;
+        cfg.parallel.cp = 2;
+        assert!(unsupported(&cfg).unwrap().contains("context"));
     }
 }
