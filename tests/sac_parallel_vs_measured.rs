@@ -90,7 +90,16 @@ fn tp_rows() -> Vec<Row> {
                 },
                 live_start: n(14) as f64,
                 after_forward: n(15) as f64,
-                label: format!("tp {} {}, rank {}", n(1), c[0], c[12]),
+                label: format!(
+                    "tp {} {}, rank {}",
+                    n(1),
+                    match c[0] {
+                        "tp" => "layers",
+                        "torchtitan" => "torchtitan + sp",
+                        _ => "loss-parallel + sp",
+                    },
+                    c[12]
+                ),
             }
         })
         .collect()
@@ -166,8 +175,8 @@ fn reduce_scatters_and_tensorwise_scales_are_kept() {
     let first = membudget::detailed::Step::First;
     // The first shape (L4 h256, 4 × 512 tokens, fp32): torchtitan's plan
     // keeps 2 · h/t values a token a layer more than the layers' plan.
-    let (sp, cfg) = cache("tp 2 torchtitan, rank 0", first);
-    let (no_sp, _) = cache("tp 2 tp, rank 0", first);
+    let (sp, cfg) = cache("tp 2 torchtitan + sp, rank 0", first);
+    let (no_sp, _) = cache("tp 2 layers, rank 0", first);
     let a = cfg.arch;
     let tokens = (cfg.seq * cfg.micro()) as f64;
     assert_eq!(
