@@ -22,9 +22,22 @@
 //!
 //! Measured on the CPU (`tests/fixtures/measure_sac.py`,
 //! `tests/sac_vs_measured.rs`): the cache exactly, the step's peak within
-//! ±5 %.
+//! ±5 %. With torchao's float8 and with DTensor tensor parallelism
+//! ([`cached_bytes`]): `tests/fixtures/measure_sac_parallel.py`,
+//! `tests/sac_parallel_vs_measured.rs`, likewise.
+//!
+//! The list is torchtitan's `_save_list` (`aten.mm`, SDPA's efficient and
+//! flash kernels, `_c10d_functional.reduce_scatter_tensor`, `aten.max`,
+//! flex attention), the count in `_get_custom_policy`. torchtitan 0.3.0
+//! builds it in `_get_default_save_ops` from the partitioner's
+//! compute-intensive ops, which adds `aten.addmm`, `aten.bmm` and
+//! `aten._scaled_mm` (kept, not counted): for bias-free Llama layers under
+//! SDPA, float8 included (the policy meets `aten.mm`, see [`cached_bytes`]),
+//! the same cache; for biased projections and eager attention it keeps
+//! more than modelled here. 0.3.0's `SelectiveAC._wrap_block` wraps with
+//! `early_stop=False`: the whole layer's forward is rerun.
 
-use crate::detailed::config::{AttentionKernel, DetailedConfig};
+use crate::detailed::config::{AttentionKernel, DetailedConfig, Fp8};
 use crate::detailed::model::{Architecture, Family};
 
 /// One bias-free projection of a layer, in forward order.
@@ -34,6 +47,10 @@ pub struct Projection {
     pub input: u64,
     /// The width of its output, per token.
     pub out: u64,
+    /// Row-parallel under tensor parallelism (the attention's output
+    /// projection and the MLP's down projection: `RowwiseParallel` in
+    /// torchtitan's `apply_tp`); the others are column-parallel.
+    pub row_parallel: bool,
 }
 
 impl Projection {
@@ -52,34 +69,81 @@ pub fn bias_free_projections(a: &Architecture) -> Vec<Projection> {
     if a.family == Family::Gpt2 {
         return Vec::new();
     }
-    let qkv: &[(u64, u64)] = if a.qkv_bias {
+    let qkv: &[(u64, u64, bool)] = if a.qkv_bias {
         &[]
     } else {
-        &[(h, q), (h, kv), (h, kv)]
+        &[(h, q, false), (h, kv, false), (h, kv, false)]
     };
     qkv.iter()
-        .chain(&[(a.o_dim(), h), (h, f), (h, f), (f, h)])
-        .map(|&(input, out)| Projection { input, out })
+        .chain(&[
+            (a.o_dim(), h, true),
+            (h, f, false),
+            (h, f, false),
+            (f, h, true),
+        ])
+        .map(|&(input, out, row_parallel)| Projection {
+            input,
+            out,
+            row_parallel,
+        })
         .collect()
 }
 
-/// Bytes one layer caches for one micro-batch of `tokens` tokens besides
-/// its input: the odd-numbered projections' outputs and, under flash
-/// attention, the kernel's output and its fp32 log-sum-exp (one value per
-/// head and token). Eager attention's products are `aten.bmm`, off the
-/// list: nothing of the attention core is cached.
+/// Bytes one layer caches on one GPU for one micro-batch of `tokens`
+/// tokens besides its input: the odd-numbered projections' outputs and,
+/// under flash attention, the kernel's output and its fp32 log-sum-exp
+/// (one value per head and token). Eager attention's products are
+/// `aten.bmm`, off the list: nothing of the attention core is cached.
+///
+/// Under a DTensor tensor-parallel plan (torchtitan's `apply_tp`,
+/// `models/llama3/infra/parallelize.py`) the policy sees each rank's local
+/// `aten.mm`, counted as without it: a column-parallel projection's output
+/// is its 1/t shard, a row-parallel one's the whole-width partial sum
+/// (`Partial()`, before its reduction), the attention's heads 1/t. With
+/// sequence parallelism the row-parallel outputs are reduce-scattered
+/// (`_c10d_functional.reduce_scatter_tensor`, on the save list to avoid
+/// re-communication): both of a layer's are kept, whatever their count,
+/// h/t values a token each. The all-gathers are not on the list: rerun.
+///
+/// Float8 (torchao's `Float8Linear`, as torchtitan's float8 converter
+/// applies it): the checkpoint's dispatch mode meets the matrix multiply
+/// as `aten.mm` of two float8 tensor subclasses (the mode runs before the
+/// subclass turns it into `aten._scaled_mm`), counted and kept as a
+/// bf16 one; its output is in the activations' dtype. The tensorwise
+/// recipe's scales come from `torch.max(torch.abs(x))` (`aten.max`, on
+/// the list "for low precision training"): one value of the compute
+/// dtype for each linear layer's input and weight. Rowwise scales use
+/// `aten.amax`, not kept. All measured (`tests/fixtures/measure_sac_parallel.py`).
 pub fn cached_bytes(cfg: &DetailedConfig, tokens: f64, bytes_per_value: f64) -> f64 {
     let a = &cfg.arch;
-    let projections: u64 = bias_free_projections(a)
+    let par = &cfg.parallel;
+    let t = par.tp.max(1) as f64;
+    let projections = bias_free_projections(a);
+    let kept: f64 = projections
         .iter()
         .step_by(2)
-        .map(|p| p.out)
+        .map(|p| {
+            if p.row_parallel {
+                p.out as f64
+            } else {
+                p.out as f64 / t
+            }
+        })
         .sum();
     let attention = match cfg.attention {
-        AttentionKernel::Flash => a.o_dim() as f64 * bytes_per_value + 4.0 * a.heads as f64,
+        AttentionKernel::Flash => (a.o_dim() as f64 * bytes_per_value + 4.0 * a.heads as f64) / t,
         AttentionKernel::Eager => 0.0,
     };
-    tokens * (projections as f64 * bytes_per_value + attention)
+    let scattered = if par.tp > 1 && par.sp && par.dtensor_layers() {
+        2.0 * a.hidden as f64 / t
+    } else {
+        0.0
+    };
+    let scales = match cfg.fp8 {
+        Fp8::Tensorwise => 2.0 * projections.len() as f64 * bytes_per_value,
+        _ => 0.0,
+    };
+    tokens * ((kept + scattered) * bytes_per_value + attention) + scales
 }
 
 /// Weight elements per token of the projections backward runs again: the
@@ -95,17 +159,34 @@ pub fn recomputed_weights(a: &Architecture) -> f64 {
 
 /// Why the policy cannot be priced for `cfg`, if it cannot: the cases not
 /// measured (its projections or kernels differ from a dense layer's).
+///
+/// Measured and priced (`tests/fixtures/sac_fp8_measured.tsv`,
+/// `sac_tp_measured.tsv`): torchao's tensorwise and rowwise float8 on one
+/// GPU, and DTensor tensor parallelism (the layers' plan without sequence
+/// parallelism, torchtitan's with it, loss parallel), on Llama layers.
+/// Refused, not measured: float8 together with tensor parallelism
+/// (torchtitan's `Float8ColwiseParallel`), Transformer Engine's fp8, biased
+/// or non-Llama layers under either, Megatron's plan (torchtitan's policy
+/// runs on DTensor plans only), and context parallelism.
 pub fn unsupported(cfg: &DetailedConfig) -> Option<&'static str> {
     let a = &cfg.arch;
     let p = &cfg.parallel;
+    let fp8 = cfg.fp8 != Fp8::None;
+    let llama = a.family == crate::detailed::model::Family::Llama && !a.qkv_bias;
     if a.moe.is_some() || a.mla.is_some() || a.ssm.is_some() {
         Some("per-operator checkpointing is modelled for dense layers (no experts, latent attention or Mamba-2 mixer)")
     } else if cfg.lora_rank.is_some() {
         Some("per-operator checkpointing with LoRA is not modelled (the adapters' matrix multiplies join the count): choose full or none")
-    } else if cfg.fp8 != crate::detailed::config::Fp8::None {
-        Some("per-operator checkpointing with float8 matmuls is not modelled: choose full or none")
-    } else if p.tp > 1 || p.cp > 1 {
-        Some("per-operator checkpointing under tensor or context parallelism is not modelled: set tp and cp to 1, or choose full")
+    } else if !matches!(cfg.fp8, Fp8::None | Fp8::Tensorwise | Fp8::Rowwise) {
+        Some("per-operator checkpointing with Transformer Engine's fp8 is not modelled: choose torchao's tensorwise or rowwise float8, or full")
+    } else if p.cp > 1 {
+        Some("per-operator checkpointing under context parallelism is not modelled: set cp to 1, or choose full")
+    } else if fp8 && p.tp > 1 {
+        Some("per-operator checkpointing with float8 under tensor parallelism is not modelled: set tp to 1, drop float8, or choose full")
+    } else if p.tp > 1 && !p.dtensor_layers() {
+        Some("per-operator checkpointing under tensor parallelism is modelled for torchtitan's DTensor plans: choose --tp-plan torchtitan, loss-parallel, hf or layers, or choose full")
+    } else if (fp8 || p.tp > 1) && !llama {
+        Some("per-operator checkpointing with float8 or tensor parallelism is modelled for Llama layers (bias-free projections): choose full")
     } else {
         None
     }
@@ -158,5 +239,65 @@ mod tests {
             cached_bytes(&cfg, 256.0, 4.0),
             1_626_112.0 - 256.0 * (256.0 * 4.0 + 16.0)
         );
+    }
+
+    #[test]
+    fn tensor_parallel_cache_of_a_measured_layer() {
+        // tests/fixtures/sac_tp_measured.tsv's second shape, per rank of
+        // 2: 2 layers, 2 × 1024 tokens, fp32, h 384, 8 heads, 4 kv heads,
+        // ffn 1024: q 192, v 96, gate 512 (column shards), down 384 (a
+        // partial sum, whole), SDPA's output 192 and 4 heads' log-sum-exp.
+        let a = Architecture::llama(2, 384, 8, 4, 1024, 4000);
+        let mut cfg = DetailedConfig::new(a, 1024, 2);
+        cfg.attention = AttentionKernel::Flash;
+        cfg.parallel.tp = 2;
+        cfg.parallel
+            .set_plan(crate::detailed::config::TpPlan::Layers);
+        let per_token = (192 + 96 + 512 + 384 + 192) as f64 * 4.0 + 16.0;
+        assert_eq!(cached_bytes(&cfg, 2048.0, 4.0), 2048.0 * per_token);
+        assert_eq!(per_token * 2048.0 * 2.0, 22_609_920.0);
+        // Sequence parallelism keeps the two reduce-scatters (h/t each).
+        cfg.parallel
+            .set_plan(crate::detailed::config::TpPlan::Torchtitan);
+        cfg.parallel.sp = true;
+        assert_eq!(
+            cached_bytes(&cfg, 2048.0, 4.0),
+            2048.0 * (per_token + 2.0 * 192.0 * 4.0)
+        );
+        assert_eq!(unsupported(&cfg), None);
+    }
+
+    #[test]
+    fn refused_where_not_measured() {
+        let a = Architecture::llama(2, 256, 4, 2, 688, 8000);
+        let mut cfg = DetailedConfig::new(a, 256, 2);
+        cfg.fp8 = Fp8::Tensorwise;
+        assert_eq!(unsupported(&cfg), None);
+        // Tensorwise keeps 2 scales for each of the 7 linear layers.
+        let rowwise = DetailedConfig {
+            fp8: Fp8::Rowwise,
+            ..cfg
+        };
+        assert_eq!(
+            cached_bytes(&cfg, 512.0, 2.0) - cached_bytes(&rowwise, 512.0, 2.0),
+            28.0
+        );
+        cfg.parallel.tp = 2;
+        cfg.parallel
+            .set_plan(crate::detailed::config::TpPlan::Torchtitan);
+        assert!(unsupported(&cfg).unwrap().contains("float8 under tensor"));
+        cfg.fp8 = Fp8::Te;
+        assert!(unsupported(&cfg).unwrap().contains("Transformer Engine"));
+        cfg.fp8 = Fp8::None;
+        cfg.parallel
+            .set_plan(crate::detailed::config::TpPlan::Megatron);
+        assert!(unsupported(&cfg).unwrap().contains("DTensor"));
+        cfg.parallel
+            .set_plan(crate::detailed::config::TpPlan::Torchtitan);
+        cfg.arch.qkv_bias = true;
+        assert!(unsupported(&cfg).unwrap().contains("Llama layers"));
+        cfg.arch.qkv_bias = false;
+        cfg.parallel.cp = 2;
+        assert!(unsupported(&cfg).unwrap().contains("context"));
     }
 }

@@ -275,8 +275,8 @@ pub(crate) fn saved(cfg: &DetailedConfig) -> Saved {
     let input = cfg.seq as f64 * micro * cfg.arch.hidden as f64 * p / sp_div;
     let layer_bytes = match cfg.recompute {
         Recompute::Full => input,
-        // The cache of torchtitan's per-operator policy beside the input
-        // (tensor parallelism refused, `super::sac::unsupported`).
+        // The cache of torchtitan's per-operator policy beside the input,
+        // per GPU under tensor parallelism (`super::sac::cached_bytes`).
         Recompute::SelectiveOp => input + super::sac::cached_bytes(cfg, cfg.seq as f64 * micro, p),
         Recompute::Selective => kept(false) + gathered,
         Recompute::None => kept(true) + gathered,

@@ -10,6 +10,24 @@ use super::layer::tp_gemms;
 use super::rates::{all_reduce, pipelined, Rates};
 use crate::detailed::config::{DetailedConfig, Framework, Recompute};
 
+/// A layer's tensor-parallel collectives per micro-batch, in all-reduces
+/// (an all-gather and a reduce-scatter make one): two forward, two
+/// backward, and what recomputation runs again. Full recomputation reruns
+/// the forward's two. torchtitan's per-operator policy keeps the
+/// reduce-scatters (`_c10d_functional.reduce_scatter_tensor` is on its
+/// save list, `torchtitan/distributed/activation_checkpoint.py`) but not
+/// the all-gathers or all-reduces, and its checkpoint wrapper recomputes
+/// the whole layer (`early_stop=False`): under sequence parallelism the
+/// two all-gathers (half the forward's), without it both all-reduces.
+fn collectives_per_layer(cfg: &DetailedConfig) -> f64 {
+    match cfg.recompute {
+        Recompute::Full => 6.0,
+        Recompute::SelectiveOp if cfg.parallel.sp => 5.0,
+        Recompute::SelectiveOp => 6.0,
+        _ => 4.0,
+    }
+}
+
 /// Tensor parallelism's collectives for one micro-batch of `m` tokens on
 /// a stage holding `share` of the layers, seconds, exposed.
 pub(super) fn tensor_parallel(cfg: &DetailedConfig, r: &Rates, m: f64, share: f64) -> f64 {
@@ -21,10 +39,7 @@ pub(super) fn tensor_parallel(cfg: &DetailedConfig, r: &Rates, m: f64, share: f6
     if t <= 1 {
         return 0.0;
     }
-    let per_layer = match cfg.recompute {
-        Recompute::Full => 6.0,
-        _ => 4.0,
-    };
+    let per_layer = collectives_per_layer(cfg);
     let ar = all_reduce(2.0 * m * h, t, r.link(t, 1));
     if cfg.framework == Framework::Megatron && cfg.overlap.tp_comm && cfg.parallel.sp {
         return overlapped(cfg, r, m, share, ar / 2.0, per_layer / 2.0 - 1.0);
@@ -46,10 +61,7 @@ pub(super) fn tensor_parallel_collectives(
     if t <= 1 {
         return 0.0;
     }
-    let per_layer = match cfg.recompute {
-        Recompute::Full => 6.0,
-        _ => 4.0,
-    };
+    let per_layer = collectives_per_layer(cfg);
     let layers = cfg.arch.layers as f64 * share;
     per_layer * layers * all_reduce(2.0 * m * cfg.arch.hidden as f64, t, r.link(t, 1))
 }
