@@ -316,13 +316,13 @@ fn bounded_sources_within_bounds() {
 fn recipe_sources_within_their_bounds() {
     let rows = rows();
     for (source, n, median, worst) in [
-        ("mbridge-h100", 6, 0.32, 3.83),
-        ("mbridge-b200", 5, 0.09, 2.17),
-        ("mbridge-b300", 2, 0.40, 0.71),
-        ("mbridge-gb200", 7, 0.29, 0.80),
-        ("mbridge-gb300", 8, 0.10, 0.46),
+        ("mbridge-h100", 6, 0.23, 3.43),
+        ("mbridge-b200", 5, 0.09, 1.89),
+        ("mbridge-b300", 2, 0.33, 0.64),
+        ("mbridge-gb200", 7, 0.18, 0.66),
+        ("mbridge-gb300", 8, 0.05, 0.35),
         ("moe-zoo-h100", 1, 0.12, 0.12),
-        ("mcore-moe", 1, 0.06, 0.06),
+        ("mcore-moe", 1, 0.05, 0.05),
     ] {
         let (rows_n, med, wst) = summary(&rows, source);
         assert_eq!(rows_n, n, "{source}");

@@ -5,7 +5,8 @@
 //! (Transformer Engine), and float8's casts (torchao's `Float8Linear`).
 
 use super::layer::Widths;
-use crate::detailed::config::{DetailedConfig, Fp8, Profile};
+use crate::detailed::config::{DetailedConfig, Fp8, Framework, Profile};
+use crate::detailed::model::Router;
 
 /// Bytes per token one layer's memory-bound kernels read and write,
 /// forward, with the MLP's activation `act_width` elements wide.
@@ -71,6 +72,59 @@ pub(super) fn per_token_bytes(cfg: &DetailedConfig, w: &Widths, act_width: f64) 
         per_token += p.cp as f64 * 8.0 * o / t;
     }
     per_token
+}
+
+/// Bytes a Megatron-Core MoE layer's token handling reads and writes for
+/// `m` tokens beyond the experts' GEMMs and activation, counted so that
+/// the caller's forward-and-backward factor of three gives the step's:
+/// each kernel below moves as many bytes in backward as in forward (its
+/// backward is the inverse copy), so forward and backward together are
+/// twice the forward's, entered here as 2/3 of it. Counted from
+/// Megatron-LM at 8f1c2f8a (the commit Megatron-Bridge's 26.02 tables pin,
+/// `3rdparty/Megatron-LM`), `megatron/core/transformer/moe/`:
+///
+/// - `token_dispatcher.py`, `MoEAlltoAllTokenDispatcher` (the all-to-all
+///   [`super::model_parallel::expert_parallel`] prices), with
+///   `moe_permute_fusion`: `dispatch_preprocess`'s `permute` reads each of
+///   this rank's m/t tokens once and writes it k times (one row per chosen
+///   expert); `combine_postprocess`'s `unpermute` reads the k rows and
+///   writes one; with more than one local expert, `dispatch_postprocess`
+///   and `combine_preprocess` each run `sort_chunks_by_idxs` over every
+///   received row (read and written once), to group the rows by local
+///   expert and back;
+/// - `experts.py`, `TEGroupedMLP._apply_bias`: biased experts (gpt-oss,
+///   `add_bias_linear` in Megatron-Bridge's `GPTOSSProvider`) add the
+///   second GEMM's bias outside it (`skip_bias_add=True`) as eager PyTorch
+///   ops per local expert, `t + b * p` then `torch.cat`: forward writes
+///   `b * p` (one element), reads it and `t` and writes the sum (three),
+///   reads and writes it in `cat` (two); backward's two products (`grad *
+///   p`, `grad * b`) each read the gradient, write a product and read it
+///   in a reduction (six): twelve element passes per row element, in the
+///   16-bit dtype (the router's probabilities are the activations' dtype
+///   unless `moe_router_dtype` says fp32; GPT-OSS's provider leaves it).
+///
+/// Other frameworks and the "hf" profile route their tokens in other ways
+/// and are not priced here.
+pub(super) fn moe_token_bytes(cfg: &DetailedConfig, w: &Widths, moe: bool, m: f64) -> f64 {
+    let p = &cfg.parallel;
+    let e = match cfg.arch.moe.filter(|_| moe) {
+        Some(e) if cfg.framework == Framework::Megatron && cfg.profile == Profile::Fused => e,
+        _ => return 0.0,
+    };
+    let (h, t, k) = (w.h, w.t, e.top_k as f64);
+    let p16 = crate::detailed::memory::bytes::act_bytes(cfg);
+    let source = m / t;
+    let received = source * k * p.etp.max(1) as f64;
+    let local = e.experts / p.ep.max(1);
+    let mut elements = 2.0 * (1.0 + k) * source;
+    if local > 1 {
+        elements += 4.0 * received;
+    }
+    let mut per_step = 2.0 * elements;
+    if e.router == Router::GptOss {
+        per_step += 12.0 * received;
+    }
+    per_step * h * p16 / 3.0
 }
 
 /// Bytes float8's casts read and write in one layer's forward for `m`
@@ -167,5 +221,37 @@ mod tests {
         c.fp8 = Fp8::Tensorwise;
         let torchao = step_time(&c, &Cluster::new(card, 8), &Efficiency::default());
         assert!(torchao.parts.memory_bound > mem(2) + once);
+    }
+
+    /// Megatron-Core's MoE token handling, counted by hand for one
+    /// GPT-OSS 120B layer of 4,096 tokens (h 2,880, top 4) on EP 64 (two
+    /// local experts): permute and unpermute 2 · (1 + 4) · 4,096 rows, the
+    /// two local sorts 4 · 16,384, each twice over the step, and the
+    /// second GEMM's eager bias 12 passes of the 16,384 received rows:
+    /// 409,600 rows of 2,880 bf16 elements, a third of it in the forward.
+    /// One local expert needs no sort; Qwen3's experts have no bias; other
+    /// frameworks route their tokens in other ways.
+    #[test]
+    fn moe_token_bytes_as_counted() {
+        use super::super::layer::Widths;
+        use super::moe_token_bytes;
+        use crate::detailed::config::{DetailedConfig, Framework};
+        use crate::detailed::model::preset;
+        let mut c = DetailedConfig::new(preset("gpt-oss-120b").unwrap().arch, 4096, 64);
+        c.parallel.ep = 64;
+        let bytes = |c: &DetailedConfig| moe_token_bytes(c, &Widths::new(c), true, 4096.0);
+        assert_eq!(bytes(&c), 786_432_000.0);
+        assert_eq!(moe_token_bytes(&c, &Widths::new(&c), false, 4096.0), 0.0);
+        c.parallel.ep = 128;
+        let rows = 2.0 * 2.0 * 5.0 * 4096.0 + 12.0 * 16384.0;
+        assert_eq!(bytes(&c), rows * 2880.0 * 2.0 / 3.0);
+        let mut q = DetailedConfig::new(preset("qwen3-30b-a3b").unwrap().arch, 4096, 8);
+        q.parallel.ep = 8;
+        let rows = 2.0 * (2.0 * 9.0 * 4096.0 + 4.0 * 8.0 * 4096.0);
+        assert_eq!(bytes(&q), rows * 2048.0 * 2.0 / 3.0);
+        q.framework = Framework::Fsdp2 {
+            reshard_after_forward: true,
+        };
+        assert_eq!(bytes(&q), 0.0);
     }
 }

@@ -7,7 +7,7 @@
 //! eager attention's scores), a hybrid layer's Mamba-2 mixer, and the
 //! memory-bound kernels and float8 casts of [`super::kernels`].
 
-use super::kernels::{fp8_cast_bytes, per_token_bytes};
+use super::kernels::{fp8_cast_bytes, moe_token_bytes, per_token_bytes};
 use super::rates::{gemm, Rates};
 use crate::detailed::config::{AttentionKernel, DetailedConfig, Profile};
 use crate::detailed::model::{Family, Mamba2, Moe};
@@ -35,7 +35,7 @@ pub(super) struct Widths {
 
 impl Widths {
     /// `cfg`'s layer widths.
-    fn new(cfg: &DetailedConfig) -> Self {
+    pub(super) fn new(cfg: &DetailedConfig) -> Self {
         let a = &cfg.arch;
         let t = cfg.parallel.tp.max(1) as f64;
         let (h, s) = (a.hidden as f64, cfg.seq as f64);
@@ -64,13 +64,14 @@ pub(super) fn layer_forward(cfg: &DetailedConfig, moe: bool, m: f64, r: &Rates) 
     let (mut attn, scores_bytes) = attention_core(cfg, &w, m, r);
     let mut per_token = per_token_bytes(cfg, &w, act_width);
     let cast = fp8_cast_bytes(cfg, &w, moe, m);
+    let routing = moe_token_bytes(cfg, &w, moe, m);
     if let Some(mx) = cfg.arch.ssm {
         let (matmul, scan, bytes) = mixer(cfg, &w, mx, m, r);
         mm += matmul;
         attn += scan;
         per_token += bytes;
     }
-    let mem = (per_token * m + scores_bytes + cast) / r.bytes;
+    let mem = (per_token * m + scores_bytes + cast + routing) / r.bytes;
     (mm, attn, mem)
 }
 
