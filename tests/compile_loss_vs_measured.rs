@@ -83,9 +83,12 @@ fn checks(r: &Row) -> Vec<(&'static str, f64, f64)> {
 }
 
 #[test]
-fn compiled_loss_within_five_percent_in_the_right_phase() {
-    let rows: Vec<Row> = rows().into_iter().filter(|r| r.layers_compiled).collect();
-    assert!(rows.len() >= 1);
+fn compiled_chunked_loss_within_five_percent_in_the_right_phase() {
+    let rows: Vec<Row> = rows()
+        .into_iter()
+        .filter(|r| r.layers_compiled && r.cfg.loss == Loss::Chunked)
+        .collect();
+    assert_eq!(rows.len(), 6, "{} rows", rows.len());
     let mut failures = Vec::new();
     for r in &rows {
         for (what, got, want) in checks(r) {
@@ -106,6 +109,34 @@ fn compiled_loss_within_five_percent_in_the_right_phase() {
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// torchtitan's compiled cross entropy over the whole logits, the layers
+/// compiled one by one: `--compile --loss full` prices `torch.compile` of
+/// the whole model (`compile_measured.tsv`), whose one backward graph
+/// writes an fp32 and a dtype-wide logit tensor while the saved logits are
+/// held. The loss compiled on its own writes only the logits' gradient in
+/// the dtype, so the model's backward is an upper bound here (55 to 78 %
+/// over on these small models, where the logits are most of the step);
+/// what the forward saves is the same (within 2 %).
+#[test]
+fn torchtitan_compiled_loss_is_priced_above_as_whole_model_compile() {
+    let rows: Vec<Row> = rows()
+        .into_iter()
+        .filter(|r| r.cfg.loss == Loss::Full)
+        .collect();
+    assert_eq!(rows.len(), 4);
+    for r in &rows {
+        let c = checks(r);
+        let (saved, backward) = (c[4], c[2]);
+        assert!((saved.1 / saved.2 - 1.0).abs() < 0.02, "{}", r.line);
+        assert!(backward.1 > backward.2, "{}", r.line);
+        // The measured backward: the saved step plus one logit gradient in
+        // the dtype (n·V·2), within 1 %.
+        let (n, v) = ((r.cfg.seq * r.cfg.micro()) as f64, r.cfg.arch.vocab as f64);
+        let grad = r.peaks[1] - r.after_forward;
+        assert!((grad / (2.0 * n * v) - 1.0).abs() < 0.01, "{grad} on {}", r.line);
+    }
 }
 
 /// The loss compiled alone (the layers eager) against the same step with
