@@ -135,7 +135,11 @@ fn torchtitan_compiled_loss_is_priced_above_as_whole_model_compile() {
         // the dtype (n·V·2), within 1 %.
         let (n, v) = ((r.cfg.seq * r.cfg.micro()) as f64, r.cfg.arch.vocab as f64);
         let grad = r.peaks[1] - r.after_forward;
-        assert!((grad / (2.0 * n * v) - 1.0).abs() < 0.01, "{grad} on {}", r.line);
+        assert!(
+            (grad / (2.0 * n * v) - 1.0).abs() < 0.01,
+            "{grad} on {}",
+            r.line
+        );
     }
 }
 
@@ -161,10 +165,7 @@ fn compiled_chunked_loss_keeps_the_logits_in_the_dtype() {
             .take(2)
             .map(|v| v.parse().unwrap())
             .collect();
-        let (n, v) = (
-            (r.cfg.seq * r.cfg.micro()) as f64,
-            r.cfg.arch.vocab as f64,
-        );
+        let (n, v) = ((r.cfg.seq * r.cfg.micro()) as f64, r.cfg.arch.vocab as f64);
         let eager_saved = e[1] - e[0];
         let compiled_saved = r.after_forward - r.start;
         let drop = eager_saved - compiled_saved;

@@ -34,9 +34,7 @@ pub(crate) fn outer_activations(cfg: &DetailedConfig, b: f64) -> OuterActivation
         // The chunked loss under compile: torchtune compiles each layer and
         // the loss's per-chunk cross-entropy, the rest runs eagerly
         // (`crate::detailed::memory::loss`).
-        (Profile::Hf, _) if cfg.compile && cfg.loss == Loss::Full => {
-            super::compiled::outer(cfg, b)
-        }
+        (Profile::Hf, _) if cfg.compile && cfg.loss == Loss::Full => super::compiled::outer(cfg, b),
         (Profile::Fused, _) => fused(cfg, b),
         (Profile::Hf, Family::Gpt2) => hf_gpt2(cfg, b),
         (Profile::Hf, Family::Llama) => hf_llama(cfg, b),
