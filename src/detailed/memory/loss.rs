@@ -274,6 +274,33 @@ mod tests {
         assert_eq!(cce, 4096.0 * 4096.0 * 2.0 + vh2 + 12.0 * 128_256.0);
     }
 
+    /// torchtune's chunked loss compiled keeps every chunk's logits in the
+    /// dtype and 16 bytes a token instead of the fp32 log-probabilities,
+    /// and no fp32 copy in its forward; the output layer's backward is
+    /// eager's.
+    #[test]
+    fn compiled_chunked_loss_keeps_the_logits_in_the_dtype() {
+        let eager = DetailedConfig {
+            loss: Loss::Chunked,
+            loss_chunks: 8,
+            ..llama_8b()
+        };
+        let compiled = DetailedConfig {
+            compile: true,
+            ..eager
+        };
+        let (n, v) = (4096.0, 128_256.0);
+        let (e, c) = (
+            loss_bytes(&eager, n).unwrap(),
+            loss_bytes(&compiled, n).unwrap(),
+        );
+        assert_eq!(e.logits, 4.0 * n * v);
+        assert_eq!(c.logits, 2.0 * n * v + 16.0 * n);
+        assert_eq!(c.forward, 0.0);
+        assert_eq!(c.backward, 2.0 * n * v / 8.0);
+        assert_eq!((c.head, c.head_backward), (e.head, e.head_backward));
+    }
+
     /// Liger's chunk, worked in its source's comment: BT = 4096·4,
     /// V = 32000, H = 4096 gives 2048 rows.
     #[test]
