@@ -645,7 +645,9 @@ fn in_backward(cfg: &DetailedConfig) -> Result<(), DetailedError> {
 }
 
 /// `torch.compile` as measured (`tests/fixtures/compile_measured.tsv`):
-/// stock `transformers`' dense GPT-2 and Llama with SDPA, the full loss,
+/// stock `transformers`' dense GPT-2 and Llama with SDPA, the full loss or
+/// torchtune's chunked loss compiled per chunk
+/// (`tests/fixtures/compile_loss_measured.tsv`),
 /// no dropout, no adapters, no recomputation or full recomputation, the
 /// layers whole on each GPU. What the partitioner saves elsewhere is not
 /// measured, so it is refused rather than guessed.
@@ -673,10 +675,13 @@ fn compiled(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     }
     if cfg.lora_rank.is_some()
         || cfg.fp8 != Fp8::None
-        || cfg.loss != Loss::Full
+        || !matches!(cfg.loss, Loss::Full | Loss::Chunked)
         || cfg.objective != Objective::Sft
     {
-        return refuse("torch.compile is measured for full supervised fine-tuning with the full loss: no LoRA, float8, chunked or fused loss, DPO or GRPO");
+        return refuse("torch.compile is measured for full supervised fine-tuning with the full or torchtune's chunked loss: no LoRA, float8, fused loss (Liger, Cut Cross-Entropy), DPO or GRPO");
+    }
+    if cfg.loss == Loss::Chunked && a.family != Family::Llama {
+        return refuse("torch.compile with the chunked loss is measured on Llama-family models only (torchtune's)");
     }
     if !matches!(cfg.recompute, Recompute::None | Recompute::Full) {
         return refuse(

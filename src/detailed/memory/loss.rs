@@ -17,6 +17,18 @@
 //!   dtype gather, and each projection's weight gradient is summed with the
 //!   others' before it reaches the weight. Measured on the CPU
 //!   (`tests/fixtures/loss_measured.tsv`).
+//! - **Chunked, compiled** (torchtune 0.6.1 `training.compile_loss` in
+//!   `torchtune/training/_compile.py`, run by the recipes when `compile:
+//!   True`): only `compute_cross_entropy` (the upcast and the cross
+//!   entropy of one chunk) is compiled. AOTAutograd's partitioner saves
+//!   each chunk's logits in the model's dtype, a contiguous int64 copy of
+//!   its labels and two fp32 values a token (the row maximum and the
+//!   log-sum-exp): the fp32 log-probabilities are recomputed in the fused
+//!   backward, which writes the chunk's logit gradient in the dtype
+//!   directly. The chunk list so stays alive until backward (eagerly it is
+//!   freed after the loss), and nothing logit-sized in fp32 exists.
+//!   Measured on the CPU (`tests/fixtures/compile_loss_measured.tsv`, the
+//!   saved tensors listed by `measure_compile_loss.py`).
 //! - **Liger** (liger-kernel 0.8.5, `ops/fused_linear_cross_entropy.py`,
 //!   `fused_linear_cross_entropy_forward`): forward walks the tokens in
 //!   chunks of `next_power_of_2(ceil(n / ceil(V / h)))` rows, each chunk's
@@ -70,6 +82,8 @@ struct Dims {
     w: f64,
     /// The output layer is trained (no LoRA).
     trained: bool,
+    /// The loss is compiled (`--compile`).
+    compiled: bool,
 }
 
 /// The loss of `cfg` over n tokens, if it is not the full loss.
@@ -81,6 +95,7 @@ pub(crate) fn loss_bytes(cfg: &DetailedConfig, n: f64) -> Option<LossBytes> {
         p: act_bytes(cfg),
         w: weight_bytes(cfg),
         trained: cfg.lora_rank.is_none(),
+        compiled: cfg.compile,
     };
     match cfg.loss {
         Loss::Full => None,
@@ -125,6 +140,20 @@ fn chunked(d: &Dims, chunks: f64) -> LossBytes {
         0.0
     };
     let head_backward = first.max(summing);
+    if d.compiled {
+        return LossBytes {
+            head,
+            // Every chunk's logits in the dtype, its labels (int64) and two
+            // fp32 statistics a token, saved by the compiled graphs.
+            logits: nv * p + 16.0 * n,
+            // The fused kernel writes only the chunk's loss.
+            forward: 0.0,
+            // The last chunk's logit gradient in the dtype, the others'
+            // already in place of their freed saved logits.
+            backward: nv * p / chunks,
+            head_backward,
+        };
+    }
     LossBytes {
         head,
         logits: 4.0 * nv,
@@ -243,6 +272,33 @@ mod tests {
         assert!(at(Loss::Cce, Moment::Loss).live.transient < 1e6);
         let cce = at(Loss::Cce, Moment::LossBackward).live.transient;
         assert_eq!(cce, 4096.0 * 4096.0 * 2.0 + vh2 + 12.0 * 128_256.0);
+    }
+
+    /// torchtune's chunked loss compiled keeps every chunk's logits in the
+    /// dtype and 16 bytes a token instead of the fp32 log-probabilities,
+    /// and no fp32 copy in its forward; the output layer's backward is
+    /// eager's.
+    #[test]
+    fn compiled_chunked_loss_keeps_the_logits_in_the_dtype() {
+        let eager = DetailedConfig {
+            loss: Loss::Chunked,
+            loss_chunks: 8,
+            ..llama_8b()
+        };
+        let compiled = DetailedConfig {
+            compile: true,
+            ..eager
+        };
+        let (n, v) = (4096.0, 128_256.0);
+        let (e, c) = (
+            loss_bytes(&eager, n).unwrap(),
+            loss_bytes(&compiled, n).unwrap(),
+        );
+        assert_eq!(e.logits, 4.0 * n * v);
+        assert_eq!(c.logits, 2.0 * n * v + 16.0 * n);
+        assert_eq!(c.forward, 0.0);
+        assert_eq!(c.backward, 2.0 * n * v / 8.0);
+        assert_eq!((c.head, c.head_backward), (e.head, e.head_backward));
     }
 
     /// Liger's chunk, worked in its source's comment: BT = 4096·4,

@@ -158,9 +158,10 @@ pub fn transformers(out: &mut Out) {
 }
 
 /// `torch.compile` as the file's `key` asks: `--compile` where membudget
-/// prices it (full fine-tuning with the full loss over whole layers,
-/// `memory/check.rs`, `compiled`; measured in
-/// `tests/fixtures/compile_measured.tsv`), else named as priced without it.
+/// prices it (full fine-tuning with the full loss or torchtune's chunked
+/// loss over whole layers, `memory/check.rs`, `compiled`; measured in
+/// `tests/fixtures/compile_measured.tsv` and
+/// `compile_loss_measured.tsv`), else named as priced without it.
 pub fn compile(doc: &mut Doc, out: &mut Out, key: &str) -> Result<(), ReadError> {
     let Some(on) = doc.flag(key)? else {
         return Ok(());
@@ -171,7 +172,6 @@ pub fn compile(doc: &mut Doc, out: &mut Out, key: &str) -> Result<(), ReadError>
     }
     let beyond = [
         "--lora-rank",
-        "--loss",
         "--tp",
         "--pp",
         "--cp",
@@ -187,12 +187,23 @@ pub fn compile(doc: &mut Doc, out: &mut Out, key: &str) -> Result<(), ReadError>
         .set
         .iter()
         .any(|s| s.flag == "--impl" && s.arg == "liger");
-    match beyond.or(liger.then_some("--impl liger")) {
+    // torchtune's chunked loss compiled per chunk is priced
+    // (`tests/fixtures/compile_loss_measured.tsv`); the fused losses not.
+    let fused_loss = out
+        .set
+        .iter()
+        .find(|s| s.flag == "--loss" && s.arg != "chunked")
+        .map(|s| format!("--loss {}", s.arg));
+    match beyond
+        .map(str::to_string)
+        .or(liger.then(|| "--impl liger".to_string()))
+        .or(fused_loss)
+    {
         None => out.set(key, true, "--compile", ""),
         Some(f) => out.ignore(
             key,
             true,
-            format!("torch.compile is priced for full fine-tuning with the full loss over whole layers only ({f} here): priced as eager, an upper bound on the activations"),
+            format!("torch.compile is priced for full fine-tuning with the full or chunked loss over whole layers only ({f} here): priced as eager, an upper bound on the activations"),
         ),
     }
     Ok(())

@@ -5,7 +5,7 @@
 
 use super::peft::peft_llama;
 use super::{gemma_rms, liger_rms, mask_bytes, rms};
-use crate::detailed::config::{DetailedConfig, Objective, Profile};
+use crate::detailed::config::{DetailedConfig, Loss, Objective, Profile};
 use crate::detailed::memory::bytes::act_bytes;
 use crate::detailed::memory::grpo;
 use crate::detailed::memory::loss::loss_bytes;
@@ -31,7 +31,10 @@ pub(crate) struct OuterActivations {
 /// profile and family.
 pub(crate) fn outer_activations(cfg: &DetailedConfig, b: f64) -> OuterActivations {
     match (cfg.profile, cfg.arch.family) {
-        (Profile::Hf, _) if cfg.compile => super::compiled::outer(cfg, b),
+        // The chunked loss under compile: torchtune compiles each layer and
+        // the loss's per-chunk cross-entropy, the rest runs eagerly
+        // (`crate::detailed::memory::loss`).
+        (Profile::Hf, _) if cfg.compile && cfg.loss == Loss::Full => super::compiled::outer(cfg, b),
         (Profile::Fused, _) => fused(cfg, b),
         (Profile::Hf, Family::Gpt2) => hf_gpt2(cfg, b),
         (Profile::Hf, Family::Llama) => hf_llama(cfg, b),
