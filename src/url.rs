@@ -41,6 +41,12 @@
 //! (GB) and `ohfrag` (percent), which turn it back on.
 //! The step time's question: `tokens` (to train on, 1 to 10¹⁸) and `price`
 //! (per GPU-hour, 0 to 1,000,000).
+//! The full calculator's comparison adds `dbase` (a configuration pinned in
+//! detailed mode, [`encode_pin`]): its keys that differ from the page's, as
+//! `key.value` joined by `*`, a key alone where the pinned one has none
+//! (`dbase=zero.1*micro`); after a leading `*`, all of its own keys.
+//! It is read apart ([`decode_pin`], [`encode_with_pin`]) so that the light
+//! page's codec stays as small as it is.
 //! Unknown keys are ignored without a word; a known key with a bad value is
 //! reported in [`Decoded::ignored`] and its default kept. The limits are the
 //! command line's (a detailed batch to 2²⁰); what the keys allow one by one
@@ -48,6 +54,7 @@
 //! and reported too (`repair`).
 
 use crate::budget::{Field, TrainingConfig};
+use crate::compare::Pinned;
 use crate::detailed::{preset, Architecture, Family, Mla, Moe, Overhead, Profile, PRESETS};
 use crate::number::{read, std_to_f64, ToF64};
 use crate::state::{DetailedOptions, Exercise, GpuCapacity, Mode, PageState, SweepAxis, Unit};
@@ -1065,6 +1072,141 @@ fn encode_overhead(o: Overhead, out: &mut Query<'_>) {
     pair("ohws", o.workspaces_gb, def.workspaces_gb);
     pair("ohcomm", o.communication_gb, def.communication_gb);
     pair("ohfrag", o.fragmentation_percent, def.fragmentation_percent);
+}
+
+/// The key of a configuration pinned in detailed mode ([`encode_pin`]).
+pub const PIN_KEY: &str = "dbase";
+
+/// A query's pairs, percent-decoded, in order.
+fn pairs(query: &str) -> Vec<(String, String)> {
+    form_urlencoded::parse(query.as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect()
+}
+
+/// The address of the page `state` with the pinned configuration `pin`
+/// (the full calculator's; [`encode`] alone is the light page's).
+pub fn encode_with_pin(state: &PageState, pin: Option<&Pinned>) -> String {
+    let mut query = encode(state);
+    if let Some(value) = pin.and_then(|p| encode_pin(state, p)) {
+        let mut out = form_urlencoded::Serializer::new(query);
+        out.append_pair(PIN_KEY, &value);
+        query = out.finish();
+    }
+    query
+}
+
+/// `dbase`'s value for `pin` on the page `state` (detailed mode only):
+/// the pinned configuration's address pairs that differ from the page's,
+/// `key.value` joined by `*`, and a key alone where the pinned one has
+/// none (`zero.3*micro`). When those read over the page's pairs would not
+/// give the pin back (a key whose meaning depends on the keys before it,
+/// as `model` before the shape's sizes), all of the pinned configuration's
+/// own pairs after a leading `*`, read from the defaults.
+pub fn encode_pin(state: &PageState, pin: &Pinned) -> Option<String> {
+    (state.mode == Mode::Detailed).then_some(())?;
+    let now = pairs(&encode(state));
+    let base = pairs(&encode(&pin.over(state)));
+    let mut diff: Vec<String> = base
+        .iter()
+        .filter(|p| !now.contains(p))
+        .map(|(k, v)| format!("{k}.{v}"))
+        .collect();
+    diff.extend(
+        now.iter()
+            .filter(|(k, _)| !base.iter().any(|(b, _)| b == k))
+            .map(|(k, _)| k.clone()),
+    );
+    let diff = diff.join("*");
+    let (back, _) = read_pin(&diff, state, std_to_f64);
+    if back == *pin {
+        return Some(diff);
+    }
+    let alone = PageState {
+        mode: Mode::Detailed,
+        ..pin.over(&PageState::default())
+    };
+    let all: Vec<String> = pairs(&encode(&alone))
+        .into_iter()
+        .map(|(k, v)| format!("{k}.{v}"))
+        .collect();
+    Some(format!("*{}", all.join("*")))
+}
+
+/// The configuration pinned by `query`'s `dbase` over the page `state`
+/// (its own decoding), and what of it could not be used: a pinned key's
+/// bad value keeps that setting's default, a batch is repaired as the
+/// address's own, each said; outside detailed mode it is dropped, and
+/// said. Never fails.
+pub fn decode_pin(query: &str, state: &PageState, to_f64: ToF64) -> (Option<Pinned>, Vec<Ignored>) {
+    let query = query.strip_prefix('?').unwrap_or(query);
+    let Some((_, value)) = form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == PIN_KEY)
+    else {
+        return (None, Vec::new());
+    };
+    if state.mode != Mode::Detailed {
+        let reason = "a pinned configuration needs mode=detailed; dropped".to_string();
+        return (None, vec![pin_ignored(&value, reason)]);
+    }
+    let (pin, ignored) = read_pin(&value, state, to_f64);
+    let ignored = ignored
+        .into_iter()
+        .map(|i| {
+            let reason = format!("the pinned configuration's {}: {}", i.key, i.reason);
+            pin_ignored(&value, reason)
+        })
+        .collect();
+    (Some(pin), ignored)
+}
+
+/// A `dbase` that could not be used as it is, and why.
+fn pin_ignored(value: &str, reason: String) -> Ignored {
+    Ignored {
+        key: PIN_KEY.into(),
+        value: shorten(value),
+        reason,
+    }
+}
+
+/// `dbase`'s `value` read over `state`'s pairs (or, after a leading `*`,
+/// over the defaults), decoded and repaired as an address is.
+fn read_pin(value: &str, state: &PageState, to_f64: ToF64) -> (Pinned, Vec<Ignored>) {
+    let (all, value) = match value.strip_prefix('*') {
+        Some(rest) => (true, rest),
+        None => (false, value),
+    };
+    let items: Vec<(&str, Option<&str>)> = value
+        .split('*')
+        .filter(|i| !i.is_empty())
+        .map(|i| match i.split_once('.') {
+            Some((k, v)) => (k, Some(v)),
+            None => (i, None),
+        })
+        .collect();
+    let now = if all {
+        Vec::new()
+    } else {
+        pairs(&encode(state))
+    };
+    let mut out = form_urlencoded::Serializer::new(String::new());
+    for (k, v) in &now {
+        match items.iter().find(|(i, _)| i == k) {
+            Some((_, Some(new))) => out.append_pair(k, new),
+            Some((_, None)) => &mut out,
+            None => out.append_pair(k, v),
+        };
+    }
+    for (k, v) in &items {
+        if let (Some(v), false) = (v, now.iter().any(|(n, _)| n == k)) {
+            out.append_pair(k, v);
+        }
+    }
+    let Decoded {
+        mut state,
+        mut ignored,
+    } = decode_keys(&out.finish(), to_f64);
+    repair(&mut state, &mut ignored);
+    (Pinned::of(&state), ignored)
 }
 
 fn join(values: &[u64]) -> String {

@@ -2,12 +2,13 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use membudget::budget::{estimate, Field, TrainingConfig};
+use membudget::compare::Pinned;
 use membudget::detailed::{AttentionKernel, Overhead, PRESETS};
 use membudget::number::std_to_f64;
 use membudget::state::{
     max_fitting, DetailedOptions, Exercise, GpuCapacity, Mode, PageState, SweepAxis, Unit,
 };
-use membudget::url::{decode, decode_lesson, encode, encode_light};
+use membudget::url::{decode, decode_lesson, decode_pin, encode, encode_light, encode_with_pin};
 use proptest::prelude::*;
 
 mod common;
@@ -234,6 +235,39 @@ proptest! {
         prop_assert!(d.ignored.is_empty(), "{query}: {:?}", d.ignored);
         prop_assert_eq!(d.state, state);
         prop_assert_eq!(decode(&format!("?{query}")).state, state);
+    }
+
+    /// A configuration pinned in detailed mode round-trips through the
+    /// address (`dbase`) over any page in detailed mode, the page's own
+    /// keys unchanged by it.
+    #[test]
+    fn pin_round_trips(state in any_state(), pinned in any_state()) {
+        let mut state = state;
+        state.mode = Mode::Detailed;
+        let mut pinned = pinned;
+        pinned.mode = Mode::Detailed;
+        let state = state.normalized();
+        let pin = Pinned::of(&pinned);
+        let query = encode_with_pin(&state, Some(&pin));
+        let d = decode(&query);
+        prop_assert!(d.ignored.is_empty(), "{query}: {:?}", d.ignored);
+        prop_assert_eq!(d.state, state);
+        let (back, ignored) = decode_pin(&query, &d.state, std_to_f64);
+        prop_assert!(ignored.is_empty(), "{query}: {:?}", ignored);
+        prop_assert_eq!(back, Some(pin), "{}", query);
+    }
+
+    /// Any `dbase` at all over a detailed page: no panic, and the pin
+    /// read is one the detailed model answers or explains.
+    #[test]
+    fn any_pin_decodes(value in "[a-z0-9.*,-]{0,40}|\\PC{0,40}") {
+        let query = format!("mode=detailed&model=llama-3.1-8b&dp=8&zero=1&dbase={}",
+            form_urlencoded::byte_serialize(value.as_bytes()).collect::<String>());
+        let d = decode(&query);
+        let (pin, _) = decode_pin(&query, &d.state, std_to_f64);
+        let pin = pin.expect("a detailed page keeps its pin");
+        prop_assert!(pin.config.validate_in(true).is_ok());
+        let _ = membudget::detailed::estimate(&pin.over(&d.state).detailed_config());
     }
 
     /// Any query at all: no panic, and whatever was accepted is valid.
