@@ -11,6 +11,7 @@ use super::canvas::Charts;
 use super::reactive::{cond, on_click, on_event, text};
 use super::steptime::TokenBudget;
 use super::State;
+use crate::compare::Pinned;
 use crate::detailed::plan::diff::Lever;
 use crate::detailed::DetailedConfig;
 use crate::panel::{answer, change_summary, faster_summary, question, Answer, ROWS};
@@ -22,8 +23,8 @@ use leptos::prelude::*;
 /// never inside one.
 const REST_MS: u64 = 200;
 
-/// One row: its verdict, what it says, and "Apply", which sets the
-/// controls to `to`.
+/// One row: its verdict, what it says, "Apply", which sets the controls
+/// to `to`, and "Compare", which pins it beside them.
 fn row(
     index: usize,
     verdict: &'static str,
@@ -49,8 +50,30 @@ fn row(
                 "Apply"
             </button>
             " "
+            <button
+                type="button"
+                class="plan-compare"
+                id=format!("plan-compare-{index}")
+                on:click=on_click(move || compare_row(state, &from, &to))
+            >
+                "Compare"
+            </button>
+            " "
             {super::trainer::row_file(to, index)}
         </li>
+    }
+}
+
+/// "Compare": pins the row (as *Apply* would set it, without applying it)
+/// and brings the comparison into view.
+fn compare_row(state: RwSignal<PageState>, from: &DetailedConfig, to: &DetailedConfig) {
+    let super::Pin(pin) = super::context::<super::Pin>();
+    pin.set(Some(Pinned::row(&state.get_untracked(), from, to)));
+    if let Some(e) = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.get_element_by_id("detailed-compare"))
+    {
+        e.scroll_into_view();
     }
 }
 
