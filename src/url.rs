@@ -1085,10 +1085,12 @@ fn pairs(query: &str) -> Vec<(String, String)> {
 }
 
 /// The address of the page `state` with the pinned configuration `pin`
-/// (the full calculator's; [`encode`] alone is the light page's).
-pub fn encode_with_pin(state: &PageState, pin: Option<&Pinned>) -> String {
+/// (the full calculator's), `to_f64` the decimal conversion
+/// [`encode_pin`] checks with (the page passes the browser's: Rust's
+/// would cost its wasm 15 KB).
+pub fn encode_with_pin(state: &PageState, pin: Option<&Pinned>, to_f64: ToF64) -> String {
     let mut query = encode(state);
-    if let Some(value) = pin.and_then(|p| encode_pin(state, p)) {
+    if let Some(value) = pin.and_then(|p| encode_pin(state, p, to_f64)) {
         let mut out = form_urlencoded::Serializer::new(query);
         out.append_pair(PIN_KEY, &value);
         query = out.finish();
@@ -1102,8 +1104,9 @@ pub fn encode_with_pin(state: &PageState, pin: Option<&Pinned>) -> String {
 /// none (`zero.3*micro`). When those read over the page's pairs would not
 /// give the pin back (a key whose meaning depends on the keys before it,
 /// as `model` before the shape's sizes), all of the pinned configuration's
-/// own pairs after a leading `*`, read from the defaults.
-pub fn encode_pin(state: &PageState, pin: &Pinned) -> Option<String> {
+/// own pairs after a leading `*`, read from the defaults. `to_f64` is the
+/// decimal conversion the check reads back with.
+pub fn encode_pin(state: &PageState, pin: &Pinned, to_f64: ToF64) -> Option<String> {
     (state.mode == Mode::Detailed).then_some(())?;
     let now = pairs(&encode(state));
     let base = pairs(&encode(&pin.over(state)));
@@ -1118,7 +1121,7 @@ pub fn encode_pin(state: &PageState, pin: &Pinned) -> Option<String> {
             .map(|(k, _)| k.clone()),
     );
     let diff = diff.join("*");
-    let (back, _) = read_pin(&diff, state, std_to_f64);
+    let (back, _) = read_pin(&diff, state, to_f64);
     if back == *pin {
         return Some(diff);
     }

@@ -227,16 +227,16 @@ fn a_row_pinned_is_what_apply_sets() {
 fn the_address_keeps_the_pin_compactly() {
     let (one, three) = zero1_vs_zero3();
     let pin = Pinned::of(&one);
-    let query = encode_with_pin(&three, Some(&pin));
+    let query = encode_with_pin(&three, Some(&pin), std_to_f64);
     assert!(query.ends_with("&dbase=zero.1"), "{query}");
     let (back, ignored) = decode_pin(&query, &decode(&query).state, std_to_f64);
     assert_eq!((back, ignored), (Some(pin), vec![]));
     // A key the pinned configuration lacks: named alone.
     let mut micro = three;
     micro.detailed.micro_batch = None;
-    let q = encode_with_pin(&micro, Some(&Pinned::of(&three)));
+    let q = encode_with_pin(&micro, Some(&Pinned::of(&three)), std_to_f64);
     assert!(q.ends_with("&dbase=micro.1"), "{q}");
-    let q = encode_with_pin(&three, Some(&Pinned::of(&micro)));
+    let q = encode_with_pin(&three, Some(&Pinned::of(&micro)), std_to_f64);
     assert!(q.ends_with("&dbase=micro"), "{q}");
     assert_eq!(
         decode_pin(&q, &three, std_to_f64).0,
@@ -244,19 +244,19 @@ fn the_address_keeps_the_pin_compactly() {
     );
     // Another model: the sizes it sets come with it.
     let small = decode(&PLANNER.replace("llama-3.1-70b", "llama-3.1-8b")).state;
-    let q = encode_with_pin(&three, Some(&Pinned::of(&small)));
+    let q = encode_with_pin(&three, Some(&Pinned::of(&small)), std_to_f64);
     assert_eq!(
         decode_pin(&q, &three, std_to_f64).0,
         Some(Pinned::of(&small))
     );
     // No pin, no key; the lesson has none.
     assert_eq!(
-        encode_with_pin(&three, None),
+        encode_with_pin(&three, None, std_to_f64),
         membudget::url::encode(&three)
     );
     let lesson = PageState::default();
     assert_eq!(
-        encode_with_pin(&lesson, Some(&pin)),
+        encode_with_pin(&lesson, Some(&pin), std_to_f64),
         membudget::url::encode(&lesson)
     );
 }
@@ -310,7 +310,7 @@ fn a_pin_the_differences_cannot_rebuild_is_kept_whole() {
     let dense = decode("mode=detailed&batch=16&model=llama-3.1-8b&ep=2").state;
     assert_eq!(dense.detailed.parallel.ep, 2);
     let pin = Pinned::of(&dense);
-    let query = encode_with_pin(&page, Some(&pin));
+    let query = encode_with_pin(&page, Some(&pin), std_to_f64);
     assert!(query.contains("&dbase=*"), "{query}");
     let (back, ignored) = decode_pin(&query, &decode(&query).state, std_to_f64);
     assert_eq!((back, ignored), (Some(pin), vec![]));

@@ -248,7 +248,7 @@ proptest! {
         pinned.mode = Mode::Detailed;
         let state = state.normalized();
         let pin = Pinned::of(&pinned);
-        let query = encode_with_pin(&state, Some(&pin));
+        let query = encode_with_pin(&state, Some(&pin), std_to_f64);
         let d = decode(&query);
         prop_assert!(d.ignored.is_empty(), "{query}: {:?}", d.ignored);
         prop_assert_eq!(d.state, state);

@@ -268,7 +268,7 @@ fn keep_address_in_step(state: State, pin: Pin) {
                 let pinned = pin.0.get_untracked();
                 let query = format!(
                     "?{}",
-                    encode_with_pin(&state.0.get_untracked(), pinned.as_ref())
+                    encode_with_pin(&state.0.get_untracked(), pinned.as_ref(), browser_to_f64,)
                 );
                 let Some(window) = web_sys::window() else {
                     return;
@@ -346,7 +346,7 @@ fn results(state: State, in_lesson: Cond, in_detailed: Cond) -> impl IntoView {
                 let mut s = *state.0.read();
                 s.embed = false;
                 let pin = use_context::<Pin>().and_then(|p| p.0.get());
-                format!("?{}", encode_with_pin(&s, pin.as_ref()))
+                format!("?{}", encode_with_pin(&s, pin.as_ref(), browser_to_f64))
             })>"Open the full calculator ↗"</a>
         </section>
     }

@@ -99,7 +99,11 @@ pub fn ExportPanel() -> impl IntoView {
     let link = move |embed: bool| {
         let mut s = *state.read_untracked();
         s.embed = embed;
-        page_url(&encode_with_pin(&s, pin.get_untracked().as_ref()))
+        page_url(&encode_with_pin(
+            &s,
+            pin.get_untracked().as_ref(),
+            super::browser_to_f64,
+        ))
     };
     let DetailedBudget(detailed) = super::context::<DetailedBudget>();
     // What the panel exports: the lesson's budget through `lesson`, or the
