@@ -20,56 +20,15 @@
 //! assert_eq!((params.key, params.change()), ("params", Some(0.0)));
 //! ```
 
-use crate::budget::{TrainingConfig, Unit};
+use crate::budget::Unit;
 use crate::detailed::memory::overhead::step_need;
 use crate::detailed::memory::timeline;
 use crate::detailed::time::steptime::{step_time, Cluster, Efficiency};
 use crate::detailed::{estimate, DetailedConfig, Overhead, StepOptions};
 use crate::export::detailed_rows;
 use crate::panel::{seconds, Budget};
-use crate::state::{DetailedOptions, PageState};
-
-/// A configuration pinned in detailed mode: the shared inputs and the
-/// detailed settings (the card, the unit, the token budget and the price
-/// are the page's, the same for both sides). In the address as `dbase`
-/// ([`crate::url::encode_pin`]).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Pinned {
-    /// The shared inputs (batch, sequence, hidden size, layers).
-    pub config: TrainingConfig,
-    /// The detailed settings.
-    pub detailed: DetailedOptions,
-}
-
-impl Pinned {
-    /// The configuration of `s` (its shape normalized, as the address
-    /// reads it back).
-    pub fn of(s: &PageState) -> Self {
-        let s = s.normalized();
-        Self {
-            config: s.config,
-            detailed: s.detailed,
-        }
-    }
-
-    /// The page state `current` with this configuration in place of its
-    /// own: the card, unit, budget and the rest stay.
-    pub fn over(&self, current: &PageState) -> PageState {
-        PageState {
-            config: self.config,
-            detailed: self.detailed,
-            ..*current
-        }
-    }
-
-    /// The row of a planner's panel pinned: the page's state with the
-    /// change from `from` to `to` applied, as *Apply* would set it.
-    pub fn row(current: &PageState, from: &DetailedConfig, to: &DetailedConfig) -> Self {
-        let mut s = *current;
-        s.apply_change(from, to);
-        Self::of(&s)
-    }
-}
+use crate::state::PageState;
+pub use crate::state::Pinned;
 
 /// How a line's figure reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,12 +72,12 @@ impl Line {
     /// The three cells as the page shows them in `unit`: pinned, now and
     /// the change (empty where a side cannot be computed).
     pub fn cells(&self, unit: Unit) -> [String; 3] {
-        let f = |v: Option<f64>| v.map_or(String::new(), |v| shown(self.kind, v, unit));
+        let f = |v: Option<f64>| v.map_or(String::new(), |v| figure(self.kind, v, unit));
         let change = self.change().map_or(String::new(), |d| {
             let text = match self.kind {
                 // Percentage points, not a share of the pinned figure.
                 Kind::Percent => format!("{:.1} pt", 100.0 * d.abs()),
-                kind => shown(kind, d.abs(), unit),
+                kind => figure(kind, d.abs(), unit),
             };
             if !text.contains(|c: char| ('1'..='9').contains(&c)) {
                 text
@@ -133,7 +92,7 @@ impl Line {
 }
 
 /// `v` as a figure of `kind` (a change's magnitude for a change).
-fn shown(kind: Kind, v: f64, unit: Unit) -> String {
+fn figure(kind: Kind, v: f64, unit: Unit) -> String {
     match kind {
         Kind::Bytes => format!("{:.1}", unit.of(v)),
         Kind::Count | Kind::Money => grouped(v),
@@ -291,4 +250,51 @@ pub fn error(base: &DetailedConfig) -> Option<String> {
     estimate(base)
         .err()
         .map(|e| format!("The pinned configuration cannot be computed: {e}."))
+}
+
+/// What the page shows under *Pin as baseline* for the state `s`, as
+/// markup (one piece of text, so the page carries one reactive view for
+/// it): a hint while nothing is pinned; else what the pinned side is, why
+/// it cannot be computed if it cannot, and the table of [`compare`]'s
+/// lines (`#compare-table`, a row `data-line` per key).
+pub fn html(s: &PageState) -> String {
+    let Some(pin) = s.pin.filter(|_| s.mode == crate::state::Mode::Detailed) else {
+        return "<p class=\"hint\" id=\"compare-what\">Pin this configuration, change it, and \
+                compare; or compare with a planner's row.</p>"
+            .into();
+    };
+    let (base, now) = (pin.over(s).detailed_config(), s.detailed_config());
+    let mut out = format!(
+        "<p class=\"hint\" id=\"compare-what\">{}</p>",
+        escaped(&difference(&base, &now))
+    );
+    if let Some(why) = error(&base) {
+        out += &format!(
+            "<p class=\"derived\" id=\"compare-error\">{}</p>",
+            escaped(&why)
+        );
+    }
+    out += &format!(
+        "<table class=\"budget compare-table\" id=\"compare-table\"><caption>Pinned and now, \
+         per GPU (memory in {})</caption><thead><tr><th scope=\"col\">Figure</th>\
+         <th scope=\"col\" class=\"num\">Pinned</th><th scope=\"col\" class=\"num\">Now</th>\
+         <th scope=\"col\" class=\"num\">Now − pinned</th></tr></thead><tbody>",
+        s.unit.label()
+    );
+    for l in compare(&base, &now, &Context::of(s)) {
+        let [b, n, c] = l.cells(s.unit);
+        out += &format!(
+            "<tr data-line=\"{}\"><th scope=\"row\">{}</th><td class=\"num\">{b}</td>\
+             <td class=\"num\">{n}</td><td class=\"num\">{c}</td></tr>",
+            l.key, l.label
+        );
+    }
+    out + "</tbody></table>"
+}
+
+/// `text` with `&`, `<` and `>` escaped for markup.
+fn escaped(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }

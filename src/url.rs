@@ -41,12 +41,10 @@
 //! (GB) and `ohfrag` (percent), which turn it back on.
 //! The step time's question: `tokens` (to train on, 1 to 10¹⁸) and `price`
 //! (per GPU-hour, 0 to 1,000,000).
-//! The full calculator's comparison adds `dbase` (a configuration pinned in
-//! detailed mode, [`encode_pin`]): its keys that differ from the page's, as
-//! `key.value` joined by `*`, a key alone where the pinned one has none
-//! (`dbase=zero.1*micro`); after a leading `*`, all of its own keys.
-//! It is read apart ([`decode_pin`], [`encode_with_pin`]) so that the light
-//! page's codec stays as small as it is.
+//! Detailed mode's comparison: `dbase` (a pinned configuration): its keys
+//! that differ from the page's, as `key.value` joined by `*`, a key alone
+//! where the pinned one has none (`dbase=zero.1*micro`); after a leading
+//! `*`, all of its own keys.
 //! Unknown keys are ignored without a word; a known key with a bad value is
 //! reported in [`Decoded::ignored`] and its default kept. The limits are the
 //! command line's (a detailed batch to 2²⁰); what the keys allow one by one
@@ -54,10 +52,11 @@
 //! and reported too (`repair`).
 
 use crate::budget::{Field, TrainingConfig};
-use crate::compare::Pinned;
 use crate::detailed::{preset, Architecture, Family, Mla, Moe, Overhead, Profile, PRESETS};
 use crate::number::{read, std_to_f64, ToF64};
-use crate::state::{DetailedOptions, Exercise, GpuCapacity, Mode, PageState, SweepAxis, Unit};
+use crate::state::{
+    DetailedOptions, Exercise, GpuCapacity, Mode, PageState, Pinned, SweepAxis, Unit,
+};
 use std::fmt;
 
 /// A value from the URL that was not used, and why.
@@ -113,6 +112,12 @@ pub fn decode_with(query: &str, to_f64: ToF64) -> Decoded {
         mut ignored,
     } = decode_keys(query, to_f64);
     repair(&mut state, &mut ignored);
+    read_pin_key(
+        query.trim_start_matches('?'),
+        &mut state,
+        &mut ignored,
+        to_f64,
+    );
     Decoded { state, ignored }
 }
 
@@ -699,6 +704,9 @@ pub fn encode(state: &PageState) -> String {
     encode_lesson(state, &mut out);
     if state.mode == Mode::Detailed {
         encode_detailed(state, &mut out);
+        if let Some(pin) = state.pin {
+            out.append_pair(PIN_KEY, &pin_value(state, &pin));
+        }
     }
     out.finish()
 }
@@ -1074,8 +1082,8 @@ fn encode_overhead(o: Overhead, out: &mut Query<'_>) {
     pair("ohfrag", o.fragmentation_percent, def.fragmentation_percent);
 }
 
-/// The key of a configuration pinned in detailed mode ([`encode_pin`]).
-pub const PIN_KEY: &str = "dbase";
+/// The key of a configuration pinned in detailed mode ([`pin_value`]).
+const PIN_KEY: &str = "dbase";
 
 /// A query's pairs, percent-decoded, in order.
 fn pairs(query: &str) -> Vec<(String, String)> {
@@ -1084,91 +1092,81 @@ fn pairs(query: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The address of the page `state` with the pinned configuration `pin`
-/// (the full calculator's), `to_f64` the decimal conversion
-/// [`encode_pin`] checks with (the page passes the browser's: Rust's
-/// would cost its wasm 15 KB).
-pub fn encode_with_pin(state: &PageState, pin: Option<&Pinned>, to_f64: ToF64) -> String {
-    let mut query = encode(state);
-    if let Some(value) = pin.and_then(|p| encode_pin(state, p, to_f64)) {
-        let mut out = form_urlencoded::Serializer::new(query);
-        out.append_pair(PIN_KEY, &value);
-        query = out.finish();
-    }
-    query
-}
-
-/// `dbase`'s value for `pin` on the page `state` (detailed mode only):
-/// the pinned configuration's address pairs that differ from the page's,
-/// `key.value` joined by `*`, and a key alone where the pinned one has
-/// none (`zero.3*micro`). When those read over the page's pairs would not
-/// give the pin back (a key whose meaning depends on the keys before it,
-/// as `model` before the shape's sizes), all of the pinned configuration's
-/// own pairs after a leading `*`, read from the defaults. `to_f64` is the
-/// decimal conversion the check reads back with.
-pub fn encode_pin(state: &PageState, pin: &Pinned, to_f64: ToF64) -> Option<String> {
-    (state.mode == Mode::Detailed).then_some(())?;
-    let now = pairs(&encode(state));
-    let base = pairs(&encode(&pin.over(state)));
-    let mut diff: Vec<String> = base
+/// `dbase`'s value for `pin` on the page `state`: the pinned
+/// configuration's address pairs that differ from the page's, `key.value`
+/// joined by `*`, and a key alone where the pinned one has none
+/// (`zero.3*micro`), read back over the page's own pairs in their places,
+/// new ones after. When they change a key whose meaning depends on the
+/// keys before it (`model` and `arch` set the shape's sizes and expert
+/// parallelism, `framework` DeepSpeed's settings), all of the pinned
+/// configuration's own pairs after a leading `*`, read from the defaults.
+fn pin_value(state: &PageState, pin: &Pinned) -> String {
+    let page = PageState {
+        pin: None,
+        ..*state
+    };
+    let now = pairs(&encode(&page));
+    let base = pairs(&encode(&pin.over(&page)));
+    let mut diff: Vec<(&str, Option<&str>)> = base
         .iter()
         .filter(|p| !now.contains(p))
-        .map(|(k, v)| format!("{k}.{v}"))
+        .map(|(k, v)| (k.as_str(), Some(v.as_str())))
         .collect();
     diff.extend(
         now.iter()
             .filter(|(k, _)| !base.iter().any(|(b, _)| b == k))
-            .map(|(k, _)| k.clone()),
+            .map(|(k, _)| (k.as_str(), None)),
     );
-    let diff = diff.join("*");
-    let (back, _) = read_pin(&diff, state, to_f64);
-    if back == *pin {
-        return Some(diff);
-    }
-    let alone = PageState {
-        mode: Mode::Detailed,
-        ..pin.over(&PageState::default())
+    let whole = diff
+        .iter()
+        .any(|(k, _)| ["model", "arch", "framework"].contains(k));
+    let alone;
+    let (lead, items) = if whole {
+        let default = PageState {
+            mode: Mode::Detailed,
+            ..PageState::default()
+        };
+        alone = pairs(&encode(&pin.over(&default)));
+        let all = alone.iter().map(|(k, v)| (k.as_str(), Some(v.as_str())));
+        ("*", all.collect())
+    } else {
+        ("", diff)
     };
-    let all: Vec<String> = pairs(&encode(&alone))
+    let items: Vec<String> = items
         .into_iter()
-        .map(|(k, v)| format!("{k}.{v}"))
+        .map(|(k, v)| v.map_or(k.to_string(), |v| format!("{k}.{v}")))
         .collect();
-    Some(format!("*{}", all.join("*")))
+    format!("{lead}{}", items.join("*"))
 }
 
-/// The configuration pinned by `query`'s `dbase` over the page `state`
-/// (its own decoding), and what of it could not be used: a pinned key's
-/// bad value keeps that setting's default, a batch is repaired as the
-/// address's own, each said; outside detailed mode it is dropped, and
-/// said. Never fails.
-pub fn decode_pin(query: &str, state: &PageState, to_f64: ToF64) -> (Option<Pinned>, Vec<Ignored>) {
-    let query = query.strip_prefix('?').unwrap_or(query);
+/// Reads `query`'s `dbase` over the decoded page `state` into its pin:
+/// a pinned key's bad value keeps that setting's default and a batch is
+/// repaired as the address's own, each listed in `ignored`; outside
+/// detailed mode it is dropped, and said.
+fn read_pin_key(query: &str, state: &mut PageState, ignored: &mut Vec<Ignored>, to_f64: ToF64) {
     let Some((_, value)) = form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == PIN_KEY)
     else {
-        return (None, Vec::new());
+        return;
+    };
+    let said = |reason: String| Ignored {
+        key: PIN_KEY.into(),
+        value: shorten(&value),
+        reason,
     };
     if state.mode != Mode::Detailed {
-        let reason = "a pinned configuration needs mode=detailed; dropped".to_string();
-        return (None, vec![pin_ignored(&value, reason)]);
+        ignored.push(said(
+            "a pinned configuration needs mode=detailed; dropped".into(),
+        ));
+        return;
     }
-    let (pin, ignored) = read_pin(&value, state, to_f64);
-    let ignored = ignored
-        .into_iter()
-        .map(|i| {
-            let reason = format!("the pinned configuration's {}: {}", i.key, i.reason);
-            pin_ignored(&value, reason)
-        })
-        .collect();
-    (Some(pin), ignored)
-}
-
-/// A `dbase` that could not be used as it is, and why.
-fn pin_ignored(value: &str, reason: String) -> Ignored {
-    Ignored {
-        key: PIN_KEY.into(),
-        value: shorten(value),
-        reason,
-    }
+    let (pin, problems) = read_pin(&value, state, to_f64);
+    ignored.extend(problems.into_iter().map(|i| {
+        said(format!(
+            "the pinned configuration's {}: {}",
+            i.key, i.reason
+        ))
+    }));
+    state.pin = Some(pin);
 }
 
 /// `dbase`'s `value` read over `state`'s pairs (or, after a leading `*`,
@@ -1186,10 +1184,14 @@ fn read_pin(value: &str, state: &PageState, to_f64: ToF64) -> (Pinned, Vec<Ignor
             None => (i, None),
         })
         .collect();
+    let page = PageState {
+        pin: None,
+        ..*state
+    };
     let now = if all {
         Vec::new()
     } else {
-        pairs(&encode(state))
+        pairs(&encode(&page))
     };
     let mut out = form_urlencoded::Serializer::new(String::new());
     for (k, v) in &now {

@@ -4,13 +4,12 @@
 //! (`dbase`, `membudget::url::{encode_pin, decode_pin}`).
 #![cfg(not(target_arch = "wasm32"))]
 
-use membudget::compare::{compare, difference, error, figures, Context, Kind, Pinned};
+use membudget::compare::{compare, difference, error, figures, html, Context, Kind, Pinned};
 use membudget::detailed::time::steptime::step_time;
 use membudget::detailed::{estimate, timeline, StepOptions};
 use membudget::export::detailed_rows;
-use membudget::number::std_to_f64;
 use membudget::state::{detailed_need, PageState, Unit};
-use membudget::url::{decode, decode_pin, encode_with_pin};
+use membudget::url::{decode, encode};
 
 /// Issue 38's planner: Llama-3.1-70B on 64 H100s, ZeRO-1, a trillion
 /// tokens at 2.00 per GPU-hour.
@@ -222,43 +221,49 @@ fn a_row_pinned_is_what_apply_sets() {
     assert_eq!(pin.over(&one).card, one.card, "the card stays the page's");
 }
 
+/// The address of `s` with `pin` pinned.
+fn with_pin(s: &PageState, pin: Pinned) -> String {
+    encode(&PageState {
+        pin: Some(pin),
+        ..*s
+    })
+}
+
+/// The pin `query` reads, and what the address says of it.
+fn read(query: &str) -> (Option<Pinned>, Vec<String>) {
+    let d = decode(query);
+    let said = d.ignored.iter().map(|i| i.to_string());
+    (
+        d.state.pin,
+        said.filter(|i| i.starts_with("dbase")).collect(),
+    )
+}
+
 /// The link keeps the pin: only the keys where it differs from the page.
 #[test]
 fn the_address_keeps_the_pin_compactly() {
     let (one, three) = zero1_vs_zero3();
     let pin = Pinned::of(&one);
-    let query = encode_with_pin(&three, Some(&pin), std_to_f64);
-    assert!(query.ends_with("&dbase=zero.1"), "{query}");
-    let (back, ignored) = decode_pin(&query, &decode(&query).state, std_to_f64);
-    assert_eq!((back, ignored), (Some(pin), vec![]));
+    let query = with_pin(&three, pin);
+    assert_eq!(query, format!("{}&dbase=zero.1", encode(&three)));
+    assert_eq!(read(&query), (Some(pin), vec![]));
     // A key the pinned configuration lacks: named alone.
     let mut micro = three;
     micro.detailed.micro_batch = None;
-    let q = encode_with_pin(&micro, Some(&Pinned::of(&three)), std_to_f64);
+    let q = with_pin(&micro, Pinned::of(&three));
     assert!(q.ends_with("&dbase=micro.1"), "{q}");
-    let q = encode_with_pin(&three, Some(&Pinned::of(&micro)), std_to_f64);
+    assert_eq!(read(&q).0, Some(Pinned::of(&three)));
+    let q = with_pin(&three, Pinned::of(&micro));
     assert!(q.ends_with("&dbase=micro"), "{q}");
-    assert_eq!(
-        decode_pin(&q, &three, std_to_f64).0,
-        Some(Pinned::of(&micro))
-    );
-    // Another model: the sizes it sets come with it.
+    assert_eq!(read(&q).0, Some(Pinned::of(&micro)));
+    // Another model: all of the pinned configuration's keys.
     let small = decode(&PLANNER.replace("llama-3.1-70b", "llama-3.1-8b")).state;
-    let q = encode_with_pin(&three, Some(&Pinned::of(&small)), std_to_f64);
-    assert_eq!(
-        decode_pin(&q, &three, std_to_f64).0,
-        Some(Pinned::of(&small))
-    );
-    // No pin, no key; the lesson has none.
-    assert_eq!(
-        encode_with_pin(&three, None, std_to_f64),
-        membudget::url::encode(&three)
-    );
+    let q = with_pin(&three, Pinned::of(&small));
+    assert!(q.contains("&dbase=*params.7*batch.512*"), "{q}");
+    assert_eq!(read(&q).0, Some(Pinned::of(&small)));
+    // The lesson writes none.
     let lesson = PageState::default();
-    assert_eq!(
-        encode_with_pin(&lesson, Some(&pin), std_to_f64),
-        membudget::url::encode(&lesson)
-    );
+    assert_eq!(with_pin(&lesson, pin), encode(&lesson));
 }
 
 /// A pinned value that cannot be used keeps that setting's default, a
@@ -267,41 +272,33 @@ fn the_address_keeps_the_pin_compactly() {
 #[test]
 fn a_bad_pin_is_repaired_or_dropped_with_a_message() {
     let (_, three) = zero1_vs_zero3();
-    let at = |value: &str| {
-        let q = format!("{PLANNER}&zero=3&dbase={value}");
-        decode_pin(&q, &decode(&q).state, std_to_f64)
-    };
-    let (pin, ignored) = at("zero.9");
+    let at = |value: &str| read(&format!("{PLANNER}&zero=3&dbase={value}"));
+    let (pin, said) = at("zero.9");
     assert_eq!(pin.unwrap().detailed.parallel.zero, 0);
     assert_eq!(
-        ignored[0].to_string(),
-        "dbase: the pinned configuration's zero: must be a whole number from 0 to 3"
+        said,
+        ["dbase: the pinned configuration's zero: must be a whole number from 0 to 3"]
     );
-    let (pin, ignored) = at("batch.500");
+    let (pin, said) = at("batch.500");
     assert_eq!(pin.unwrap().config.batch, 504);
-    assert!(
-        ignored[0].to_string().starts_with(
-            "dbase: the pinned configuration's batch: batch must be a multiple of micro-batch × dp (8)"
-        ),
-        "{}",
-        ignored[0]
+    assert_eq!(
+        said,
+        ["dbase: the pinned configuration's batch: batch must be a multiple of micro-batch × dp (8); using 504"]
     );
     // Garbage reads as keys to drop that the page has not: the page's own.
-    let (pin, ignored) = at("%%*..*nonsense");
-    assert_eq!((pin, ignored), (Some(Pinned::of(&three)), vec![]));
-    let lesson = "batch=4&dbase=zero.1";
-    let (pin, ignored) = decode_pin(lesson, &decode(lesson).state, std_to_f64);
+    assert_eq!(at("%%*..*nonsense"), (Some(Pinned::of(&three)), vec![]));
+    let (pin, said) = read("batch=4&dbase=zero.1");
     assert_eq!(pin, None);
     assert_eq!(
-        ignored[0].to_string(),
-        "dbase: a pinned configuration needs mode=detailed; dropped"
+        said,
+        ["dbase: a pinned configuration needs mode=detailed; dropped"]
     );
 }
 
 /// Where the differing keys read over the page's would not give the pin
 /// back (here `model`, which resets expert parallelism for a dense model,
 /// would come after the page's `ep`), the link holds all of the pinned
-/// configuration's own keys instead, and still reads it back.
+/// configuration's own keys instead, and reads it back.
 #[test]
 fn a_pin_the_differences_cannot_rebuild_is_kept_whole() {
     let custom = "mode=detailed&batch=16&arch=llama&heads=32&kv=8&ffn=14000&vocab=128256&hidden=4096&layers=32&ep=2";
@@ -310,8 +307,40 @@ fn a_pin_the_differences_cannot_rebuild_is_kept_whole() {
     let dense = decode("mode=detailed&batch=16&model=llama-3.1-8b&ep=2").state;
     assert_eq!(dense.detailed.parallel.ep, 2);
     let pin = Pinned::of(&dense);
-    let query = encode_with_pin(&page, Some(&pin), std_to_f64);
+    let query = with_pin(&page, pin);
     assert!(query.contains("&dbase=*"), "{query}");
-    let (back, ignored) = decode_pin(&query, &decode(&query).state, std_to_f64);
-    assert_eq!((back, ignored), (Some(pin), vec![]));
+    assert_eq!(read(&query), (Some(pin), vec![]));
+}
+
+/// The page's markup: a hint while nothing is pinned; then what the
+/// pinned side is and the table, a row per line.
+#[test]
+fn the_page_shows_the_lines_as_a_table() {
+    let (one, three) = zero1_vs_zero3();
+    assert!(
+        html(&three).starts_with("<p class=\"hint\" id=\"compare-what\">Pin this configuration")
+    );
+    let pinned = PageState {
+        pin: Some(Pinned::of(&one)),
+        ..three
+    };
+    let page = html(&pinned);
+    assert!(page.starts_with("<p class=\"hint\" id=\"compare-what\">Pinned: now with --zero 1.</p><table class=\"budget compare-table\" id=\"compare-table\"><caption>Pinned and now, per GPU (memory in GB)</caption>"), "{page}");
+    assert!(page.contains("<tr data-line=\"params\"><th scope=\"row\">Parameters</th><td class=\"num\">17.6</td><td class=\"num\">2.2</td><td class=\"num\">−15.4</td></tr>"), "{page}");
+    assert_eq!(page.matches("<tr data-line=").count(), 15);
+    assert!(page.ends_with("</tbody></table>"));
+    // In the lesson, nothing but the hint.
+    let lesson = PageState {
+        mode: membudget::state::Mode::Lesson,
+        ..pinned
+    };
+    assert!(!html(&lesson).contains("<table"));
+    // A pinned side that cannot be computed says why.
+    let mut bad = Pinned::of(&one);
+    bad.detailed.parallel.tp = 3;
+    let page = html(&PageState {
+        pin: Some(bad),
+        ..three
+    });
+    assert!(page.contains("<p class=\"derived\" id=\"compare-error\">The pinned configuration cannot be computed: "), "{page}");
 }

@@ -7,8 +7,7 @@ use super::canvas::Charts;
 use super::reactive::{cond, on_click, text};
 use super::State;
 use crate::budget::TrainingConfig;
-use crate::compare::{compare, difference, error, Context, Line, Pinned};
-use crate::state::Mode;
+use crate::state::Pinned;
 use leptos::prelude::*;
 
 /// `7 B, batch 4, seq 2048, hidden 4096, 32 layers, mixed`.
@@ -61,87 +60,25 @@ pub fn PinBaseline() -> impl IntoView {
     }
 }
 
-/// The configuration pinned in detailed mode, passed by context; the
-/// address keeps it (`dbase`, [`crate::url::encode_pin`]).
-#[derive(Clone, Copy)]
-pub struct Pin(pub RwSignal<Option<Pinned>>);
-
-/// What the comparison shows: its lines, what the pinned side is, and why
-/// it cannot be computed, if it cannot.
-type Shown = (Vec<Line>, String, Option<String>);
-
-/// The most lines a comparison has ([`crate::compare::compare`]'s: seven
-/// terms, peak, need, GPUs, three of time, days and cost).
-const LINES: usize = 15;
-
 /// Detailed mode's comparison: "Pin as baseline" keeps the configuration
 /// on screen (a planner row's "Compare" pins that row); while pinned, a
-/// table of both, term by term and in time, with now − pinned. One click
-/// unpins.
+/// table of both, term by term and in time, with now − pinned
+/// ([`crate::compare::html`]). One click unpins.
 #[component]
 pub fn DetailedCompare() -> impl IntoView {
     let State(state) = super::context::<State>();
-    let Pin(pin) = super::context::<Pin>();
-    let shown = Memo::new(move |_| {
-        let p = pin.get()?;
-        let s = state.read();
-        (s.mode == Mode::Detailed).then_some(())?;
-        let (base, now) = (p.over(&s).detailed_config(), s.detailed_config());
-        let lines = compare(&base, &now, &Context::of(&s));
-        Some((lines, difference(&base, &now), error(&base))) as Option<Shown>
-    });
-    let pinned = move || pin.read().is_some();
-    let unit = move || state.read().unit;
-    let cell = move |i: usize, c: usize| {
-        text(move || {
-            shown.with(|s| {
-                s.as_ref()
-                    .and_then(|s| s.0.get(i))
-                    .map_or(String::new(), |l| l.cells(unit())[c].clone())
-            })
-        })
-    };
-    let rows = (0..LINES).map(|i| {
-        let line = move || shown.with(|s| s.as_ref().and_then(|s| s.0.get(i).copied()));
-        view! {
-            <tr hidden=cond(move || line().is_none()) data-line=text(move || line().map_or("", |l| l.key).into())>
-                <th scope="row">{text(move || line().map_or("", |l| l.label).into())}</th>
-                <td class="num">{cell(i, 0)}</td>
-                <td class="num">{cell(i, 1)}</td>
-                <td class="num">{cell(i, 2)}</td>
-            </tr>
-        }
-    });
-    let why = move || shown.with(|s| s.as_ref().and_then(|s| s.2.clone()));
+    let pinned = move || state.read().pin.is_some();
     view! {
         <section class="compare detailed-compare" id="detailed-compare" aria-label="Comparison">
             <div class="buttons">
-                <button type="button" id="pin-detailed" on:click=on_click(move || pin.set(Some(Pinned::of(&state.get_untracked()))))>
+                <button type="button" id="pin-detailed" on:click=on_click(move || state.update(|s| s.pin = Some(Pinned::of(s))))>
                     {text(move || if pinned() { "Pin current instead".into() } else { "Pin as baseline".into() })}
                 </button>
-                <button type="button" id="unpin-detailed" hidden=cond(move || !pinned()) on:click=on_click(move || pin.set(None))>
+                <button type="button" id="unpin-detailed" hidden=cond(move || !pinned()) on:click=on_click(move || state.update(|s| s.pin = None))>
                     "Unpin"
                 </button>
             </div>
-            <p class="hint" id="compare-what">
-                {text(move || match shown.with(|s| s.as_ref().map(|s| s.1.clone())) {
-                    Some(what) => what,
-                    None => "Pin this configuration, change it, and compare; or compare with a planner's row.".into(),
-                })}
-            </p>
-            <p class="derived" id="compare-error" hidden=cond(move || why().is_none())>{text(move || why().unwrap_or_default())}</p>
-            <table class="budget compare-table" id="compare-table" hidden=cond(move || shown.with(Option::is_none))>
-                <caption>{text(move || format!("Pinned and now, per GPU (memory in {})", unit().label()))}</caption>
-                <thead>
-                    <tr>
-                        <th scope="col">"Figure"</th>
-                        <th scope="col" class="num">"Pinned"</th>
-                        <th scope="col" class="num">"Now"</th>
-                        <th scope="col" class="num">"Now − pinned"</th>
-                    </tr>
-                </thead>
-                <tbody>{rows.collect_view()}</tbody>
-            </table>
+            <div inner_html=text(move || crate::compare::html(&state.read()))></div>
         </section>
     }
 }

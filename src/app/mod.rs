@@ -26,12 +26,12 @@ mod trainer;
 use crate::budget::{estimate, Breakdown, ConfigError, Field};
 use crate::detailed::{DetailedBreakdown, DetailedError, StepOptions, StepTimeline};
 use crate::state::{DetailedOptions, Mode, PageState};
-use crate::url::{decode_pin, decode_with, encode_with_pin, Ignored};
+use crate::url::{decode_with, encode, Ignored};
 use leptos::prelude::*;
 use reactive::{cond, not, text, Cond};
 
 pub use canvas::BudgetChart;
-pub use compare::{DetailedCompare, Pin, PinBaseline};
+pub use compare::{DetailedCompare, PinBaseline};
 pub use controls::{FieldControl, MixedPrecisionToggle, UnitSwitch};
 pub use detailed::{DetailedControls, DetailedTable, ModeSwitch, ModelDifference};
 pub use exercises::{EmbeddedExercise, Exercises};
@@ -158,11 +158,9 @@ fn calculator_for(query: &str) -> impl IntoView {
     if query.contains("debug_panic=1") {
         panic!("debug_panic=1 asked for a panic");
     }
-    let mut decoded = decode_with(query, browser_to_f64);
-    let (pin, ignored) = decode_pin(query, &decoded.state, browser_to_f64);
-    decoded.ignored.extend(ignored);
+    let decoded = decode_with(query, browser_to_f64);
     let initial = decoded.state.with_exercise_set_up();
-    view! { <Calculator initial=initial ignored=decoded.ignored pin=pin /> }
+    view! { <Calculator initial=initial ignored=decoded.ignored /> }
 }
 
 /// The calculator for a given starting state; `ignored` lists what the
@@ -174,14 +172,9 @@ pub fn Calculator(
     /// Values from the address that were not used, shown until dismissed.
     #[prop(optional)]
     ignored: Vec<Ignored>,
-    /// The configuration pinned in detailed mode, if any (`dbase`).
-    #[prop(default = None)]
-    pin: Option<crate::compare::Pinned>,
 ) -> impl IntoView {
     let state = provide_state(initial);
-    let pin = Pin(RwSignal::new(pin));
-    provide_context(pin);
-    keep_address_in_step(state, pin);
+    keep_address_in_step(state);
     let embed = move || state.0.read().embed;
     let lesson = move || state.0.read().mode == Mode::Lesson;
     let in_lesson = cond(lesson);
@@ -253,11 +246,10 @@ fn provide_state(initial: PageState) -> State {
 /// 3 ms of the main thread every 100 ms of a drag when it followed the
 /// slider), and it ignores more than 200 of them in 10 s. Each change
 /// starts a timer; only the latest one writes, with the state at its time.
-fn keep_address_in_step(state: State, pin: Pin) {
+fn keep_address_in_step(state: State) {
     let url_generation = StoredValue::new(0u64);
     Effect::new(move |_| {
         state.0.track();
-        pin.0.track();
         let generation = url_generation.get_value().wrapping_add(1);
         url_generation.set_value(generation);
         set_timeout(
@@ -265,11 +257,7 @@ fn keep_address_in_step(state: State, pin: Pin) {
                 if url_generation.get_value() != generation {
                     return;
                 }
-                let pinned = pin.0.get_untracked();
-                let query = format!(
-                    "?{}",
-                    encode_with_pin(&state.0.get_untracked(), pinned.as_ref(), browser_to_f64,)
-                );
+                let query = format!("?{}", encode(&state.0.get_untracked()));
                 let Some(window) = web_sys::window() else {
                     return;
                 };
@@ -345,8 +333,7 @@ fn results(state: State, in_lesson: Cond, in_detailed: Cond) -> impl IntoView {
             <a class="embed-only open-full" target="_blank" rel="noopener" href=text(move || {
                 let mut s = *state.0.read();
                 s.embed = false;
-                let pin = use_context::<Pin>().and_then(|p| p.0.get());
-                format!("?{}", encode_with_pin(&s, pin.as_ref(), browser_to_f64))
+                format!("?{}", encode(&s))
             })>"Open the full calculator ↗"</a>
         </section>
     }

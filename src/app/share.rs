@@ -9,7 +9,7 @@ use crate::export::{
     csv, detailed_json, detailed_rows, iframe_snippet, lesson_rows, markdown, to_json, Row,
 };
 use crate::state::{Mode, Unit};
-use crate::url::{encode_with_pin, Ignored};
+use crate::url::{encode, Ignored};
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -91,7 +91,6 @@ fn download_chart(status: RwSignal<String>) {
 #[component]
 pub fn ExportPanel() -> impl IntoView {
     let State(state) = super::context::<State>();
-    let super::Pin(pin) = super::context::<super::Pin>();
     let Budget(budget) = super::context::<Budget>();
     let status = RwSignal::new(String::new());
     let output = RwSignal::new(String::new());
@@ -99,11 +98,7 @@ pub fn ExportPanel() -> impl IntoView {
     let link = move |embed: bool| {
         let mut s = *state.read_untracked();
         s.embed = embed;
-        page_url(&encode_with_pin(
-            &s,
-            pin.get_untracked().as_ref(),
-            super::browser_to_f64,
-        ))
+        page_url(&encode(&s))
     };
     let DetailedBudget(detailed) = super::context::<DetailedBudget>();
     // What the panel exports: the lesson's budget through `lesson`, or the
