@@ -1,7 +1,7 @@
 //! The detailed mode's comparison (`membudget::compare`): the lines of a
 //! pinned configuration beside the current one, each the figure the page
 //! shows for that configuration alone, and the pin in the address
-//! (`dbase`, `membudget::url::{encode_pin, decode_pin}`).
+//! (`dbase`, read and written by `membudget::url::{decode, encode}`).
 #![cfg(not(target_arch = "wasm32"))]
 
 use membudget::compare::{compare, difference, error, figures, html, Context, Kind, Pinned};
