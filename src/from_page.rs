@@ -198,6 +198,7 @@ pub fn apply(state: &PageState, reading: &Reading, to_f64: ToF64) -> Result<Appl
     let set = &reading.out.set;
     let detailed = PageState {
         mode: Mode::Detailed,
+        pin: None,
         ..*state
     };
     let mut query = form_urlencoded::Serializer::new(url::encode(&detailed));
@@ -234,6 +235,7 @@ pub fn apply(state: &PageState, reading: &Reading, to_f64: ToF64) -> Result<Appl
     }
     let mut next = decoded.state;
     next.mode = Mode::Detailed;
+    next.pin = state.pin;
     Whole::of(set).apply(&mut next)?;
     // Then what the address repairs on the whole, said as it says it.
     let mut repaired = Vec::new();

@@ -27,6 +27,7 @@ pub mod canvas;
 pub mod chart;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod cli;
+pub mod compare;
 pub mod detailed;
 pub mod export;
 #[cfg(not(target_arch = "wasm32"))]

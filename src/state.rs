@@ -251,6 +251,50 @@ pub struct PageState {
     pub tokens: Option<f64>,
     /// The price of a GPU-hour, in the reader's currency ([`PRICE`]).
     pub price: Option<f64>,
+    /// A configuration pinned in detailed mode to compare against
+    /// ([`crate::compare`]; `dbase` in the address).
+    pub pin: Option<Pinned>,
+}
+
+/// A configuration pinned in detailed mode: the shared inputs and the
+/// detailed settings (the card, the unit, the token budget and the price
+/// are the page's, the same for both sides of the comparison).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pinned {
+    /// The shared inputs (batch, sequence, hidden size, layers).
+    pub config: TrainingConfig,
+    /// The detailed settings.
+    pub detailed: DetailedOptions,
+}
+
+impl Pinned {
+    /// The configuration of `s` (its shape normalized, as the address
+    /// reads it back).
+    pub fn of(s: &PageState) -> Self {
+        let s = s.normalized();
+        Self {
+            config: s.config,
+            detailed: s.detailed,
+        }
+    }
+
+    /// The page state `current` with this configuration in place of its
+    /// own: the card, unit, budget and the rest stay (the pin too).
+    pub fn over(&self, current: &PageState) -> PageState {
+        PageState {
+            config: self.config,
+            detailed: self.detailed,
+            ..*current
+        }
+    }
+
+    /// The row of a planner's panel pinned: the page's state with the
+    /// change from `from` to `to` applied, as *Apply* would set it.
+    pub fn row(current: &PageState, from: &DetailedConfig, to: &DetailedConfig) -> Self {
+        let mut s = *current;
+        s.apply_change(from, to);
+        Self::of(&s)
+    }
 }
 
 /// The token budget's limits, the command line's `--tokens` (1 to 10¹⁸).

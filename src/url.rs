@@ -41,6 +41,10 @@
 //! (GB) and `ohfrag` (percent), which turn it back on.
 //! The step time's question: `tokens` (to train on, 1 to 10¹⁸) and `price`
 //! (per GPU-hour, 0 to 1,000,000).
+//! Detailed mode's comparison: `dbase` (a pinned configuration): its keys
+//! that differ from the page's, as `key.value` joined by `*`, a key alone
+//! where the pinned one has none (`dbase=zero.1*micro`); after a leading
+//! `*`, all of its own keys.
 //! Unknown keys are ignored without a word; a known key with a bad value is
 //! reported in [`Decoded::ignored`] and its default kept. The limits are the
 //! command line's (a detailed batch to 2²⁰); what the keys allow one by one
@@ -50,7 +54,9 @@
 use crate::budget::{Field, TrainingConfig};
 use crate::detailed::{preset, Architecture, Family, Mla, Moe, Overhead, Profile, PRESETS};
 use crate::number::{read, std_to_f64, ToF64};
-use crate::state::{DetailedOptions, Exercise, GpuCapacity, Mode, PageState, SweepAxis, Unit};
+use crate::state::{
+    DetailedOptions, Exercise, GpuCapacity, Mode, PageState, Pinned, SweepAxis, Unit,
+};
 use std::fmt;
 
 /// A value from the URL that was not used, and why.
@@ -106,6 +112,12 @@ pub fn decode_with(query: &str, to_f64: ToF64) -> Decoded {
         mut ignored,
     } = decode_keys(query, to_f64);
     repair(&mut state, &mut ignored);
+    read_pin_key(
+        query.trim_start_matches('?'),
+        &mut state,
+        &mut ignored,
+        to_f64,
+    );
     Decoded { state, ignored }
 }
 
@@ -692,6 +704,9 @@ pub fn encode(state: &PageState) -> String {
     encode_lesson(state, &mut out);
     if state.mode == Mode::Detailed {
         encode_detailed(state, &mut out);
+        if let Some(pin) = state.pin {
+            out.append_pair(PIN_KEY, &pin_value(state, &pin));
+        }
     }
     out.finish()
 }
@@ -1065,6 +1080,138 @@ fn encode_overhead(o: Overhead, out: &mut Query<'_>) {
     pair("ohws", o.workspaces_gb, def.workspaces_gb);
     pair("ohcomm", o.communication_gb, def.communication_gb);
     pair("ohfrag", o.fragmentation_percent, def.fragmentation_percent);
+}
+
+/// The key of a configuration pinned in detailed mode ([`pin_value`]).
+const PIN_KEY: &str = "dbase";
+
+/// A query's pairs, percent-decoded, in order.
+fn pairs(query: &str) -> Vec<(String, String)> {
+    form_urlencoded::parse(query.as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect()
+}
+
+/// `dbase`'s value for `pin` on the page `state`: the pinned
+/// configuration's address pairs that differ from the page's, `key.value`
+/// joined by `*`, and a key alone where the pinned one has none
+/// (`zero.3*micro`), read back over the page's own pairs in their places,
+/// new ones after. When they change a key whose meaning depends on the
+/// keys before it (`model` and `arch` set the shape's sizes and expert
+/// parallelism, `framework` DeepSpeed's settings), all of the pinned
+/// configuration's own pairs after a leading `*`, read from the defaults.
+fn pin_value(state: &PageState, pin: &Pinned) -> String {
+    let page = PageState {
+        pin: None,
+        ..*state
+    };
+    let now = pairs(&encode(&page));
+    let base = pairs(&encode(&pin.over(&page)));
+    let mut diff: Vec<(&str, Option<&str>)> = base
+        .iter()
+        .filter(|p| !now.contains(p))
+        .map(|(k, v)| (k.as_str(), Some(v.as_str())))
+        .collect();
+    diff.extend(
+        now.iter()
+            .filter(|(k, _)| !base.iter().any(|(b, _)| b == k))
+            .map(|(k, _)| (k.as_str(), None)),
+    );
+    let whole = diff
+        .iter()
+        .any(|(k, _)| ["model", "arch", "framework"].contains(k));
+    let alone;
+    let (lead, items) = if whole {
+        let default = PageState {
+            mode: Mode::Detailed,
+            ..PageState::default()
+        };
+        alone = pairs(&encode(&pin.over(&default)));
+        let all = alone.iter().map(|(k, v)| (k.as_str(), Some(v.as_str())));
+        ("*", all.collect())
+    } else {
+        ("", diff)
+    };
+    let items: Vec<String> = items
+        .into_iter()
+        .map(|(k, v)| v.map_or(k.to_string(), |v| format!("{k}.{v}")))
+        .collect();
+    format!("{lead}{}", items.join("*"))
+}
+
+/// Reads `query`'s `dbase` over the decoded page `state` into its pin:
+/// a pinned key's bad value keeps that setting's default and a batch is
+/// repaired as the address's own, each listed in `ignored`; outside
+/// detailed mode it is dropped, and said.
+fn read_pin_key(query: &str, state: &mut PageState, ignored: &mut Vec<Ignored>, to_f64: ToF64) {
+    let Some((_, value)) = form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == PIN_KEY)
+    else {
+        return;
+    };
+    let said = |reason: String| Ignored {
+        key: PIN_KEY.into(),
+        value: shorten(&value),
+        reason,
+    };
+    if state.mode != Mode::Detailed {
+        ignored.push(said(
+            "a pinned configuration needs mode=detailed; dropped".into(),
+        ));
+        return;
+    }
+    let (pin, problems) = read_pin(&value, state, to_f64);
+    ignored.extend(problems.into_iter().map(|i| {
+        said(format!(
+            "the pinned configuration's {}: {}",
+            i.key, i.reason
+        ))
+    }));
+    state.pin = Some(pin);
+}
+
+/// `dbase`'s `value` read over `state`'s pairs (or, after a leading `*`,
+/// over the defaults), decoded and repaired as an address is.
+fn read_pin(value: &str, state: &PageState, to_f64: ToF64) -> (Pinned, Vec<Ignored>) {
+    let (all, value) = match value.strip_prefix('*') {
+        Some(rest) => (true, rest),
+        None => (false, value),
+    };
+    let items: Vec<(&str, Option<&str>)> = value
+        .split('*')
+        .filter(|i| !i.is_empty())
+        .map(|i| match i.split_once('.') {
+            Some((k, v)) => (k, Some(v)),
+            None => (i, None),
+        })
+        .collect();
+    let page = PageState {
+        pin: None,
+        ..*state
+    };
+    let now = if all {
+        Vec::new()
+    } else {
+        pairs(&encode(&page))
+    };
+    let mut out = form_urlencoded::Serializer::new(String::new());
+    for (k, v) in &now {
+        match items.iter().find(|(i, _)| i == k) {
+            Some((_, Some(new))) => out.append_pair(k, new),
+            Some((_, None)) => &mut out,
+            None => out.append_pair(k, v),
+        };
+    }
+    for (k, v) in &items {
+        if let (Some(v), false) = (v, now.iter().any(|(n, _)| n == k)) {
+            out.append_pair(k, v);
+        }
+    }
+    let Decoded {
+        mut state,
+        mut ignored,
+    } = decode_keys(&out.finish(), to_f64);
+    repair(&mut state, &mut ignored);
+    (Pinned::of(&state), ignored)
 }
 
 fn join(values: &[u64]) -> String {

@@ -5,7 +5,7 @@ use membudget::budget::{estimate, Field, TrainingConfig};
 use membudget::detailed::{AttentionKernel, Overhead, PRESETS};
 use membudget::number::std_to_f64;
 use membudget::state::{
-    max_fitting, DetailedOptions, Exercise, GpuCapacity, Mode, PageState, SweepAxis, Unit,
+    max_fitting, DetailedOptions, Exercise, GpuCapacity, Mode, PageState, Pinned, SweepAxis, Unit,
 };
 use membudget::url::{decode, decode_lesson, encode, encode_light};
 use proptest::prelude::*;
@@ -234,6 +234,37 @@ proptest! {
         prop_assert!(d.ignored.is_empty(), "{query}: {:?}", d.ignored);
         prop_assert_eq!(d.state, state);
         prop_assert_eq!(decode(&format!("?{query}")).state, state);
+    }
+
+    /// A configuration pinned in detailed mode round-trips through the
+    /// address (`dbase`) over any page in detailed mode, the page's own
+    /// keys unchanged by it.
+    #[test]
+    fn pin_round_trips(state in any_state(), pinned in any_state()) {
+        let mut state = state;
+        state.mode = Mode::Detailed;
+        let mut pinned = pinned;
+        pinned.mode = Mode::Detailed;
+        let mut state = state.normalized();
+        let page = encode(&state);
+        state.pin = Some(Pinned::of(&pinned));
+        let query = encode(&state);
+        prop_assert!(query.starts_with(&format!("{page}&dbase=")), "{query}");
+        let d = decode(&query);
+        prop_assert!(d.ignored.is_empty(), "{query}: {:?}", d.ignored);
+        prop_assert_eq!(d.state, state, "{}", query);
+    }
+
+    /// Any `dbase` at all over a detailed page: no panic, and the pin
+    /// read is one the detailed model answers or explains.
+    #[test]
+    fn any_pin_decodes(value in "[a-z0-9.*,-]{0,40}|\\PC{0,40}") {
+        let query = format!("mode=detailed&model=llama-3.1-8b&dp=8&zero=1&dbase={}",
+            form_urlencoded::byte_serialize(value.as_bytes()).collect::<String>());
+        let d = decode(&query);
+        let pin = d.state.pin.expect("a detailed page keeps its pin");
+        prop_assert!(pin.config.validate_in(true).is_ok());
+        let _ = membudget::detailed::estimate(&pin.over(&d.state).detailed_config());
     }
 
     /// Any query at all: no panic, and whatever was accepted is valid.

@@ -219,6 +219,58 @@ async fn pinning_a_baseline_adds_its_column() {
 /// The page reads numbers with the browser's conversion; on every decimal
 /// the syntax accepts it must give Rust's value, bit for bit. Random texts
 /// of up to 25 digits, exponents to ±350, and the awkward cases by hand.
+/// The comparison in detailed mode: Llama-3.1-70B on 64 H100s with ZeRO-1
+/// pinned and ZeRO-3 on screen (tests/compare.rs's figures); one click
+/// unpins, another pins the page as it is.
+#[wasm_bindgen_test]
+async fn detailed_pin_shows_both_and_the_change() {
+    use membudget::state::Pinned;
+    let planner = "batch=512&seq=8192&card=h100-sxm&mode=detailed&model=llama-3.1-70b&dp=8&tp=8&sp=1&zero=1&micro=1&recompute=full&tokens=1e12&price=2";
+    let one = membudget::url::decode(planner).state;
+    let mut three = membudget::url::decode(&format!("{planner}&zero=3")).state;
+    three.pin = Some(Pinned::of(&one));
+    let root = container();
+    leptos::mount::mount_to(root.clone(), move || {
+        view! { <Calculator initial=three /> }
+    })
+    .forget();
+    settle().await;
+    let cells = |key: &str| -> Vec<String> {
+        let row = format!("#compare-table tr[data-line='{key}']");
+        [
+            "th",
+            "td:nth-of-type(1)",
+            "td:nth-of-type(2)",
+            "td:nth-of-type(3)",
+        ]
+        .iter()
+        .map(|c| {
+            find::<HtmlElement>(&root, &format!("{row} {c}"))
+                .text_content()
+                .unwrap()
+        })
+        .collect()
+    };
+    assert_eq!(cells("params"), ["Parameters", "17.6", "2.2", "−15.4"]);
+    assert_eq!(
+        cells("step_s"),
+        ["Step time", "72.11 s", "76.93 s", "+4.82 s"]
+    );
+    assert_eq!(cells("cost"), ["Cost", "611,283", "652,172", "+40,889"]);
+    assert_eq!(
+        find::<HtmlElement>(&root, "#compare-what")
+            .text_content()
+            .unwrap(),
+        "Pinned: now with --zero 1."
+    );
+    find::<HtmlElement>(&root, "#unpin-detailed").click();
+    settle().await;
+    assert!(root.query_selector("#compare-table").unwrap().is_none());
+    find::<HtmlElement>(&root, "#pin-detailed").click();
+    settle().await;
+    assert_eq!(cells("params"), ["Parameters", "2.2", "2.2", "0.0"]);
+}
+
 #[wasm_bindgen_test]
 fn browser_conversion_agrees_with_rust() {
     use membudget::app::browser_to_f64;

@@ -1,9 +1,13 @@
-//! Pinning a baseline to compare against.
+//! Pinning a baseline to compare against: the lesson's configuration
+//! (its bar and table column), or in detailed mode a whole configuration
+//! (or a planner's row) beside the one on screen, term by term and in time
+//! ([`crate::compare`]).
 
 use super::canvas::Charts;
 use super::reactive::{cond, on_click, text};
 use super::State;
 use crate::budget::TrainingConfig;
+use crate::state::Pinned;
 use leptos::prelude::*;
 
 /// `7 B, batch 4, seq 2048, hidden 4096, 32 layers, mixed`.
@@ -53,5 +57,28 @@ pub fn PinBaseline() -> impl IntoView {
                 })}
             </p>
         </div>
+    }
+}
+
+/// Detailed mode's comparison: "Pin as baseline" keeps the configuration
+/// on screen (a planner row's "Compare" pins that row); while pinned, a
+/// table of both, term by term and in time, with now − pinned
+/// ([`crate::compare::html`]). One click unpins.
+#[component]
+pub fn DetailedCompare() -> impl IntoView {
+    let State(state) = super::context::<State>();
+    let pinned = move || state.read().pin.is_some();
+    view! {
+        <section class="compare detailed-compare" id="detailed-compare" aria-label="Comparison">
+            <div class="buttons">
+                <button type="button" id="pin-detailed" on:click=on_click(move || state.update(|s| s.pin = Some(Pinned::of(s))))>
+                    {text(move || if pinned() { "Pin current instead".into() } else { "Pin as baseline".into() })}
+                </button>
+                <button type="button" id="unpin-detailed" hidden=cond(move || !pinned()) on:click=on_click(move || state.update(|s| s.pin = None))>
+                    "Unpin"
+                </button>
+            </div>
+            <div inner_html=text(move || crate::compare::html(&state.read()))></div>
+        </section>
     }
 }

@@ -31,7 +31,7 @@ use leptos::prelude::*;
 use reactive::{cond, not, text, Cond};
 
 pub use canvas::BudgetChart;
-pub use compare::PinBaseline;
+pub use compare::{DetailedCompare, PinBaseline};
 pub use controls::{FieldControl, MixedPrecisionToggle, UnitSwitch};
 pub use detailed::{DetailedControls, DetailedTable, ModeSwitch, ModelDifference};
 pub use exercises::{EmbeddedExercise, Exercises};
@@ -324,6 +324,9 @@ fn results(state: State, in_lesson: Cond, in_detailed: Cond) -> impl IntoView {
             <div hidden=in_lesson>
                 <DetailedTable />
                 <StepTimeBar />
+                <div class="full-only">
+                    <DetailedCompare />
+                </div>
                 <ModelDifference />
                 <StepChart />
             </div>

@@ -14,7 +14,7 @@ use super::State;
 use crate::detailed::plan::diff::Lever;
 use crate::detailed::DetailedConfig;
 use crate::panel::{answer, change_summary, faster_summary, question, Answer, ROWS};
-use crate::state::{PageState, GPU_PRESETS};
+use crate::state::{PageState, Pinned, GPU_PRESETS};
 use leptos::prelude::*;
 
 /// How long the state must rest before the planner searches (ms): the
@@ -22,8 +22,8 @@ use leptos::prelude::*;
 /// never inside one.
 const REST_MS: u64 = 200;
 
-/// One row: its verdict, what it says, and "Apply", which sets the
-/// controls to `to`.
+/// One row: its verdict, what it says, "Apply", which sets the controls
+/// to `to`, and "Compare", which pins it beside them.
 fn row(
     index: usize,
     verdict: &'static str,
@@ -49,8 +49,29 @@ fn row(
                 "Apply"
             </button>
             " "
+            <button
+                type="button"
+                class="plan-compare"
+                id=format!("plan-compare-{index}")
+                on:click=on_click(move || compare_row(state, &from, &to))
+            >
+                "Compare"
+            </button>
+            " "
             {super::trainer::row_file(to, index)}
         </li>
+    }
+}
+
+/// "Compare": pins the row (as *Apply* would set it, without applying it)
+/// and brings the comparison into view.
+fn compare_row(state: RwSignal<PageState>, from: &DetailedConfig, to: &DetailedConfig) {
+    state.update(|s| s.pin = Some(Pinned::row(s, from, to)));
+    if let Some(e) = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.get_element_by_id("detailed-compare"))
+    {
+        e.scroll_into_view();
     }
 }
 
@@ -123,6 +144,12 @@ fn rows_of(
     out
 }
 
+/// The page's state without its pin: what the planner answers (pinning a
+/// row does not search again).
+fn unpinned(s: PageState) -> PageState {
+    PageState { pin: None, ..s }
+}
+
 /// The panel, under the GPU verdict in detailed mode.
 #[component]
 pub fn MakeItFit() -> impl IntoView {
@@ -131,7 +158,7 @@ pub fn MakeItFit() -> impl IntoView {
     let plan = RwSignal::new(None::<(PageState, Answer)>);
     let generation = StoredValue::new(0u64);
     Effect::new(move |_| {
-        let s = state.get();
+        let s = unpinned(state.get());
         let Some(q) = question(&s) else {
             return;
         };
@@ -142,7 +169,7 @@ pub fn MakeItFit() -> impl IntoView {
         generation.set_value(g);
         set_timeout(
             move || {
-                if generation.get_value() != g || state.get_untracked() != s {
+                if generation.get_value() != g || unpinned(state.get_untracked()) != s {
                     return;
                 }
                 let found = answer(&q, s.detailed.overhead.as_ref());
@@ -152,7 +179,7 @@ pub fn MakeItFit() -> impl IntoView {
         );
     });
     let current = move || {
-        let s = state.get();
+        let s = unpinned(state.get());
         question(&s)?;
         plan.with(|p| match p {
             Some((at, found)) if *at == s => Some(Some(found.clone())),
