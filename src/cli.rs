@@ -197,7 +197,8 @@ pub struct ModelArgs {
 #[derive(clap::Args, Debug, Default)]
 #[command(next_help_heading = "Training")]
 pub struct TrainingArgs {
-    /// Sequence length in tokens, 1–131072 [default: 2048].
+    /// Sequence length in tokens: the lesson's, 1–131072; the detailed
+    /// model's, 1–1048576 (long ones with --cp) [default: 2048].
     #[arg(long, value_name = "TOKENS")]
     pub seq: Option<String>,
     /// Batch in sequences: the lesson's, 1–1024 [default: 4]; the detailed
@@ -990,7 +991,8 @@ impl Args {
     /// profile (`"chosen"`, or the default's reason).
     pub fn detailed_config(&self) -> Result<(DetailedConfig, &'static str), CliError> {
         self.refuse_lesson_flags()?;
-        // Sizes in the detailed model use the lesson's ranges and messages.
+        // Sizes in the detailed model use its ranges (the lesson's, but a
+        // sequence to 2²⁰) and the lesson's messages.
         let layers = size(Field::Layers, self.lesson.layers.as_deref())?;
         let hidden = size(Field::Hidden, self.lesson.hidden.as_deref())?;
         let seq = size(Field::SeqLen, self.training.seq.as_deref())?.unwrap_or(defaults::SEQ);
@@ -1418,8 +1420,13 @@ impl Args {
 /// A size flag of the detailed model (`--layers`, `--hidden`, `--seq`),
 /// read with the lesson's ranges and messages.
 fn size(field: Field, text: Option<&str>) -> Result<Option<u64>, CliError> {
-    text.map(|t| field.parse(t).map(|v| v as u64).map_err(|e| e.to_string()))
-        .transpose()
+    text.map(|t| {
+        field
+            .parse_in(t, crate::number::std_to_f64, true)
+            .map(|v| v as u64)
+            .map_err(|e| e.to_string())
+    })
+    .transpose()
 }
 
 /// The lesson's six lines, then the dominant term and its share.

@@ -478,12 +478,14 @@ impl PageState {
         self
     }
 
-    /// Switches the page to `mode`: the lesson holds the batch to its own
-    /// range (1,024; the detailed model's goes to 2²⁰).
+    /// Switches the page to `mode`: the lesson holds the batch and the
+    /// sequence to its own ranges (1,024 and 131,072; the detailed model's
+    /// go to 2²⁰).
     pub fn set_mode(&mut self, mode: Mode) {
         self.mode = mode;
         if mode == Mode::Lesson {
             self.config.batch = Field::Batch.clamp(f64::from(self.config.batch)) as u32;
+            self.config.seq_len = Field::SeqLen.clamp(f64::from(self.config.seq_len)) as u32;
         }
     }
 
@@ -692,7 +694,7 @@ pub fn max_micro_batch(
     })
 }
 
-/// The largest sequence length (up to the page's 131,072) for which the
+/// The largest sequence length (up to the detailed model's 1,048,576) for which the
 /// peak of a training step of `cfg` (plus `overhead`) fits in
 /// `capacity_bytes`, or `None` when even 1 token does not fit.
 pub fn max_detailed_seq(
@@ -700,7 +702,7 @@ pub fn max_detailed_seq(
     capacity_bytes: f64,
     overhead: Option<&Overhead>,
 ) -> Option<u64> {
-    let max = Field::SeqLen.range().1 as u64;
+    let max = Field::SeqLen.range_in(true).1 as u64;
     largest_fitting(max, |seq| {
         let c = DetailedConfig { seq, ..*cfg };
         detailed_need(&c, overhead).is_some_and(|need| need <= capacity_bytes)

@@ -141,9 +141,20 @@ pub(crate) fn decode_keys(query: &str, to_f64: ToF64) -> Decoded {
 
 /// What the keys allow one by one but not together, repaired to the
 /// nearest configuration that computes, and said: the lesson's batch of at
-/// most 1,024, and the detailed model's batch, a whole number of
+/// most 1,024 and sequence of at most 131,072, and the detailed model's batch, a whole number of
 /// micro-batch × dp (the nearest multiple).
 pub(crate) fn repair(state: &mut PageState, ignored: &mut Vec<Ignored>) {
+    let (seq, lesson_seq) = (state.config.seq_len, Field::SeqLen.range().1 as u32);
+    if state.mode != Mode::Detailed && seq > lesson_seq {
+        state.config.seq_len = lesson_seq;
+        ignored.push(Ignored {
+            key: "seq".into(),
+            value: seq.to_string(),
+            reason: format!(
+                "the lesson's sequence is at most {lesson_seq} (the detailed model's 1048576); using {lesson_seq}"
+            ),
+        });
+    }
     let batch = u64::from(state.config.batch);
     if let Some((to, reason)) = repaired_batch(state, batch) {
         state.config.batch = to as u32;

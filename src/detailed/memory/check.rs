@@ -41,6 +41,29 @@ pub fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     compiled(cfg)
 }
 
+/// The most bytes a GPU's step may hold to be priced: 2⁶⁰ (1 EiB). The
+/// figures are reported in whole bytes as 64-bit integers (JSON, the
+/// verdict), which end at 2⁶⁴; the step's peak, its overhead and a
+/// lever's doubling stay below that from here. A million-token sequence
+/// at a micro-batch of 2²⁰ with eager attention keeps ~2⁶⁸ bytes of
+/// scores: no machine holds it, and the model says so rather than
+/// printing a saturated figure.
+pub const MOST_BYTES: f64 = (1u64 << 60) as f64;
+
+/// Refuses a step whose `bytes` (its memory at rest or its peak) exceed
+/// [`MOST_BYTES`], the sizes that make it so named.
+pub fn within_bytes(cfg: &DetailedConfig, bytes: f64) -> Result<(), DetailedError> {
+    if bytes <= MOST_BYTES {
+        return Ok(());
+    }
+    Err(DetailedError(format!(
+        "the step would hold {:.3e} bytes per GPU, more than 2^60 (1 EiB, beyond any machine and the figures' whole bytes): shorten the sequence ({}) or the micro-batch ({}), or split them (--cp, --tp with --sp)",
+        bytes,
+        cfg.seq,
+        cfg.micro()
+    )))
+}
+
 /// A refusal in words.
 fn refuse(m: &str) -> Result<(), DetailedError> {
     Err(DetailedError(m.to_string()))

@@ -2,7 +2,7 @@
 //! (the figures the lesson's table has, for a real model).
 
 use super::activations;
-use super::check::check;
+use super::check::{check, within_bytes};
 use super::states::{self, ModelStates};
 use crate::detailed::config::{DetailedConfig, DetailedError};
 
@@ -87,6 +87,7 @@ pub fn estimate(cfg: &DetailedConfig) -> Result<DetailedBreakdown, DetailedError
         }
     };
     let total = params + grads + master_weights + optimizer_state + activations;
+    within_bytes(cfg, total)?;
     Ok(DetailedBreakdown {
         params,
         grads,
