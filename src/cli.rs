@@ -358,6 +358,15 @@ pub struct ParallelArgs {
     /// 1–64 (layers divisible by pp × vp) [default: 1, plain 1F1B].
     #[arg(long, value_name = "V", value_parser = value_parser!(u64).range(1..=64))]
     pub vp: Option<u64>,
+    /// Layers on the first pipeline stage, an uneven split (Megatron-LM's
+    /// --decoder-first-pipeline-num-layers; the stages between share the
+    /// rest evenly), 1–4096 [default: an even share].
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=4096))]
+    pub first_stage_layers: Option<u64>,
+    /// Layers on the last pipeline stage, an uneven split (Megatron-LM's
+    /// --decoder-last-pipeline-num-layers), 1–4096 [default: an even share].
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=4096))]
+    pub last_stage_layers: Option<u64>,
     /// Mixture of experts: expert-parallel GPUs (ep × etp must divide dp ×
     /// cp × tp), 1–4096 [default: 1].
     #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=4096))]
@@ -1154,6 +1163,8 @@ impl Args {
             cfg.parallel.set_plan(plan);
         }
         cfg.parallel.dp_shard = par.dp_shard;
+        cfg.parallel.first_stage_layers = par.first_stage_layers;
+        cfg.parallel.last_stage_layers = par.last_stage_layers;
         Ok(())
     }
 

@@ -264,8 +264,52 @@ fn virtual_stages(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     if p.vp == 0 || p.vp > 64 {
         return refuse("virtual pipeline stages must be 1 to 64");
     }
-    if p.vp > 1 && (p.pp < 2 || !a.layers.is_multiple_of(p.pp * p.vp)) {
+    let uneven = p.first_stage_layers.is_some() || p.last_stage_layers.is_some();
+    if p.vp > 1 && !uneven && (p.pp < 2 || !a.layers.is_multiple_of(p.pp * p.vp)) {
         return refuse("the interleaved schedule (virtual stages above 1) needs pipeline stages and layers divisible by stages × virtual stages");
+    }
+    uneven_split(cfg)
+}
+
+/// An uneven pipeline split as Megatron-Core accepts it
+/// (`megatron/core/transformer/transformer_block.py`,
+/// `get_num_layers_to_build`, 2026: "the left over layers must be
+/// divisible by left over stages"; under the interleaved schedule each
+/// middle stage's layers divide by the virtual stages). The first or last
+/// stage's count need not divide by them: that is the split
+/// `account_for_embedding_in_pipeline_split` /
+/// `account_for_loss_in_pipeline_split` build (one layer fewer in the
+/// first or last model chunk).
+fn uneven_split(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    let (a, p) = (&cfg.arch, &cfg.parallel);
+    let given: Vec<u64> = p
+        .first_stage_layers
+        .iter()
+        .chain(&p.last_stage_layers)
+        .copied()
+        .collect();
+    if given.is_empty() {
+        return Ok(());
+    }
+    if p.pp < 2 {
+        return refuse(
+            "--first-stage-layers and --last-stage-layers split a pipeline: give --pp 2 or more",
+        );
+    }
+    if !matches!(cfg.framework, Framework::Megatron) {
+        return refuse("an uneven pipeline split (--first-stage-layers, --last-stage-layers) is Megatron-LM's (--decoder-first/last-pipeline-num-layers): use --framework megatron");
+    }
+    let taken: u64 = given.iter().sum();
+    let left = p.pp - given.len() as u64;
+    if given.contains(&0) || taken > a.layers || (left == 0 && taken != a.layers) {
+        return refuse(&format!("the first and last stages' layers must be at least 1 and leave the other stages theirs: {taken} of the model's {} layers given", a.layers));
+    }
+    let rest = a.layers - taken;
+    if left > 0 && (!rest.is_multiple_of(left) || rest / left == 0) {
+        return refuse(&format!("with an uneven pipeline split the layers left ({rest}) must divide evenly over the stages left ({left}), at least one each (Megatron-Core's rule)"));
+    }
+    if left > 0 && p.vp > 1 && !(rest / left).is_multiple_of(p.vp) {
+        return refuse(&format!("under the interleaved schedule each middle stage's layers ({}) must divide by the virtual stages ({})", rest / left, p.vp));
     }
     Ok(())
 }

@@ -44,8 +44,15 @@ pub(super) struct Compute {
 }
 
 /// One micro-batch of `m` tokens per GPU on a stage holding `share` of the
-/// layers: forward, backward, DPO's reference forward and recomputation.
-pub(super) fn micro_batch(cfg: &DetailedConfig, r: &Rates, m: f64, share: f64) -> Compute {
+/// layers (and the output layer and the loss with `head`): forward,
+/// backward, DPO's reference forward and recomputation.
+pub(super) fn micro_batch(
+    cfg: &DetailedConfig,
+    r: &Rates,
+    m: f64,
+    share: f64,
+    with_head: bool,
+) -> Compute {
     let fwd = stage_forward(cfg, r, m, share);
     // Backward: the frozen weights of LoRA need only the input's gradient.
     let lora = cfg.lora_rank.is_some();
@@ -53,7 +60,11 @@ pub(super) fn micro_batch(cfg: &DetailedConfig, r: &Rates, m: f64, share: f64) -
     let backward_attn = backward_attention(cfg, r, fwd.attn);
     let recompute = recomputation(cfg, r, m, share, &fwd);
     let reference = reference_forwards(cfg);
-    let (logits_mm, loss_mem) = head(cfg, r, m, bwd_mm_factor);
+    let (logits_mm, loss_mem) = if with_head {
+        head(cfg, r, m, bwd_mm_factor)
+    } else {
+        (0.0, 0.0)
+    };
     let loss_recompute = loss_recomputed(cfg, logits_mm);
     Compute {
         forward: fwd,
