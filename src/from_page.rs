@@ -33,7 +33,7 @@ use crate::url;
 
 /// Flags that are one address key with the same value: (flag, key).
 /// A switch (no value) writes `1`.
-const KEYS: [(&str, &str); 45] = [
+const KEYS: [(&str, &str); 47] = [
     ("--model", "model"),
     ("--seq", "seq"),
     ("--batch", "batch"),
@@ -55,6 +55,8 @@ const KEYS: [(&str, &str); 45] = [
     ("--sp", "sp"),
     ("--pp", "pp"),
     ("--vp", "vp"),
+    ("--first-stage-layers", "ppfirst"),
+    ("--last-stage-layers", "pplast"),
     ("--ep", "ep"),
     ("--etp", "etp"),
     ("--cp", "cp"),

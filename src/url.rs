@@ -352,6 +352,10 @@ fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result
         "micro" => state.detailed.micro_batch = Some(parse_count(value, 1, 4096)?),
         "vllm" => state.detailed.vllm_percent = Some(parse_count(value, 5, 95)?),
         "shard" => state.detailed.parallel.dp_shard = Some(parse_count(value, 1, 4096)?),
+        "ppfirst" => {
+            state.detailed.parallel.first_stage_layers = Some(parse_count(value, 1, 4096)?)
+        }
+        "pplast" => state.detailed.parallel.last_stage_layers = Some(parse_count(value, 1, 4096)?),
         "lora" => state.detailed.lora_rank = Some(parse_count(value, 1, 1024)?),
         "keep" => {
             state.detailed.keep =
@@ -985,7 +989,8 @@ fn encode_objective(d: &DetailedOptions, def: &DetailedOptions, out: &mut Query<
 }
 
 /// The settings absent by default, written when set: the micro-batch,
-/// hybrid sharding's group, the LoRA rank, the lesson's bar beside and
+/// hybrid sharding's group, an uneven pipeline's first and last stages'
+/// layers, the LoRA rank, the lesson's bar beside and
 /// the levers the planner keeps.
 fn encode_optional(d: &DetailedOptions, out: &mut Query<'_>) {
     if let Some(m) = d.micro_batch {
@@ -993,6 +998,12 @@ fn encode_optional(d: &DetailedOptions, out: &mut Query<'_>) {
     }
     if let Some(n) = d.parallel.dp_shard {
         out.append_pair("shard", &n.to_string());
+    }
+    if let Some(n) = d.parallel.first_stage_layers {
+        out.append_pair("ppfirst", &n.to_string());
+    }
+    if let Some(n) = d.parallel.last_stage_layers {
+        out.append_pair("pplast", &n.to_string());
     }
     if let Some(r) = d.lora_rank {
         out.append_pair("lora", &r.to_string());

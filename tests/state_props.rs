@@ -127,6 +127,14 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
                     d.profile = Some(membudget::detailed::Profile::Hf);
                 }
                 d.loss_chunks = chunks;
+                // An uneven pipeline split, drawn from the chunks' number
+                // (the strategy's tuples are full).
+                if chunks % 3 == 1 {
+                    d.parallel.first_stage_layers = Some(chunks % 97 + 1);
+                }
+                if chunks % 5 == 2 {
+                    d.parallel.last_stage_layers = Some(chunks % 89 + 1);
+                }
                 d.trainer = trainer;
                 d.overhead = overhead.map(|(ctx, ws, comm, frag)| Overhead {
                     cuda_context_gb: ctx,

@@ -851,8 +851,48 @@ fn megatron(cfg: &DetailedConfig) -> Result<String, String> {
     if p.vp > 1 {
         out += &format!(" --virtual-pipeline-model-parallel-size {}", p.vp);
     }
+    out += &megatron_pipeline_split(cfg, f)?;
     out += &megatron_switches(cfg, f)?;
     Ok(out + "\n")
+}
+
+/// An uneven pipeline split as Megatron-LM takes it: the first and last
+/// stages' layers (`--decoder-first/last-pipeline-num-layers`), or, where
+/// the interleaved schedule's chunks cannot divide them (Megatron-Core's
+/// `get_num_layers_to_build` asserts each stage's layers divide by the
+/// virtual stages), the same split as `--account-for-embedding-in-pipeline-split`
+/// / `--account-for-loss-in-pipeline-split` build it: one layer fewer
+/// than (L + e + l) / pp on the first / last stage.
+fn megatron_pipeline_split(cfg: &DetailedConfig, f: &str) -> Result<String, String> {
+    let p = &cfg.parallel;
+    let Some(split) = p.stage_split(&cfg.arch) else {
+        return Ok(String::new());
+    };
+    let given = [
+        (p.first_stage_layers, "first", "embedding"),
+        (p.last_stage_layers, "last", "loss"),
+    ];
+    let divides = given
+        .iter()
+        .all(|(n, ..)| n.is_none_or(|n| n.is_multiple_of(p.vp)));
+    if divides {
+        let flags = given.iter().filter_map(|(n, which, _)| {
+            n.map(|n| format!(" --decoder-{which}-pipeline-num-layers {n}"))
+        });
+        return Ok(flags.collect());
+    }
+    let counted = given.iter().filter(|(n, ..)| n.is_some()).count() as u64;
+    let per = (cfg.arch.layers + counted) / p.pp;
+    let accounted = (cfg.arch.layers + counted).is_multiple_of(p.pp)
+        && split.middle == per
+        && given.iter().all(|(n, ..)| n.is_none_or(|n| n + 1 == per));
+    if !accounted {
+        return Err(cannot(f, "under the interleaved schedule Megatron-LM needs each stage's layers to divide by the virtual stages, or one fewer on the first and last stages (--account-for-embedding/loss-in-pipeline-split)"));
+    }
+    let flags = given
+        .iter()
+        .filter_map(|(n, _, part)| n.map(|_| format!(" --account-for-{part}-in-pipeline-split")));
+    Ok(flags.collect())
 }
 
 fn megatron_switches(cfg: &DetailedConfig, f: &str) -> Result<String, String> {
