@@ -465,6 +465,12 @@ pub struct ParallelArgs {
     /// multiplies (Transformer Engine's tp_comm_overlap off).
     #[arg(long)]
     pub no_tp_comm_overlap: bool,
+    /// Async tensor parallelism (torchtitan's
+    /// compile.enable_async_tensor_parallel, with --compile, --tp and
+    /// --sp under the PyTorch frameworks): the all-gathers and
+    /// reduce-scatters pipelined inside the matrix multiplies they feed.
+    #[arg(long)]
+    pub async_tp: bool,
     /// Context parallelism: each sequence split over N GPUs, keys and
     /// values passed around a ring (flash attention; seq divisible by 2 ×
     /// cp), 1–64 [default: 1].
@@ -1157,6 +1163,7 @@ impl Args {
         cfg.parallel.cp_comm = par.cp_comm.unwrap_or_default();
         cfg.framework = self.read_framework()?;
         cfg.overlap = self.read_overlap(cfg.framework)?;
+        cfg.async_tp = par.async_tp;
         cfg.parallel.schedule = par.schedule.unwrap_or_default();
         cfg.parallel.tp_layers_only = par.tp_layers_only;
         if let Some(plan) = par.tp_plan {

@@ -286,6 +286,8 @@ pub struct DetailedOptions {
     pub optimizer_in_backward: bool,
     /// The model under `torch.compile` (inductor).
     pub compile: bool,
+    /// Async tensor parallelism (torchtitan's `enable_async_tensor_parallel`).
+    pub async_tp: bool,
     /// Attention kernel.
     pub attention: AttentionKernel,
     /// Dropout on.
@@ -402,6 +404,7 @@ impl Default for DetailedOptions {
             optimizer: Optimizer::AdamW,
             optimizer_in_backward: false,
             compile: false,
+            async_tp: false,
             attention: AttentionKernel::Flash,
             dropout: false,
             recompute: Recompute::None,
@@ -564,6 +567,7 @@ impl PageState {
         cfg.optimizer = d.optimizer;
         cfg.optimizer_in_backward = d.optimizer_in_backward;
         cfg.compile = d.compile;
+        cfg.async_tp = d.async_tp;
         cfg.attention = d.attention;
         cfg.dropout = d.dropout;
         cfg.recompute = d.recompute;

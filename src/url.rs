@@ -220,10 +220,11 @@ const COUNTS: [Count; 17] = [
 
 /// The detailed settings that are on or off (`1`/`0`): key, where it goes.
 type Flag = (&'static str, fn(&mut DetailedOptions) -> &mut bool);
-const FLAGS: [Flag; 15] = [
+const FLAGS: [Flag; 16] = [
     ("vllmsleep", |d| &mut d.vllm_sleep),
     ("optbwd", |d| &mut d.optimizer_in_backward),
     ("compile", |d| &mut d.compile),
+    ("asynctp", |d| &mut d.async_tp),
     ("tied", |d| &mut d.arch.tied_embeddings),
     ("qkvbias", |d| &mut d.arch.qkv_bias),
     ("qknorm", |d| &mut d.arch.qk_norm),
@@ -835,6 +836,7 @@ fn encode_training(d: &DetailedOptions, def: &DetailedOptions, out: &mut Query<'
     pair(out, "attn", d.attention.name(), def.attention.name());
     pair(out, "dropout", flag(d.dropout), flag(def.dropout));
     pair(out, "compile", flag(d.compile), "0");
+    pair(out, "asynctp", flag(d.async_tp), "0");
     pair(
         out,
         "recompute",

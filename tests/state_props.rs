@@ -135,6 +135,7 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
                 if chunks % 5 == 2 {
                     d.parallel.last_stage_layers = Some(chunks % 89 + 1);
                 }
+                d.async_tp = chunks % 7 == 3;
                 d.trainer = trainer;
                 d.overhead = overhead.map(|(ctx, ws, comm, frag)| Overhead {
                     cuda_context_gb: ctx,

@@ -38,7 +38,30 @@ pub fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     shard_group(cfg)?;
     divides(cfg)?;
     in_backward(cfg)?;
+    async_tp(cfg)?;
     compiled(cfg)
+}
+
+/// Async tensor parallelism as torchtitan runs it
+/// (`torchtitan/distributed/compile.py`, `_maybe_enable_async_tp`: over
+/// the TP mesh, whose plan is always sequence-parallel, `apply_tp`): tp
+/// above 1 with sequence parallelism, under a PyTorch framework. Megatron's
+/// own is Transformer Engine's overlap (`tp_comm_overlap`, on unless
+/// `--no-tp-comm-overlap`). torchtitan also needs `compile.enable`
+/// (`CompileConfig.__post_init__`); the model prices async TP's time
+/// without asking for `--compile`, whose memory under tensor parallelism is
+/// not measured.
+fn async_tp(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    if !cfg.async_tp {
+        return Ok(());
+    }
+    if cfg.framework == Framework::Megatron {
+        return refuse("--async-tp is torchtitan's (PyTorch's micro-pipelined TP); Megatron's own is Transformer Engine's overlap, on by default (--no-tp-comm-overlap turns it off)");
+    }
+    if cfg.parallel.tp < 2 || !cfg.parallel.sp {
+        return refuse("--async-tp pipelines tensor parallelism's all-gathers and reduce-scatters: give --tp 2 or more with --sp");
+    }
+    Ok(())
 }
 
 /// The most bytes a GPU's step may hold to be priced: 2⁶⁰ (1 EiB). The

@@ -273,7 +273,7 @@ mod tests {
         let cluster = Cluster::new(gpu("a100-80gb").unwrap(), 8);
         let r = Rates::new(&c, &cluster, &Efficiency::default());
         let m = 4096.0 * 4.0;
-        let with = |loss| micro_batch(&DetailedConfig { loss, ..c }, &r, m, 1.0);
+        let with = |loss| micro_batch(&DetailedConfig { loss, ..c }, &r, m, 1.0, true);
         let full = with(Loss::Full);
         let per_logit = m * c.arch.vocab as f64 / r.bytes;
         let chunked = with(Loss::Chunked);
@@ -289,7 +289,7 @@ mod tests {
                 lora_rank: Some(16),
                 ..c
             };
-            micro_batch(&l, &r, m, 1.0).memory_bound
+            micro_batch(&l, &r, m, 1.0, true).memory_bound
         };
         assert_eq!(lora(Loss::Chunked), lora(Loss::Full));
         let liger = with(Loss::Liger);
@@ -318,8 +318,8 @@ mod tests {
         let cluster = Cluster::new(gpu("a100-80gb").unwrap(), 8);
         let r = Rates::new(&c, &cluster, &Efficiency::default());
         let m = 4096.0 * 4.0;
-        let eager = micro_batch(&c, &r, m, 1.0);
-        let compiled = micro_batch(&DetailedConfig { compile: true, ..c }, &r, m, 1.0);
+        let eager = micro_batch(&c, &r, m, 1.0, true);
+        let compiled = micro_batch(&DetailedConfig { compile: true, ..c }, &r, m, 1.0, true);
         let fused = micro_batch(
             &DetailedConfig {
                 profile: Profile::Fused,
@@ -328,6 +328,7 @@ mod tests {
             &r,
             m,
             1.0,
+            true,
         );
         assert_eq!(compiled.matmul, eager.matmul);
         assert_eq!(compiled.attention, eager.attention);
