@@ -92,6 +92,12 @@ pub enum Field {
 /// ([`estimate`]).
 pub const DETAILED_BATCH_MAX: f64 = 1_048_576.0;
 
+/// The detailed model's longest sequence, in tokens (2²⁰): a million-token
+/// context split over context parallelism (Llama-3.1-8B at 1,048,576
+/// tokens over cp 32, as Megatron-LM's context parallelism runs it). The
+/// lesson's sequences stay within [`Field::range`]'s 131,072.
+pub const DETAILED_SEQ_MAX: f64 = 1_048_576.0;
+
 impl Field {
     /// Every numeric field, in the order of the lesson's signature.
     pub const ALL: [Field; 5] = [
@@ -135,10 +141,12 @@ impl Field {
 
     /// Smallest and largest accepted value in `detailed` mode (the
     /// detailed model's global batch goes to [`DETAILED_BATCH_MAX`], as the
-    /// command line's `--batch`) or the lesson's ([`Field::range`]).
+    /// command line's `--batch`, its sequence to [`DETAILED_SEQ_MAX`]) or
+    /// the lesson's ([`Field::range`]).
     pub fn range_in(self, detailed: bool) -> (f64, f64) {
         match self {
             Field::Batch if detailed => (1.0, DETAILED_BATCH_MAX),
+            Field::SeqLen if detailed => (1.0, DETAILED_SEQ_MAX),
             _ => self.range(),
         }
     }

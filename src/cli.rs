@@ -197,7 +197,8 @@ pub struct ModelArgs {
 #[derive(clap::Args, Debug, Default)]
 #[command(next_help_heading = "Training")]
 pub struct TrainingArgs {
-    /// Sequence length in tokens, 1–131072 [default: 2048].
+    /// Sequence length in tokens: the lesson's, 1–131072; the detailed
+    /// model's, 1–1048576 (long ones with --cp) [default: 2048].
     #[arg(long, value_name = "TOKENS")]
     pub seq: Option<String>,
     /// Batch in sequences: the lesson's, 1–1024 [default: 4]; the detailed
@@ -357,6 +358,15 @@ pub struct ParallelArgs {
     /// 1–64 (layers divisible by pp × vp) [default: 1, plain 1F1B].
     #[arg(long, value_name = "V", value_parser = value_parser!(u64).range(1..=64))]
     pub vp: Option<u64>,
+    /// Layers on the first pipeline stage, an uneven split (Megatron-LM's
+    /// --decoder-first-pipeline-num-layers; the stages between share the
+    /// rest evenly), 1–4096 [default: an even share].
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=4096))]
+    pub first_stage_layers: Option<u64>,
+    /// Layers on the last pipeline stage, an uneven split (Megatron-LM's
+    /// --decoder-last-pipeline-num-layers), 1–4096 [default: an even share].
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=4096))]
+    pub last_stage_layers: Option<u64>,
     /// Mixture of experts: expert-parallel GPUs (ep × etp must divide dp ×
     /// cp × tp), 1–4096 [default: 1].
     #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=4096))]
@@ -455,6 +465,12 @@ pub struct ParallelArgs {
     /// multiplies (Transformer Engine's tp_comm_overlap off).
     #[arg(long)]
     pub no_tp_comm_overlap: bool,
+    /// Async tensor parallelism (torchtitan's
+    /// compile.enable_async_tensor_parallel, with --compile, --tp and
+    /// --sp under the PyTorch frameworks): the all-gathers and
+    /// reduce-scatters pipelined inside the matrix multiplies they feed.
+    #[arg(long)]
+    pub async_tp: bool,
     /// Context parallelism: each sequence split over N GPUs, keys and
     /// values passed around a ring (flash attention; seq divisible by 2 ×
     /// cp), 1–64 [default: 1].
@@ -990,7 +1006,8 @@ impl Args {
     /// profile (`"chosen"`, or the default's reason).
     pub fn detailed_config(&self) -> Result<(DetailedConfig, &'static str), CliError> {
         self.refuse_lesson_flags()?;
-        // Sizes in the detailed model use the lesson's ranges and messages.
+        // Sizes in the detailed model use its ranges (the lesson's, but a
+        // sequence to 2²⁰) and the lesson's messages.
         let layers = size(Field::Layers, self.lesson.layers.as_deref())?;
         let hidden = size(Field::Hidden, self.lesson.hidden.as_deref())?;
         let seq = size(Field::SeqLen, self.training.seq.as_deref())?.unwrap_or(defaults::SEQ);
@@ -1146,12 +1163,15 @@ impl Args {
         cfg.parallel.cp_comm = par.cp_comm.unwrap_or_default();
         cfg.framework = self.read_framework()?;
         cfg.overlap = self.read_overlap(cfg.framework)?;
+        cfg.async_tp = par.async_tp;
         cfg.parallel.schedule = par.schedule.unwrap_or_default();
         cfg.parallel.tp_layers_only = par.tp_layers_only;
         if let Some(plan) = par.tp_plan {
             cfg.parallel.set_plan(plan);
         }
         cfg.parallel.dp_shard = par.dp_shard;
+        cfg.parallel.first_stage_layers = par.first_stage_layers;
+        cfg.parallel.last_stage_layers = par.last_stage_layers;
         Ok(())
     }
 
@@ -1418,8 +1438,13 @@ impl Args {
 /// A size flag of the detailed model (`--layers`, `--hidden`, `--seq`),
 /// read with the lesson's ranges and messages.
 fn size(field: Field, text: Option<&str>) -> Result<Option<u64>, CliError> {
-    text.map(|t| field.parse(t).map(|v| v as u64).map_err(|e| e.to_string()))
-        .transpose()
+    text.map(|t| {
+        field
+            .parse_in(t, crate::number::std_to_f64, true)
+            .map(|v| v as u64)
+            .map_err(|e| e.to_string())
+    })
+    .transpose()
 }
 
 /// The lesson's six lines, then the dominant term and its share.

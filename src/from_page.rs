@@ -33,7 +33,7 @@ use crate::url;
 
 /// Flags that are one address key with the same value: (flag, key).
 /// A switch (no value) writes `1`.
-const KEYS: [(&str, &str); 45] = [
+const KEYS: [(&str, &str); 48] = [
     ("--model", "model"),
     ("--seq", "seq"),
     ("--batch", "batch"),
@@ -43,6 +43,7 @@ const KEYS: [(&str, &str); 45] = [
     ("--optimizer", "opt"),
     ("--optimizer-in-backward", "optbwd"),
     ("--compile", "compile"),
+    ("--async-tp", "asynctp"),
     ("--attention", "attn"),
     ("--dropout", "dropout"),
     ("--recompute", "recompute"),
@@ -55,6 +56,8 @@ const KEYS: [(&str, &str); 45] = [
     ("--sp", "sp"),
     ("--pp", "pp"),
     ("--vp", "vp"),
+    ("--first-stage-layers", "ppfirst"),
+    ("--last-stage-layers", "pplast"),
     ("--ep", "ep"),
     ("--etp", "etp"),
     ("--cp", "cp"),

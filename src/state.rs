@@ -330,6 +330,8 @@ pub struct DetailedOptions {
     pub optimizer_in_backward: bool,
     /// The model under `torch.compile` (inductor).
     pub compile: bool,
+    /// Async tensor parallelism (torchtitan's `enable_async_tensor_parallel`).
+    pub async_tp: bool,
     /// Attention kernel.
     pub attention: AttentionKernel,
     /// Dropout on.
@@ -446,6 +448,7 @@ impl Default for DetailedOptions {
             optimizer: Optimizer::AdamW,
             optimizer_in_backward: false,
             compile: false,
+            async_tp: false,
             attention: AttentionKernel::Flash,
             dropout: false,
             recompute: Recompute::None,
@@ -522,12 +525,14 @@ impl PageState {
         self
     }
 
-    /// Switches the page to `mode`: the lesson holds the batch to its own
-    /// range (1,024; the detailed model's goes to 2²⁰).
+    /// Switches the page to `mode`: the lesson holds the batch and the
+    /// sequence to its own ranges (1,024 and 131,072; the detailed model's
+    /// go to 2²⁰).
     pub fn set_mode(&mut self, mode: Mode) {
         self.mode = mode;
         if mode == Mode::Lesson {
             self.config.batch = Field::Batch.clamp(f64::from(self.config.batch)) as u32;
+            self.config.seq_len = Field::SeqLen.clamp(f64::from(self.config.seq_len)) as u32;
         }
     }
 
@@ -606,6 +611,7 @@ impl PageState {
         cfg.optimizer = d.optimizer;
         cfg.optimizer_in_backward = d.optimizer_in_backward;
         cfg.compile = d.compile;
+        cfg.async_tp = d.async_tp;
         cfg.attention = d.attention;
         cfg.dropout = d.dropout;
         cfg.recompute = d.recompute;
@@ -736,7 +742,7 @@ pub fn max_micro_batch(
     })
 }
 
-/// The largest sequence length (up to the page's 131,072) for which the
+/// The largest sequence length (up to the detailed model's 1,048,576) for which the
 /// peak of a training step of `cfg` (plus `overhead`) fits in
 /// `capacity_bytes`, or `None` when even 1 token does not fit.
 pub fn max_detailed_seq(
@@ -744,7 +750,7 @@ pub fn max_detailed_seq(
     capacity_bytes: f64,
     overhead: Option<&Overhead>,
 ) -> Option<u64> {
-    let max = Field::SeqLen.range().1 as u64;
+    let max = Field::SeqLen.range_in(true).1 as u64;
     largest_fitting(max, |seq| {
         let c = DetailedConfig { seq, ..*cfg };
         detailed_need(&c, overhead).is_some_and(|need| need <= capacity_bytes)

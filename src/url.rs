@@ -153,9 +153,20 @@ pub(crate) fn decode_keys(query: &str, to_f64: ToF64) -> Decoded {
 
 /// What the keys allow one by one but not together, repaired to the
 /// nearest configuration that computes, and said: the lesson's batch of at
-/// most 1,024, and the detailed model's batch, a whole number of
+/// most 1,024 and sequence of at most 131,072, and the detailed model's batch, a whole number of
 /// micro-batch × dp (the nearest multiple).
 pub(crate) fn repair(state: &mut PageState, ignored: &mut Vec<Ignored>) {
+    let (seq, lesson_seq) = (state.config.seq_len, Field::SeqLen.range().1 as u32);
+    if state.mode != Mode::Detailed && seq > lesson_seq {
+        state.config.seq_len = lesson_seq;
+        ignored.push(Ignored {
+            key: "seq".into(),
+            value: seq.to_string(),
+            reason: format!(
+                "the lesson's sequence is at most {lesson_seq} (the detailed model's 1048576); using {lesson_seq}"
+            ),
+        });
+    }
     let batch = u64::from(state.config.batch);
     if let Some((to, reason)) = repaired_batch(state, batch) {
         state.config.batch = to as u32;
@@ -221,10 +232,11 @@ const COUNTS: [Count; 17] = [
 
 /// The detailed settings that are on or off (`1`/`0`): key, where it goes.
 type Flag = (&'static str, fn(&mut DetailedOptions) -> &mut bool);
-const FLAGS: [Flag; 15] = [
+const FLAGS: [Flag; 16] = [
     ("vllmsleep", |d| &mut d.vllm_sleep),
     ("optbwd", |d| &mut d.optimizer_in_backward),
     ("compile", |d| &mut d.compile),
+    ("asynctp", |d| &mut d.async_tp),
     ("tied", |d| &mut d.arch.tied_embeddings),
     ("qkvbias", |d| &mut d.arch.qkv_bias),
     ("qknorm", |d| &mut d.arch.qk_norm),
@@ -387,6 +399,10 @@ fn apply(state: &mut PageState, key: &str, value: &str, to_f64: ToF64) -> Result
         "micro" => state.detailed.micro_batch = Some(parse_count(value, 1, 4096)?),
         "vllm" => state.detailed.vllm_percent = Some(parse_count(value, 5, 95)?),
         "shard" => state.detailed.parallel.dp_shard = Some(parse_count(value, 1, 4096)?),
+        "ppfirst" => {
+            state.detailed.parallel.first_stage_layers = Some(parse_count(value, 1, 4096)?)
+        }
+        "pplast" => state.detailed.parallel.last_stage_layers = Some(parse_count(value, 1, 4096)?),
         "lora" => state.detailed.lora_rank = Some(parse_count(value, 1, 1024)?),
         "keep" => {
             state.detailed.keep =
@@ -890,6 +906,7 @@ fn encode_training(d: &DetailedOptions, def: &DetailedOptions, out: &mut Query<'
     pair(out, "attn", d.attention.name(), def.attention.name());
     pair(out, "dropout", flag(d.dropout), flag(def.dropout));
     pair(out, "compile", flag(d.compile), "0");
+    pair(out, "asynctp", flag(d.async_tp), "0");
     pair(
         out,
         "recompute",
@@ -1044,7 +1061,8 @@ fn encode_objective(d: &DetailedOptions, def: &DetailedOptions, out: &mut Query<
 }
 
 /// The settings absent by default, written when set: the micro-batch,
-/// hybrid sharding's group, the LoRA rank, the lesson's bar beside and
+/// hybrid sharding's group, an uneven pipeline's first and last stages'
+/// layers, the LoRA rank, the lesson's bar beside and
 /// the levers the planner keeps.
 fn encode_optional(d: &DetailedOptions, out: &mut Query<'_>) {
     if let Some(m) = d.micro_batch {
@@ -1052,6 +1070,12 @@ fn encode_optional(d: &DetailedOptions, out: &mut Query<'_>) {
     }
     if let Some(n) = d.parallel.dp_shard {
         out.append_pair("shard", &n.to_string());
+    }
+    if let Some(n) = d.parallel.first_stage_layers {
+        out.append_pair("ppfirst", &n.to_string());
+    }
+    if let Some(n) = d.parallel.last_stage_layers {
+        out.append_pair("pplast", &n.to_string());
     }
     if let Some(r) = d.lora_rank {
         out.append_pair("lora", &r.to_string());

@@ -128,6 +128,15 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
                     d.profile = Some(membudget::detailed::Profile::Hf);
                 }
                 d.loss_chunks = chunks;
+                // An uneven pipeline split, drawn from the chunks' number
+                // (the strategy's tuples are full).
+                if chunks % 3 == 1 {
+                    d.parallel.first_stage_layers = Some(chunks % 97 + 1);
+                }
+                if chunks % 5 == 2 {
+                    d.parallel.last_stage_layers = Some(chunks % 89 + 1);
+                }
+                d.async_tp = chunks % 7 == 3;
                 d.trainer = trainer;
                 d.overhead = overhead.map(|(ctx, ws, comm, frag)| Overhead {
                     cuda_context_gb: ctx,
@@ -479,12 +488,13 @@ fn the_overhead_is_on_unless_the_address_says_oh_0() {
 }
 
 /// A configuration the command line accepts, as its flags and as the
-/// page's address: a preset, a sequence, micro-batch, dp, tp, ZeRO and a
-/// global batch up to the command line's 2²⁰ sequences.
+/// page's address: a preset, a sequence up to the detailed model's 2²⁰
+/// tokens, micro-batch, dp, tp, ZeRO and a global batch up to the command
+/// line's 2²⁰ sequences.
 fn any_cli_setup() -> impl Strategy<Value = (String, String)> {
     (
         0..PRESETS.len(),
-        1u64..=131_072,
+        1u64..=1 << 20,
         1u64..=64,
         prop::sample::select(vec![1u64, 2, 8, 64, 512]),
         prop::sample::select(vec![1u64, 2, 8]),
@@ -644,4 +654,38 @@ fn the_light_page_hands_over_what_it_does_not_read() {
     assert_eq!(read.config.params_b, 13.0);
     assert_eq!(read.card, Some("h100-sxm"));
     assert_eq!(read.unit, Unit::Gib);
+}
+
+/// The detailed model's sequence goes to 2²⁰ on the page as on the command
+/// line (a million tokens over cp 32 opens as written and round-trips);
+/// the lesson holds its own to 131,072 and says so, and so does switching
+/// back to it.
+#[test]
+fn a_million_token_address_opens_in_the_detailed_mode_only() {
+    let q = "?mode=detailed&model=llama-3.1-8b&seq=1048576&batch=1&cp=32&attn=flash&recompute=full";
+    let d = decode(q);
+    assert!(d.ignored.is_empty(), "{:?}", d.ignored);
+    assert_eq!(d.state.config.seq_len, 1_048_576);
+    let cfg = d.state.detailed_config();
+    assert_eq!((cfg.seq, cfg.parallel.cp), (1 << 20, 32));
+    assert!(membudget::detailed::estimate(&cfg).is_ok());
+    let again = decode(&encode(&d.state));
+    assert!(again.ignored.is_empty());
+    assert_eq!(again.state.detailed_config(), cfg);
+    let d = decode("?seq=500000");
+    assert_eq!(d.state.config.seq_len, 131_072);
+    assert_eq!(
+        d.ignored[0].to_string(),
+        "seq: the lesson's sequence is at most 131072 (the detailed model's 1048576); using 131072"
+    );
+    let d = decode("?mode=detailed&seq=1048577");
+    assert!(
+        d.ignored[0].to_string().starts_with("seq: "),
+        "{:?}",
+        d.ignored
+    );
+    let mut s = decode(q).state;
+    s.set_mode(Mode::Lesson);
+    assert_eq!(s.config.seq_len, 131_072);
+    assert!(s.config.validate().is_ok());
 }

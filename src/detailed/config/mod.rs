@@ -731,6 +731,14 @@ pub struct DetailedConfig {
     pub compile: bool,
     /// Megatron-Core's communication overlaps (`--framework megatron`).
     pub overlap: Overlap,
+    /// Async tensor parallelism under the PyTorch frameworks (torchtitan's
+    /// `compile.enable_async_tensor_parallel`: inductor's micro-pipelined
+    /// TP, `torch._inductor.config._micro_pipeline_tp`, over symmetric
+    /// memory): tensor parallelism's all-gathers and reduce-scatters run
+    /// chunk by chunk inside the matrix multiplies they feed, as
+    /// Transformer Engine's `tp_comm_overlap` does under Megatron. Needs
+    /// `compile` and sequence parallelism.
+    pub async_tp: bool,
 }
 
 /// Megatron-Core's communication overlaps, each as NVIDIA's recipes set it
@@ -818,6 +826,7 @@ impl DetailedConfig {
             liger: false,
             compile: false,
             overlap: Overlap::default(),
+            async_tp: false,
         }
     }
 

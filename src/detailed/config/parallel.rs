@@ -56,6 +56,30 @@ pub struct Parallelism {
     /// all dp.
     #[serde(default)]
     pub dp_shard: Option<u64>,
+    /// Layers on the first pipeline stage when it is not an even share
+    /// (Megatron-LM's `--decoder-first-pipeline-num-layers`,
+    /// `num_layers_in_first_pipeline_stage`); the stages in between share
+    /// what the first and last leave evenly
+    /// (`megatron/core/transformer/transformer_block.py`,
+    /// `get_num_layers_to_build`). Absent from `--json` when even.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_stage_layers: Option<u64>,
+    /// Layers on the last pipeline stage when it is not an even share
+    /// (`--decoder-last-pipeline-num-layers`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_stage_layers: Option<u64>,
+}
+
+/// The layers of an uneven pipeline split's stages
+/// ([`Parallelism::stage_split`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StageSplit {
+    /// The first stage's (it also holds the embedding).
+    pub first: u64,
+    /// Each stage's between the first and the last.
+    pub middle: u64,
+    /// The last stage's (it also holds the output layer and the loss).
+    pub last: u64,
 }
 
 /// A tensor-parallel plan: how the input embedding, the output layer and
@@ -241,6 +265,8 @@ impl Default for Parallelism {
             tp_layers_only: false,
             tp_plan: TpPlan::Megatron,
             dp_shard: None,
+            first_stage_layers: None,
+            last_stage_layers: None,
         }
     }
 }
@@ -357,9 +383,61 @@ impl Parallelism {
         }
     }
 
-    /// Layers on one pipeline stage, ⌈L / p⌉ (Narayanan et al. 2021).
+    /// Layers on one pipeline stage, ⌈L / p⌉ (Narayanan et al. 2021); under
+    /// an uneven split the most any stage holds ([`Parallelism::stage_split`]).
     pub fn stage_layers(&self, arch: &Architecture) -> f64 {
-        (arch.layers as f64 / self.pp as f64).ceil()
+        match self.stage_split(arch) {
+            Some(s) => s.first.max(s.middle).max(s.last) as f64,
+            None => (arch.layers as f64 / self.pp as f64).ceil(),
+        }
+    }
+
+    /// The layers of the first, the middle and the last pipeline stages
+    /// under an uneven split (`first_stage_layers` or `last_stage_layers`
+    /// given, pp ≥ 2), as Megatron-Core builds them
+    /// (`megatron/core/transformer/transformer_block.py`,
+    /// `get_num_layers_to_build`, 2026): the layers the first and last
+    /// stages do not take, split evenly over the stages in between; a stage
+    /// not given takes the middle's share. `None` for an even split. The
+    /// counts are whole when [`check`](crate::detailed::memory::check)
+    /// passes.
+    pub fn stage_split(&self, arch: &Architecture) -> Option<StageSplit> {
+        if self.pp < 2 || (self.first_stage_layers.is_none() && self.last_stage_layers.is_none()) {
+            return None;
+        }
+        let given = self
+            .first_stage_layers
+            .iter()
+            .chain(&self.last_stage_layers);
+        let (taken, count) = given.fold((0u64, 0u64), |(t, n), &l| (t.saturating_add(l), n + 1));
+        let left = self.pp - count;
+        let middle = match left {
+            0 => 0,
+            _ => arch.layers.saturating_sub(taken) / left,
+        };
+        Some(StageSplit {
+            first: self.first_stage_layers.unwrap_or(middle),
+            middle,
+            last: self.last_stage_layers.unwrap_or(middle),
+        })
+    }
+
+    /// Micro-batches whose activations pipeline rank `rank` (0-based)
+    /// holds at its peak, for `micro_batches` per step: under 1F1B
+    /// min(m, p − rank), the warm-up's forwards and the first backward's
+    /// (Narayanan et al. 2021, §2.2.1); under the interleaved schedule its
+    /// 2·(p − rank − 1) + (v − 1)·p warm-up chunks and one more, v chunks
+    /// a micro-batch: p + (p − 2·rank − 1)/v (Megatron-Core's
+    /// `get_pp_rank_microbatches`, `pipeline_parallel/schedules.py`, 2026,
+    /// `microbatch_group_size_per_vp_stage` = p by default). Rank 0 is
+    /// [`Parallelism::first_stage_in_flight`].
+    pub fn stage_in_flight(&self, rank: u64, micro_batches: u64) -> f64 {
+        let (p, r) = (self.pp as f64, rank.min(self.pp.saturating_sub(1)) as f64);
+        if self.vp > 1 {
+            p + (p - 2.0 * r - 1.0) / self.vp as f64
+        } else {
+            (p - r).min(micro_batches.max(1) as f64)
+        }
     }
 
     /// Micro-batches whose activations the first pipeline stage holds at

@@ -38,7 +38,53 @@ pub fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     shard_group(cfg)?;
     divides(cfg)?;
     in_backward(cfg)?;
+    async_tp(cfg)?;
     compiled(cfg)
+}
+
+/// Async tensor parallelism as torchtitan runs it
+/// (`torchtitan/distributed/compile.py`, `_maybe_enable_async_tp`: over
+/// the TP mesh, whose plan is always sequence-parallel, `apply_tp`): tp
+/// above 1 with sequence parallelism, under a PyTorch framework. Megatron's
+/// own is Transformer Engine's overlap (`tp_comm_overlap`, on unless
+/// `--no-tp-comm-overlap`). torchtitan also needs `compile.enable`
+/// (`CompileConfig.__post_init__`); the model prices async TP's time
+/// without asking for `--compile`, whose memory under tensor parallelism is
+/// not measured.
+fn async_tp(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    if !cfg.async_tp {
+        return Ok(());
+    }
+    if cfg.framework == Framework::Megatron {
+        return refuse("--async-tp is torchtitan's (PyTorch's micro-pipelined TP); Megatron's own is Transformer Engine's overlap, on by default (--no-tp-comm-overlap turns it off)");
+    }
+    if cfg.parallel.tp < 2 || !cfg.parallel.sp {
+        return refuse("--async-tp pipelines tensor parallelism's all-gathers and reduce-scatters: give --tp 2 or more with --sp");
+    }
+    Ok(())
+}
+
+/// The most bytes a GPU's step may hold to be priced: 2⁶⁰ (1 EiB). The
+/// figures are reported in whole bytes as 64-bit integers (JSON, the
+/// verdict), which end at 2⁶⁴; the step's peak, its overhead and a
+/// lever's doubling stay below that from here. A million-token sequence
+/// at a micro-batch of 2²⁰ with eager attention keeps ~2⁶⁸ bytes of
+/// scores: no machine holds it, and the model says so rather than
+/// printing a saturated figure.
+pub const MOST_BYTES: f64 = (1u64 << 60) as f64;
+
+/// Refuses a step whose `bytes` (its memory at rest or its peak) exceed
+/// [`MOST_BYTES`], the sizes that make it so named.
+pub fn within_bytes(cfg: &DetailedConfig, bytes: f64) -> Result<(), DetailedError> {
+    if bytes <= MOST_BYTES {
+        return Ok(());
+    }
+    Err(DetailedError(format!(
+        "the step would hold {:.3e} bytes per GPU, more than 2^60 (1 EiB, beyond any machine and the figures' whole bytes): shorten the sequence ({}) or the micro-batch ({}), or split them (--cp, --tp with --sp)",
+        bytes,
+        cfg.seq,
+        cfg.micro()
+    )))
 }
 
 /// A refusal in words.
@@ -241,8 +287,52 @@ fn virtual_stages(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     if p.vp == 0 || p.vp > 64 {
         return refuse("virtual pipeline stages must be 1 to 64");
     }
-    if p.vp > 1 && (p.pp < 2 || !a.layers.is_multiple_of(p.pp * p.vp)) {
+    let uneven = p.first_stage_layers.is_some() || p.last_stage_layers.is_some();
+    if p.vp > 1 && !uneven && (p.pp < 2 || !a.layers.is_multiple_of(p.pp * p.vp)) {
         return refuse("the interleaved schedule (virtual stages above 1) needs pipeline stages and layers divisible by stages × virtual stages");
+    }
+    uneven_split(cfg)
+}
+
+/// An uneven pipeline split as Megatron-Core accepts it
+/// (`megatron/core/transformer/transformer_block.py`,
+/// `get_num_layers_to_build`, 2026: "the left over layers must be
+/// divisible by left over stages"; under the interleaved schedule each
+/// middle stage's layers divide by the virtual stages). The first or last
+/// stage's count need not divide by them: that is the split
+/// `account_for_embedding_in_pipeline_split` /
+/// `account_for_loss_in_pipeline_split` build (one layer fewer in the
+/// first or last model chunk).
+fn uneven_split(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    let (a, p) = (&cfg.arch, &cfg.parallel);
+    let given: Vec<u64> = p
+        .first_stage_layers
+        .iter()
+        .chain(&p.last_stage_layers)
+        .copied()
+        .collect();
+    if given.is_empty() {
+        return Ok(());
+    }
+    if p.pp < 2 {
+        return refuse(
+            "--first-stage-layers and --last-stage-layers split a pipeline: give --pp 2 or more",
+        );
+    }
+    if !matches!(cfg.framework, Framework::Megatron) {
+        return refuse("an uneven pipeline split (--first-stage-layers, --last-stage-layers) is Megatron-LM's (--decoder-first/last-pipeline-num-layers): use --framework megatron");
+    }
+    let taken: u64 = given.iter().sum();
+    let left = p.pp - given.len() as u64;
+    if given.contains(&0) || taken > a.layers || (left == 0 && taken != a.layers) {
+        return refuse(&format!("the first and last stages' layers must be at least 1 and leave the other stages theirs: {taken} of the model's {} layers given", a.layers));
+    }
+    let rest = a.layers - taken;
+    if left > 0 && (!rest.is_multiple_of(left) || rest / left == 0) {
+        return refuse(&format!("with an uneven pipeline split the layers left ({rest}) must divide evenly over the stages left ({left}), at least one each (Megatron-Core's rule)"));
+    }
+    if left > 0 && p.vp > 1 && !(rest / left).is_multiple_of(p.vp) {
+        return refuse(&format!("under the interleaved schedule each middle stage's layers ({}) must divide by the virtual stages ({})", rest / left, p.vp));
     }
     Ok(())
 }

@@ -2,8 +2,9 @@
 //! (the figures the lesson's table has, for a real model).
 
 use super::activations;
-use super::check::check;
+use super::check::{check, within_bytes};
 use super::states::{self, ModelStates};
+use crate::detailed::config::parallel::StageSplit;
 use crate::detailed::config::{DetailedConfig, DetailedError};
 
 /// The budget per GPU, in bytes.
@@ -43,33 +44,30 @@ impl DetailedBreakdown {
 /// The per-GPU budget for `cfg`: model states ([`states`]) plus the saved
 /// activations ([`activations`]). With a 1F1B pipeline the first stage
 /// holds p micro-batches of its L/p layers, the last stage one plus the
-/// logits, and the larger of the two is reported (Narayanan et al. 2021).
+/// logits, and the larger of the two is reported (Narayanan et al. 2021);
+/// under an uneven split the stage with the highest total of
+/// [`stage_estimates`].
 pub fn estimate(cfg: &DetailedConfig) -> Result<DetailedBreakdown, DetailedError> {
     check(cfg)?;
     let par = &cfg.parallel;
+    let (states, saved) = states_and_saved(cfg);
+    if let Some(split) = par.stage_split(&cfg.arch) {
+        let stages = uneven_stages(cfg, split, states, &saved);
+        let mut highest = stages[0].1;
+        for &(_, b) in &stages[1..] {
+            if b.total > highest.total {
+                highest = b;
+            }
+        }
+        within_bytes(cfg, highest.total)?;
+        return Ok(highest);
+    }
     let ModelStates {
         params,
         grads,
         master_weights,
         optimizer_state,
-    } = states::model_states(cfg);
-    // The optimizer in backward frees each gradient in its parameter's
-    // hook: no step holds them all (the timeline has the one stepped).
-    let grads = if cfg.optimizer_in_backward {
-        0.0
-    } else {
-        grads
-    };
-    let saved = activations::saved(cfg);
-    let saved = if cfg.offload.activations {
-        // One layer in flight on the GPU; the rest on the host.
-        activations::Saved {
-            per_layer: saved.per_layer / par.stage_layers(&cfg.arch),
-            ..saved
-        }
-    } else {
-        saved
-    };
+    } = states;
     let (activations, logits) = if par.pp == 1 {
         (
             cfg.arch.layers as f64 * saved.per_layer + saved.embedding + saved.head + saved.logits,
@@ -87,6 +85,7 @@ pub fn estimate(cfg: &DetailedConfig) -> Result<DetailedBreakdown, DetailedError
         }
     };
     let total = params + grads + master_weights + optimizer_state + activations;
+    within_bytes(cfg, total)?;
     Ok(DetailedBreakdown {
         params,
         grads,
@@ -96,6 +95,93 @@ pub fn estimate(cfg: &DetailedConfig) -> Result<DetailedBreakdown, DetailedError
         logits,
         total,
     })
+}
+
+/// Each pipeline stage's budget by rank (0-based) under an uneven split
+/// (the first, the second and the last: the middle stages hold the same
+/// layers, the second the most micro-batches of them); otherwise the one
+/// [`estimate`] reports.
+pub fn stage_estimates(
+    cfg: &DetailedConfig,
+) -> Result<Vec<(u64, DetailedBreakdown)>, DetailedError> {
+    let b = estimate(cfg)?;
+    Ok(match cfg.parallel.stage_split(&cfg.arch) {
+        Some(split) => {
+            let (states, saved) = states_and_saved(cfg);
+            uneven_stages(cfg, split, states, &saved)
+        }
+        None => vec![(0, b)],
+    })
+}
+
+/// The model states on one GPU (the average stage's under a pipeline) and
+/// one micro-batch's saved activations, as the step at rest holds them.
+fn states_and_saved(cfg: &DetailedConfig) -> (ModelStates, activations::Saved) {
+    let mut states = states::model_states(cfg);
+    // The optimizer in backward frees each gradient in its parameter's
+    // hook: no step holds them all (the timeline has the one stepped).
+    if cfg.optimizer_in_backward {
+        states.grads = 0.0;
+    }
+    let saved = activations::saved(cfg);
+    let saved = if cfg.offload.activations {
+        // One layer in flight on the GPU; the rest on the host.
+        activations::Saved {
+            per_layer: saved.per_layer / cfg.parallel.stage_layers(&cfg.arch),
+            ..saved
+        }
+    } else {
+        saved
+    };
+    (states, saved)
+}
+
+/// Under an uneven pipeline split, each stage's states and saved
+/// activations, by rank: the first (the embedding's input, its layers
+/// of the micro-batches in flight), a middle one (the second: the most in
+/// flight of the stages holding the middle's layers) and the last (the
+/// output layer's input and the logits), each with its own layers, model
+/// states ([`states::stage_states_scale`]) and micro-batches in flight
+/// ([`Parallelism::stage_in_flight`]: Megatron-Core's warm-up per rank).
+///
+/// [`Parallelism::stage_in_flight`]: crate::detailed::config::Parallelism::stage_in_flight
+fn uneven_stages(
+    cfg: &DetailedConfig,
+    split: StageSplit,
+    states: ModelStates,
+    saved: &activations::Saved,
+) -> Vec<(u64, DetailedBreakdown)> {
+    let par = &cfg.parallel;
+    let m = cfg.accumulation_steps();
+    let mut ranks = vec![(0, split.first)];
+    if par.pp > 2 {
+        ranks.push((1, split.middle));
+    }
+    ranks.push((par.pp - 1, split.last));
+    let stage = |(rank, layers): (u64, u64)| {
+        let (first, last) = (rank == 0, rank == par.pp - 1);
+        let k = states::stage_states_scale(cfg, layers, first, last);
+        let layers = layers as f64 * par.stage_in_flight(rank, m) * saved.per_layer;
+        let (outer, logits) = match (first, last) {
+            (true, _) => (saved.embedding, 0.0),
+            (_, true) => (saved.head + saved.logits, saved.logits),
+            _ => (0.0, 0.0),
+        };
+        let activations = layers + outer;
+        let (params, grads) = (states.params * k, states.grads * k);
+        let (master_weights, optimizer_state) =
+            (states.master_weights * k, states.optimizer_state * k);
+        DetailedBreakdown {
+            params,
+            grads,
+            master_weights,
+            optimizer_state,
+            activations,
+            logits,
+            total: params + grads + master_weights + optimizer_state + activations,
+        }
+    };
+    ranks.into_iter().map(|r| (r.0, stage(r))).collect()
 }
 
 #[cfg(test)]

@@ -41,7 +41,7 @@ pub mod timeline;
 pub mod zero3;
 
 pub use check::check;
-pub use estimate::{estimate, DetailedBreakdown};
+pub use estimate::{estimate, stage_estimates, DetailedBreakdown};
 pub use events::{Event, Live, Moment, Phase, StepTimeline};
 pub use offload::{host_ram, HostRam};
 pub use overhead::{Overhead, OverheadBytes};

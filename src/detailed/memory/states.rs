@@ -428,6 +428,32 @@ pub(crate) fn param_split(cfg: &DetailedConfig) -> (f64, f64, f64) {
     (embedding, head, layer)
 }
 
+/// A stage of an uneven pipeline split's model states, as a multiple of
+/// the average stage's that [`model_states`] prices (the whole model over
+/// p): its own parameters, `layers` layers (each its share of
+/// [`param_split`]), the input embedding on the `first`, the output layer
+/// on the `last` (a tied table's copy there, as Megatron-Core's last stage
+/// keeps one: `LanguageModule.setup_embeddings_and_output_layer`), over
+/// the average (embedding + output layer + L layers) / p. Every state
+/// follows the parameters it belongs to.
+pub(crate) fn stage_states_scale(
+    cfg: &DetailedConfig,
+    layers: u64,
+    first: bool,
+    last: bool,
+) -> f64 {
+    let (embedding, head, layer) = param_split(cfg);
+    let head = if cfg.arch.tied_embeddings {
+        embedding
+    } else {
+        head
+    };
+    let (base, experts) = params_per_gpu(cfg);
+    let own =
+        layers as f64 * layer + if first { embedding } else { 0.0 } + if last { head } else { 0.0 };
+    own / (base + experts)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -166,6 +166,15 @@ pub fn layouts(cfg: &DetailedConfig, gpus: u64, gpus_per_node: u64) -> Vec<Detai
                             sp: tp > 1,
                             zero,
                             dp_shard,
+                            // An uneven split holds for its own stages only.
+                            first_stage_layers: cfg
+                                .parallel
+                                .first_stage_layers
+                                .filter(|_| pp == cfg.parallel.pp),
+                            last_stage_layers: cfg
+                                .parallel
+                                .last_stage_layers
+                                .filter(|_| pp == cfg.parallel.pp),
                             ..cfg.parallel
                         };
                         mesh.micro_batch = Some(micro);

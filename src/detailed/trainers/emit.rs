@@ -148,6 +148,12 @@ fn refuse_features(cfg: &DetailedConfig, format: &str) -> Result<(), String> {
     if cfg.compile && !(torchtune || trl || format == "axolotl") {
         return Err(cannot(format, "its file here writes no torch.compile"));
     }
+    if cfg.async_tp && format != "torchtitan" {
+        return Err(cannot(
+            format,
+            "its file here writes no async TP (torchtitan's compile.enable_async_tensor_parallel)",
+        ));
+    }
     if cfg.optimizer_in_backward && !torchtune {
         return Err(cannot(
             format,
@@ -767,6 +773,10 @@ fn torchtitan(cfg: &DetailedConfig) -> Result<String, String> {
     out += &format!("[training]\nlocal_batch_size = {}\nglobal_batch_size = {}\nseq_len = {}\nmixed_precision_param = \"{mp}\"\n\n", cfg.micro(), cfg.batch, cfg.seq);
     out += &format!("[parallelism]\ndata_parallel_replicate_degree = {replicate}\ndata_parallel_shard_degree = {shard}\ntensor_parallel_degree = {}\npipeline_parallel_degree = {}\ncontext_parallel_degree = {}\nfsdp_reshard_after_forward = \"{}\"\ndisable_loss_parallel = {}\n\n", p.tp, p.pp, p.cp, if reshard_after_forward { "always" } else { "never" }, p.tp > 1 && p.plan() == TpPlan::Torchtitan);
     out += &format!("[activation_checkpoint]\n{ac}\n\n[optimizer]\nname = \"AdamW\"\n");
+    if cfg.async_tp {
+        // torchtitan's async TP needs its compile (`CompileConfig.__post_init__`).
+        out += "\n[compile]\nenable = true\nenable_async_tensor_parallel = true\n";
+    }
     if cfg.optimizer != Optimizer::AdamW {
         return Err(cannot(f, "torchtitan's optimizer here is AdamW"));
     }
@@ -851,8 +861,48 @@ fn megatron(cfg: &DetailedConfig) -> Result<String, String> {
     if p.vp > 1 {
         out += &format!(" --virtual-pipeline-model-parallel-size {}", p.vp);
     }
+    out += &megatron_pipeline_split(cfg, f)?;
     out += &megatron_switches(cfg, f)?;
     Ok(out + "\n")
+}
+
+/// An uneven pipeline split as Megatron-LM takes it: the first and last
+/// stages' layers (`--decoder-first/last-pipeline-num-layers`), or, where
+/// the interleaved schedule's chunks cannot divide them (Megatron-Core's
+/// `get_num_layers_to_build` asserts each stage's layers divide by the
+/// virtual stages), the same split as `--account-for-embedding-in-pipeline-split`
+/// / `--account-for-loss-in-pipeline-split` build it: one layer fewer
+/// than (L + e + l) / pp on the first / last stage.
+fn megatron_pipeline_split(cfg: &DetailedConfig, f: &str) -> Result<String, String> {
+    let p = &cfg.parallel;
+    let Some(split) = p.stage_split(&cfg.arch) else {
+        return Ok(String::new());
+    };
+    let given = [
+        (p.first_stage_layers, "first", "embedding"),
+        (p.last_stage_layers, "last", "loss"),
+    ];
+    let divides = given
+        .iter()
+        .all(|(n, ..)| n.is_none_or(|n| n.is_multiple_of(p.vp)));
+    if divides {
+        let flags = given.iter().filter_map(|(n, which, _)| {
+            n.map(|n| format!(" --decoder-{which}-pipeline-num-layers {n}"))
+        });
+        return Ok(flags.collect());
+    }
+    let counted = given.iter().filter(|(n, ..)| n.is_some()).count() as u64;
+    let per = (cfg.arch.layers + counted) / p.pp;
+    let accounted = (cfg.arch.layers + counted).is_multiple_of(p.pp)
+        && split.middle == per
+        && given.iter().all(|(n, ..)| n.is_none_or(|n| n + 1 == per));
+    if !accounted {
+        return Err(cannot(f, "under the interleaved schedule Megatron-LM needs each stage's layers to divide by the virtual stages, or one fewer on the first and last stages (--account-for-embedding/loss-in-pipeline-split)"));
+    }
+    let flags = given
+        .iter()
+        .filter_map(|(n, _, part)| n.map(|_| format!(" --account-for-{part}-in-pipeline-split")));
+    Ok(flags.collect())
 }
 
 fn megatron_switches(cfg: &DetailedConfig, f: &str) -> Result<String, String> {

@@ -84,7 +84,8 @@ pub fn read(pairs: Vec<(String, Value)>) -> Result<Out, ReadError> {
             .collect(),
     );
     let mut out = Out::default();
-    read_shape(&mut doc, &mut out)?;
+    let layers = read_shape(&mut doc, &mut out)?;
+    let mut pp = None;
     for (key, flag) in [
         ("micro-batch-size", "--micro-batch"),
         ("global-batch-size", "--batch"),
@@ -107,17 +108,78 @@ pub fn read(pairs: Vec<(String, Value)>) -> Result<Out, ReadError> {
             } else {
                 out.set(key, n, flag, n);
             }
+            if flag == "--pp" {
+                pp = Some(n);
+            }
         }
     }
+    read_pipeline_split(&mut doc, &mut out, layers, pp)?;
     read_switches(&mut doc, &mut out)?;
     finish(&mut doc, &mut out, "Megatron-LM", IGNORED);
     Ok(out)
 }
 
-/// The model's shape flags → `--arch llama|gpt2` and its sizes.
-fn read_shape(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
+/// An uneven pipeline split: the first and last stages' layers as given
+/// (`--decoder-first-pipeline-num-layers`, `--decoder-last-pipeline-num-layers`),
+/// or as `--account-for-embedding-in-pipeline-split` and
+/// `--account-for-loss-in-pipeline-split` build them: the embedding and
+/// the loss each counted as a layer, (L + e + l) / pp a stage, so the
+/// first (last) stage builds one layer fewer
+/// (`megatron/core/transformer/transformer_block.py`,
+/// `get_num_layers_to_build`).
+fn read_pipeline_split(
+    doc: &mut Doc,
+    out: &mut Out,
+    layers: Option<u64>,
+    pp: Option<u64>,
+) -> Result<(), ReadError> {
+    for (key, flag) in [
+        ("decoder-first-pipeline-num-layers", "--first-stage-layers"),
+        ("decoder-last-pipeline-num-layers", "--last-stage-layers"),
+    ] {
+        if let Some(n) = doc.uint(key)? {
+            out.set(key, n, flag, n);
+        }
+    }
+    let embedding = doc
+        .take("account-for-embedding-in-pipeline-split")
+        .is_some();
+    let loss = doc.take("account-for-loss-in-pipeline-split").is_some();
+    let counted = u64::from(embedding) + u64::from(loss);
+    let accounts = [
+        (
+            embedding,
+            "account-for-embedding-in-pipeline-split",
+            "--first-stage-layers",
+        ),
+        (
+            loss,
+            "account-for-loss-in-pipeline-split",
+            "--last-stage-layers",
+        ),
+    ];
+    for (given, key, flag) in accounts {
+        if !given {
+            continue;
+        }
+        match (layers, pp) {
+            (Some(l), Some(p)) if p > 1 && (l + counted).is_multiple_of(p) => {
+                out.set(key, true, flag, (l + counted) / p - 1);
+            }
+            _ => out.ignore(
+                key,
+                true,
+                "needs --num-layers and --pipeline-model-parallel-size (above 1, dividing the layers with the embedding and the loss counted) in the file",
+            ),
+        }
+    }
+    Ok(())
+}
+
+/// The model's shape flags → `--arch llama|gpt2` and its sizes; the layers.
+fn read_shape(doc: &mut Doc, out: &mut Out) -> Result<Option<u64>, ReadError> {
     let Some(layers) = doc.uint("num-layers")? else {
-        return Ok(());
+        return Ok(None);
     };
     let swiglu = doc.take("swiglu").is_some();
     out.set(
@@ -156,7 +218,7 @@ fn read_shape(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
             "the shape's llama family is untied already",
         );
     }
-    Ok(())
+    Ok(Some(layers))
 }
 
 fn read_switches(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {

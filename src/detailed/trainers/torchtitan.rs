@@ -33,10 +33,6 @@ pub const IGNORED: &[(&str, &str)] = &[
         "the gradient reduction's dtype: not priced apart",
     ),
     (
-        "*.enable_async_tensor_parallel",
-        "async TP: time, not memory",
-    ),
-    (
         "*.pipeline_parallel_microbatches",
         "the pipeline's micro-batches come from --batch / --micro-batch",
     ),
@@ -127,10 +123,28 @@ pub fn read(root: &Value) -> Result<Out, ReadError> {
     read_precision(&mut doc, &mut out)?;
     read_checkpointing(&mut doc, &mut out)?;
     read_optimizer(&mut doc, &mut out)?;
+    read_async_tp(&mut doc, &mut out)?;
     common::compile(&mut doc, &mut out, "compile.enable")?;
     common::compile(&mut doc, &mut out, "training.compile")?;
     finish(&mut doc, &mut out, "torchtitan", IGNORED);
     Ok(out)
+}
+
+/// Async tensor parallelism: `compile.enable_async_tensor_parallel`
+/// (torchtitan 0.3.0 `torchtitan/config/configs.py`, `CompileConfig`), or
+/// `experimental.enable_async_tensor_parallel` in older files.
+fn read_async_tp(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
+    for key in [
+        "compile.enable_async_tensor_parallel",
+        "experimental.enable_async_tensor_parallel",
+    ] {
+        match doc.flag(key)? {
+            Some(true) => out.set(key, true, "--async-tp", ""),
+            Some(false) => out.ignore(key, false, "off: priced without it"),
+            None => {}
+        }
+    }
+    Ok(())
 }
 
 /// A size from `[parallelism]`, `[training]` or `[experimental]`, whichever has it.

@@ -91,6 +91,7 @@ mod why;
 pub use why::why_peak;
 
 use super::check;
+use super::check::within_bytes;
 use super::events::StepTimeline;
 use crate::detailed::config::{
     AdamImpl, DetailedConfig, DetailedError, Device, Profile, Step, StepOptions,
@@ -169,10 +170,14 @@ fn walks(
 ) -> Result<Vec<StepTimeline>, DetailedError> {
     check(cfg)?;
     let start = walk::Start::new(cfg, opts);
-    Ok(stages::stages(cfg)
+    let walked: Vec<StepTimeline> = stages::stages(cfg)
         .into_iter()
         .map(|stage| stages::walk(cfg, &start, stage, every_event))
-        .collect())
+        .collect();
+    for t in &walked {
+        within_bytes(cfg, t.peak_bytes())?;
+    }
+    Ok(walked)
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ use crate::detailed::memory::{fp8, grpo, mixer, quant};
 use crate::detailed::model::Family;
 
 /// Bytes of one micro-batch's pieces on one GPU, as the walk needs them.
+#[derive(Clone)]
 pub(super) struct Pieces {
     /// Saved by one layer, and what its backward materialises again.
     pub(super) per_layer: f64,

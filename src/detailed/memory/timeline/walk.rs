@@ -15,6 +15,7 @@ use crate::detailed::memory::states::{self, weight_bytes, ModelStates};
 use crate::detailed::memory::zero3::{first_partition_layer, zero1_reduce_values, Zero3};
 
 /// What every stage's walk starts from.
+#[derive(Clone)]
 pub(super) struct Start {
     /// The model states on this GPU.
     states: ModelStates,
@@ -130,6 +131,26 @@ impl Start {
             buckets,
             step: opts.step,
             in_backward,
+        }
+    }
+}
+
+impl Start {
+    /// The start of a stage of an uneven pipeline split: `layers` of them,
+    /// and `scale` times the average stage's model states
+    /// ([`states::stage_states_scale`]).
+    pub(super) fn for_stage(&self, layers: u64, scale: f64) -> Start {
+        let s = self.states;
+        Start {
+            states: ModelStates {
+                params: s.params * scale,
+                grads: s.grads * scale,
+                master_weights: s.master_weights * scale,
+                optimizer_state: s.optimizer_state * scale,
+            },
+            buckets: self.buckets * scale,
+            stage_layers: layers,
+            ..self.clone()
         }
     }
 }

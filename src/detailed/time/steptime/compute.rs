@@ -44,8 +44,15 @@ pub(super) struct Compute {
 }
 
 /// One micro-batch of `m` tokens per GPU on a stage holding `share` of the
-/// layers: forward, backward, DPO's reference forward and recomputation.
-pub(super) fn micro_batch(cfg: &DetailedConfig, r: &Rates, m: f64, share: f64) -> Compute {
+/// layers (and the output layer and the loss with `head`): forward,
+/// backward, DPO's reference forward and recomputation.
+pub(super) fn micro_batch(
+    cfg: &DetailedConfig,
+    r: &Rates,
+    m: f64,
+    share: f64,
+    with_head: bool,
+) -> Compute {
     let fwd = stage_forward(cfg, r, m, share);
     // Backward: the frozen weights of LoRA need only the input's gradient.
     let lora = cfg.lora_rank.is_some();
@@ -53,7 +60,11 @@ pub(super) fn micro_batch(cfg: &DetailedConfig, r: &Rates, m: f64, share: f64) -
     let backward_attn = backward_attention(cfg, r, fwd.attn);
     let recompute = recomputation(cfg, r, m, share, &fwd);
     let reference = reference_forwards(cfg);
-    let (logits_mm, loss_mem) = head(cfg, r, m, bwd_mm_factor);
+    let (logits_mm, loss_mem) = if with_head {
+        head(cfg, r, m, bwd_mm_factor)
+    } else {
+        (0.0, 0.0)
+    };
     let loss_recompute = loss_recomputed(cfg, logits_mm);
     Compute {
         forward: fwd,
@@ -273,7 +284,7 @@ mod tests {
         let cluster = Cluster::new(gpu("a100-80gb").unwrap(), 8);
         let r = Rates::new(&c, &cluster, &Efficiency::default());
         let m = 4096.0 * 4.0;
-        let with = |loss| micro_batch(&DetailedConfig { loss, ..c }, &r, m, 1.0);
+        let with = |loss| micro_batch(&DetailedConfig { loss, ..c }, &r, m, 1.0, true);
         let full = with(Loss::Full);
         let per_logit = m * c.arch.vocab as f64 / r.bytes;
         let chunked = with(Loss::Chunked);
@@ -289,7 +300,7 @@ mod tests {
                 lora_rank: Some(16),
                 ..c
             };
-            micro_batch(&l, &r, m, 1.0).memory_bound
+            micro_batch(&l, &r, m, 1.0, true).memory_bound
         };
         assert_eq!(lora(Loss::Chunked), lora(Loss::Full));
         let liger = with(Loss::Liger);
@@ -318,8 +329,8 @@ mod tests {
         let cluster = Cluster::new(gpu("a100-80gb").unwrap(), 8);
         let r = Rates::new(&c, &cluster, &Efficiency::default());
         let m = 4096.0 * 4.0;
-        let eager = micro_batch(&c, &r, m, 1.0);
-        let compiled = micro_batch(&DetailedConfig { compile: true, ..c }, &r, m, 1.0);
+        let eager = micro_batch(&c, &r, m, 1.0, true);
+        let compiled = micro_batch(&DetailedConfig { compile: true, ..c }, &r, m, 1.0, true);
         let fused = micro_batch(
             &DetailedConfig {
                 profile: Profile::Fused,
@@ -328,6 +339,7 @@ mod tests {
             &r,
             m,
             1.0,
+            true,
         );
         assert_eq!(compiled.matmul, eager.matmul);
         assert_eq!(compiled.attention, eager.attention);

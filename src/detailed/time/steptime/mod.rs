@@ -104,10 +104,32 @@ fn tokens(cfg: &DetailedConfig) -> f64 {
     (cfg.sequences() * cfg.seq) as f64 / cp as f64
 }
 
-/// One stage's share of the layers (the last stage also runs the logits
-/// and the loss, and is the slowest).
-fn stage_share(cfg: &DetailedConfig) -> f64 {
-    1.0 / cfg.parallel.pp.max(1) as f64
+/// The pipeline stage that sets the pace, one micro-batch's compute on it
+/// and its share of the layers. Evenly split, the last (1/p of the layers,
+/// and the logits and the loss). Under an uneven split the slower of the
+/// last (its own layers, the loss) and the stage with the most layers of
+/// the others (the first or a middle one): every stage runs each
+/// micro-batch in turn, so the slowest sets the pipeline's pace
+/// (Narayanan et al. 2021, §2.2: a 1F1B pipeline's step is
+/// (m + (p − 1)/v) times one stage's forward and backward, the stages
+/// alike; unlike they wait on the slowest).
+fn pacing_stage(cfg: &DetailedConfig, r: &Rates, m: f64) -> (compute::Compute, f64) {
+    let p = &cfg.parallel;
+    let Some(split) = p.stage_split(&cfg.arch) else {
+        let share = 1.0 / p.pp.max(1) as f64;
+        return (compute::micro_batch(cfg, r, m, share, true), share);
+    };
+    let layers = cfg.arch.layers as f64;
+    let last_share = split.last as f64 / layers;
+    let other_share = split.first.max(split.middle) as f64 / layers;
+    let last = compute::micro_batch(cfg, r, m, last_share, true);
+    let other = compute::micro_batch(cfg, r, m, other_share, false);
+    let total = |c: &compute::Compute| c.matmul + c.attention + c.memory_bound;
+    if total(&other) > total(&last) {
+        (other, other_share)
+    } else {
+        (last, last_share)
+    }
 }
 
 /// The time of one optimizer step of `cfg` on `cluster`'s GPUs: one
@@ -116,8 +138,8 @@ fn stage_share(cfg: &DetailedConfig) -> f64 {
 /// reduction, the optimizer, offload and GRPO's rollout once per step.
 pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> StepTime {
     let r = Rates::new(cfg, cluster, eff);
-    let (m, share) = (tokens(cfg), stage_share(cfg));
-    let c = compute::micro_batch(cfg, &r, m, share);
+    let m = tokens(cfg);
+    let (c, share) = pacing_stage(cfg, &r, m);
     let mut micro = Parts {
         matmul: c.matmul,
         attention: c.attention,

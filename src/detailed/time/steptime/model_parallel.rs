@@ -41,7 +41,8 @@ pub(super) fn tensor_parallel(cfg: &DetailedConfig, r: &Rates, m: f64, share: f6
     }
     let per_layer = collectives_per_layer(cfg);
     let ar = all_reduce(2.0 * m * h, t, r.link(t, 1));
-    if cfg.framework == Framework::Megatron && cfg.overlap.tp_comm && cfg.parallel.sp {
+    let megatron = cfg.framework == Framework::Megatron && cfg.overlap.tp_comm;
+    if (megatron || cfg.async_tp) && cfg.parallel.sp {
         return overlapped(cfg, r, m, share, ar / 2.0, per_layer / 2.0 - 1.0);
     }
     tensor_parallel_collectives(cfg, r, m, share)
@@ -83,6 +84,19 @@ pub(super) fn tensor_parallel_collectives(
 /// gradients reduce-scattered behind their weight-gradient GEMMs
 /// (`ub_bulk_dgrad`: the whole collective beside the whole GEMM). A MoE
 /// layer's experts have no TE overlap: their collectives stay exposed.
+///
+/// Async TP under the PyTorch frameworks (`--async-tp`, torchtitan's
+/// `enable_async_tensor_parallel`) is priced by the same mechanism:
+/// inductor's micro-pipeline pass replaces each all-gather → matmul with
+/// `fused_all_gather_matmul` and each matmul → reduce-scatter with
+/// `fused_matmul_reduce_scatter` (`torch/_inductor/fx_passes/micro_pipeline_tp.py`,
+/// `torch/distributed/_symmetric_memory/__init__.py`: the GEMM split into
+/// one chunk per rank, each chunk's transfer behind the previous chunk's
+/// product), in the forward graph and in the backward graph alike (the
+/// column-parallel input gradient's reduce-scatter pipelined with its own
+/// GEMM, where TE's bulk overlap puts it beside the weight-gradient GEMM);
+/// what a collective cannot hide (the part longer than the GEMM beside
+/// it) stays exposed.
 fn overlapped(
     cfg: &DetailedConfig,
     r: &Rates,
@@ -94,11 +108,22 @@ fn overlapped(
     let t = cfg.parallel.tp.max(1) as f64;
     let [qkv, out, up, down] = tp_gemms(cfg, m, r);
     let gather = |g: f64| (half - g * (t - 1.0) / t).max(0.0);
+    // Backward's reduce-scatter of a column-parallel input gradient: TE's
+    // bulk overlap beside the weight-gradient GEMM, or async TP's
+    // pipelined matmul → reduce-scatter.
+    let te = !cfg.async_tp;
+    let scatter = |g: f64| {
+        if te {
+            (half - g).max(0.0)
+        } else {
+            pipelined(half, g, t)
+        }
+    };
     let attn_fwd = gather(qkv) + pipelined(half, out, t);
-    let attn_bwd = (half - qkv).max(0.0) + gather(out);
+    let attn_bwd = scatter(qkv) + gather(out);
     let (mlp_fwd, mlp_bwd) = (
         gather(up) + pipelined(half, down, t),
-        (half - up).max(0.0) + gather(down),
+        scatter(up) + gather(down),
     );
     let a = &cfg.arch;
     let moe = a.moe_layers() as f64;
@@ -243,6 +268,43 @@ mod tests {
             reshard_after_forward: true,
         };
         assert_eq!(at(&c).parts.tensor_parallel, off);
+    }
+
+    /// Async TP under FSDP2 (torchtitan's `enable_async_tensor_parallel`),
+    /// on the same layout as above: forward as Transformer Engine's (every
+    /// all-gather inside its GEMM, the last of t = 2 chunks of each
+    /// reduce-scatter shows: half of a half), and backward the
+    /// column-parallel input gradients' reduce-scatters pipelined with
+    /// their own GEMMs, each showing its last chunk too (TE's bulk overlap
+    /// hides them whole): two halves a layer exposed against eight, a
+    /// quarter. What shows plus what hides is every collective. Without
+    /// `--async-tp`, or without sequence parallelism, nothing hides.
+    #[test]
+    fn async_tp_pipelines_the_collectives_under_fsdp2() {
+        use crate::detailed::config::Framework;
+        let mut c = llama(8192, 8);
+        c.micro_batch = Some(1);
+        (c.parallel.tp, c.parallel.sp, c.parallel.zero) = (2, true, 3);
+        c.framework = Framework::Fsdp2 {
+            reshard_after_forward: true,
+        };
+        let off = at(&c);
+        assert_eq!(off.parts.hidden.tensor_parallel, 0.0);
+        c.async_tp = true;
+        let on = at(&c);
+        let exposed = on.parts.tensor_parallel;
+        assert!(
+            (exposed * 4.0 / off.parts.tensor_parallel - 1.0).abs() < 1e-9,
+            "{exposed} {off:?}"
+        );
+        let all = exposed + on.parts.hidden.tensor_parallel;
+        assert!((all / off.parts.tensor_parallel - 1.0).abs() < 1e-12);
+        assert!(on.step_s < off.step_s);
+        // The same hidden share of the collectives' own time on every
+        // other part: only the tensor-parallel exposure moved.
+        assert_eq!(on.parts.matmul, off.parts.matmul);
+        c.parallel.sp = false;
+        assert_eq!(at(&c).parts.hidden.tensor_parallel, 0.0);
     }
 
     /// All-to-all context parallelism is exposed, the ring hides behind
