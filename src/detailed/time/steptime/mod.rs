@@ -43,6 +43,10 @@
 //! - **pipeline**: the 1F1B schedule's (p−1)/v bubble of the slowest
 //!   stage's forward and backward (Narayanan et al. 2021, §2.2, Eq. 1 and
 //!   §2.2.2), and the stage-to-stage sends of each micro-batch.
+//! - **the host**: eager PyTorch issues each kernel after Python, the
+//!   hooks, the dispatcher and autograd have run on the CPU; where that
+//!   outlasts the GPU's work on a micro-batch, the difference shows
+//!   ([`host`], measured per layer).
 //! - **optimizer and offload**: the update reads and writes the GPU's
 //!   optimizer state, master weights and gradients once; offloaded to the
 //!   host it moves gradients down and weights up over PCIe and runs at the
@@ -62,6 +66,7 @@
 //! - `pipeline`: the sends and the bubble;
 //! - `optimizer` and `offload`: the update on the GPU, and on the host;
 //! - `generation`: GRPO's rollout;
+//! - `host`: the host's issuing of eager PyTorch's kernels;
 //! - `parts`: where the time goes ([`Parts`]) and what the step achieves
 //!   ([`StepTime`]).
 //!
@@ -78,6 +83,7 @@ mod compute;
 mod data_parallel;
 mod efficiency;
 mod generation;
+pub mod host;
 mod kernels;
 mod layer;
 mod model_parallel;
@@ -162,6 +168,7 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
         ..Parts::default()
     };
     let compute = micro.matmul + micro.attention + micro.memory_bound;
+    micro.host = host::exposed(cfg, share, compute);
     let weights = Weights::new(cfg);
     data_parallel::sharded(cfg, &r, &weights, &mut micro);
     let acc = cfg.accumulation_steps() as f64;

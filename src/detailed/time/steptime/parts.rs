@@ -38,6 +38,10 @@ pub struct Parts {
     /// a time, and the reference's scoring with a KL penalty.
     #[serde(default)]
     pub generation: f64,
+    /// The host issuing eager PyTorch's kernels slower than the GPU runs
+    /// them: the part the GPU's work does not hide ([`super::host`]).
+    #[serde(default)]
+    pub host: f64,
     /// Collectives that ran behind compute, beside the exposed parts above
     /// and not in the step's total (the JSON shows it as `time.hidden`, so
     /// that `time.parts` adds up to the step).
@@ -74,10 +78,11 @@ impl Parts {
             + self.optimizer
             + self.offload
             + self.generation
+            + self.host
     }
 
     /// Each part with its name, in the order above.
-    pub fn named(&self) -> [(&'static str, f64); 12] {
+    pub fn named(&self) -> [(&'static str, f64); 13] {
         [
             ("matmul", self.matmul),
             ("attention", self.attention),
@@ -91,6 +96,7 @@ impl Parts {
             ("optimizer", self.optimizer),
             ("offload", self.offload),
             ("generation", self.generation),
+            ("host", self.host),
         ]
     }
 
@@ -118,6 +124,7 @@ impl Parts {
             optimizer: self.optimizer * k,
             offload: self.offload * k,
             generation: self.generation * k,
+            host: self.host * k,
             hidden: Hidden {
                 tensor_parallel: self.hidden.tensor_parallel * k,
                 data_parallel: self.hidden.data_parallel * k,
