@@ -96,7 +96,11 @@ fn inapplicable_overlaps(a: &DetailedConfig, b: &mut DetailedConfig) -> Result<(
     let h100 = Cluster::new(gpu("h100-sxm").unwrap(), 8);
     let eff = Efficiency::for_gpu(&h100.gpu);
     prop_assert_eq!(step_time(a, &h100, &eff), step_time(&other, &h100, &eff));
-    b.overlap = if other.overlap == b.overlap { a.overlap } else { b.overlap };
+    b.overlap = if other.overlap == b.overlap {
+        a.overlap
+    } else {
+        b.overlap
+    };
     Ok(())
 }
 

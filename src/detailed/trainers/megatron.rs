@@ -11,6 +11,9 @@ pub const DEFAULTS: &[(&str, &str, &str)] = &[
     ("--pipeline-model-parallel-size", "1", "megatron/training/arguments.py: `'--pipeline-model-parallel-size', type=int, default=1`"),
     ("--recompute-granularity", "None (no recomputation)", "megatron/training/arguments.py: `'--recompute-granularity', type=str, default=None`"),
     ("--optimizer", "adam", "megatron/training/arguments.py: `'--optimizer', type=str, default='adam'` (AdamW's decoupled decay)"),
+    ("--overlap-grad-reduce", "off: `--no-overlap-grad-reduce`", "megatron/training/arguments.py: `'--overlap-grad-reduce', action='store_true', default=False` (_add_distributed_args)"),
+    ("--overlap-param-gather", "off: `--no-overlap-param-gather` (with `--use-distributed-optimizer`)", "megatron/training/arguments.py: `'--overlap-param-gather', action='store_true', default=False` (_add_distributed_args)"),
+    ("--tp-comm-overlap", "off: `--no-tp-comm-overlap` (with `--sequence-parallel` at tp 2 or more)", "megatron/core/model_parallel_config.py: `tp_comm_overlap: bool = False`, a store_true flag by `ArgumentGroupFactory(TransformerConfig)` (megatron/training/argument_utils.py)"),
 ];
 
 /// Keys read and not priced, with the reason (`*` matches the rest of a key).
@@ -299,16 +302,14 @@ fn read_overlaps(doc: &mut Doc, out: &mut Out, tp_sp: bool, distributed: bool) {
             tp_sp,
         ),
     ];
-    let sources = [
-        "megatron/training/arguments.py: `'--overlap-grad-reduce', action='store_true', default=False` (_add_distributed_args)",
-        "megatron/training/arguments.py: `'--overlap-param-gather', action='store_true', default=False` (_add_distributed_args)",
-        "megatron/core/model_parallel_config.py: `tp_comm_overlap: bool = False`, a store_true flag (megatron/training/argument_utils.py, ArgumentGroupFactory)",
-    ];
-    for ((key, [on, off], applies), source) in overlaps.into_iter().zip(sources) {
+    for (key, [on, off], applies) in overlaps {
         match (doc.take(key).is_some(), applies) {
             (true, true) => out.set(key, true, on, ""),
             (true, false) => out.ignore(key, true, NOT_TAKEN),
-            (false, true) => out.trainer_default(key, "false", off, "", source),
+            (false, true) => {
+                let source = DEFAULTS.iter().find(|d| d.0 == on).map_or("", |d| d.2);
+                out.trainer_default(key, "false", off, "", source);
+            }
             (false, false) => {}
         }
     }
