@@ -905,3 +905,33 @@ fn megatron_scripts_read_their_overlaps() {
     );
     assert!(off.step_s > on.step_s);
 }
+
+/// A Megatron-LM script's overlaps off give way to a later flag: the
+/// user's `--overlap-grad-reduce` turns that one back on, and under
+/// another framework (which the overlaps' `--no-` flags are refused
+/// without) all three are named as ignored, with why.
+#[test]
+fn a_megatron_scripts_overlaps_give_way() {
+    let f = fixture("megatron.sh");
+    let (cfg, _) = timed(&["--from", &f, "--overlap-grad-reduce"]);
+    assert_eq!(
+        cfg.overlap,
+        Overlap {
+            grad_reduce: true,
+            ..Overlap::NONE
+        }
+    );
+    let out = cli(&["--from", &f, "--framework", "fsdp2", "--zero", "3"]).unwrap();
+    for key in [
+        "overlap-grad-reduce",
+        "overlap-param-gather",
+        "tp-comm-overlap",
+    ] {
+        assert!(
+            out.contains(&format!(
+                "{key}=false (Megatron-Core's overlap: the run's --framework is another)"
+            )),
+            "{out}"
+        );
+    }
+}
