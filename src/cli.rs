@@ -452,19 +452,32 @@ pub struct ParallelArgs {
     pub param_persistence_threshold: Option<f64>,
     /// With --framework megatron: reduce the gradients after backward, not
     /// bucket by bucket during it (Megatron-Core's overlap_grad_reduce off;
-    /// the recipes turn it on).
-    #[arg(long)]
+    /// the recipes turn it on; Megatron-LM's --overlap-grad-reduce is off
+    /// unless given, so --from reads a script without it as this).
+    #[arg(long, overrides_with = "overlap_grad_reduce")]
     pub no_overlap_grad_reduce: bool,
+    /// Megatron-LM's --overlap-grad-reduce: undoes an earlier
+    /// --no-overlap-grad-reduce (a --from file's) [default: on].
+    #[arg(long, overrides_with = "no_overlap_grad_reduce")]
+    pub overlap_grad_reduce: bool,
     /// With --framework megatron --zero 1 or 2: gather the updated
     /// parameters before the next forward, not bucket by bucket behind it
     /// (overlap_param_gather off).
-    #[arg(long)]
+    #[arg(long, overrides_with = "overlap_param_gather")]
     pub no_overlap_param_gather: bool,
+    /// Megatron-LM's --overlap-param-gather: undoes an earlier
+    /// --no-overlap-param-gather [default: on].
+    #[arg(long, overrides_with = "no_overlap_param_gather")]
+    pub overlap_param_gather: bool,
     /// With --framework megatron --tp --sp: tensor parallelism's
     /// all-gathers and reduce-scatters exposed, not inside the matrix
     /// multiplies (Transformer Engine's tp_comm_overlap off).
-    #[arg(long)]
+    #[arg(long, overrides_with = "tp_comm_overlap")]
     pub no_tp_comm_overlap: bool,
+    /// Megatron-LM's --tp-comm-overlap: undoes an earlier
+    /// --no-tp-comm-overlap [default: on].
+    #[arg(long, overrides_with = "no_tp_comm_overlap")]
+    pub tp_comm_overlap: bool,
     /// Async tensor parallelism (torchtitan's
     /// compile.enable_async_tensor_parallel, with --compile, --tp and
     /// --sp under the PyTorch frameworks): the all-gathers and
@@ -801,6 +814,9 @@ impl Args {
             || par.no_overlap_grad_reduce
             || par.no_overlap_param_gather
             || par.no_tp_comm_overlap
+            || par.overlap_grad_reduce
+            || par.overlap_param_gather
+            || par.tp_comm_overlap
             || par.grad_as_bucket_view
             || par.reshard_after_forward.is_some()
             || par.fsdp_sharding.is_some()

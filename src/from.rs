@@ -76,12 +76,62 @@ pub fn with_from(args: Args, argv: &[OsString]) -> Result<Args, CliError> {
             },
         );
     }
+    if other_framework(&flags, argv) {
+        flags = without_megatron_overlaps(&mut read);
+    }
     let mut all = vec![argv.first().cloned().unwrap_or_else(|| "membudget".into())];
     all.extend(flags);
     all.extend(argv.iter().skip(1).cloned());
     let mut merged = Args::try_parse_from(all).map_err(|e| first_line(&e.to_string()))?;
     merged.from.read = read;
     Ok(merged)
+}
+
+/// Whether the last `--framework` of the files' `flags` and `argv` is
+/// another than Megatron's.
+fn other_framework(flags: &[OsString], argv: &[OsString]) -> bool {
+    let later: Vec<String> = flags
+        .iter()
+        .chain(argv.iter().skip(1))
+        .map(|f| f.to_string_lossy().into_owned())
+        .collect();
+    let last = later
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| match f.strip_prefix("--framework") {
+            Some("") => later.get(i + 1).cloned(),
+            Some(v) => v.strip_prefix('=').map(String::from),
+            None => None,
+        })
+        .next_back();
+    last.is_some_and(|f| !f.eq_ignore_ascii_case("megatron"))
+}
+
+/// A Megatron-LM script's overlaps off (`--no-overlap-grad-reduce`, …,
+/// which only `--framework megatron` takes) under another framework: each
+/// moved to the reading's ignored keys with why; the readings' flags, in
+/// order, without them.
+fn without_megatron_overlaps(read: &mut [FromRead]) -> Vec<OsString> {
+    const OFF: [&str; 3] = [
+        "--no-overlap-grad-reduce",
+        "--no-overlap-param-gather",
+        "--no-tp-comm-overlap",
+    ];
+    let mut flags = Vec::new();
+    for r in read.iter_mut() {
+        let out = &mut r.reading.out;
+        let (off, kept): (Vec<_>, Vec<_>) = out.set.drain(..).partition(|s| OFF.contains(&s.flag));
+        out.set = kept;
+        for s in off {
+            out.ignore(
+                &s.key,
+                &s.value,
+                "Megatron-Core's overlap: the run's --framework is another",
+            );
+        }
+        flags.extend(r.reading.flags().map(OsString::from));
+    }
+    flags
 }
 
 /// `--trainer`'s defaults for the run the files' `flags` and `argv` ask

@@ -33,8 +33,11 @@ use crate::url;
 
 /// Flags that are one address key with the same value: (flag, key).
 /// A switch (no value) writes `1`.
-const KEYS: [(&str, &str); 48] = [
+const KEYS: [(&str, &str); 51] = [
     ("--model", "model"),
+    ("--overlap-grad-reduce", "ovgrad"),
+    ("--overlap-param-gather", "ovparam"),
+    ("--tp-comm-overlap", "ovtp"),
     ("--seq", "seq"),
     ("--batch", "batch"),
     ("--micro-batch", "micro"),
@@ -84,6 +87,13 @@ const KEYS: [(&str, &str); 48] = [
     ("--vocab", "vocab"),
 ];
 
+/// Switches that turn an address key off: (flag, key), written `0`.
+const OFF: [(&str, &str); 3] = [
+    ("--no-overlap-grad-reduce", "ovgrad"),
+    ("--no-overlap-param-gather", "ovparam"),
+    ("--no-tp-comm-overlap", "ovtp"),
+];
+
 /// Flags the page sets after the pairs, from the whole reading (their
 /// values need another flag's): read by [`Whole`].
 const WHOLE: [&str; 14] = [
@@ -106,7 +116,7 @@ const WHOLE: [&str; 14] = [
 /// Whether the page sets `flag` (a flag of a reading); the others are
 /// named in [`Applied::said`].
 pub fn on_page(flag: &str) -> bool {
-    KEYS.iter().any(|(f, _)| *f == flag) || WHOLE.contains(&flag)
+    KEYS.iter().chain(&OFF).any(|(f, _)| *f == flag) || WHOLE.contains(&flag)
 }
 
 /// What a reading did to the page.
@@ -209,6 +219,10 @@ pub fn apply(state: &PageState, reading: &Reading, to_f64: ToF64) -> Result<Appl
     let (first, rest): (Vec<&Set>, Vec<&Set>) = set.iter().partition(|s| s.flag == "--framework");
     let mut skipped = Vec::new();
     for s in first.into_iter().chain(rest) {
+        if let Some((_, key)) = OFF.iter().find(|(flag, _)| *flag == s.flag) {
+            query.append_pair(key, "0");
+            continue;
+        }
         match KEYS.iter().find(|(flag, _)| *flag == s.flag) {
             Some((_, key)) if s.arg.is_empty() => {
                 query.append_pair(key, "1");

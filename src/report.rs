@@ -224,6 +224,11 @@ pub struct DetailedInputs {
     /// `fsdp2`, `fsdp2-no-reshard` or `deepspeed`.
     #[serde(default)]
     pub framework: String,
+    /// Megatron-Core's communication overlaps that are off, as
+    /// `grad_reduce`, `param_gather`, `tp_comm` (only under `megatron`;
+    /// left out when all three are on, the default).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overlaps_off: Vec<String>,
     /// DeepSpeed's `reduce_bucket_size` in values (only under `deepspeed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reduce_bucket_size: Option<u64>,
@@ -872,6 +877,21 @@ impl DetailedReport {
 }
 
 /// `first` or `later`: the optimizer step the timeline shows.
+/// Megatron-Core's overlaps that are off, by their field names (none
+/// outside the Megatron framework, where they do not run).
+fn overlaps_off(cfg: &DetailedConfig) -> Vec<String> {
+    let o = cfg.overlap;
+    let all = [
+        (o.grad_reduce, "grad_reduce"),
+        (o.param_gather, "param_gather"),
+        (o.tp_comm, "tp_comm"),
+    ];
+    all.iter()
+        .filter(|(on, _)| cfg.framework == crate::detailed::Framework::Megatron && !on)
+        .map(|(_, name)| name.to_string())
+        .collect()
+}
+
 fn step_name(t: &StepTimeline) -> &'static str {
     if t.first_step {
         "first"
@@ -906,6 +926,7 @@ impl DetailedInputs {
             device: cfg.device.name().into(),
             parallel: *p,
             framework: cfg.framework.name().into(),
+            overlaps_off: overlaps_off(cfg),
             reduce_bucket_size: match cfg.framework {
                 crate::detailed::Framework::DeepSpeed {
                     reduce_bucket_size, ..

@@ -6,7 +6,8 @@ pub use crate::budget::Unit;
 use crate::budget::{estimate, figure, Breakdown, Field, TrainingConfig};
 use crate::detailed::{
     preset, Architecture, AttentionKernel, BaseQuant, DetailedConfig, LoraTargets, Objective,
-    Offload, Optimizer, Overhead, Parallelism, Precision, Preset, Profile, Recompute, PRESETS,
+    Offload, Optimizer, Overhead, Overlap, Parallelism, Precision, Preset, Profile, Recompute,
+    PRESETS,
 };
 
 /// A GPU's memory: an amount in a unit.
@@ -332,6 +333,9 @@ pub struct DetailedOptions {
     pub compile: bool,
     /// Async tensor parallelism (torchtitan's `enable_async_tensor_parallel`).
     pub async_tp: bool,
+    /// Megatron-Core's communication overlaps (under the Megatron
+    /// framework), all on by default as NVIDIA's recipes run them.
+    pub overlap: Overlap,
     /// Attention kernel.
     pub attention: AttentionKernel,
     /// Dropout on.
@@ -449,6 +453,7 @@ impl Default for DetailedOptions {
             optimizer_in_backward: false,
             compile: false,
             async_tp: false,
+            overlap: Overlap::default(),
             attention: AttentionKernel::Flash,
             dropout: false,
             recompute: Recompute::None,
@@ -612,6 +617,7 @@ impl PageState {
         cfg.optimizer_in_backward = d.optimizer_in_backward;
         cfg.compile = d.compile;
         cfg.async_tp = d.async_tp;
+        cfg.overlap = d.overlap;
         cfg.attention = d.attention;
         cfg.dropout = d.dropout;
         cfg.recompute = d.recompute;

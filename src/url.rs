@@ -27,7 +27,9 @@
 //! four 0/1 flags: gated norm, conv bias, in_proj bias, out_proj bias),
 //! `prec opt optbwd attn dropout recompute impl` (`optbwd=1`: the optimizer in backward), `fp8` (none, tensorwise, rowwise, te, te-mxfp8), `framework` (megatron, ddp,
 //! ddp-bucket-view, fsdp2, fsdp2-no-reshard, deepspeed, fsdp1, fsdp1-grad-op, fsdp1-no-shard; FSDP's CPU offload is `offopt=1&offparams=1`) and after it DeepSpeed's `dsbucket dsprefetch dssubgroup
-//! dspersist` (values) and `dsoverlap` (1/0; absent: DeepSpeed's default per stage), `schedule` (1f1b, zb-h1), `cpcomm` (p2p, a2a), `tpplan` (megatron, hf, torchtitan, loss-parallel, layers), `stage` (the
+//! dspersist` (values) and `dsoverlap` (1/0; absent: DeepSpeed's default per stage), `schedule` (1f1b, zb-h1), `cpcomm` (p2p, a2a), `tpplan` (megatron, hf, torchtitan, loss-parallel, layers),
+//! Megatron-Core's overlaps `ovgrad ovparam ovtp` (1/0: the gradients' reduction, the
+//! parameters' gather, the tensor-parallel overlap; written only when off), `stage` (the
 //! pipeline stage the step chart shows: peak, first, last),
 //! `dp zero tp sp pp ep etp cp
 //! micro`, `shard` (hybrid sharding's group), `lora`, `lorat` (LoRA targets), `loradtype` (fp32, bf16: the adapters'), `loradrop` (LoRA dropout, percent 1–99), `qpath` (peft, bnb, torchao, fsdp-qlora: whose code holds the quantized base), `quant` (none, nf4, nf4-nodq,
@@ -232,8 +234,11 @@ const COUNTS: [Count; 17] = [
 
 /// The detailed settings that are on or off (`1`/`0`): key, where it goes.
 type Flag = (&'static str, fn(&mut DetailedOptions) -> &mut bool);
-const FLAGS: [Flag; 16] = [
+const FLAGS: [Flag; 19] = [
     ("vllmsleep", |d| &mut d.vllm_sleep),
+    ("ovgrad", |d| &mut d.overlap.grad_reduce),
+    ("ovparam", |d| &mut d.overlap.param_gather),
+    ("ovtp", |d| &mut d.overlap.tp_comm),
     ("optbwd", |d| &mut d.optimizer_in_backward),
     ("compile", |d| &mut d.compile),
     ("asynctp", |d| &mut d.async_tp),
@@ -946,6 +951,9 @@ fn encode_parallel(d: &DetailedOptions, def: &DetailedOptions, out: &mut Query<'
     pair(out, "framework", d.framework.name(), def.framework.name());
     pair(out, "schedule", p.schedule.name(), "1f1b");
     pair(out, "tpplan", p.plan().name(), "megatron");
+    pair(out, "ovgrad", flag(d.overlap.grad_reduce), "1");
+    pair(out, "ovparam", flag(d.overlap.param_gather), "1");
+    pair(out, "ovtp", flag(d.overlap.tp_comm), "1");
     encode_deepspeed(d.framework, out);
 }
 

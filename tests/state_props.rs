@@ -2,7 +2,7 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use membudget::budget::{estimate, Field, TrainingConfig};
-use membudget::detailed::{AttentionKernel, Overhead, PRESETS};
+use membudget::detailed::{AttentionKernel, Overhead, Overlap, PRESETS};
 use membudget::number::std_to_f64;
 use membudget::state::{
     max_fitting, DetailedOptions, Exercise, GpuCapacity, Mode, PageState, Pinned, SweepAxis, Unit,
@@ -40,7 +40,12 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
             0usize..3,
             (1u64..=64, 1u64..=8),
         ),
-        (0usize..5, any::<bool>(), 1u64..=4096),
+        (
+            0usize..5,
+            any::<bool>(),
+            1u64..=4096,
+            any::<(bool, bool, bool)>(),
+        ),
         (any::<bool>(), 0u64..=99, 0usize..5),
         (
             0..membudget::detailed::Framework::ALL.len(),
@@ -62,7 +67,7 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
                 (dp, zero, tp, pp),
                 (micro, lora, overhead),
                 (quant, (off_opt, off_params, off_acts, all_targets), gpn, objective, (ep, etp)),
-                (loss, liger, chunks),
+                (loss, liger, chunks, (grad_reduce, param_gather, tp_comm)),
                 (lora_bf16, lora_dropout, tp_plan),
                 (framework, act_kind, quant_path, trainer),
             )| {
@@ -137,6 +142,11 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
                     d.parallel.last_stage_layers = Some(chunks % 89 + 1);
                 }
                 d.async_tp = chunks % 7 == 3;
+                d.overlap = Overlap {
+                    grad_reduce,
+                    param_gather,
+                    tp_comm,
+                };
                 d.trainer = trainer;
                 d.overhead = overhead.map(|(ctx, ws, comm, frag)| Overhead {
                     cuda_context_gb: ctx,

@@ -7,7 +7,10 @@
 
 use clap::Parser;
 use membudget::cli::{run, Args};
+use membudget::detailed::time::hardware::gpu;
+use membudget::detailed::time::steptime::{step_time, Cluster, Efficiency, StepTime};
 use membudget::detailed::trainers::{self, parse, value::Doc, Format, Reading};
+use membudget::detailed::{DetailedConfig, Overlap};
 use membudget::from::with_from;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -35,7 +38,7 @@ const OWN: &[(&str, Format, &str)] = &[
     ("hf_args.json", Format::TrainingArguments, "--impl hf --model qwen2.5-7b --micro-batch 1 --grad-accum 16 --recompute none --optimizer adamw --adam fused --precision mixed"),
     ("deepspeed_z2.json", Format::DeepSpeed, "--micro-batch 2 --framework deepspeed --zero 2 --offload-optimizer --reduce-bucket-size 200000000 --overlap-comm true --precision mixed"),
     ("accelerate_fsdp2.yaml", Format::Accelerate, "--nproc-per-node 8 --nnodes 2 --precision mixed --framework fsdp2 --zero 3 --reshard-after-forward false --recompute full"),
-    ("megatron.sh", Format::Command, "--nproc-per-node 8 --nnodes 2 --arch llama --layers 16 --hidden 2048 --heads 16 --ffn 8192 --vocab 32000 --kv-heads 4 --micro-batch 2 --batch 64 --seq 4096 --tp 2 --pp 2 --precision mixed --sp --zero 1 --recompute selective"),
+    ("megatron.sh", Format::Command, "--nproc-per-node 8 --nnodes 2 --arch llama --layers 16 --hidden 2048 --heads 16 --ffn 8192 --vocab 32000 --kv-heads 4 --micro-batch 2 --batch 64 --seq 4096 --tp 2 --pp 2 --precision mixed --sp --zero 1 --recompute selective --no-overlap-grad-reduce --no-overlap-param-gather --no-tp-comm-overlap"),
     ("fsdp_qlora.sh", Format::Command, "--impl hf --model llama-2-13b --micro-batch 2 --seq 2048 --recompute none --precision mixed --lora-rank 16 --lora-targets q,k,v,gate,up,down --nproc-per-node 2"),
     ("tune_run.sh", Format::Command, "--nproc-per-node 4 --framework fsdp2 --zero 3 --micro-batch 4 --seq 2048 --recompute none --optimizer paged-adam8bit"),
     ("unsloth_cli.sh", Format::Command, "--model mistral-7b --seq 4096 --quant-base nf4 --lora-rank 32 --lora-targets all --recompute full --offload-activations checkpoints --precision bf16 --impl hf --micro-batch 2 --grad-accum 4 --optimizer adam8bit"),
@@ -525,6 +528,8 @@ const REAL: &[(&str, &[&str])] = &[
             "--zero 1",
             "--fp8 te",
             "--precision mixed",
+            "--overlap-grad-reduce",
+            "--overlap-param-gather",
         ],
     ),
     (
@@ -535,6 +540,7 @@ const REAL: &[(&str, &[&str])] = &[
             "--pp 16",
             "--batch 1536",
             "--precision mixed",
+            "--no-overlap-grad-reduce",
         ],
     ),
     (
@@ -814,4 +820,118 @@ fn the_trainer_choice_sets_its_defaults_first() {
     .unwrap();
     assert!(line(&out).contains("dropout 0.05"), "{out}");
     assert!(cli(&["--model", "llama-3.2-1b", "--trainer", "nemo"]).is_err());
+}
+
+/// The configuration `args` ask for, `--from` applied, and its step time
+/// on H100 SXMs, 8 a node.
+fn timed(args: &[&str]) -> (DetailedConfig, StepTime) {
+    let argv: Vec<OsString> = std::iter::once("membudget")
+        .chain(args.iter().copied())
+        .map(OsString::from)
+        .collect();
+    let parsed = Args::try_parse_from(&argv).unwrap();
+    let (cfg, _) = with_from(parsed, &argv).unwrap().detailed_config().unwrap();
+    let h100 = Cluster::new(gpu("h100-sxm").unwrap(), 8);
+    let time = step_time(&cfg, &h100, &Efficiency::for_gpu(&h100.gpu));
+    (cfg, time)
+}
+
+/// Megatron-LM's overlaps are off unless the script gives them
+/// (store_true flags, megatron/training/arguments.py at d98e8a64). Its
+/// Llama 3 8B fp8 script gives `--overlap-grad-reduce` and
+/// `--overlap-param-gather` and reads with both on (its tp of 1 leaves
+/// `--tp-comm-overlap` out of it); the same script without those two lines
+/// reads with both off, and the data-parallel time that hid behind
+/// backward and forward is all exposed: the reduce-scatter and the
+/// all-gather whole. The GPT-3 175B script gives none: the gradients'
+/// overlap is off (the other two do not apply: no distributed optimizer,
+/// no sequence parallelism), and its exposed data-parallel time grows
+/// against the same run with `--overlap-grad-reduce` given after it.
+#[test]
+fn megatron_scripts_read_their_overlaps() {
+    let Some(files) = real_files() else {
+        eprintln!("skipped: ../shared/trainer_configs is not beside the repository");
+        return;
+    };
+    let find = |name: &str| files.iter().find(|p| p.ends_with(name)).unwrap().clone();
+    let llama = find("megatron-lm/train_llama3_8b_h100_fp8.args.txt");
+    let (given, on) = timed(&["--from", llama.to_str().unwrap()]);
+    assert_eq!(given.overlap, Overlap::default());
+    let text = std::fs::read_to_string(&llama).unwrap();
+    let without: String = text
+        .lines()
+        .filter(|l| !l.trim().starts_with("--overlap-"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(without.lines().count() + 2, text.lines().count());
+    let dir = std::env::temp_dir().join(format!("membudget-overlaps-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bare = dir.join("train_llama3_8b_h100_fp8.args.txt");
+    std::fs::write(&bare, without).unwrap();
+    let (silent, off) = timed(&["--from", bare.to_str().unwrap()]);
+    assert_eq!(
+        silent.overlap,
+        Overlap {
+            grad_reduce: false,
+            param_gather: false,
+            tp_comm: true,
+        }
+    );
+    assert!(on.parts.hidden.data_parallel > 0.0, "{on:?}");
+    assert_eq!(off.parts.hidden.data_parallel, 0.0);
+    let whole = on.parts.data_parallel + on.parts.hidden.data_parallel;
+    assert!(
+        (off.parts.data_parallel / whole - 1.0).abs() < 1e-12,
+        "{off:?}"
+    );
+    assert!(off.step_s > on.step_s);
+
+    let gpt3 = find("megatron-lm/train_gpt3_175b_distributed.args.txt");
+    let gpt3 = gpt3.to_str().unwrap();
+    // 64 nodes: dp 4 over tp 8 × pp 16.
+    let (read, off) = timed(&["--from", gpt3, "--nnodes", "64"]);
+    assert_eq!(read.parallel.data_group(), 4);
+    assert_eq!(
+        read.overlap,
+        Overlap {
+            grad_reduce: false,
+            ..Overlap::default()
+        }
+    );
+    let (_, on) = timed(&["--from", gpt3, "--nnodes", "64", "--overlap-grad-reduce"]);
+    assert!(
+        off.parts.data_parallel > on.parts.data_parallel,
+        "{off:?} {on:?}"
+    );
+    assert!(off.step_s > on.step_s);
+}
+
+/// A Megatron-LM script's overlaps off give way to a later flag: the
+/// user's `--overlap-grad-reduce` turns that one back on, and under
+/// another framework (which the overlaps' `--no-` flags are refused
+/// without) all three are named as ignored, with why.
+#[test]
+fn a_megatron_scripts_overlaps_give_way() {
+    let f = fixture("megatron.sh");
+    let (cfg, _) = timed(&["--from", &f, "--overlap-grad-reduce"]);
+    assert_eq!(
+        cfg.overlap,
+        Overlap {
+            grad_reduce: true,
+            ..Overlap::NONE
+        }
+    );
+    let out = cli(&["--from", &f, "--framework", "fsdp2", "--zero", "3"]).unwrap();
+    for key in [
+        "overlap-grad-reduce",
+        "overlap-param-gather",
+        "tp-comm-overlap",
+    ] {
+        assert!(
+            out.contains(&format!(
+                "{key}=false (Megatron-Core's overlap: the run's --framework is another)"
+            )),
+            "{out}"
+        );
+    }
 }

@@ -731,6 +731,7 @@ fn parallelism_group() -> impl IntoView {
             {count("dp-input", "Data-parallel GPUs", (1, 4096), |d| Some(d.parallel.dp), |d, v| d.parallel.dp = v.unwrap_or(1), false)}
             {choice("framework-select", "Data parallelism run by", FRAMEWORK_NAMES, |d| FRAMEWORKS.iter().position(|f| f.name() == d.framework.name()).unwrap_or(0), |d, i| d.framework = FRAMEWORKS[i])}
             {choice("overlap-select", "DeepSpeed overlap_comm", OVERLAP_NAMES, |d| match d.framework { Framework::DeepSpeed { overlap_comm: Some(on), .. } => 2 - usize::from(on), _ => 0 }, |d, i| if let Framework::DeepSpeed { overlap_comm, .. } = &mut d.framework { *overlap_comm = [None, Some(true), Some(false)][i] })}
+            {megatron_overlaps()}
             {count("subgroup-input", "DeepSpeed ZeRO-3 sub_group_size", (0, 10_000_000_000), |d| deepspeed_setting(d.framework, false), |d, v| set_deepspeed_setting(&mut d.framework, false, v), false)}
             {count("persist-input", "DeepSpeed ZeRO-3 param_persistence_threshold", (0, 10_000_000_000), |d| deepspeed_setting(d.framework, true), |d, v| set_deepspeed_setting(&mut d.framework, true, v), false)}
             {count("zero-input", "ZeRO stage", (0, 3), |d| Some(u64::from(d.parallel.zero)), |d, v| d.parallel.zero = v.unwrap_or(0) as u8, false)}
@@ -748,6 +749,20 @@ fn parallelism_group() -> impl IntoView {
             {choice("cp-comm-select", "Context parallel exchange", CP_COMM_NAMES, |d| index_of(&CP_COMMS, d.parallel.cp_comm), |d, i| d.parallel.cp_comm = CP_COMMS[i])}
             {count("micro-input", "Micro-batch per GPU", (1, 4096), |d| d.micro_batch, |d, v| d.micro_batch = v, true)}
         </details>
+    }
+}
+
+/// Megatron-Core's three communication overlaps, on by default as NVIDIA's
+/// recipes run them (Megatron-LM's own flags are off unless given), shown
+/// under the Megatron framework only.
+fn megatron_overlaps() -> impl IntoView {
+    let Options(opts) = super::context::<Options>();
+    view! {
+        <div id="megatron-overlaps" hidden=cond(move || opts.read().framework != Framework::Megatron)>
+            {flag("ovgrad-input", "Megatron: gradient reduction overlapped", |d| d.overlap.grad_reduce, |d, on| d.overlap.grad_reduce = on)}
+            {flag("ovparam-input", "Megatron: parameter gather overlapped (ZeRO 1, 2)", |d| d.overlap.param_gather, |d, on| d.overlap.param_gather = on)}
+            {flag("ovtp-input", "Megatron: tensor-parallel communication overlapped (with SP)", |d| d.overlap.tp_comm, |d, on| d.overlap.tp_comm = on)}
+        </div>
     }
 }
 

@@ -954,5 +954,31 @@ fn megatron_switches(cfg: &DetailedConfig, f: &str) -> Result<String, String> {
             ))
         }
     }
+    Ok(out + &megatron_overlaps(cfg, f)?)
+}
+
+/// Megatron-Core's overlaps as Megatron-LM's flags, which are off unless
+/// given (`megatron/training/arguments.py` at d98e8a64): each written when
+/// on and where Megatron-LM takes it, `--overlap-param-gather` with the
+/// distributed optimizer and `--overlap-grad-reduce` (`validate_args`
+/// asserts both), `--tp-comm-overlap` with `--sequence-parallel` at tp 2
+/// or more (it asserts sequence parallelism, which it turns off at tp 1).
+/// `--from` reads an absent one as off where it applies
+/// ([`super::megatron`]).
+fn megatron_overlaps(cfg: &DetailedConfig, f: &str) -> Result<String, String> {
+    let (o, p) = (cfg.overlap, &cfg.parallel);
+    let mut out = String::new();
+    if o.grad_reduce {
+        out += " --overlap-grad-reduce";
+    }
+    if o.param_gather && p.zero == 1 {
+        if !o.grad_reduce {
+            return Err(cannot(f, "Megatron-LM takes --overlap-param-gather only with --overlap-grad-reduce: give --no-overlap-param-gather too"));
+        }
+        out += " --overlap-param-gather";
+    }
+    if o.tp_comm && p.sp && p.tp > 1 {
+        out += " --tp-comm-overlap";
+    }
     Ok(out)
 }

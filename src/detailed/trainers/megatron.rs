@@ -11,18 +11,13 @@ pub const DEFAULTS: &[(&str, &str, &str)] = &[
     ("--pipeline-model-parallel-size", "1", "megatron/training/arguments.py: `'--pipeline-model-parallel-size', type=int, default=1`"),
     ("--recompute-granularity", "None (no recomputation)", "megatron/training/arguments.py: `'--recompute-granularity', type=str, default=None`"),
     ("--optimizer", "adam", "megatron/training/arguments.py: `'--optimizer', type=str, default='adam'` (AdamW's decoupled decay)"),
+    ("--overlap-grad-reduce", "off: `--no-overlap-grad-reduce`", "megatron/training/arguments.py: `'--overlap-grad-reduce', action='store_true', default=False` (_add_distributed_args)"),
+    ("--overlap-param-gather", "off: `--no-overlap-param-gather` (with `--use-distributed-optimizer`)", "megatron/training/arguments.py: `'--overlap-param-gather', action='store_true', default=False` (_add_distributed_args)"),
+    ("--tp-comm-overlap", "off: `--no-tp-comm-overlap` (with `--sequence-parallel` at tp 2 or more)", "megatron/core/model_parallel_config.py: `tp_comm_overlap: bool = False`, a store_true flag by `ArgumentGroupFactory(TransformerConfig)` (megatron/training/argument_utils.py)"),
 ];
 
 /// Keys read and not priced, with the reason (`*` matches the rest of a key).
 pub const IGNORED: &[(&str, &str)] = &[
-    (
-        "overlap-grad-reduce",
-        "overlapping communication: time, not memory here",
-    ),
-    (
-        "overlap-param-gather",
-        "overlapping communication: time, not memory here",
-    ),
     (
         "grad-reduce-in-bf16",
         "the reduction's dtype: the gradient buffer is priced in the training dtype",
@@ -85,7 +80,7 @@ pub fn read(pairs: Vec<(String, Value)>) -> Result<Out, ReadError> {
     );
     let mut out = Out::default();
     let layers = read_shape(&mut doc, &mut out)?;
-    let mut pp = None;
+    let (mut pp, mut tp) = (None, 1);
     for (key, flag) in [
         ("micro-batch-size", "--micro-batch"),
         ("global-batch-size", "--batch"),
@@ -111,10 +106,14 @@ pub fn read(pairs: Vec<(String, Value)>) -> Result<Out, ReadError> {
             if flag == "--pp" {
                 pp = Some(n);
             }
+            if flag == "--tp" {
+                tp = n;
+            }
         }
     }
     read_pipeline_split(&mut doc, &mut out, layers, pp)?;
-    read_switches(&mut doc, &mut out)?;
+    let (sp, distributed) = read_switches(&mut doc, &mut out)?;
+    read_overlaps(&mut doc, &mut out, tp > 1 && sp, distributed);
     finish(&mut doc, &mut out, "Megatron-LM", IGNORED);
     Ok(out)
 }
@@ -221,7 +220,9 @@ fn read_shape(doc: &mut Doc, out: &mut Out) -> Result<Option<u64>, ReadError> {
     Ok(Some(layers))
 }
 
-fn read_switches(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
+/// The switches; returns whether the file asks for sequence parallelism
+/// and the distributed optimizer (which the overlaps need).
+fn read_switches(doc: &mut Doc, out: &mut Out) -> Result<(bool, bool), ReadError> {
     let on = |doc: &mut Doc, k: &str| doc.take(k).is_some();
     if on(doc, "bf16") || on(doc, "fp16") {
         // Megatron keeps fp32 main parameters and Adam states
@@ -236,10 +237,12 @@ fn read_switches(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
             "megatron/training/arguments.py: `'--bf16', action='store_true'` (fp32 without it)",
         );
     }
-    if on(doc, "sequence-parallel") {
+    let sp = on(doc, "sequence-parallel");
+    if sp {
         out.set("sequence-parallel", true, "--sp", "");
     }
-    if on(doc, "use-distributed-optimizer") {
+    let distributed = on(doc, "use-distributed-optimizer");
+    if distributed {
         out.set("use-distributed-optimizer", true, "--zero", "1");
     }
     if let Some(f) = doc.text("fp8-format")? {
@@ -269,5 +272,48 @@ fn read_switches(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
             "time, not memory",
         );
     }
-    Ok(())
+    Ok((sp, distributed))
 }
+
+/// Megatron-LM's three communication overlaps, each off unless its flag is
+/// given (membudget's own default, all on, is NVIDIA's recipes'): the
+/// gradients' reduction always; the parameters' gather only with the
+/// distributed optimizer, the tensor-parallel overlap only with tensor
+/// parallelism and `--sequence-parallel` (`tp_sp`), where Megatron-LM
+/// takes them (`validate_args`, arguments.py at d98e8a64: lines 1024–1029
+/// and 1441–1442; it turns sequence parallelism off at tp 1, lines
+/// 1433–1439). Where one does not apply, nothing is set: it moves no
+/// figure, and a flag Megatron-LM would refuse is ignored with why.
+fn read_overlaps(doc: &mut Doc, out: &mut Out, tp_sp: bool, distributed: bool) {
+    let overlaps = [
+        (
+            "overlap-grad-reduce",
+            ["--overlap-grad-reduce", "--no-overlap-grad-reduce"],
+            true,
+        ),
+        (
+            "overlap-param-gather",
+            ["--overlap-param-gather", "--no-overlap-param-gather"],
+            distributed,
+        ),
+        (
+            "tp-comm-overlap",
+            ["--tp-comm-overlap", "--no-tp-comm-overlap"],
+            tp_sp,
+        ),
+    ];
+    for (key, [on, off], applies) in overlaps {
+        match (doc.take(key).is_some(), applies) {
+            (true, true) => out.set(key, true, on, ""),
+            (true, false) => out.ignore(key, true, NOT_TAKEN),
+            (false, true) => {
+                let source = DEFAULTS.iter().find(|d| d.0 == on).map_or("", |d| d.2);
+                out.trainer_default(key, "false", off, "", source);
+            }
+            (false, false) => {}
+        }
+    }
+}
+
+/// Why an overlap's flag where it does not apply is ignored.
+const NOT_TAKEN: &str = "Megatron-LM refuses it here: --overlap-param-gather needs --use-distributed-optimizer, --tp-comm-overlap --sequence-parallel with --tensor-model-parallel-size above 1 (validate_args)";
