@@ -33,13 +33,14 @@ use crate::url;
 
 /// Flags that are one address key with the same value: (flag, key).
 /// A switch (no value) writes `1`.
-const KEYS: [(&str, &str); 48] = [
+const KEYS: [(&str, &str); 49] = [
     ("--model", "model"),
     ("--seq", "seq"),
     ("--batch", "batch"),
     ("--micro-batch", "micro"),
     ("--precision", "prec"),
     ("--fp8", "fp8"),
+    ("--fp8-param", "fp8param"),
     ("--optimizer", "opt"),
     ("--optimizer-in-backward", "optbwd"),
     ("--compile", "compile"),

@@ -137,6 +137,7 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
                     d.parallel.last_stage_layers = Some(chunks % 89 + 1);
                 }
                 d.async_tp = chunks % 7 == 3;
+                d.fp8_param = chunks % 11 == 5;
                 d.trainer = trainer;
                 d.overhead = overhead.map(|(ctx, ws, comm, frag)| Overhead {
                     cuda_context_gb: ctx,

@@ -416,10 +416,14 @@ proptest! {
     #[test]
     fn megatron_round_trips(model in pick(&["llama-3.1-8b", "llama-2-7b", "gpt2"]), dp in pick(&["1", "2", "8"]), tp in pick(&["1", "2", "4"]),
                             pp in pick(&["1", "2"]), zero in 0u8..2, sp in any::<bool>(), recompute in pick(&["none", "full", "selective"]),
-                            precision in pick(&["mixed", "fp32"]), micro in 1u64..3, accum in 1u64..5) {
+                            precision in pick(&["mixed", "fp32"]), micro in 1u64..3, accum in 1u64..5, fp8 in 0u8..3) {
         let dpn: u64 = dp.parse().unwrap();
         let mut f = strings(&["--model", model, "--dp", dp, "--tp", tp, "--pp", pp, "--recompute", recompute, "--precision", precision]);
         f.extend(["--zero".into(), zero.to_string()]);
+        // Transformer Engine's fp8, and its FP8 primary weights
+        // (`--fp8-format hybrid --fp8-param-gather`).
+        if fp8 >= 1 { f.extend(strings(&["--fp8", "te"])); }
+        if fp8 == 2 { f.push("--fp8-param".into()); }
         if sp && tp != "1" { f.push("--sp".into()); }
         f.extend(["--micro-batch".into(), micro.to_string(), "--batch".into(), (micro * accum * dpn).to_string()]);
         prop_assume!(round_trip(&f, Target::Megatron)?);

@@ -41,18 +41,65 @@ pub(crate) fn te_bytes_per_value(cfg: &DetailedConfig) -> Option<f64> {
 /// column-wise (the transpose) for backward: two bytes per weight of the
 /// layers' linear layers (not the embedding or the output layer), on the
 /// GPU's tensor- and pipeline-parallel share.
+///
+/// Under `--fp8-param` these bytes are the weights themselves, not a copy:
+/// `quantize_weight` returns a weight that is already a `QuantizedTensor`
+/// as it is ("Already-quantized weight (primary FP8 parameters)",
+/// `transformer_engine/pytorch/module/base.py`, TransformerEngine
+/// d0067d0), and that weight holds the same two: a `Float8Tensor`'s
+/// `_data` (one byte, in Megatron's uint8 parameter buffer) and its
+/// `_transpose`, made after each all-gather and kept
+/// (`post_all_gather_processing`, `tensor/utils.py`: `_create_transpose`
+/// where the card has no non-TN fp8 GEMM, as on Hopper; it writes into
+/// the kept `_transpose`, `float8_tensor_storage.py`); an `MXFP8Tensor`'s
+/// row-wise and column-wise data and E8M0 scales, both written by the
+/// optimizer's cast (`_cast_master_weights_to_fp8_mxfp8_scaling`:
+/// `rowwise_fragment`, `colwise_fragment`).
 pub(crate) fn te_weight_workspace(cfg: &DetailedConfig) -> f64 {
     let Some(bytes) = te_bytes_per_value(cfg) else {
         return 0.0;
     };
+    2.0 * bytes * te_linear_weights(cfg)
+}
+
+/// Transformer Engine: values of the layers' linear weights on one GPU:
+/// their dense and expert matrices (norms and routers are not fp8;
+/// Megatron-Core builds the layers under `fp8_model_init` and the
+/// embedding and output layer outside it, `get_fp8_context(...,
+/// is_init=True)`, `transformer_block.py`), the dense part split over
+/// tp × pp, the experts over pp × ep × etp. The linear layers' biases ride
+/// with them here, as they always have (a few values per row).
+pub(crate) fn te_linear_weights(cfg: &DetailedConfig) -> f64 {
     let a = &cfg.arch;
     let p = &cfg.parallel;
     let split = a.layers_param_split();
-    // The layers' matrices: their dense and expert weights (norms and
-    // routers are not fp8); experts split over ep × etp.
     let dense = split.dense as f64 / (p.tp * p.pp) as f64;
     let experts = split.experts as f64 / (p.pp * p.ep * p.etp) as f64;
-    2.0 * bytes * (dense + experts)
+    dense + experts
+}
+
+/// `--fp8-param`: the 16-bit copy of the layers' linear weights that is no
+/// longer kept, bytes on one GPU (0 without it). Megatron-Core builds them
+/// under Transformer Engine's `fp8_model_init` (`fp8_param`,
+/// `megatron/core/fp8_utils.py`, `get_fp8_context(..., is_init=True)`;
+/// Megatron-LM d98e8a64), so each is an fp8 tensor with no bf16 data; the
+/// distributed optimizer keeps its fp32 main shard as before
+/// (`_build_model_and_main_param_groups`). Its parameter buffer holds the
+/// fp8 weights' one-byte `_data` (`group_params_for_buffers`:
+/// `param_dtype = torch.uint8`; `_ParamAndGradBuffer`,
+/// `modify_underlying_storage`, `param_and_grad_buffer.py`), counted in
+/// [`te_weight_workspace`]; under MXFP8 the gather borrows the gradient
+/// buffer (`shared_buffer`, with `--reuse-grad-buf-for-mxfp8-param-ag`,
+/// which MXFP8 weights need: TE's `replace_raw_data` refuses an
+/// `MXFP8Tensor`). Either way the two bytes a weight of the 16-bit copy
+/// held are gone; the non-linear parameters (norms, embedding, output
+/// layer) stay 16-bit.
+pub(crate) fn te_weights_16bit_dropped(cfg: &DetailedConfig) -> f64 {
+    if !cfg.fp8_param || te_bytes_per_value(cfg).is_none() {
+        return 0.0;
+    }
+    // Two bytes: `--fp8-param` runs under mixed precision only (`check`).
+    2.0 * te_linear_weights(cfg)
 }
 
 /// The widest activation a converted linear layer casts, per token: the

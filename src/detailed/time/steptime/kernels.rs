@@ -181,9 +181,35 @@ pub(super) fn fp8_cast_bytes(cfg: &DetailedConfig, w: &Widths, moe: bool, m: f64
 /// `TELinear.forward`), which cast the weights and their transposes on
 /// the first micro-batch and reuse the cached fp8 copies on the others
 /// (`linear.py`, `cache_weight`/`update_workspace`).
+///
+/// Under `--fp8-param` the weights are fp8 already and not cast by TE
+/// ([`te_weight_cast_per_step`]).
 fn te_cast_elements(cfg: &DetailedConfig, o: f64, m: f64, weights: f64) -> f64 {
     let acc = cfg.accumulation_steps() as f64;
-    m * o + weights / (3.0 * acc)
+    m * o + weights * te_weight_cast_per_step(cfg) / (3.0 * acc)
+}
+
+/// The weights' casts once per optimizer step, as elements of the three
+/// bytes (read two, write one) each of TE's cast of a 16-bit weight.
+/// Under `--fp8-param` with the per-tensor recipe the distributed
+/// optimizer casts its own shard of the fp32 main weights
+/// (`quantize_param_shard`, `megatron/core/fp8_utils.py`, Megatron-LM
+/// d98e8a64, into TE's `quantize_master_weights`,
+/// `transformer_engine/pytorch/tensor/utils.py`, TransformerEngine
+/// d0067d0): `master_weight.to(model_weight.dtype)` (read 4, write 2 bytes)
+/// then `update_quantized` into the weight's fp8 `_data` (read 2, write
+/// 1): 9 bytes per value of the 1/dp shard; after the all-gather every
+/// GPU makes the whole weight's transpose (`post_all_gather_processing`,
+/// `_create_transpose`: read 1, write 1). Under MXFP8 the weights arrive
+/// in bf16 and are cast whole on every GPU after the gather
+/// (`_post_param_sync`, `copy_tensors_to_quantized_params`), as TE casts
+/// them without `--fp8-param`: unchanged.
+fn te_weight_cast_per_step(cfg: &DetailedConfig) -> f64 {
+    if !cfg.fp8_param || cfg.fp8 != Fp8::Te {
+        return 1.0;
+    }
+    let dp = cfg.parallel.data_group() as f64;
+    (9.0 / dp + 2.0) / 3.0
 }
 
 #[cfg(test)]
