@@ -315,6 +315,27 @@ fn each_format_round_trips_a_typical_configuration() {
                 "15",
             ],
         ),
+        // FP8 primary weights: `--fp8-format hybrid --fp8-param-gather`.
+        (
+            Target::Megatron,
+            &[
+                "--model",
+                "llama-3.1-8b",
+                "--dp",
+                "8",
+                "--zero",
+                "1",
+                "--fp8",
+                "te",
+                "--fp8-param",
+                "--seq",
+                "8192",
+                "--batch",
+                "64",
+                "--micro-batch",
+                "1",
+            ],
+        ),
     ];
     for (target, flags) in cases {
         assert!(
@@ -334,6 +355,25 @@ fn what_a_format_cannot_say_is_refused() {
     ] {
         assert!(emit(&cfg, target).unwrap_err().contains(want), "{target:?}");
     }
+    // FP8 primary weights are Megatron-LM's flag alone.
+    let fp8 = config(&strings(&[
+        "--model",
+        "llama-3.1-8b",
+        "--dp",
+        "8",
+        "--zero",
+        "1",
+        "--fp8",
+        "te",
+        "--fp8-param",
+    ]))
+    .unwrap();
+    assert!(emit(&fp8, Target::Megatron)
+        .unwrap()
+        .contains(" --fp8-format hybrid --fp8-param-gather"));
+    assert!(emit(&fp8, Target::Torchtitan)
+        .unwrap_err()
+        .contains("--fp8-param-gather"));
     let moe = config(&strings(&["--model", "mixtral-8x7b"])).unwrap();
     assert!(emit(&moe, Target::Megatron)
         .unwrap_err()

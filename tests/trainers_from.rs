@@ -524,6 +524,7 @@ const REAL: &[(&str, &[&str])] = &[
             "--sp",
             "--zero 1",
             "--fp8 te",
+            "--fp8-param",
             "--precision mixed",
         ],
     ),

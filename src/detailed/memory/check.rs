@@ -60,7 +60,9 @@ fn fp8_param(cfg: &DetailedConfig) -> Result<(), DetailedError> {
         return refuse("--fp8-param keeps Transformer Engine's linear weights in fp8 (Megatron's --fp8-param-gather): it needs --fp8 te or te-mxfp8");
     }
     if cfg.framework != Framework::Megatron {
-        return refuse("--fp8-param is Megatron-LM's --fp8-param-gather: it needs --framework megatron");
+        return refuse(
+            "--fp8-param is Megatron-LM's --fp8-param-gather: it needs --framework megatron",
+        );
     }
     if !(1..=2).contains(&cfg.parallel.zero) {
         return refuse("--fp8-param is priced under Megatron's distributed optimizer (--zero 1 or 2), which casts its fp32 main weights to fp8 after each step; Megatron refuses it without one, and Megatron-FSDP's fp8 buffers (--zero 3) are not modelled");

@@ -307,6 +307,94 @@ mod tests {
         assert!(estimate(&cfg).is_err());
     }
 
+    /// Llama 3.1 8B on 8 GPUs under Megatron's distributed optimizer
+    /// (ZeRO-1), Transformer Engine's fp8.
+    fn megatron_te() -> DetailedConfig {
+        let mut cfg = DetailedConfig::new(preset("llama-3.1-8b").unwrap().arch, 8192, 64);
+        cfg.micro_batch = Some(1);
+        cfg.attention = AttentionKernel::Flash;
+        cfg.dropout = false;
+        cfg.parallel.dp = 8;
+        cfg.parallel.zero = 1;
+        cfg.fp8 = Fp8::Te;
+        cfg
+    }
+
+    /// `--fp8-param`, counted by hand for Llama 3.1 8B (L 32, h 4,096, q
+    /// 4,096, kv 1,024, ffn 14,336, V 128,256, untied): a layer's linear
+    /// weights are 4,096 · (4,096 + 2 · 1,024) + 4,096 · 4,096 + 3 · 4,096
+    /// · 14,336 = 218,103,808, 6,979,321,856 over 32 layers, of 8,030,261,248
+    /// parameters. Without it the GPU keeps every weight in bf16 and TE's
+    /// cached fp8 copy (data and transpose) of the linear ones; with it the
+    /// linear weights are the fp8 tensors (data and transpose) alone and
+    /// only the norms, embedding and output layer stay bf16. Gradients,
+    /// fp32 main weights and Adam's moments do not move.
+    #[test]
+    fn fp8_param_drops_the_bf16_copy_of_the_linear_weights() {
+        let (n, w) = (8_030_261_248.0, 6_979_321_856.0);
+        assert_eq!(te_linear_weights(&megatron_te()), w);
+        let off = megatron_te();
+        let mut on = off;
+        on.fp8_param = true;
+        let (a, b) = (estimate(&off).unwrap(), estimate(&on).unwrap());
+        assert_eq!(a.params, 2.0 * n + 2.0 * w);
+        assert_eq!(a.params, 30_019_166_208.0);
+        assert_eq!(b.params, 2.0 * (n - w) + 2.0 * w);
+        assert_eq!(b.params, 16_060_522_496.0);
+        assert_eq!(
+            (a.grads, a.master_weights, a.optimizer_state),
+            (b.grads, b.master_weights, b.optimizer_state)
+        );
+        assert_eq!(b.master_weights, 4.0 * n / 8.0);
+        // MXFP8: a one-byte scale per 32 values in each direction.
+        on.fp8 = Fp8::TeMxfp8;
+        let mx = estimate(&on).unwrap();
+        assert_eq!(mx.params, 2.0 * (n - w) + 2.0 * (1.0 + 1.0 / 32.0) * w);
+        assert_eq!(mx.params, 16_496_730_112.0);
+        // The step's peak falls by the bf16 copy too.
+        let peak = |c: &DetailedConfig| timeline(c, &StepOptions::default()).unwrap().peak_bytes();
+        assert_eq!(
+            peak(&off)
+                - peak(&{
+                    on.fp8 = Fp8::Te;
+                    on
+                }),
+            2.0 * w
+        );
+    }
+
+    /// `--fp8-param` is Megatron's `--fp8-param-gather` under its
+    /// distributed optimizer with Transformer Engine: anything else is
+    /// refused in words.
+    #[test]
+    fn fp8_param_is_refused_outside_megatrons_distributed_optimizer() {
+        let mut base = megatron_te();
+        base.fp8_param = true;
+        let refused = |change: &dyn Fn(&mut DetailedConfig), says: &str| {
+            let mut c = base;
+            change(&mut c);
+            let e = estimate(&c).unwrap_err().to_string();
+            assert!(e.contains(says), "{e}");
+        };
+        refused(&|c| c.fp8 = Fp8::None, "--fp8 te or te-mxfp8");
+        refused(&|c| c.fp8 = Fp8::Tensorwise, "--fp8 te or te-mxfp8");
+        refused(
+            &|c| {
+                c.parallel.zero = 3;
+                c.framework = Framework::Fsdp2 {
+                    reshard_after_forward: true,
+                }
+            },
+            "--framework megatron",
+        );
+        refused(&|c| c.parallel.zero = 0, "--zero 1 or 2");
+        refused(&|c| c.parallel.zero = 3, "--zero 1 or 2");
+        refused(&|c| c.precision = Precision::Bf16, "--precision mixed");
+        refused(&|c| c.lora_rank = Some(16), "no LoRA");
+        base.parallel.zero = 2;
+        assert!(estimate(&base).is_ok());
+    }
+
     /// Float8 casts 16-bit activations; fp32 is refused.
     #[test]
     fn fp32_is_refused() {

@@ -316,6 +316,38 @@ mod tests {
         assert!((zero1 / (gather + reduce) - 1.0).abs() < 1e-9, "{zero1}");
     }
 
+    /// `--fp8-param` under the distributed optimizer, Llama 3.1 8B on 8
+    /// A100s in one node, no overlap: the reduce-scatter moves the bf16
+    /// gradients, 2 · 8,030,261,248 bytes, as before; the all-gather
+    /// 2 · 8,030,261,248 − 6,979,321,856 = 9,081,200,640 bytes (one byte
+    /// per linear weight of the layers, two for the rest), so the
+    /// data-parallel time goes from 2B to B + G over the same link. Under
+    /// MXFP8 the gather stays bf16.
+    #[test]
+    fn fp8_param_gathers_one_byte_per_fp8_weight() {
+        use crate::detailed::config::{Fp8, Overlap};
+        let mut c = llama(8192, 64);
+        c.micro_batch = Some(1);
+        c.parallel.dp = 8;
+        c.parallel.zero = 1;
+        c.overlap = Overlap::NONE;
+        c.fp8 = Fp8::Te;
+        let off = at(&c).parts.data_parallel;
+        c.fp8_param = true;
+        let w = super::Weights::new(&c);
+        assert_eq!(w.trainable_bytes, 16_060_522_496.0);
+        assert_eq!(w.gather_bytes, 9_081_200_640.0);
+        let on = at(&c).parts.data_parallel;
+        let (b, g) = (w.trainable_bytes, w.gather_bytes);
+        assert!((on / off - (b + g) / (2.0 * b)).abs() < 1e-12, "{on} {off}");
+        // 7/8 of the 6,979,321,856 bytes saved, over the node's link.
+        let link = 1.75 * b / off;
+        assert!((off - on - 0.875 * 6_979_321_856.0 / link).abs() < 1e-9 * off);
+        c.fp8 = Fp8::TeMxfp8;
+        assert_eq!(super::Weights::new(&c).gather_bytes, b);
+        assert_eq!(at(&c).parts.data_parallel, off);
+    }
+
     /// Hybrid sharding: FSDP inside each node of 8, the nodes all-reducing
     /// their gradient shards. Over a slow network the all-reduce outlasts
     /// the backward and shows; with one shard group it is plain ZeRO-3.
