@@ -198,7 +198,11 @@ fn te_cast_elements(cfg: &DetailedConfig, o: f64, m: f64, weights: f64) -> f64 {
 /// `transformer_engine/pytorch/tensor/utils.py`, TransformerEngine
 /// d0067d0): `master_weight.to(model_weight.dtype)` (read 4, write 2 bytes)
 /// then `update_quantized` into the weight's fp8 `_data` (read 2, write
-/// 1): 9 bytes per value of the 1/dp shard; after the all-gather every
+/// 1): 9 bytes per value of the 1/dp shard under Megatron's default
+/// delayed scaling (`fp8_recipe = "delayed"`, `transformer_config.py`;
+/// current scaling reads the bf16 shard once more for its amax,
+/// `_cast_master_weights_to_fp8_current_scaling`: not priced apart);
+/// after the all-gather every
 /// GPU makes the whole weight's transpose (`post_all_gather_processing`,
 /// `_create_transpose`: read 1, write 1). Under MXFP8 the weights arrive
 /// in bf16 and are cast whole on every GPU after the gather
