@@ -259,6 +259,13 @@ pub struct PrecisionArgs {
     /// block scaling [default: none].
     #[arg(long, value_name = "RECIPE", value_parser = one_of::<Fp8>(Fp8::NAMES), ignore_case = true)]
     pub fp8: Option<Fp8>,
+    /// FP8 primary weights (Megatron-LM's --fp8-param-gather): Transformer
+    /// Engine's linear weights held in fp8 with no bf16 copy, the
+    /// distributed optimizer casting its fp32 main weights to fp8 after
+    /// each step and gathering them in fp8 (bf16 under te-mxfp8). Needs
+    /// --fp8 te or te-mxfp8, --framework megatron and --zero 1 or 2.
+    #[arg(long)]
+    pub fp8_param: bool,
     /// The optimizer; paged-* are bitsandbytes' paged versions [default: adamw].
     #[arg(long, value_name = "OPTIMIZER", value_parser = one_of::<Optimizer>(Optimizer::NAMES), ignore_case = true)]
     pub optimizer: Option<Optimizer>,
@@ -787,6 +794,7 @@ impl Args {
             || p.precision.is_some()
             || p.grad_fp32
             || p.fp8.is_some()
+            || p.fp8_param
             || p.optimizer.is_some()
             || p.optimizer_in_backward
             || p.adam.is_some()
@@ -1117,12 +1125,13 @@ impl Args {
     }
 
     /// The precision and optimizer flags: `--precision`, `--grad-fp32`,
-    /// `--fp8`, `--optimizer`, `--optimizer-in-backward`.
+    /// `--fp8`, `--fp8-param`, `--optimizer`, `--optimizer-in-backward`.
     fn read_precision(&self, cfg: &mut DetailedConfig) {
         let p = &self.precision;
         cfg.precision = p.precision.unwrap_or(Precision::Mixed);
         cfg.fp32_grads = p.grad_fp32;
         cfg.fp8 = p.fp8.unwrap_or(Fp8::None);
+        cfg.fp8_param = p.fp8_param;
         cfg.optimizer = p.optimizer.unwrap_or(Optimizer::AdamW);
         cfg.optimizer_in_backward = p.optimizer_in_backward;
     }

@@ -33,7 +33,7 @@ use crate::url;
 
 /// Flags that are one address key with the same value: (flag, key).
 /// A switch (no value) writes `1`.
-const KEYS: [(&str, &str); 51] = [
+const KEYS: [(&str, &str); 52] = [
     ("--model", "model"),
     ("--overlap-grad-reduce", "ovgrad"),
     ("--overlap-param-gather", "ovparam"),
@@ -43,6 +43,7 @@ const KEYS: [(&str, &str); 51] = [
     ("--micro-batch", "micro"),
     ("--precision", "prec"),
     ("--fp8", "fp8"),
+    ("--fp8-param", "fp8param"),
     ("--optimizer", "opt"),
     ("--optimizer-in-backward", "optbwd"),
     ("--compile", "compile"),

@@ -187,6 +187,9 @@ pub struct DetailedInputs {
     pub precision: String,
     /// Gradients in fp32.
     pub grad_fp32: bool,
+    /// FP8 primary weights (`--fp8-param`); written only when on.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fp8_param: bool,
     /// The optimizer.
     pub optimizer: String,
     /// The optimizer's step in backward (`--optimizer-in-backward`);
@@ -912,6 +915,7 @@ impl DetailedInputs {
             micro_batch: cfg.micro(),
             precision: cfg.precision.name().into(),
             grad_fp32: cfg.fp32_grads,
+            fp8_param: cfg.fp8_param,
             optimizer: cfg.optimizer.name().into(),
             optimizer_in_backward: cfg.optimizer_in_backward,
             attention: cfg.attention.name().into(),

@@ -325,6 +325,8 @@ pub struct DetailedOptions {
     pub precision: Precision,
     /// Float8 matmuls in the layers (torchao).
     pub fp8: crate::detailed::Fp8,
+    /// FP8 primary weights (Megatron's `--fp8-param-gather`).
+    pub fp8_param: bool,
     /// Optimizer.
     pub optimizer: Optimizer,
     /// The optimizer's step in backward (torchtune's `optimizer_in_bwd`).
@@ -449,6 +451,7 @@ impl Default for DetailedOptions {
             arch,
             precision: Precision::Mixed,
             fp8: crate::detailed::Fp8::None,
+            fp8_param: false,
             optimizer: Optimizer::AdamW,
             optimizer_in_backward: false,
             compile: false,
@@ -613,6 +616,7 @@ impl PageState {
         cfg.micro_batch = d.micro_batch;
         cfg.precision = d.precision;
         cfg.fp8 = d.fp8;
+        cfg.fp8_param = d.fp8_param;
         cfg.optimizer = d.optimizer;
         cfg.optimizer_in_backward = d.optimizer_in_backward;
         cfg.compile = d.compile;

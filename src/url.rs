@@ -25,7 +25,7 @@
 //! `q_rank,kv_rank,rope,nope,v`; `moe` = `experts,top_k,expert_ffn,shared_ffn,dense_layers,router`;
 //! `ssm`, a Mamba-2 mixer beside the attention = `heads,head_dim,groups,state,conv,chunk` and
 //! four 0/1 flags: gated norm, conv bias, in_proj bias, out_proj bias),
-//! `prec opt optbwd attn dropout recompute impl` (`optbwd=1`: the optimizer in backward), `fp8` (none, tensorwise, rowwise, te, te-mxfp8), `framework` (megatron, ddp,
+//! `prec opt optbwd attn dropout recompute impl` (`optbwd=1`: the optimizer in backward), `fp8` (none, tensorwise, rowwise, te, te-mxfp8), `fp8param` (`1`: FP8 primary weights, Megatron's `--fp8-param-gather`), `framework` (megatron, ddp,
 //! ddp-bucket-view, fsdp2, fsdp2-no-reshard, deepspeed, fsdp1, fsdp1-grad-op, fsdp1-no-shard; FSDP's CPU offload is `offopt=1&offparams=1`) and after it DeepSpeed's `dsbucket dsprefetch dssubgroup
 //! dspersist` (values) and `dsoverlap` (1/0; absent: DeepSpeed's default per stage), `schedule` (1f1b, zb-h1), `cpcomm` (p2p, a2a), `tpplan` (megatron, hf, torchtitan, loss-parallel, layers),
 //! Megatron-Core's overlaps `ovgrad ovparam ovtp` (1/0: the gradients' reduction, the
@@ -234,11 +234,12 @@ const COUNTS: [Count; 17] = [
 
 /// The detailed settings that are on or off (`1`/`0`): key, where it goes.
 type Flag = (&'static str, fn(&mut DetailedOptions) -> &mut bool);
-const FLAGS: [Flag; 19] = [
+const FLAGS: [Flag; 20] = [
     ("vllmsleep", |d| &mut d.vllm_sleep),
     ("ovgrad", |d| &mut d.overlap.grad_reduce),
     ("ovparam", |d| &mut d.overlap.param_gather),
     ("ovtp", |d| &mut d.overlap.tp_comm),
+    ("fp8param", |d| &mut d.fp8_param),
     ("optbwd", |d| &mut d.optimizer_in_backward),
     ("compile", |d| &mut d.compile),
     ("asynctp", |d| &mut d.async_tp),
@@ -906,6 +907,7 @@ fn encode_blocks(a: &Architecture, out: &mut Query<'_>) {
 fn encode_training(d: &DetailedOptions, def: &DetailedOptions, out: &mut Query<'_>) {
     pair(out, "prec", d.precision.name(), def.precision.name());
     pair(out, "fp8", d.fp8.name(), def.fp8.name());
+    pair(out, "fp8param", flag(d.fp8_param), "0");
     pair(out, "opt", d.optimizer.name(), def.optimizer.name());
     pair(out, "optbwd", flag(d.optimizer_in_backward), "0");
     pair(out, "attn", d.attention.name(), def.attention.name());

@@ -1312,3 +1312,68 @@ fn megatron_overlap_flags_expose_what_was_hidden() {
     assert!(p(&off, "data_parallel") > p(&on, "data_parallel"));
     assert!(off["time"]["step_s"].as_f64() > on["time"]["step_s"].as_f64());
 }
+
+/// `--fp8-param` (Megatron's `--fp8-param-gather`): refused in words (exit
+/// 2) without Transformer Engine's fp8, Megatron or its distributed
+/// optimizer; written in `--json`'s inputs only when on; the bf16 copy of
+/// the layers' linear weights gone from the params (Llama 3.1 8B: 2 ·
+/// 6,979,321,856 bytes).
+#[test]
+fn fp8_param_is_checked_and_priced() {
+    let base = [
+        "--model",
+        "llama-3.1-8b",
+        "--dp",
+        "8",
+        "--zero",
+        "1",
+        "--seq",
+        "8192",
+        "--batch",
+        "64",
+        "--micro-batch",
+        "1",
+        "--json",
+    ];
+    let with = |extra: &[&str]| {
+        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+        membudget(&args)
+    };
+    for (extra, says) in [
+        (&["--fp8-param"][..], "--fp8 te or te-mxfp8"),
+        (
+            &["--fp8-param", "--fp8", "tensorwise"][..],
+            "--fp8 te or te-mxfp8",
+        ),
+        (
+            &["--fp8-param", "--fp8", "te", "--zero", "0"][..],
+            "--zero 1 or 2",
+        ),
+        (
+            &[
+                "--fp8-param",
+                "--fp8",
+                "te",
+                "--framework",
+                "ddp",
+                "--zero",
+                "0",
+            ][..],
+            "--framework megatron",
+        ),
+    ] {
+        let (code, _, err) = with(extra);
+        assert_eq!(code, 2, "{extra:?}");
+        assert!(err.contains(says), "{extra:?}: {err}");
+    }
+    let json =
+        |extra: &[&str]| -> serde_json::Value { serde_json::from_str(&with(extra).1).unwrap() };
+    let (off, on) = (
+        json(&["--fp8", "te"]),
+        json(&["--fp8", "te", "--fp8-param"]),
+    );
+    assert!(off["inputs"].get("fp8_param").is_none());
+    assert_eq!(on["inputs"]["fp8_param"], true);
+    let params = |v: &serde_json::Value| v["bytes"]["params"].as_f64().unwrap();
+    assert_eq!(params(&off) - params(&on), 2.0 * 6_979_321_856.0);
+}

@@ -147,6 +147,7 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
                     param_gather,
                     tp_comm,
                 };
+                d.fp8_param = chunks % 11 == 5;
                 d.trainer = trainer;
                 d.overhead = overhead.map(|(ctx, ws, comm, frag)| Overhead {
                     cuda_context_gb: ctx,

@@ -345,6 +345,27 @@ fn each_format_round_trips_a_typical_configuration() {
                 "15",
             ],
         ),
+        // FP8 primary weights: `--fp8-format hybrid --fp8-param-gather`.
+        (
+            Target::Megatron,
+            &[
+                "--model",
+                "llama-3.1-8b",
+                "--dp",
+                "8",
+                "--zero",
+                "1",
+                "--fp8",
+                "te",
+                "--fp8-param",
+                "--seq",
+                "8192",
+                "--batch",
+                "64",
+                "--micro-batch",
+                "1",
+            ],
+        ),
     ];
     for (target, flags) in cases {
         assert!(
@@ -364,6 +385,25 @@ fn what_a_format_cannot_say_is_refused() {
     ] {
         assert!(emit(&cfg, target).unwrap_err().contains(want), "{target:?}");
     }
+    // FP8 primary weights are Megatron-LM's flag alone.
+    let fp8 = config(&strings(&[
+        "--model",
+        "llama-3.1-8b",
+        "--dp",
+        "8",
+        "--zero",
+        "1",
+        "--fp8",
+        "te",
+        "--fp8-param",
+    ]))
+    .unwrap();
+    assert!(emit(&fp8, Target::Megatron)
+        .unwrap()
+        .contains(" --fp8-format hybrid --fp8-param-gather"));
+    assert!(emit(&fp8, Target::Torchtitan)
+        .unwrap_err()
+        .contains("--fp8-param-gather"));
     let moe = config(&strings(&["--model", "mixtral-8x7b"])).unwrap();
     assert!(emit(&moe, Target::Megatron)
         .unwrap_err()
@@ -446,10 +486,14 @@ proptest! {
     #[test]
     fn megatron_round_trips(model in pick(&["llama-3.1-8b", "llama-2-7b", "gpt2"]), dp in pick(&["1", "2", "8"]), tp in pick(&["1", "2", "4"]),
                             pp in pick(&["1", "2"]), zero in 0u8..2, sp in any::<bool>(), recompute in pick(&["none", "full", "selective"]),
-                            precision in pick(&["mixed", "fp32"]), micro in 1u64..3, accum in 1u64..5, off in 0u8..8) {
+                            precision in pick(&["mixed", "fp32"]), micro in 1u64..3, accum in 1u64..5, off in 0u8..8, fp8 in 0u8..3) {
         let dpn: u64 = dp.parse().unwrap();
         let mut f = strings(&["--model", model, "--dp", dp, "--tp", tp, "--pp", pp, "--recompute", recompute, "--precision", precision]);
         f.extend(["--zero".into(), zero.to_string()]);
+        // Transformer Engine's fp8, and its FP8 primary weights
+        // (`--fp8-format hybrid --fp8-param-gather`).
+        if fp8 >= 1 { f.extend(strings(&["--fp8", "te"])); }
+        if fp8 == 2 { f.push("--fp8-param".into()); }
         if sp && tp != "1" { f.push("--sp".into()); }
         // Megatron-Core's overlaps, any of them off (on by default).
         for (bit, flag) in ["--no-overlap-grad-reduce", "--no-overlap-param-gather", "--no-tp-comm-overlap"].iter().enumerate() {

@@ -678,6 +678,7 @@ fn precision_group() -> impl IntoView {
             <summary>"Precision and optimizer"</summary>
             {choice("precision-select", "Precision", PRECISION_NAMES, |d| index_of(&PRECISIONS, d.precision), |d, i| d.precision = PRECISIONS[i])}
             {choice("fp8-select", "Float8 matmuls", FP8_NAMES, |d| index_of(&FP8S, d.fp8), |d, i| d.fp8 = FP8S[i])}
+            {flag("fp8param-input", "FP8 weights, no bf16 copy (Megatron --fp8-param-gather)", |d| d.fp8_param, |d, on| d.fp8_param = on)}
             {choice("optimizer-select", "Optimizer", OPTIMIZER_NAMES, |d| index_of(&OPTIMIZERS, d.optimizer), |d, i| d.optimizer = OPTIMIZERS[i])}
             {flag("optbwd-input", "Optimizer step in backward (torchtune)", |d| d.optimizer_in_backward, |d, on| d.optimizer_in_backward = on)}
         </details>

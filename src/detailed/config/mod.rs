@@ -665,6 +665,13 @@ pub struct DetailedConfig {
     pub precision: Precision,
     /// Float8 matmuls in the layers (torchao).
     pub fp8: Fp8,
+    /// FP8 primary weights: Transformer Engine's linear layers hold their
+    /// weights as fp8 tensors and no 16-bit copy, the distributed
+    /// optimizer casting its fp32 main weights to fp8 after each step and
+    /// gathering them in fp8 (Megatron-LM's `--fp8-param-gather`,
+    /// Megatron-Core's `fp8_param`, TE's `fp8_model_init`). See
+    /// [`crate::detailed::memory::fp8::te_weights_16bit_dropped`].
+    pub fp8_param: bool,
     /// Keep gradients in fp32 under mixed or bf16 precision.
     pub fp32_grads: bool,
     /// The optimizer.
@@ -800,6 +807,7 @@ impl DetailedConfig {
             micro_batch: None,
             precision: Precision::Mixed,
             fp8: Fp8::None,
+            fp8_param: false,
             fp32_grads: false,
             optimizer: Optimizer::AdamW,
             optimizer_in_backward: false,

@@ -39,7 +39,39 @@ pub fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     divides(cfg)?;
     in_backward(cfg)?;
     async_tp(cfg)?;
+    fp8_param(cfg)?;
     compiled(cfg)
+}
+
+/// FP8 primary weights as Megatron-LM runs them (`--fp8-param-gather`,
+/// `megatron/training/arguments.py`, `validate_args`: "--fp8-param-gather
+/// only supported with distributed optimizer, torch fsdp2, megatron fsdp,
+/// or inference mode"; Megatron-LM d98e8a64): Transformer Engine's fp8
+/// under Megatron's distributed optimizer (`--zero` 1 or 2), whose fp32
+/// main weights are cast to fp8 after each step
+/// (`DistributedOptimizer._copy_main_params_to_model_params`,
+/// `quantize_param_shard`). Megatron-FSDP's and FSDP2's fp8 buffers are
+/// not modelled.
+fn fp8_param(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    if !cfg.fp8_param {
+        return Ok(());
+    }
+    if !matches!(cfg.fp8, Fp8::Te | Fp8::TeMxfp8) {
+        return refuse("--fp8-param keeps Transformer Engine's linear weights in fp8 (Megatron's --fp8-param-gather): it needs --fp8 te or te-mxfp8");
+    }
+    if cfg.framework != Framework::Megatron {
+        return refuse(
+            "--fp8-param is Megatron-LM's --fp8-param-gather: it needs --framework megatron",
+        );
+    }
+    if !(1..=2).contains(&cfg.parallel.zero) {
+        return refuse("--fp8-param is priced under Megatron's distributed optimizer (--zero 1 or 2), which casts its fp32 main weights to fp8 after each step; Megatron refuses it without one, and Megatron-FSDP's fp8 buffers (--zero 3) are not modelled");
+    }
+    let offloaded = cfg.offload.optimizer || cfg.offload.params;
+    if cfg.precision != Precision::Mixed || cfg.lora_rank.is_some() || offloaded {
+        return refuse("--fp8-param keeps the fp32 main weights in Megatron's distributed optimizer on the GPU: it needs --precision mixed, full training (no LoRA) and no offloading");
+    }
+    Ok(())
 }
 
 /// Async tensor parallelism as torchtitan runs it

@@ -41,18 +41,65 @@ pub(crate) fn te_bytes_per_value(cfg: &DetailedConfig) -> Option<f64> {
 /// column-wise (the transpose) for backward: two bytes per weight of the
 /// layers' linear layers (not the embedding or the output layer), on the
 /// GPU's tensor- and pipeline-parallel share.
+///
+/// Under `--fp8-param` these bytes are the weights themselves, not a copy:
+/// `quantize_weight` returns a weight that is already a `QuantizedTensor`
+/// as it is ("Already-quantized weight (primary FP8 parameters)",
+/// `transformer_engine/pytorch/module/base.py`, TransformerEngine
+/// d0067d0), and that weight holds the same two: a `Float8Tensor`'s
+/// `_data` (one byte, in Megatron's uint8 parameter buffer) and its
+/// `_transpose`, made after each all-gather and kept
+/// (`post_all_gather_processing`, `tensor/utils.py`: `_create_transpose`
+/// where the card has no non-TN fp8 GEMM, as on Hopper; it writes into
+/// the kept `_transpose`, `float8_tensor_storage.py`); an `MXFP8Tensor`'s
+/// row-wise and column-wise data and E8M0 scales, both written by the
+/// optimizer's cast (`_cast_master_weights_to_fp8_mxfp8_scaling`:
+/// `rowwise_fragment`, `colwise_fragment`).
 pub(crate) fn te_weight_workspace(cfg: &DetailedConfig) -> f64 {
     let Some(bytes) = te_bytes_per_value(cfg) else {
         return 0.0;
     };
+    2.0 * bytes * te_linear_weights(cfg)
+}
+
+/// Transformer Engine: values of the layers' linear weights on one GPU:
+/// their dense and expert matrices (norms and routers are not fp8;
+/// Megatron-Core builds the layers under `fp8_model_init` and the
+/// embedding and output layer outside it, `get_fp8_context(...,
+/// is_init=True)`, `transformer_block.py`), the dense part split over
+/// tp × pp, the experts over pp × ep × etp. The linear layers' biases ride
+/// with them here, as they always have (a few values per row).
+pub(crate) fn te_linear_weights(cfg: &DetailedConfig) -> f64 {
     let a = &cfg.arch;
     let p = &cfg.parallel;
     let split = a.layers_param_split();
-    // The layers' matrices: their dense and expert weights (norms and
-    // routers are not fp8); experts split over ep × etp.
     let dense = split.dense as f64 / (p.tp * p.pp) as f64;
     let experts = split.experts as f64 / (p.pp * p.ep * p.etp) as f64;
-    2.0 * bytes * (dense + experts)
+    dense + experts
+}
+
+/// `--fp8-param`: the 16-bit copy of the layers' linear weights that is no
+/// longer kept, bytes on one GPU (0 without it). Megatron-Core builds them
+/// under Transformer Engine's `fp8_model_init` (`fp8_param`,
+/// `megatron/core/fp8_utils.py`, `get_fp8_context(..., is_init=True)`;
+/// Megatron-LM d98e8a64), so each is an fp8 tensor with no bf16 data; the
+/// distributed optimizer keeps its fp32 main shard as before
+/// (`_build_model_and_main_param_groups`). Its parameter buffer holds the
+/// fp8 weights' one-byte `_data` (`group_params_for_buffers`:
+/// `param_dtype = torch.uint8`; `_ParamAndGradBuffer`,
+/// `modify_underlying_storage`, `param_and_grad_buffer.py`), counted in
+/// [`te_weight_workspace`]; under MXFP8 the gather borrows the gradient
+/// buffer (`shared_buffer`, with `--reuse-grad-buf-for-mxfp8-param-ag`,
+/// which MXFP8 weights need: TE's `replace_raw_data` refuses an
+/// `MXFP8Tensor`). Either way the two bytes a weight of the 16-bit copy
+/// held are gone; the non-linear parameters (norms, embedding, output
+/// layer) stay 16-bit.
+pub(crate) fn te_weights_16bit_dropped(cfg: &DetailedConfig) -> f64 {
+    if !cfg.fp8_param || te_bytes_per_value(cfg).is_none() {
+        return 0.0;
+    }
+    // Two bytes: `--fp8-param` runs under mixed precision only (`check`).
+    2.0 * te_linear_weights(cfg)
 }
 
 /// The widest activation a converted linear layer casts, per token: the
@@ -258,6 +305,94 @@ mod tests {
         // Stock transformers has no Transformer Engine layers.
         cfg.profile = crate::detailed::Profile::Hf;
         assert!(estimate(&cfg).is_err());
+    }
+
+    /// Llama 3.1 8B on 8 GPUs under Megatron's distributed optimizer
+    /// (ZeRO-1), Transformer Engine's fp8.
+    fn megatron_te() -> DetailedConfig {
+        let mut cfg = DetailedConfig::new(preset("llama-3.1-8b").unwrap().arch, 8192, 64);
+        cfg.micro_batch = Some(1);
+        cfg.attention = AttentionKernel::Flash;
+        cfg.dropout = false;
+        cfg.parallel.dp = 8;
+        cfg.parallel.zero = 1;
+        cfg.fp8 = Fp8::Te;
+        cfg
+    }
+
+    /// `--fp8-param`, counted by hand for Llama 3.1 8B (L 32, h 4,096, q
+    /// 4,096, kv 1,024, ffn 14,336, V 128,256, untied): a layer's linear
+    /// weights are 4,096 · (4,096 + 2 · 1,024) + 4,096 · 4,096 + 3 · 4,096
+    /// · 14,336 = 218,103,808, 6,979,321,856 over 32 layers, of 8,030,261,248
+    /// parameters. Without it the GPU keeps every weight in bf16 and TE's
+    /// cached fp8 copy (data and transpose) of the linear ones; with it the
+    /// linear weights are the fp8 tensors (data and transpose) alone and
+    /// only the norms, embedding and output layer stay bf16. Gradients,
+    /// fp32 main weights and Adam's moments do not move.
+    #[test]
+    fn fp8_param_drops_the_bf16_copy_of_the_linear_weights() {
+        let (n, w) = (8_030_261_248.0, 6_979_321_856.0);
+        assert_eq!(te_linear_weights(&megatron_te()), w);
+        let off = megatron_te();
+        let mut on = off;
+        on.fp8_param = true;
+        let (a, b) = (estimate(&off).unwrap(), estimate(&on).unwrap());
+        assert_eq!(a.params, 2.0 * n + 2.0 * w);
+        assert_eq!(a.params, 30_019_166_208.0);
+        assert_eq!(b.params, 2.0 * (n - w) + 2.0 * w);
+        assert_eq!(b.params, 16_060_522_496.0);
+        assert_eq!(
+            (a.grads, a.master_weights, a.optimizer_state),
+            (b.grads, b.master_weights, b.optimizer_state)
+        );
+        assert_eq!(b.master_weights, 4.0 * n / 8.0);
+        // MXFP8: a one-byte scale per 32 values in each direction.
+        on.fp8 = Fp8::TeMxfp8;
+        let mx = estimate(&on).unwrap();
+        assert_eq!(mx.params, 2.0 * (n - w) + 2.0 * (1.0 + 1.0 / 32.0) * w);
+        assert_eq!(mx.params, 16_496_730_112.0);
+        // The step's peak falls by the bf16 copy too.
+        let peak = |c: &DetailedConfig| timeline(c, &StepOptions::default()).unwrap().peak_bytes();
+        assert_eq!(
+            peak(&off)
+                - peak(&{
+                    on.fp8 = Fp8::Te;
+                    on
+                }),
+            2.0 * w
+        );
+    }
+
+    /// `--fp8-param` is Megatron's `--fp8-param-gather` under its
+    /// distributed optimizer with Transformer Engine: anything else is
+    /// refused in words.
+    #[test]
+    fn fp8_param_is_refused_outside_megatrons_distributed_optimizer() {
+        let mut base = megatron_te();
+        base.fp8_param = true;
+        let refused = |change: &dyn Fn(&mut DetailedConfig), says: &str| {
+            let mut c = base;
+            change(&mut c);
+            let e = estimate(&c).unwrap_err().to_string();
+            assert!(e.contains(says), "{e}");
+        };
+        refused(&|c| c.fp8 = Fp8::None, "--fp8 te or te-mxfp8");
+        refused(&|c| c.fp8 = Fp8::Tensorwise, "--fp8 te or te-mxfp8");
+        refused(
+            &|c| {
+                c.parallel.zero = 3;
+                c.framework = Framework::Fsdp2 {
+                    reshard_after_forward: true,
+                }
+            },
+            "--framework megatron",
+        );
+        refused(&|c| c.parallel.zero = 0, "--zero 1 or 2");
+        refused(&|c| c.parallel.zero = 3, "--zero 1 or 2");
+        refused(&|c| c.precision = Precision::Bf16, "--precision mixed");
+        refused(&|c| c.lora_rank = Some(16), "no LoRA");
+        base.parallel.zero = 2;
+        assert!(estimate(&base).is_ok());
     }
 
     /// Float8 casts 16-bit activations; fp32 is refused.

@@ -378,7 +378,8 @@ pub(crate) fn model_states_on_gpu(cfg: &DetailedConfig, offload: bool) -> ModelS
     let mut s = ModelStates {
         params: params
             + router * (4.0 - wb) / par.zero_divisor(3)
-            + super::fp8::te_weight_workspace(cfg),
+            + super::fp8::te_weight_workspace(cfg)
+            - super::fp8::te_weights_16bit_dropped(cfg),
         grads: (state(grad_bytes(cfg), grad_stage(cfg))
             + router * (4.0 - grad_bytes(cfg)) / par.zero_divisor(grad_stage(cfg)))
             * ddp_copies(cfg),

@@ -154,6 +154,12 @@ fn refuse_features(cfg: &DetailedConfig, format: &str) -> Result<(), String> {
             "its file here writes no async TP (torchtitan's compile.enable_async_tensor_parallel)",
         ));
     }
+    if cfg.fp8_param && format != "megatron" {
+        return Err(cannot(
+            format,
+            "only Megatron-LM's arguments write fp8 primary weights (--fp8-param-gather)",
+        ));
+    }
     if cfg.optimizer_in_backward && !torchtune {
         return Err(cannot(
             format,
@@ -943,6 +949,10 @@ fn megatron_switches(cfg: &DetailedConfig, f: &str) -> Result<String, String> {
                 "Megatron's fp8 is Transformer Engine's (--fp8 te)",
             ))
         }
+    }
+    // FP8 primary weights: `--fp8-param-gather` (`megatron/training/arguments.py`).
+    if cfg.fp8_param {
+        out += " --fp8-param-gather";
     }
     match cfg.optimizer {
         Optimizer::AdamW => {}

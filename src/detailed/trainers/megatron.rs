@@ -22,10 +22,6 @@ pub const IGNORED: &[(&str, &str)] = &[
         "grad-reduce-in-bf16",
         "the reduction's dtype: the gradient buffer is priced in the training dtype",
     ),
-    (
-        "fp8-param-gather",
-        "fp8 weight gathering is not priced apart",
-    ),
     ("fp8-amax-*", "fp8 scaling history: small"),
     (
         "cross-entropy-loss-fusion",
@@ -247,6 +243,10 @@ fn read_switches(doc: &mut Doc, out: &mut Out) -> Result<(bool, bool), ReadError
     }
     if let Some(f) = doc.text("fp8-format")? {
         out.set("fp8-format", &f, "--fp8", "te");
+    }
+    // FP8 primary weights (`--fp8-param-gather`, store_true).
+    if on(doc, "fp8-param-gather") {
+        out.set("fp8-param-gather", true, "--fp8-param", "");
     }
     if let Some(g) = doc.text("recompute-granularity")? {
         let r = if g == "full" { "full" } else { "selective" };

@@ -9,7 +9,7 @@
 
 use super::rates::{all_reduce, pipelined, Rates};
 use super::Parts;
-use crate::detailed::config::{DetailedConfig, Framework, Precision};
+use crate::detailed::config::{DetailedConfig, Fp8, Framework, Precision};
 
 /// The weights one GPU holds and trains, as counts and bytes.
 pub(super) struct Weights {
@@ -20,6 +20,33 @@ pub(super) struct Weights {
     /// The trained weights' bytes, whose gradients are reduced: LoRA's
     /// adapters, or every parameter.
     pub trainable_bytes: f64,
+    /// The bytes ZeRO-1/2's gather of the updated parameters moves: the
+    /// trained weights', less one byte per fp8 weight under
+    /// `--fp8-param` with Transformer Engine's per-tensor recipe
+    /// ([`fp8_gather_saving`]).
+    pub gather_bytes: f64,
+}
+
+/// Bytes per GPU that `--fp8-param` takes off the distributed optimizer's
+/// parameter all-gather: one per weight of the layers' linear layers, on
+/// the same share as [`Weights::n_params`]. Megatron-Core puts the fp8
+/// weights in a uint8 parameter buffer of their own
+/// (`group_params_for_buffers`: `param_dtype = torch.uint8`,
+/// `param_and_grad_buffer.py`, Megatron-LM d98e8a64), whose buckets the
+/// all-gather moves as they are, one byte a weight ("perform the param
+/// all-gather in fp8", `--fp8-param-gather`'s help). Under MXFP8 nothing
+/// is taken off: its weights are gathered in bf16 through the gradient
+/// buffer (`shared_buffer`, `param_data` a bf16 view of it, with
+/// `--reuse-grad-buf-for-mxfp8-param-ag`, which MXFP8 weights need) and
+/// cast to MXFP8 after the gather (`_post_param_sync`,
+/// `copy_tensors_to_quantized_params`).
+fn fp8_gather_saving(cfg: &DetailedConfig) -> f64 {
+    if !cfg.fp8_param || cfg.fp8 != Fp8::Te || cfg.lora_rank.is_some() {
+        return 0.0;
+    }
+    let (a, p) = (&cfg.arch, &cfg.parallel);
+    let split = a.layers_param_split();
+    (split.dense + split.experts) as f64 / (p.tp.max(1) * p.pp.max(1)) as f64
 }
 
 impl Weights {
@@ -43,6 +70,7 @@ impl Weights {
             n_params,
             param_bytes,
             trainable_bytes,
+            gather_bytes: trainable_bytes - fp8_gather_saving(cfg),
         }
     }
 }
@@ -146,7 +174,7 @@ pub(super) fn per_step(cfg: &DetailedConfig, r: &Rates, w: &Weights, compute: f6
         let mut exposed = (reduce - backward).max(0.0);
         let mut all = reduce;
         if p.zero >= 1 {
-            let gather = 0.5 * all_reduce(trainable_bytes, shard, shard_bw);
+            let gather = 0.5 * all_reduce(w.gather_bytes, shard, shard_bw);
             exposed += gather;
             all += gather;
         }
@@ -185,23 +213,26 @@ fn megatron_buckets(cfg: &DetailedConfig, w: &Weights) -> f64 {
 /// forward (`overlap_param_gather`: `start_param_sync` from forward
 /// pre-hooks, `distributed_data_parallel.py`), or before it without.
 /// The last bucket's reduction and the first bucket's gather never hide
-/// ([`pipelined`]).
+/// ([`pipelined`]). Under `--fp8-param` the gather moves
+/// [`Weights::gather_bytes`].
 fn megatron(cfg: &DetailedConfig, r: &Rates, w: &Weights, compute: f64) -> (f64, f64) {
     let p = &cfg.parallel;
     let dp = p.data_group();
-    let ar = all_reduce(w.trainable_bytes, dp, r.link(dp, p.tp.max(1)));
+    let link = r.link(dp, p.tp.max(1));
+    let ar = all_reduce(w.trainable_bytes, dp, link);
     let n = megatron_buckets(cfg, w);
     let (backward, forward) = (compute * 2.0 / 3.0, compute / 3.0);
     if p.zero == 0 {
         return (pipelined(ar, backward, n), ar);
     }
     let half = 0.5 * ar;
+    let all_gather = 0.5 * all_reduce(w.gather_bytes, dp, link);
     let gather = if cfg.overlap.param_gather {
-        pipelined(half, forward, n)
+        pipelined(all_gather, forward, n)
     } else {
-        half
+        all_gather
     };
-    (pipelined(half, backward, n) + gather, ar)
+    (pipelined(half, backward, n) + gather, half + all_gather)
 }
 
 #[cfg(test)]
@@ -283,6 +314,38 @@ mod tests {
         let reduce = (half / n).max(half - compute * 2.0 / 3.0 * (n - 1.0) / n);
         let zero1 = at(&c).parts.data_parallel;
         assert!((zero1 / (gather + reduce) - 1.0).abs() < 1e-9, "{zero1}");
+    }
+
+    /// `--fp8-param` under the distributed optimizer, Llama 3.1 8B on 8
+    /// A100s in one node, no overlap: the reduce-scatter moves the bf16
+    /// gradients, 2 · 8,030,261,248 bytes, as before; the all-gather
+    /// 2 · 8,030,261,248 − 6,979,321,856 = 9,081,200,640 bytes (one byte
+    /// per linear weight of the layers, two for the rest), so the
+    /// data-parallel time goes from 2B to B + G over the same link. Under
+    /// MXFP8 the gather stays bf16.
+    #[test]
+    fn fp8_param_gathers_one_byte_per_fp8_weight() {
+        use crate::detailed::config::{Fp8, Overlap};
+        let mut c = llama(8192, 64);
+        c.micro_batch = Some(1);
+        c.parallel.dp = 8;
+        c.parallel.zero = 1;
+        c.overlap = Overlap::NONE;
+        c.fp8 = Fp8::Te;
+        let off = at(&c).parts.data_parallel;
+        c.fp8_param = true;
+        let w = super::Weights::new(&c);
+        assert_eq!(w.trainable_bytes, 16_060_522_496.0);
+        assert_eq!(w.gather_bytes, 9_081_200_640.0);
+        let on = at(&c).parts.data_parallel;
+        let (b, g) = (w.trainable_bytes, w.gather_bytes);
+        assert!((on / off - (b + g) / (2.0 * b)).abs() < 1e-12, "{on} {off}");
+        // 7/8 of the 6,979,321,856 bytes saved, over the node's link.
+        let link = 1.75 * b / off;
+        assert!((off - on - 0.875 * 6_979_321_856.0 / link).abs() < 1e-9 * off);
+        c.fp8 = Fp8::TeMxfp8;
+        assert_eq!(super::Weights::new(&c).gather_bytes, b);
+        assert_eq!(at(&c).parts.data_parallel, off);
     }
 
     /// Hybrid sharding: FSDP inside each node of 8, the nodes all-reducing

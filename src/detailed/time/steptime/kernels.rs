@@ -181,9 +181,39 @@ pub(super) fn fp8_cast_bytes(cfg: &DetailedConfig, w: &Widths, moe: bool, m: f64
 /// `TELinear.forward`), which cast the weights and their transposes on
 /// the first micro-batch and reuse the cached fp8 copies on the others
 /// (`linear.py`, `cache_weight`/`update_workspace`).
+///
+/// Under `--fp8-param` the weights are fp8 already and not cast by TE
+/// ([`te_weight_cast_per_step`]).
 fn te_cast_elements(cfg: &DetailedConfig, o: f64, m: f64, weights: f64) -> f64 {
     let acc = cfg.accumulation_steps() as f64;
-    m * o + weights / (3.0 * acc)
+    m * o + weights * te_weight_cast_per_step(cfg) / (3.0 * acc)
+}
+
+/// The weights' casts once per optimizer step, as elements of the three
+/// bytes (read two, write one) each of TE's cast of a 16-bit weight.
+/// Under `--fp8-param` with the per-tensor recipe the distributed
+/// optimizer casts its own shard of the fp32 main weights
+/// (`quantize_param_shard`, `megatron/core/fp8_utils.py`, Megatron-LM
+/// d98e8a64, into TE's `quantize_master_weights`,
+/// `transformer_engine/pytorch/tensor/utils.py`, TransformerEngine
+/// d0067d0): `master_weight.to(model_weight.dtype)` (read 4, write 2 bytes)
+/// then `update_quantized` into the weight's fp8 `_data` (read 2, write
+/// 1): 9 bytes per value of the 1/dp shard under Megatron's default
+/// delayed scaling (`fp8_recipe = "delayed"`, `transformer_config.py`;
+/// current scaling reads the bf16 shard once more for its amax,
+/// `_cast_master_weights_to_fp8_current_scaling`: not priced apart);
+/// after the all-gather every
+/// GPU makes the whole weight's transpose (`post_all_gather_processing`,
+/// `_create_transpose`: read 1, write 1). Under MXFP8 the weights arrive
+/// in bf16 and are cast whole on every GPU after the gather
+/// (`_post_param_sync`, `copy_tensors_to_quantized_params`), as TE casts
+/// them without `--fp8-param`: unchanged.
+fn te_weight_cast_per_step(cfg: &DetailedConfig) -> f64 {
+    if !cfg.fp8_param || cfg.fp8 != Fp8::Te {
+        return 1.0;
+    }
+    let dp = cfg.parallel.data_group() as f64;
+    (9.0 / dp + 2.0) / 3.0
 }
 
 #[cfg(test)]
@@ -221,6 +251,44 @@ mod tests {
         c.fp8 = Fp8::Tensorwise;
         let torchao = step_time(&c, &Cluster::new(card, 8), &Efficiency::default());
         assert!(torchao.parts.memory_bound > mem(2) + once);
+    }
+
+    /// `--fp8-param` (per-tensor recipe) over 8 GPUs: TE no longer casts
+    /// the weights (3 bytes an element, once per step); the distributed
+    /// optimizer casts its eighth of them from fp32 (9 bytes an element)
+    /// and every GPU transposes the gathered fp8 weights (2 bytes an
+    /// element): 9/8 + 2 − 3 = 1/8 byte more per weight of the layers'
+    /// projections. The update writes no bf16 copy of them: 2 bytes per
+    /// linear weight (6,979,321,856 in Llama 3.1 8B) fewer. Under MXFP8
+    /// the cast is TE's, unchanged.
+    #[test]
+    fn fp8_param_casts_the_shard_and_transposes() {
+        let card = gpu("h100-sxm").unwrap();
+        let mut c = llama(4096, 64);
+        c.micro_batch = Some(1);
+        c.parallel.dp = 8;
+        c.parallel.zero = 1;
+        c.fp8 = Fp8::Te;
+        let at = |c: &crate::detailed::config::DetailedConfig| {
+            step_time(c, &Cluster::new(card, 8), &Efficiency::default()).parts
+        };
+        let off = at(&c);
+        c.fp8_param = true;
+        let on = at(&c);
+        let a = c.arch;
+        let (h, f) = (a.hidden as f64, a.ffn as f64);
+        let weights = h * (a.q_dim() + 2 * a.kv_dim()) as f64 + a.o_dim() as f64 * h + 3.0 * h * f;
+        let rate = card.memory_gbps * 1e9 * Efficiency::default().memory;
+        let cast = a.layers as f64 * weights * (9.0 / 8.0 + 2.0 - 3.0) / rate;
+        let got = on.memory_bound - off.memory_bound;
+        assert!((got / cast - 1.0).abs() < 1e-6, "{got} {cast}");
+        let update = off.optimizer - on.optimizer;
+        let want = 2.0 * 6_979_321_856.0 / rate;
+        assert!((update / want - 1.0).abs() < 1e-9, "{update} {want}");
+        c.fp8 = Fp8::TeMxfp8;
+        let mx_on = at(&c).memory_bound;
+        c.fp8_param = false;
+        assert_eq!(mx_on, at(&c).memory_bound);
     }
 
     /// Megatron-Core's MoE token handling, counted by hand for one
