@@ -550,7 +550,7 @@ impl Page {
             attr(
                 &self.sliders[i],
                 "aria-valuetext",
-                &format!("{} {}", show(v), field.unit()),
+                format!("{} {}", show(v), field.unit()).trim_end(),
             );
             let number: &Element = &self.boxes[i];
             if focused.as_ref() != Some(number) {

@@ -83,7 +83,7 @@ pub fn FieldControl(
                     max=smax
                     step=step
                     prop:value=text(move || field.to_slider(value.get()).to_string())
-                    aria-valuetext=text(move || format!("{} {}", show(value.get()), field.unit()))
+                    aria-valuetext=text(move || format!("{} {}", show(value.get()), field.unit()).trim_end().to_string())
                     on:input=on_event(on_slider)
                 />
                 <input

@@ -25,6 +25,34 @@ export const RECORDER = () => {
   }
 };
 
+/** Installed beside [`RECORDER`] on the pages with the lesson's table:
+ *  records when the frame after the table's total was first written began
+ *  (`figures`): the chart and every figure on screen. */
+export const FIGURES = () => {
+  const seen = (window.__figures = { at: null });
+  new MutationObserver((_, observer) => {
+    const total = document.querySelector('tr[data-term="total"] td.gb');
+    if (seen.at === null && total && total.textContent.trim()) {
+      observer.disconnect();
+      seen.at = -1;
+      requestAnimationFrame(() => { seen.at = performance.now(); });
+    }
+  }).observe(document, { subtree: true, childList: true, characterData: true });
+};
+
+/** Cold navigation → the frame after the table's total is written, in a
+ *  fresh context. */
+export async function coldFigures(browser, url) {
+  const ctx = await browser.newContext();
+  await ctx.addInitScript(FIGURES);
+  const p = await ctx.newPage();
+  await p.goto(url);
+  const t = await p.waitForFunction(() => window.__figures && window.__figures.at > 0 && window.__figures.at);
+  const at = await t.jsonValue();
+  await ctx.close();
+  return at;
+}
+
 /** Input → last drawing call on any canvas on screen, for `n` slider inputs
  *  on `page` (slider `#batch-slider`, values 0..`span`-1). Waits two frames
  *  after each input so that drawing scheduled for the next frame counts. */
