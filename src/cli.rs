@@ -2226,7 +2226,11 @@ fn time_lines(t: &TimeReport, gpus: u64) -> String {
                 format!(" ({d0:.1}–{d1:.1} by {})", t.range.basis),
                 format!(" ({}–{})", grouped(c0), grouped(c1)),
             ),
-            _ => (" (not validated on this card)".into(), String::new()),
+            // The basis is the reason: "not validated on this card: …".
+            _ => (
+                format!(" ({})", t.range.basis.split(':').next().unwrap_or_default()),
+                String::new(),
+            ),
         };
         out += &format!(
             "  {:.3e} tokens: {:.1} days{days} on {} GPU{}, {} GPU-hours, {}{cost} at {:.2} per GPU-hour\n",

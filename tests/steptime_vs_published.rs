@@ -13,6 +13,7 @@ use membudget::detailed::{
 };
 
 /// One published measurement and what the model says.
+#[derive(Clone)]
 pub struct Row {
     pub source: String,
     pub label: String,
@@ -339,6 +340,48 @@ fn recipe_sources_within_their_bounds() {
     assert!(median(dense) <= 0.08 && worst <= 0.35);
 }
 
+/// The groups of Megatron-Bridge's rows that set a range beside the
+/// figures (`src/detailed/time/validation.rs`): the dense Llama rows of
+/// each card group; the mixture-of-experts rows set none.
+const RANGE_GROUPS: [(&str, &[&str]); 2] = [
+    ("mbridge-h100-dense", &["mbridge-h100"]),
+    (
+        "mbridge-blackwell-dense",
+        &[
+            "mbridge-b200",
+            "mbridge-b300",
+            "mbridge-gb200",
+            "mbridge-gb300",
+        ],
+    ),
+];
+
+/// One range group's line of docs/steptime.md's per-source table.
+fn group_line(rows: &[Row], group: &str, sources: &[&str]) -> String {
+    let dense: Vec<Row> = rows
+        .iter()
+        .filter(|r| sources.contains(&r.source.as_str()) && r.label.starts_with("llama"))
+        .map(|r| Row {
+            source: group.to_string(),
+            ..r.clone()
+        })
+        .collect();
+    source_line(&dense, group)
+}
+
+/// The range groups' figures are the rows', as docs/steptime.md prints
+/// them (and `tests/time_range.rs` holds the code's table to the document).
+#[test]
+fn range_groups_are_their_rows() {
+    let rows = rows();
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/steptime.md")).unwrap();
+    for (group, sources) in RANGE_GROUPS {
+        let line = group_line(&rows, group, sources);
+        assert!(doc.contains(&line), "docs/steptime.md lacks {line}");
+    }
+}
+
 /// Each source's figures as docs/steptime.md prints them.
 #[test]
 fn docs_show_the_code_s_figures() {
@@ -374,6 +417,9 @@ fn print_table() {
     let rows = rows();
     for source in SOURCES {
         println!("{}", source_line(&rows, source));
+    }
+    for (group, sources) in RANGE_GROUPS {
+        println!("{}", group_line(&rows, group, sources));
     }
     for r in &rows {
         println!(

@@ -245,7 +245,7 @@ fn token_budget(now: Memo<Option<Shown>>) -> impl IntoView {
                     let (d0, d1) = r.time(days);
                     format!(" ({d0:.1}–{d1:.1} by {})", r.basis)
                 }
-                Err(_) => " (not validated on this card)".into(),
+                Err(why) => format!(" ({})", why.split(':').next().unwrap_or_default()),
             };
             Some(format!(
                 "{typed} tokens: {days:.1} days{span} on {} GPU{}, {} GPU-hours{cost}.",

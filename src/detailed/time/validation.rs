@@ -15,13 +15,20 @@
 //! - the card: the A100 rows for either A100; the H100 SXM rows for the
 //!   H100 SXM, and for the H100 PCIe and the H200 by their architecture
 //!   (Hopper: the same matrix-multiply fraction, Bekman's "H200 is the
-//!   same", and FlashAttention's rate, [`super::steptime::FLASH_ATTENTION_2`]).
-//!   No row was measured on any other card (Blackwell, Ada, the RTX 3090,
-//!   AMD's): those are "not validated", not borrowed from a neighbour
-//!   whose efficiencies they only share by assumption;
+//!   same", and FlashAttention's rate, [`super::steptime::FLASH_ATTENTION_2`]);
+//!   Megatron-Bridge's dense rows on the B200, GB200 and GB300 for those
+//!   and, by its architecture, the B300. No row was measured on any other
+//!   card (Ada, the RTX 3090, AMD's): those are "not validated", not
+//!   borrowed from a neighbour whose efficiencies they only share by
+//!   assumption;
 //! - the framework: the sources that ran the configuration's framework on
-//!   that card, or, when none did (DDP, DeepSpeed; Megatron on H100), all
-//!   of the card's sources, named.
+//!   that card when they hold at least [`MIN_ROWS`] rows, or else all of
+//!   the card's sources, named (DDP, DeepSpeed; Megatron on H100, whose
+//!   two dense rows alone would claim a range a single point wide);
+//! - the model: every row is a dense model's. A mixture of experts is
+//!   "not validated": the published MoE rows (Megatron-Core on H100 and
+//!   Blackwell) run from 12 % slow to 342 % fast, too far apart to bound
+//!   a figure.
 
 use crate::detailed::config::{DetailedConfig, Framework};
 
@@ -55,8 +62,10 @@ pub struct Validation {
 /// FSDP), Korthikanti et al. 2022 Table 5 and Narayanan et al. 2021 Table 1
 /// (Megatron-LM), torchtitan's `docs/performance.md` (FSDP2), IBM's
 /// foundation-model-stack/fms-fsdp README and the PyTorch blog of
-/// 2024-03-13 (FSDP).
-pub const VALIDATION: [Validation; 7] = [
+/// 2024-03-13 (FSDP), and the dense Llama rows of Megatron-Bridge's
+/// performance summary (NVIDIA-NeMo/Megatron-Bridge
+/// `docs/performance-summary.md` @ df0289c1) on H100 and on Blackwell.
+pub const VALIDATION: [Validation; 9] = [
     source("mpt", "MPT", "A100", "fsdp1", 139, [4.7, 46.7, -16.8, 46.7]),
     source(
         "korthikanti",
@@ -99,7 +108,26 @@ pub const VALIDATION: [Validation; 7] = [
         3,
         [25.1, 39.9, 22.8, 39.9],
     ),
+    source(
+        "mbridge-h100-dense",
+        "Megatron-Bridge",
+        "H100 SXM",
+        "megatron",
+        2,
+        [1.1, 1.2, -1.2, -1.1],
+    ),
+    source(
+        "mbridge-blackwell-dense",
+        "Megatron-Bridge",
+        "Blackwell",
+        "megatron",
+        10,
+        [7.6, 28.0, -6.8, 28.0],
+    ),
 ];
+
+/// The fewest rows of a card's own framework that set its range alone.
+pub const MIN_ROWS: usize = 4;
 
 /// A row of [`VALIDATION`] from its percentages: median, worst, lowest,
 /// highest.
@@ -126,13 +154,14 @@ const fn source(
 
 /// The card groups the validation covers: the group, the cards measured,
 /// and the cards it speaks for by their architecture.
-pub const CARDS: [(&str, &[&str], &[&str]); 2] = [
+pub const CARDS: [(&str, &[&str], &[&str]); 3] = [
     ("A100", &["a100-40gb", "a100-80gb"], &[]),
     (
         "H100 SXM",
         &["h100-sxm"],
         &["h100-pcie", "h100-nvl", "h100-hbm2e", "h200"],
     ),
+    ("Blackwell", &["b200", "gb200", "gb300"], &["b300"]),
 ];
 
 /// The range of a step's time the validation supports.
@@ -183,15 +212,18 @@ pub fn range(cfg: &DetailedConfig, card: &str) -> Result<Range, String> {
         .iter()
         .find(|(_, measured, alike)| measured.contains(&card) || alike.contains(&card))
     else {
+        let [a, h, b] = CARDS.map(|c| c.0);
         return Err(format!(
-            "not validated on this card: docs/steptime.md's published rows ran on {} only",
-            CARDS.map(|c| c.0).join(" and ")
+            "not validated on this card: docs/steptime.md's published rows ran on {a}, {h} and {b} only"
         ));
     };
+    if cfg.arch.moe.is_some() {
+        return Err("not validated for a mixture of experts: docs/steptime.md's published MoE rows run from 12 % slow to 342 % fast".to_string());
+    }
     let on_card = || VALIDATION.iter().filter(|v| v.card == group);
     let framework = framework_key(&cfg.framework);
     let same: Vec<&Validation> = on_card().filter(|v| v.framework == framework).collect();
-    let chosen = if same.is_empty() {
+    let chosen = if same.iter().map(|v| v.rows).sum::<usize>() < MIN_ROWS {
         on_card().collect()
     } else {
         same
@@ -227,6 +259,9 @@ mod tests {
     #[test]
     fn each_card_and_framework_picks_its_sources() {
         let mut c = llama();
+        c.framework = Framework::Fsdp1 {
+            sharding: crate::detailed::config::FsdpSharding::Full,
+        };
         let h100 = range(&c, "h100-sxm").unwrap();
         assert_eq!(h100.sources, ["mpt-h100", "ibm-h100"]);
         assert_eq!(h100.basis, "the validation on H100 SXM");
@@ -237,12 +272,29 @@ mod tests {
             h200.basis,
             "the validation on H100 SXM, the same architecture"
         );
+        c.framework = Framework::Megatron;
         let a100 = range(&c, "a100-80gb").unwrap();
         assert_eq!(a100.sources, ["korthikanti", "narayanan"]);
         assert_eq!(a100.rows, 18);
         c.framework = Framework::DEEPSPEED;
         assert_eq!(range(&c, "a100-40gb").unwrap().sources.len(), 5);
-        for card in ["rtx-4090", "rtx-3090", "b200", "l40s", "mi300x", "mi325x"] {
+        // Megatron on H100: its two dense rows and the card's others.
+        c.framework = Framework::Megatron;
+        let h100 = range(&c, "h100-sxm").unwrap();
+        assert_eq!(h100.sources, ["mpt-h100", "ibm-h100", "mbridge-h100-dense"]);
+        assert_eq!((h100.lowest, h100.highest), (-0.012, 0.433));
+        let b200 = range(&c, "b200").unwrap();
+        assert_eq!(b200.sources, ["mbridge-blackwell-dense"]);
+        assert_eq!(b200.rows, 10);
+        assert_eq!(
+            range(&c, "b300").unwrap().basis,
+            "the validation on Blackwell, the same architecture"
+        );
+        c.arch = preset("mixtral-8x7b").unwrap().arch;
+        assert!(range(&c, "h100-sxm")
+            .unwrap_err()
+            .contains("mixture of experts"));
+        for card in ["rtx-4090", "rtx-3090", "l40s", "mi300x", "mi325x"] {
             assert!(range(&c, card).unwrap_err().starts_with("not validated"));
         }
     }
@@ -251,7 +303,11 @@ mod tests {
     /// measured rate lower, than the priced ones.
     #[test]
     fn a_fast_model_bounds_time_from_below() {
-        let r = range(&llama(), "h100-sxm").unwrap();
+        let mut c = llama();
+        c.framework = Framework::Fsdp1 {
+            sharding: crate::detailed::config::FsdpSharding::Full,
+        };
+        let r = range(&c, "h100-sxm").unwrap();
         let (lo, hi) = r.time(100.0);
         assert!((lo - 102.0).abs() < 1e-9 && (hi - 143.3).abs() < 1e-9);
         let (lo, hi) = r.rate(143.3);
