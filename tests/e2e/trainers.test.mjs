@@ -159,6 +159,8 @@ test('readers that cannot be fetched (offline before a first file) are said in w
   // (Blocking the service worker, so that the page's own route sees the request.)
   const { page, context } = await openPage(browser, server.base + '?mode=detailed', { serviceWorkers: 'block' });
   await page.route(/\/readers(_bg\.wasm|\.js)$/, (route) => route.abort());
+  // The page writes its whole address once the state has rested.
+  await urlMatches(page, /model=/);
   const set = page.url();
   await page.evaluate(() => { document.getElementById('trainer-input').closest('details').open = true; });
   await page.fill('#trainer-input', '{"train_micro_batch_size_per_gpu": 1}');
