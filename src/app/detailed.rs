@@ -489,47 +489,17 @@ fn set_family(d: &mut DetailedOptions, i: usize) {
 /// the shape (the address keeps the shape, not the text), a bad one leaves
 /// everything as it was and says which field is wrong.
 #[component]
-fn ConfigImport(on_import: impl Fn() + Copy + 'static) -> impl IntoView {
+fn ConfigImport(on_import: impl Fn() + Copy + Send + Sync + 'static) -> impl IntoView {
     let State(state) = super::context::<State>();
     let charts = super::context::<Charts>();
     // (the message, whether it is an error).
     let message = RwSignal::new(None::<(String, bool)>);
-    // A later text wins over one still being read.
-    let latest = StoredValue::new(0u32);
-    let read = move |json: String| {
-        let ticket = latest.get_value().wrapping_add(1);
-        latest.set_value(ticket);
-        if json.trim().is_empty() {
-            message.set(None);
-            return;
-        }
-        let query = crate::url::encode(&state.get_untracked());
-        leptos::task::spawn_local(async move {
-            let answer = super::readers::read("read_config_json", &query, "config.json", &json);
-            let answer = answer.await;
-            if latest.get_value() != ticket {
-                return;
-            }
-            match answer {
-                Ok((new, said)) => {
-                    message.set(Some((said, false)));
-                    charts.change(state, |s| *s = new);
-                    on_import();
-                }
-                Err(e) => message.set(Some((format!("Not read: {e}. Nothing was changed."), true))),
-            }
-        });
-    };
+    let read =
+        super::readers::reading("read_config_json", state, charts, message, false, on_import);
     let on_file = move |ev: leptos::ev::Event| {
         let input: web_sys::HtmlInputElement = event_target(&ev);
         if let Some(file) = input.files().and_then(|f| f.get(0)) {
-            leptos::task::spawn_local(async move {
-                let text = wasm_bindgen_futures::JsFuture::from(file.text()).await;
-                match text.ok().and_then(|t| t.as_string()) {
-                    Some(t) => read(t),
-                    None => message.set(Some(("Not read: the file is not text.".into(), true))),
-                }
-            });
+            super::readers::read_file(file, read, message);
         }
     };
     view! {
@@ -541,7 +511,7 @@ fn ConfigImport(on_import: impl Fn() + Copy + 'static) -> impl IntoView {
                 rows="4"
                 spellcheck="false"
                 placeholder="{\"model_type\": \"mixtral\", …}"
-                on:input=on_event(move |ev| read(event_target_value(&ev)))
+                on:input=on_event(move |ev| read("config.json".into(), event_target_value(&ev)))
             ></textarea>
             <label for="config-file">"or choose the file"</label>
             <input id="config-file" type="file" accept=".json,application/json" on:change=on_event(on_file) />

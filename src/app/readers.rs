@@ -48,3 +48,69 @@ pub(super) async fn read(
         None => Err("the file readers gave no answer".into()),
     }
 }
+
+/// A file's reading into the page: `read(name, body)` reads `body` (the
+/// file `name`) by the readers' export `what` over the page in `state`,
+/// sets the page to what it read (then calls `after`), and says what was
+/// read, or why not, in `message` ((text, whether it is an error)); an
+/// empty body clears the message. A later file wins over one still being
+/// read. With `announce`, says that it is reading first (the readers load
+/// on the first file).
+pub(super) fn reading(
+    what: &'static str,
+    state: leptos::prelude::RwSignal<PageState>,
+    charts: super::canvas::Charts,
+    message: leptos::prelude::RwSignal<Option<(String, bool)>>,
+    announce: bool,
+    after: impl Fn() + Copy + Send + Sync + 'static,
+) -> impl Fn(String, String) + Copy + Send + Sync + 'static {
+    use leptos::prelude::*;
+    let latest = StoredValue::new(0u32);
+    move |name: String, body: String| {
+        let ticket = latest.get_value().wrapping_add(1);
+        latest.set_value(ticket);
+        if body.trim().is_empty() {
+            message.set(None);
+            return;
+        }
+        let query = crate::url::encode(&state.get_untracked());
+        leptos::task::spawn_local(async move {
+            if announce {
+                message.set(Some((
+                    "Reading the file (the readers load on the first file)…".into(),
+                    false,
+                )));
+            }
+            let answer = read(what, &query, &name, &body).await;
+            if latest.get_value() != ticket {
+                return;
+            }
+            match answer {
+                Ok((new, said)) => {
+                    message.set(Some((said, false)));
+                    charts.change(state, |s| *s = new);
+                    after();
+                }
+                Err(e) => message.set(Some((format!("Not read: {e}. Nothing was changed."), true))),
+            }
+        });
+    }
+}
+
+/// `file`'s text handed to `read` with its name, or "not text" in
+/// `message`.
+pub(super) fn read_file(
+    file: web_sys::File,
+    read: impl Fn(String, String) + 'static,
+    message: leptos::prelude::RwSignal<Option<(String, bool)>>,
+) {
+    use leptos::prelude::*;
+    let name = file.name();
+    leptos::task::spawn_local(async move {
+        let body = wasm_bindgen_futures::JsFuture::from(file.text()).await;
+        match body.ok().and_then(|t| t.as_string()) {
+            Some(t) => read(name, t),
+            None => message.set(Some(("Not read: the file is not text.".into(), true))),
+        }
+    });
+}

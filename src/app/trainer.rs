@@ -59,52 +59,16 @@ pub fn TrainerControls() -> impl IntoView {
 }
 
 /// A trainer's config file dropped, chosen or pasted, read as `--from`
-/// reads it by the readers' wasm ([`super::readers`]); what it said (or why
-/// not) into `message`. A later file wins over one still being read.
+/// reads it by the readers' wasm ([`super::readers::reading`]); what it
+/// said (or why not) into `message`.
 fn reader(
     state: RwSignal<PageState>,
     charts: Charts,
     message: RwSignal<Option<(String, bool)>>,
 ) -> impl IntoView {
     use crate::from_page::pasted_name;
-    let latest = StoredValue::new(0u32);
-    let read = move |name: String, body: String| {
-        let ticket = latest.get_value().wrapping_add(1);
-        latest.set_value(ticket);
-        if body.trim().is_empty() {
-            message.set(None);
-            return;
-        }
-        let query = crate::url::encode(&state.get_untracked());
-        leptos::task::spawn_local(async move {
-            // At once when the readers are loaded, else once they are.
-            message.set(Some((
-                "Reading the file (the readers load on the first file)…".into(),
-                false,
-            )));
-            let answer = super::readers::read("read_trainer_file", &query, &name, &body).await;
-            if latest.get_value() != ticket {
-                return;
-            }
-            match answer {
-                Ok((new, said)) => {
-                    message.set(Some((said, false)));
-                    charts.change(state, |s| *s = new);
-                }
-                Err(e) => message.set(Some((format!("Not read: {e}. Nothing was changed."), true))),
-            }
-        });
-    };
-    let read_blob = move |file: web_sys::File| {
-        let name = file.name();
-        leptos::task::spawn_local(async move {
-            let body = wasm_bindgen_futures::JsFuture::from(file.text()).await;
-            match body.ok().and_then(|t| t.as_string()) {
-                Some(t) => read(name, t),
-                None => message.set(Some(("Not read: the file is not text.".into(), true))),
-            }
-        });
-    };
+    let read = super::readers::reading("read_trainer_file", state, charts, message, true, || ());
+    let read_blob = move |file: web_sys::File| super::readers::read_file(file, read, message);
     let on_file = move |ev: web_sys::Event| {
         let input: web_sys::HtmlInputElement = event_target(&ev);
         if let Some(file) = input.files().and_then(|f| f.get(0)) {
