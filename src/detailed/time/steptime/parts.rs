@@ -96,7 +96,7 @@ impl Parts {
             ("optimizer", self.optimizer),
             ("offload", self.offload),
             ("generation", self.generation),
-            ("host", self.host),
+            ("host overhead", self.host),
         ]
     }
 
