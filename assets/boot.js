@@ -26,13 +26,16 @@
   // A detailed address: "Loading the detailed model…" until it is there.
   if (query.get('mode') === 'detailed') root.classList.add('loading-full');
 
-  // Registered once the page has loaded: started during the first load,
-  // the worker's thread competed with the page's for the two cores and
-  // registering held the parser (cold load -> first chart, median of 15:
-  // README "Benchmark").
+  // Registered two seconds after the page has loaded: started during the
+  // first load, the worker's thread competed with the page's for the two
+  // cores and registering held the parser; started at the load event, it
+  // still competed with the first chart's frame (cold load -> frame after
+  // the first chart, median of 30: 172.8 -> 149.0 ms; docs/benchmark.md).
   if ('serviceWorker' in navigator) {
     addEventListener('load', function () {
-      navigator.serviceWorker.register('sw.js').catch(function () {});
+      setTimeout(function () {
+        navigator.serviceWorker.register('sw.js').catch(function () {});
+      }, 2000);
     });
   }
 
