@@ -694,3 +694,28 @@ test('the link keeps the question: tokens and price open with the page, a 2,048-
   await context.close();
   assert.deepEqual(problems, []);
 });
+
+test('Megatron\'s overlaps and FP8 weights are the page\'s to set, kept in the address and priced in the step', async () => {
+  const { page, context } = await open('?mode=detailed&model=llama-3.1-8b&seq=8192&batch=64&micro=1&dp=8&zero=1&fp8=te&card=h100-sxm&ovgrad=0&ovparam=0');
+  await page.evaluate(() => { for (const d of document.querySelectorAll('details')) d.open = true; });
+  assert.equal(await page.isChecked('#ovgrad-input'), false);
+  assert.equal(await page.isChecked('#ovparam-input'), false);
+  assert.equal(await page.isChecked('#ovtp-input'), true);
+  const legend = () => page.textContent('#step-time-legend, .time-legend');
+  assert.match(await legend(), /data parallel/);
+  // Both overlaps on: the gradients' reduction and the gather hide behind compute.
+  await page.check('#ovgrad-input');
+  await page.check('#ovparam-input');
+  await urlLacks(page, /ov(grad|param)=/);
+  assert.doesNotMatch(await legend(), /data parallel/);
+  // FP8 weights: the layers' bf16 copy is gone.
+  const before = await bytes(page);
+  await page.check('#fp8param-input');
+  await urlMatches(page, /fp8param=1/);
+  const after = await bytes(page);
+  assert.equal(before.params - after.params, 2 * 6979321856);
+  // Under another framework the overlaps are not Megatron's to show.
+  await page.selectOption('#framework-select', { index: 3 });
+  assert.equal(await page.isVisible('#megatron-overlaps'), false);
+  await context.close();
+});
