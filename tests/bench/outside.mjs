@@ -40,19 +40,6 @@ export const FIGURES = () => {
   }).observe(document, { subtree: true, childList: true, characterData: true });
 };
 
-/** Cold navigation → the frame after the table's total is written, in a
- *  fresh context. */
-export async function coldFigures(browser, url) {
-  const ctx = await browser.newContext();
-  await ctx.addInitScript(FIGURES);
-  const p = await ctx.newPage();
-  await p.goto(url);
-  const t = await p.waitForFunction(() => window.__figures && window.__figures.at > 0 && window.__figures.at);
-  const at = await t.jsonValue();
-  await ctx.close();
-  return at;
-}
-
 /** Input → last drawing call on any canvas on screen, for `n` slider inputs
  *  on `page` (slider `#batch-slider`, values 0..`span`-1). Waits two frames
  *  after each input so that drawing scheduled for the next frame counts. */
@@ -89,13 +76,24 @@ export async function inputToLastDraw(page, n, span) {
  *  watches the canvas's pixels sees: the drawing task's other work, and
  *  anything else it starts, delays it). */
 export async function coldFirstDraw(browser, url, frame = false) {
+  return cold(browser, url, RECORDER, (key) => window.__draws && window.__draws[key], frame ? 'frame' : 'first');
+}
+
+/** Cold navigation → the frame after the table's total is written, in a
+ *  fresh context. */
+export async function coldFigures(browser, url) {
+  return cold(browser, url, FIGURES, () => window.__figures && window.__figures.at > 0 && window.__figures.at);
+}
+
+/** Opens `url` in a fresh context with `script` installed first, and
+ *  returns the first truthy value of `probe(arg)` in the page. */
+async function cold(browser, url, script, probe, arg) {
   const ctx = await browser.newContext();
-  await ctx.addInitScript(RECORDER);
+  await ctx.addInitScript(script);
   const p = await ctx.newPage();
   await p.goto(url);
-  const key = frame ? 'frame' : 'first';
-  const t = await p.waitForFunction((key) => window.__draws && window.__draws[key], key);
-  const first = await t.jsonValue();
+  const t = await p.waitForFunction(probe, arg);
+  const value = await t.jsonValue();
   await ctx.close();
-  return first;
+  return value;
 }
