@@ -15,6 +15,7 @@ pub const DEFAULTS: &[(&str, &str, &str)] = &[
     ("mixed_precision_param", "bfloat16", "torchtitan 0.3.0 `torchtitan/config/configs.py:85`: `mixed_precision_param: Literal[\"bfloat16\", \"float32\"] = \"bfloat16\"`"),
     ("activation_checkpoint.mode", "selective", "torchtitan `torchtitan/config_manager.py` (2024-12, 9dec370): `'--activation_checkpoint.mode', type=str, default='selective'`"),
     ("activation_checkpoint.selective_ac_option", "2 (every other layer)", "torchtitan `torchtitan/config_manager.py` (2024-12, 9dec370): `'--activation_checkpoint.selective_ac_option', type=str, default='2'`"),
+    ("model (the modules)", "eager PyTorch: --impl hf", "torchtitan 0.3.0 `torchtitan/models/llama3/model/model.py` (at b5bcd76c `models/common/decoder.py`, `feed_forward.py`): `nn.RMSNorm`, rotary as complex products, SDPA, `F.silu(w1(x)) * w3(x)`, no fused kernels"),
     ("fsdp_reshard_after_forward", "default (reshard, but not the last stage's under PP)", "torchtitan 0.3.0 `torchtitan/config/configs.py:136`: `fsdp_reshard_after_forward: Literal[\"default\", \"always\", \"never\"] = \"default\"`"),
 ];
 
@@ -93,6 +94,14 @@ pub fn read(root: &Value) -> Result<Out, ReadError> {
             None => out.unknown("model.name + model.flavor", &format!("{name} {f}")),
         }
     }
+    // torchtitan's modules are eager PyTorch, not fused kernels.
+    out.trainer_default(
+        "model (the modules)",
+        "eager PyTorch",
+        "--impl",
+        "hf",
+        DEFAULTS[5].2,
+    );
     for (keys, flag) in [
         (
             &["training.local_batch_size", "training.batch_size"][..],
