@@ -168,11 +168,22 @@ fn splits_megatron_refuses_are_refused() {
     let mut c = llama_8b_pp2(Some(16), None);
     c.parallel.pp = 1;
     assert!(refused(c).contains("give --pp 2 or more"));
-    let mut c = llama_8b_pp2(Some(16), None);
+    // torchtitan's split (`_generate_llm_fqn_per_model_part`: the
+    // embedding and the output each weigh a layer) is of the same form
+    // under FSDP2: Llama 3.1 8B's 32 layers over 2 stages are 16 + 16; over
+    // 4 stages 8, 9, 8, 7 (the extra layers go to the early stages) is
+    // not, and the middle rule refuses it in words.
+    let mut c = llama_8b_pp2(Some(16), Some(16));
     c.framework = Framework::Fsdp2 {
         reshard_after_forward: true,
     };
-    assert!(refused(c).contains("--framework megatron"));
+    c.parallel.zero = 3;
+    if let Err(e) = estimate(&c) {
+        panic!("{e}");
+    }
+    c.parallel.pp = 4;
+    (c.parallel.first_stage_layers, c.parallel.last_stage_layers) = (Some(8), Some(7));
+    assert!(refused(c).contains("layers left (17) must divide evenly over the stages left (2)"));
     // pp 4, vp 2: 4 + 4 leave 24 over 2 stages, 12 each, which 2 divides;
     // 5 + 5 leave 22, 11 each, which it does not.
     let mut c = llama_8b_pp2(Some(4), Some(4));

@@ -334,7 +334,14 @@ fn virtual_stages(cfg: &DetailedConfig) -> Result<(), DetailedError> {
 /// stage's count need not divide by them: that is the split
 /// `account_for_embedding_in_pipeline_split` /
 /// `account_for_loss_in_pipeline_split` build (one layer fewer in the
-/// first or last model chunk).
+/// first or last model chunk). torchtitan's own split is of this form when
+/// its weighted count divides over the stages
+/// (`torchtitan/distributed/pipeline_parallel.py`,
+/// `_generate_llm_fqn_per_model_part` at b5bcd76c: the embedding and the
+/// output each count as a layer, `first/last_stage_less_layers = 1`):
+/// Llama-3.1-405B's 126 layers over 8 stages are 15, 16 × 6, 15, and over
+/// 8 × 2 virtual stages 7 + 8 on the first GPU, 8 + 8 between, 8 + 7 on
+/// the last.
 fn uneven_split(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     let (a, p) = (&cfg.arch, &cfg.parallel);
     let given: Vec<u64> = p
@@ -351,9 +358,6 @@ fn uneven_split(cfg: &DetailedConfig) -> Result<(), DetailedError> {
             "--first-stage-layers and --last-stage-layers split a pipeline: give --pp 2 or more",
         );
     }
-    if !matches!(cfg.framework, Framework::Megatron) {
-        return refuse("an uneven pipeline split (--first-stage-layers, --last-stage-layers) is Megatron-LM's (--decoder-first/last-pipeline-num-layers): use --framework megatron");
-    }
     let taken: u64 = given.iter().sum();
     let left = p.pp - given.len() as u64;
     if given.contains(&0) || taken > a.layers || (left == 0 && taken != a.layers) {
@@ -361,7 +365,7 @@ fn uneven_split(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     }
     let rest = a.layers - taken;
     if left > 0 && (!rest.is_multiple_of(left) || rest / left == 0) {
-        return refuse(&format!("with an uneven pipeline split the layers left ({rest}) must divide evenly over the stages left ({left}), at least one each (Megatron-Core's rule)"));
+        return refuse(&format!("with an uneven pipeline split the layers left ({rest}) must divide evenly over the stages left ({left}), at least one each (Megatron-Core's rule; torchtitan's splits of this form)"));
     }
     if left > 0 && p.vp > 1 && !(rest / left).is_multiple_of(p.vp) {
         return refuse(&format!("under the interleaved schedule each middle stage's layers ({}) must divide by the virtual stages ({})", rest / left, p.vp));
@@ -770,9 +774,9 @@ fn in_backward(cfg: &DetailedConfig) -> Result<(), DetailedError> {
 /// stock `transformers`' dense GPT-2 and Llama with SDPA, the full loss or
 /// torchtune's chunked loss compiled per chunk
 /// (`tests/fixtures/compile_loss_measured.tsv`),
-/// no dropout, no adapters, no recomputation or full recomputation, the
-/// layers whole on each GPU. What the partitioner saves elsewhere is not
-/// measured, so it is refused rather than guessed.
+/// no dropout, no adapters, no recomputation or full recomputation, over
+/// the layouts of [`compiled_layout`]. What the partitioner saves elsewhere
+/// is not measured, so it is refused rather than guessed.
 fn compiled(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     if !cfg.compile {
         return Ok(());
@@ -816,9 +820,26 @@ fn compiled(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     if cfg.recompute == Recompute::Full && a.family == Family::Gpt2 {
         return refuse("torch.compile with full recomputation is priced for Llama-family layers only: GPT-2's compiled backward with checkpointing was measured up to 19 % below the model's peak");
     }
+    compiled_layout(cfg)
+}
+
+/// `torch.compile` over a layout: torchtitan compiles each decoder layer
+/// on its own (`apply_compile`), so a pipeline stage's layers are priced as
+/// any compiled layer, and under a DTensor tensor-parallel plan the
+/// partitioner sees each GPU's shard: the compiled layer's tensors split as
+/// eager autograd's are (measured, `tests/fixtures/compile_tp_measured.tsv`).
+/// Context parallelism is composed the same way (each GPU's seq / cp
+/// tokens beside the eager ring's buffers), an assumption: context
+/// parallelism is not measured here, eager or compiled.
+fn compiled_layout(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     let p = &cfg.parallel;
-    if p.tp > 1 || p.pp > 1 || p.cp > 1 || p.ep > 1 || cfg.offload.activations {
-        return refuse("torch.compile is measured with whole layers on each GPU: no tensor, pipeline, context or expert parallelism, no activation offload");
+    if p.tp > 1 && !p.dtensor_layers() {
+        return refuse("torch.compile under tensor parallelism is measured with DTensor plans (PyTorch's): choose --tp-plan torchtitan, loss-parallel, hf or layers");
+    }
+    if p.ep > 1 || cfg.offload.activations {
+        return refuse(
+            "torch.compile is measured without expert parallelism and without activation offload",
+        );
     }
     Ok(())
 }

@@ -87,7 +87,9 @@ fn gpt2_block(cfg: &DetailedConfig, b: f64) -> LayerActivations {
 /// recomputes it). After the last: the final norm as in a layer (input and
 /// output in the dtype, 4 bytes of statistics a token); the logits in the
 /// dtype (the loss's fp32 upcast and log-softmax are recomputed in backward
-/// from them and two fp32 values a token); the labels padded by one column
+/// from them and two fp32 values a token); under a DTensor plan's sequence
+/// parallelism the norm's input and statistics split, its output (the
+/// output layer's gathered input) whole; the labels padded by one column
 /// (`ForCausalLMLoss` pads before it shifts: int64, s + 1 per sequence);
 /// the loss's total weight.
 pub(super) fn outer(cfg: &DetailedConfig, b: f64) -> OuterActivations {
@@ -106,7 +108,10 @@ pub(super) fn outer(cfg: &DetailedConfig, b: f64) -> OuterActivations {
     OuterActivations {
         embedding,
         head: norm + loss,
-        head_norm: norm,
+        // What a DTensor plan's sequence parallelism splits: the norm's
+        // input and statistics; its output is the output layer's input,
+        // gathered whole (measured, `tests/fixtures/compile_tp_measured.tsv`).
+        head_norm: n * h * p + 4.0 * n,
         logits: n * a.vocab as f64 * p,
     }
 }

@@ -371,11 +371,23 @@ fn loss(cfg: &DetailedConfig, s: &Sizes) -> (f64, f64, f64) {
 /// and two n·h ones (the output layer's input gradient and the final
 /// norm's recomputed output); then the output layer's weight gradient
 /// beside the logits' gradient and the n·h pair.
+///
+/// Under a DTensor plan that splits the output layer over the vocabulary
+/// and gathers the logits whole (transformers' and torchtitan's without
+/// loss parallelism), the gathered logits are saved whole, but the
+/// compiled backward writes their gradient for this GPU's vocabulary
+/// shard only: the gather's backward is a slice, fused into the softmax's
+/// backward (measured, `tests/fixtures/compile_tp_measured.tsv`).
 fn compiled_loss(cfg: &DetailedConfig, s: &Sizes) -> (f64, f64, f64) {
     let (nv, p) = (s.nv, s.p);
     let nh2 = 2.0 * s.n * cfg.arch.hidden as f64 * p;
+    let par = &cfg.parallel;
+    let shard = match par.plan() {
+        TpPlan::Hf | TpPlan::Torchtitan if par.tp > 1 => par.tp as f64,
+        _ => 1.0,
+    };
     match cfg.arch.family {
-        Family::Llama => (0.0, 4.0 * nv + nv * p + nh2, nv * p + nh2),
+        Family::Llama => (0.0, 4.0 * nv + nv * p / shard + nh2, nv * p / shard + nh2),
         Family::Gpt2 => {
             let copy = if p == 4.0 { 0.0 } else { nv * p };
             (0.0, 4.0 * nv + copy, nv * p + nh2)
