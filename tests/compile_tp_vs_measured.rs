@@ -4,6 +4,8 @@
 //! sequence-parallel plan, the whole model compiled, each beside the same
 //! model in eager PyTorch).
 
+#![cfg(not(target_arch = "wasm32"))]
+
 mod common;
 
 use membudget::detailed::{estimate, DetailedConfig, TpPlan};
