@@ -262,12 +262,16 @@ fn each_format_round_trips_a_typical_configuration() {
                 "selective",
             ],
         ),
-        // Async TP, torchtitan's compile.enable_async_tensor_parallel.
+        // Async TP, torchtitan's compile.enable_async_tensor_parallel,
+        // which torchtitan runs under compile.enable (both written).
         (
             Target::Torchtitan,
             &[
                 "--model",
                 "llama-3.1-8b",
+                "--impl",
+                "hf",
+                "--compile",
                 "--framework",
                 "fsdp2",
                 "--zero",

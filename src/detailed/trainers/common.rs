@@ -159,9 +159,10 @@ pub fn transformers(out: &mut Out) {
 
 /// `torch.compile` as the file's `key` asks: `--compile` where membudget
 /// prices it (full fine-tuning with the full loss or torchtune's chunked
-/// loss over whole layers, `memory/check.rs`, `compiled`; measured in
-/// `tests/fixtures/compile_measured.tsv` and
-/// `compile_loss_measured.tsv`), else named as priced without it.
+/// loss, on whole layers or over tensor, pipeline and context parallelism,
+/// `memory/check.rs`, `compiled`; measured in
+/// `tests/fixtures/compile_measured.tsv`, `compile_loss_measured.tsv` and
+/// `compile_tp_measured.tsv`), else named as priced without it.
 pub fn compile(doc: &mut Doc, out: &mut Out, key: &str) -> Result<(), ReadError> {
     let Some(on) = doc.flag(key)? else {
         return Ok(());
@@ -172,9 +173,6 @@ pub fn compile(doc: &mut Doc, out: &mut Out, key: &str) -> Result<(), ReadError>
     }
     let beyond = [
         "--lora-rank",
-        "--tp",
-        "--pp",
-        "--cp",
         "--ep",
         "--quant-base",
         "--objective",
@@ -203,7 +201,7 @@ pub fn compile(doc: &mut Doc, out: &mut Out, key: &str) -> Result<(), ReadError>
         Some(f) => out.ignore(
             key,
             true,
-            format!("torch.compile is priced for full fine-tuning with the full or chunked loss over whole layers only ({f} here): priced as eager, an upper bound on the activations"),
+            format!("torch.compile is priced for full fine-tuning with the full or chunked loss, without expert parallelism or offloaded activations ({f} here): priced as eager, an upper bound on the activations"),
         ),
     }
     Ok(())

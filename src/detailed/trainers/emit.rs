@@ -145,7 +145,7 @@ fn refuse_features(cfg: &DetailedConfig, format: &str) -> Result<(), String> {
             "its file here writes no such loss or kernels (torchtune: --loss chunked; trl: --impl liger)",
         ));
     }
-    if cfg.compile && !(torchtune || trl || format == "axolotl") {
+    if cfg.compile && !(torchtune || trl || format == "axolotl" || format == "torchtitan") {
         return Err(cannot(format, "its file here writes no torch.compile"));
     }
     if cfg.async_tp && format != "torchtitan" {
@@ -779,9 +779,18 @@ fn torchtitan(cfg: &DetailedConfig) -> Result<String, String> {
     out += &format!("[training]\nlocal_batch_size = {}\nglobal_batch_size = {}\nseq_len = {}\nmixed_precision_param = \"{mp}\"\n\n", cfg.micro(), cfg.batch, cfg.seq);
     out += &format!("[parallelism]\ndata_parallel_replicate_degree = {replicate}\ndata_parallel_shard_degree = {shard}\ntensor_parallel_degree = {}\npipeline_parallel_degree = {}\ncontext_parallel_degree = {}\nfsdp_reshard_after_forward = \"{}\"\ndisable_loss_parallel = {}\n\n", p.tp, p.pp, p.cp, if reshard_after_forward { "always" } else { "never" }, p.tp > 1 && p.plan() == TpPlan::Torchtitan);
     out += &format!("[activation_checkpoint]\n{ac}\n\n[optimizer]\nname = \"AdamW\"\n");
-    if cfg.async_tp {
+    if cfg.async_tp && !cfg.compile {
         // torchtitan's async TP needs its compile (`CompileConfig.__post_init__`).
-        out += "\n[compile]\nenable = true\nenable_async_tensor_parallel = true\n";
+        return Err(cannot(
+            f,
+            "torchtitan runs async TP under torch.compile only (CompileConfig.__post_init__): add --compile",
+        ));
+    }
+    if cfg.compile {
+        out += "\n[compile]\nenable = true\n";
+        if cfg.async_tp {
+            out += "enable_async_tensor_parallel = true\n";
+        }
     }
     if cfg.optimizer != Optimizer::AdamW {
         return Err(cannot(f, "torchtitan's optimizer here is AdamW"));
