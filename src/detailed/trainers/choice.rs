@@ -54,6 +54,7 @@ const TORCHTUNE_RECIPES: &str = "torchtune 0.6.1 `recipes/configs/llama3_1/8B_fu
 /// `nn.RMSNorm`, complex rotary products, SDPA, `F.silu(w1(x)) * w3(x)`), not
 /// fused kernels: the "hf" profile, as its published rows are priced.
 const TORCHTITAN_MODULES: &str = "torchtitan 0.3.0 `torchtitan/models/llama3/model/model.py` (at b5bcd76c `models/common/decoder.py`, `feed_forward.py`): eager PyTorch modules (nn.RMSNorm, rotary as complex products, SDPA, SwiGLU as F.silu(w1(x)) * w3(x)), no fused kernels";
+const TORCHTITAN_TP: &str = "torchtitan 0.3.0 `torchtitan/models/llama3/infra/parallelize.py`, `apply_tp`: DTensor's plan with sequence parallelism over the layers, the embedding and output layer split over the vocabulary, the loss parallel unless `disable_loss_parallel` (`parallelism.disable_loss_parallel = False`)";
 const TORCHTITAN: &str = "torchtitan 0.3.0 `torchtitan/config/job_config.py`: `Parallelism.data_parallel_shard_degree = -1` (FSDP2 over every GPU, `fully_shard` in `parallelize_llama`), `Training.mixed_precision_param = \"bfloat16\"`, `mixed_precision_reduce = \"float32\"`";
 const UNSLOTH: &str = "unsloth `unsloth-cli.py`: `--use_gradient_checkpointing` default `\"unsloth\"`: every layer checkpointed, its input offloaded to the host";
 const MEGATRON: &str = "Megatron-LM: fused kernels (`--use-flash-attn`, fused RMSNorm/SwiGLU, the fused cross-entropy)";
@@ -61,7 +62,7 @@ const DEEPSPEED: &str =
     "DeepSpeed: the engine runs data parallelism with ZeRO (`deepspeed.initialize`)";
 
 /// Each trainer's defaults: (trainer, when, flag, value, source).
-fn table() -> [(&'static str, When, &'static str, &'static str, &'static str); 20] {
+fn table() -> [(&'static str, When, &'static str, &'static str, &'static str); 21] {
     [
         ("hf", When::Always, "--impl", "hf", HF_MODULES),
         ("trl", When::Always, "--impl", "hf", HF_MODULES),
@@ -115,6 +116,13 @@ fn table() -> [(&'static str, When, &'static str, &'static str, &'static str); 2
             "--impl",
             "hf",
             TORCHTITAN_MODULES,
+        ),
+        (
+            "torchtitan",
+            When::Always,
+            "--tp-plan",
+            "loss-parallel",
+            TORCHTITAN_TP,
         ),
         (
             "torchtitan",
