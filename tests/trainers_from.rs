@@ -937,3 +937,52 @@ fn a_megatron_scripts_overlaps_give_way() {
         );
     }
 }
+
+/// A torchtitan pipeline as torchtitan runs it: its own split of the
+/// layers (the embedding and the output each weigh one), and its local
+/// batch in the pipeline's micro-batches. Llama 3.1 405B over 8 stages:
+/// 15, 16 × 6, 15 layers a GPU, by one stage a GPU or two (interleaved).
+#[test]
+fn torchtitan_pipelines_split_layers_and_batches_as_torchtitan() {
+    use membudget::detailed::trainers::torchtitan::torchtitan_split;
+    assert_eq!(
+        torchtitan_split(126, 8, 1),
+        [15, 16, 16, 16, 16, 16, 16, 15]
+    );
+    assert_eq!(
+        torchtitan_split(126, 8, 2),
+        [15, 16, 16, 16, 16, 16, 16, 15]
+    );
+    // Llama 3.1 8B over 4 stages: 34 weighted over 4, the two extra on
+    // the first two stages: 8, 9, 8, 7 (not of the first/last form).
+    assert_eq!(torchtitan_split(32, 4, 1), [8, 9, 8, 7]);
+    assert!(torchtitan_split(32, 1, 1).is_empty());
+    // The 2024-12 layout: micro-batches default to the pipeline degree.
+    let old = "[model]\nname = \"llama3\"\nflavor = \"405B\"\n[training]\nbatch_size = 32\nseq_len = 8192\ntensor_parallel_degree = 8\n[experimental]\npipeline_parallel_degree = 8\npipeline_parallel_schedule = \"1F1B\"\n";
+    let r = trainers::read("old.toml", old).unwrap();
+    let f = flags(&r);
+    for want in [
+        "--micro-batch 4",
+        "--grad-accum 8",
+        "--pp 8",
+        "--first-stage-layers 15",
+        "--last-stage-layers 15",
+    ] {
+        assert!(f.contains(want), "{want}: {f}");
+    }
+    // The 2025 layout: micro-batches of pipeline_parallel_microbatch_size
+    // (1 unset); Interleaved1F1B runs two stages a GPU.
+    let new = "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[training]\nlocal_batch_size = 8\nseq_len = 8192\n[parallelism]\npipeline_parallel_degree = 4\npipeline_parallel_schedule = \"Interleaved1F1B\"\n";
+    let f = flags(&trainers::read("new.toml", new).unwrap());
+    for want in ["--micro-batch 1", "--grad-accum 8", "--vp 2"] {
+        assert!(f.contains(want), "{want}: {f}");
+    }
+    // 8B over 4 × 2 stages: 34 over 8, 5 5 4 4 4 4 4 4 less the ends:
+    // GPUs 4 + 4, 5 + 4, 4 + 4, 4 + 3: the middle differ, priced even.
+    assert!(!f.contains("--first-stage-layers"), "{f}");
+    assert!(r
+        .out
+        .ignored
+        .iter()
+        .all(|i| !i.key.contains("microbatches")));
+}

@@ -775,9 +775,10 @@ fn torchtitan(cfg: &DetailedConfig) -> Result<String, String> {
     };
     let shard = p.dp_shard.map_or("-1".to_string(), |n| n.to_string());
     let replicate = p.dp_shard.map_or(1, |n| p.dp / n.max(1));
+    let (local, microbatch) = torchtitan_pipeline(cfg).map_err(|why| cannot(f, why))?;
     let mut out = format!("# Written by membudget --emit torchtitan.\n[model]\nname = \"llama3\"\nflavor = \"{flavor}\"\n\n");
-    out += &format!("[training]\nlocal_batch_size = {}\nglobal_batch_size = {}\nseq_len = {}\nmixed_precision_param = \"{mp}\"\n\n", cfg.micro(), cfg.batch, cfg.seq);
-    out += &format!("[parallelism]\ndata_parallel_replicate_degree = {replicate}\ndata_parallel_shard_degree = {shard}\ntensor_parallel_degree = {}\npipeline_parallel_degree = {}\ncontext_parallel_degree = {}\nfsdp_reshard_after_forward = \"{}\"\ndisable_loss_parallel = {}\n\n", p.tp, p.pp, p.cp, if reshard_after_forward { "always" } else { "never" }, p.tp > 1 && p.plan() == TpPlan::Torchtitan);
+    out += &format!("[training]\nlocal_batch_size = {local}\nglobal_batch_size = {}\nseq_len = {}\nmixed_precision_param = \"{mp}\"\n\n", cfg.batch, cfg.seq);
+    out += &format!("[parallelism]\ndata_parallel_replicate_degree = {replicate}\ndata_parallel_shard_degree = {shard}\ntensor_parallel_degree = {}\npipeline_parallel_degree = {}\n{microbatch}context_parallel_degree = {}\nfsdp_reshard_after_forward = \"{}\"\ndisable_loss_parallel = {}\n\n", p.tp, p.pp, p.cp, if reshard_after_forward { "always" } else { "never" }, p.tp > 1 && p.plan() == TpPlan::Torchtitan);
     out += &format!("[activation_checkpoint]\n{ac}\n\n[optimizer]\nname = \"AdamW\"\n");
     if cfg.async_tp && !cfg.compile {
         // torchtitan's async TP needs its compile (`CompileConfig.__post_init__`).
@@ -1000,4 +1001,29 @@ fn megatron_overlaps(cfg: &DetailedConfig, f: &str) -> Result<String, String> {
         out += " --tp-comm-overlap";
     }
     Ok(out)
+}
+
+/// torchtitan's local batch and, under pipeline parallelism, its
+/// `pipeline_parallel_microbatch_size` line: the local batch is the
+/// micro-batch times the accumulation steps, split into micro-batches of
+/// that size (`torchtitan/distributed/pipeline_parallel.py`). The stages'
+/// layers must be torchtitan's own split
+/// ([`super::torchtitan::torchtitan_split`]), which its file does not write.
+fn torchtitan_pipeline(cfg: &DetailedConfig) -> Result<(u64, String), &'static str> {
+    let p = &cfg.parallel;
+    if p.pp < 2 {
+        return Ok((cfg.micro(), String::new()));
+    }
+    let counts = super::torchtitan::torchtitan_split(cfg.arch.layers, p.pp, p.vp);
+    let (first, last) = (counts.first().copied(), counts.last().copied());
+    let even = counts.iter().all(|&c| Some(c) == first);
+    let given = (p.first_stage_layers, p.last_stage_layers);
+    if counts.is_empty() || (even && given != (None, None)) || (!even && given != (first, last)) {
+        return Err("torchtitan splits the layers over the stages itself (the embedding and the output each weigh a layer): give its split, or none where it is even");
+    }
+    let local = cfg.micro() * cfg.accumulation_steps();
+    Ok((
+        local,
+        format!("pipeline_parallel_microbatch_size = {}\n", cfg.micro()),
+    ))
 }

@@ -17,6 +17,7 @@ pub const DEFAULTS: &[(&str, &str, &str)] = &[
     ("activation_checkpoint.selective_ac_option", "2 (every other layer)", "torchtitan `torchtitan/config_manager.py` (2024-12, 9dec370): `'--activation_checkpoint.selective_ac_option', type=str, default='2'`"),
     ("model (the modules)", "eager PyTorch: --impl hf", "torchtitan 0.3.0 `torchtitan/models/llama3/model/model.py` (at b5bcd76c `models/common/decoder.py`, `feed_forward.py`): `nn.RMSNorm`, rotary as complex products, SDPA, `F.silu(w1(x)) * w3(x)`, no fused kernels"),
     ("fsdp_reshard_after_forward", "default (reshard, but not the last stage's under PP)", "torchtitan 0.3.0 `torchtitan/config/configs.py:136`: `fsdp_reshard_after_forward: Literal[\"default\", \"always\", \"never\"] = \"default\"`"),
+    ("pipeline_parallel_first/last_stage_less_layers", "1 and 1 (the embedding and the output each weigh a layer)", "torchtitan `torchtitan/config/configs.py:197` at b5bcd76c: `pipeline_parallel_first_stage_less_layers: int = 1` (and `last`), split by `_generate_llm_fqn_per_model_part` in `torchtitan/distributed/pipeline_parallel.py`"),
 ];
 
 /// Keys read and not priced, with the reason (`*` matches the rest of a key).
@@ -32,10 +33,6 @@ pub const IGNORED: &[(&str, &str)] = &[
     (
         "training.mixed_precision_reduce",
         "the gradient reduction's dtype: not priced apart",
-    ),
-    (
-        "*.pipeline_parallel_microbatches",
-        "the pipeline's micro-batches come from --batch / --micro-batch",
     ),
     (
         "*.pipeline_parallel_split_points",
@@ -270,6 +267,12 @@ fn read_parallel(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
         if let Some(s) = doc.text(key)? {
             match s.as_str() {
                 "1F1B" | "1f1b" => out.set(key, &s, "--schedule", "1f1b"),
+                // Two stages a GPU unless `pipeline_parallel_layers_per_stage`
+                // says otherwise (`_get_num_virtual_stages`).
+                "Interleaved1F1B" if !doc.has("parallelism.pipeline_parallel_layers_per_stage") => {
+                    out.set(key, &s, "--schedule", "1f1b");
+                    out.set(key, &s, "--vp", 2);
+                }
                 "ZBH1" | "ZeroBubble" => out.set(key, &s, "--schedule", "zb-h1"),
                 _ => out.ignore(
                     key,
@@ -279,7 +282,128 @@ fn read_parallel(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
             }
         }
     }
+    pipeline_split(out);
+    pipeline_batches(doc, out)
+}
+
+/// Under pipeline parallelism torchtitan's local batch is split into the
+/// pipeline's micro-batches: `pipeline_parallel_microbatches` of them
+/// (2024-12 and 2025-03, default the pipeline degree: `pipeline_llama`,
+/// `n_microbatches = parallel_dims.pp` when unset) or micro-batches of
+/// `pipeline_parallel_microbatch_size` (2025-08, default 1): the local
+/// batch becomes `--micro-batch` × `--grad-accum`.
+fn pipeline_batches(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
+    let pp = out
+        .set
+        .iter()
+        .rev()
+        .find(|s| s.flag == "--pp")
+        .and_then(|s| s.arg.parse::<u64>().ok())
+        .unwrap_or(1);
+    let mut count = None;
+    for key in [
+        "experimental.pipeline_parallel_microbatches",
+        "parallelism.pipeline_parallel_microbatches",
+    ] {
+        if let Some(n) = doc.uint(key)? {
+            count = Some((key, n));
+        }
+    }
+    let size = doc.uint("parallelism.pipeline_parallel_microbatch_size")?;
+    let Some(local) = out.set.iter().position(|s| s.flag == "--micro-batch") else {
+        return Ok(());
+    };
+    let batch: u64 = out.set[local].arg.parse().unwrap_or(0);
+    if pp < 2 || batch == 0 {
+        return Ok(());
+    }
+    let layout_2025 = doc.has("parallelism.pipeline_parallel_degree");
+    let (key, micro) = match (count, size) {
+        (Some((key, n)), _) if n > 0 => (key.to_string(), batch / n),
+        (_, Some(m)) if m > 0 => ("parallelism.pipeline_parallel_microbatch_size".into(), m),
+        _ if layout_2025 => ("pipeline_parallel_microbatch_size (unset: 1)".into(), 1),
+        _ => (
+            format!("pipeline_parallel_microbatches (unset: the pipeline degree, {pp})"),
+            batch / pp,
+        ),
+    };
+    if micro == 0 || !batch.is_multiple_of(micro) {
+        return Err(ReadError::at(
+            &key,
+            format!("the local batch {batch} does not split into micro-batches of {micro}"),
+        ));
+    }
+    out.set[local].arg = micro.to_string();
+    out.set[local].key += &format!(" ÷ {key}");
+    out.set(&key, batch / micro, "--grad-accum", batch / micro);
     Ok(())
+}
+
+/// Each pipeline GPU's layers as torchtitan splits them
+/// (`torchtitan/distributed/pipeline_parallel.py` at b5bcd76c,
+/// `_generate_llm_fqn_per_model_part`): the embedding and the output each
+/// weigh one layer (`pipeline_parallel_first/last_stage_less_layers = 1`),
+/// the weighted count is shared over the `pp` × `vp` stages with the
+/// remainder on the first stages, and GPU r runs stages r, r + pp, ….
+/// Empty for a single GPU or a model that is not a preset.
+pub fn torchtitan_split(layers: u64, pp: u64, vp: u64) -> Vec<u64> {
+    let stages = pp * vp;
+    let weighted = layers + 2;
+    if pp < 2 || stages > weighted {
+        return Vec::new();
+    }
+    let (per, extra) = (weighted / stages, weighted % stages);
+    let stage =
+        |i: u64| per + u64::from(i < extra) - u64::from(i == 0) - u64::from(i == stages - 1);
+    (0..pp)
+        .map(|r| (0..vp).map(|v| stage(r + v * pp)).sum())
+        .collect()
+}
+
+/// torchtitan's split ([`torchtitan_split`]) as `--first-stage-layers` and
+/// `--last-stage-layers` where it is of that form (the GPUs between alike),
+/// named as priced even where it is not.
+fn pipeline_split(out: &mut Out) {
+    let arg = |flag: &str| {
+        out.set
+            .iter()
+            .rev()
+            .find(|s| s.flag == flag)
+            .map(|s| s.arg.clone())
+    };
+    let uint = |flag: &str| arg(flag).and_then(|a| a.parse::<u64>().ok());
+    let Some(layers) = arg("--model")
+        .and_then(|m| crate::detailed::model::presets::preset(&m))
+        .map(|p| p.arch.layers)
+    else {
+        return;
+    };
+    let (pp, vp) = (uint("--pp").unwrap_or(1), uint("--vp").unwrap_or(1));
+    let counts = torchtitan_split(layers, pp, vp);
+    let Some((&first, rest)) = counts.split_first() else {
+        return;
+    };
+    let (&last, middle) = rest.split_last().unwrap_or((&first, &[]));
+    let even = counts.iter().all(|&c| c == first);
+    let key = "pipeline_parallel_first/last_stage_less_layers";
+    let value = format!("1 and 1: layers per GPU {counts:?}");
+    if even {
+        return;
+    }
+    if middle.iter().all(|&m| Some(&m) == middle.first()) {
+        for (flag, n) in [
+            ("--first-stage-layers", first),
+            ("--last-stage-layers", last),
+        ] {
+            out.trainer_default(key, &value, flag, &n.to_string(), DEFAULTS[6].2);
+        }
+    } else {
+        out.ignore(
+            key,
+            value,
+            "the GPUs between the first and the last differ: priced as an even split",
+        );
+    }
 }
 
 fn read_precision(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
