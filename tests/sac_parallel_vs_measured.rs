@@ -3,7 +3,9 @@
 //! (torchao's tensorwise and rowwise float8, one rank) and
 //! `fixtures/sac_tp_measured.tsv` (DTensor tensor parallelism on 2 ranks:
 //! the layers' plan without sequence parallelism, torchtitan's, loss
-//! parallel), both written by `fixtures/measure_sac_parallel.py`, each
+//! parallel) and `fixtures/sac_fp8_tp_measured.tsv` (the two together under
+//! torchtitan's plan and loss parallel, tensorwise with torchao's float8
+//! plan), all written by `fixtures/measure_sac_parallel.py`, each
 //! configuration under the per-operator policy and under whole-layer
 //! checkpointing. The cache (what the policy keeps beyond whole-layer
 //! checkpointing after the forward pass, per rank) must be exact, and each
@@ -105,8 +107,51 @@ fn tp_rows() -> Vec<Row> {
         .collect()
 }
 
+/// `fixtures/sac_fp8_tp_measured.tsv`: float8 under tensor parallelism as
+/// torchtitan runs it (tensorwise under torchao's float8 plan, rowwise
+/// under the plain one), bf16, 2 ranks.
+fn fp8_tp_rows() -> Vec<Row> {
+    common::tsv_rows(include_str!("fixtures/sac_fp8_tp_measured.tsv"))
+        .map(|(line, c)| {
+            let n = |i: usize| c[i].parse::<u64>().unwrap();
+            let shape = (n(4), n(5), n(6), n(7), n(8), n(9));
+            let (seq, micro) = (n(10), n(11));
+            let arch = common::measured_arch("llama", shape, seq);
+            assert_eq!(arch.params(), n(12), "{line}: parameters");
+            let mut cfg = DetailedConfig::new(arch, seq, micro);
+            cfg.micro_batch = Some(micro);
+            cfg.dropout = false;
+            common::hf_cpu(&mut cfg, "bf16", "sdpa");
+            cfg.fp8 = c[0].parse::<Fp8>().unwrap();
+            cfg.parallel.tp = n(2);
+            cfg.parallel.set_plan(match c[1] {
+                "torchtitan" => TpPlan::Torchtitan,
+                _ => TpPlan::LossParallel,
+            });
+            cfg.parallel.sp = true;
+            cfg.recompute = recompute(c[3]);
+            Row {
+                m: common::Measured {
+                    line: line.to_string(),
+                    cfg,
+                    opts: common::step_options(c[14], false),
+                    peak: n(17) as f64,
+                    phase: c[18].to_string(),
+                },
+                live_start: n(15) as f64,
+                after_forward: n(16) as f64,
+                label: format!("float8 {}, tp {} {} + sp, rank {}", c[0], n(2), c[1], c[13]),
+            }
+        })
+        .collect()
+}
+
 fn rows() -> Vec<Row> {
-    fp8_rows().into_iter().chain(tp_rows()).collect()
+    fp8_rows()
+        .into_iter()
+        .chain(tp_rows())
+        .chain(fp8_tp_rows())
+        .collect()
 }
 
 /// The model's cache: the per-operator row's activations beyond its
@@ -125,7 +170,7 @@ fn model_cache(cfg: &DetailedConfig) -> f64 {
 #[test]
 fn per_op_cache_is_exact_with_float8_and_tensor_parallelism() {
     let rows = rows();
-    let mut compared = (0, 0);
+    let mut compared = (0, 0, 0);
     for op in rows
         .iter()
         .filter(|r| r.m.cfg.recompute == Recompute::SelectiveOp)
@@ -146,18 +191,21 @@ fn per_op_cache_is_exact_with_float8_and_tensor_parallelism() {
         let measured = op.after_forward - full.after_forward;
         assert_eq!(model_cache(&op.m.cfg), measured, "{}", op.m.line);
         assert!(measured > 0.0);
-        if op.m.cfg.parallel.tp > 1 {
-            compared.1 += 1;
-        } else {
-            compared.0 += 1;
+        match (op.m.cfg.fp8 != Fp8::None, op.m.cfg.parallel.tp > 1) {
+            (true, true) => compared.2 += 1,
+            (false, true) => compared.1 += 1,
+            _ => compared.0 += 1,
         }
     }
-    assert!(compared.0 >= 4 && compared.1 >= 24, "{compared:?}");
+    assert!(
+        compared.0 >= 4 && compared.1 >= 24 && compared.2 >= 16,
+        "{compared:?}"
+    );
 }
 
 /// The mechanisms the cache is made of, each seen in the measurement:
 /// sequence parallelism's two kept reduce-scatters a layer, and the
-/// tensorwise recipe's kept scales.
+/// tensorwise recipe's kept scales, alone and under tensor parallelism.
 #[test]
 fn reduce_scatters_and_tensorwise_scales_are_kept() {
     let rows = rows();
@@ -188,6 +236,17 @@ fn reduce_scatters_and_tensorwise_scales_are_kept() {
     let (tensorwise, cfg) = cache("float8 tensorwise", first);
     let (rowwise, _) = cache("float8 rowwise", first);
     assert_eq!(tensorwise - rowwise, cfg.arch.layers as f64 * 14.0 * 2.0);
+    // Under torchtitan's plan the float8 plan casts 4 inputs (q, k, v
+    // share one, gate and up one): 11 maxima a layer; rowwise keeps the
+    // bf16 cache.
+    let (tensorwise, cfg) = cache("float8 tensorwise, tp 2 torchtitan + sp, rank 0", first);
+    let (rowwise, _) = cache("float8 rowwise, tp 2 torchtitan + sp, rank 0", first);
+    assert_eq!(tensorwise - rowwise, cfg.arch.layers as f64 * 11.0 * 2.0);
+    let bf16 = DetailedConfig {
+        fp8: Fp8::None,
+        ..cfg
+    };
+    assert_eq!(rowwise, model_cache(&bf16));
 }
 
 #[test]

@@ -37,7 +37,7 @@
 //! more than modelled here. 0.3.0's `SelectiveAC._wrap_block` wraps with
 //! `early_stop=False`: the whole layer's forward is rerun.
 
-use crate::detailed::config::{AttentionKernel, DetailedConfig, Fp8};
+use crate::detailed::config::{AttentionKernel, DetailedConfig, Fp8, TpPlan};
 use crate::detailed::model::{Architecture, Family};
 
 /// One bias-free projection of a layer, in forward order.
@@ -113,7 +113,10 @@ pub fn bias_free_projections(a: &Architecture) -> Vec<Projection> {
 /// recipe's scales come from `torch.max(torch.abs(x))` (`aten.max`, on
 /// the list "for low precision training"): one value of the compute
 /// dtype for each linear layer's input and weight. Rowwise scales use
-/// `aten.amax`, not kept. All measured (`tests/fixtures/measure_sac_parallel.py`).
+/// `aten.amax`, not kept. Under tensor parallelism the tensorwise recipe
+/// casts fewer inputs ([`tensorwise_scales`]); rowwise runs the plain
+/// DTensor plan and keeps what bf16 keeps. All measured
+/// (`tests/fixtures/measure_sac_parallel.py`).
 pub fn cached_bytes(cfg: &DetailedConfig, tokens: f64, bytes_per_value: f64) -> f64 {
     let a = &cfg.arch;
     let par = &cfg.parallel;
@@ -140,10 +143,33 @@ pub fn cached_bytes(cfg: &DetailedConfig, tokens: f64, bytes_per_value: f64) -> 
         0.0
     };
     let scales = match cfg.fp8 {
-        Fp8::Tensorwise => 2.0 * projections.len() as f64 * bytes_per_value,
+        Fp8::Tensorwise => tensorwise_scales(par.tp, projections.len()) * bytes_per_value,
         _ => 0.0,
     };
     tokens * ((kept + scattered) * bytes_per_value + attention) + scales
+}
+
+/// The tensorwise recipe's kept `aten.max` results in a layer of
+/// `linears` linear layers: one per weight and one per cast input.
+///
+/// On one GPU each `Float8Linear` casts its own input: 2 · linears. Under
+/// tensor parallelism torchtitan runs the recipe with torchao's float8
+/// plan (torchtitan v0.2.2, `models/llama3/infra/parallelize.py`,
+/// `parallelize_llama`: `enable_float8_tensorwise_tp` for every recipe
+/// but rowwise; `apply_tp`: `Float8ColwiseParallel`,
+/// `Float8RowwiseParallel`, `PrepareFloat8ModuleInput`), which casts a
+/// sub-module's sequence-split input to float8 once, before its
+/// all-gather (`torchao/float8/float8_tensor_parallel.py`), and the
+/// column-wise projections reuse it (`tensor_already_casted_to_fp8`): the
+/// attention's input (q, k, v), the output projection's, the MLP's (gate,
+/// up) and the down projection's, 4 casts for a Llama layer's 7 weights.
+/// Each rank's max is of its local shard (the all-reduce that follows is
+/// not on the list). The gathered float8 input itself is not kept (the
+/// all-gather is not on the list; the recomputation gathers it again).
+/// Measured: 11 values a layer, `tests/fixtures/sac_fp8_tp_measured.tsv`.
+pub fn tensorwise_scales(tp: u64, linears: usize) -> f64 {
+    let inputs = if tp > 1 { 4 } else { linears };
+    (linears + inputs) as f64
 }
 
 /// Weight elements per token of the projections backward runs again: the
@@ -161,13 +187,16 @@ pub fn recomputed_weights(a: &Architecture) -> f64 {
 /// measured (its projections or kernels differ from a dense layer's).
 ///
 /// Measured and priced (`tests/fixtures/sac_fp8_measured.tsv`,
-/// `sac_tp_measured.tsv`): torchao's tensorwise and rowwise float8 on one
-/// GPU, and DTensor tensor parallelism (the layers' plan without sequence
-/// parallelism, torchtitan's with it, loss parallel), on Llama layers.
-/// Refused, not measured: float8 together with tensor parallelism
-/// (torchtitan's `Float8ColwiseParallel`), Transformer Engine's fp8, biased
-/// or non-Llama layers under either, Megatron's plan (torchtitan's policy
-/// runs on DTensor plans only), and context parallelism.
+/// `sac_tp_measured.tsv`, `sac_fp8_tp_measured.tsv`): torchao's
+/// tensorwise and rowwise float8 on one GPU, DTensor tensor parallelism
+/// (the layers' plan without sequence parallelism, torchtitan's with it,
+/// loss parallel), and the two together under torchtitan's plan and loss
+/// parallel (tensorwise with torchao's float8 plan, as torchtitan applies
+/// it), on Llama layers. Refused, not measured: float8 under the layers'
+/// or transformers' plan (torchtitan pairs float8 with its own plan only),
+/// Transformer Engine's fp8, biased or non-Llama layers under either,
+/// Megatron's plan (torchtitan's policy runs on DTensor plans only), and
+/// context parallelism.
 pub fn unsupported(cfg: &DetailedConfig) -> Option<&'static str> {
     let a = &cfg.arch;
     let p = &cfg.parallel;
@@ -181,8 +210,8 @@ pub fn unsupported(cfg: &DetailedConfig) -> Option<&'static str> {
         Some("per-operator checkpointing with Transformer Engine's fp8 is not modelled: choose torchao's tensorwise or rowwise float8, or full")
     } else if p.cp > 1 {
         Some("per-operator checkpointing under context parallelism is not modelled: set cp to 1, or choose full")
-    } else if fp8 && p.tp > 1 {
-        Some("per-operator checkpointing with float8 under tensor parallelism is not modelled: set tp to 1, drop float8, or choose full")
+    } else if fp8 && p.tp > 1 && !matches!(p.plan(), TpPlan::Torchtitan | TpPlan::LossParallel) {
+        Some("per-operator checkpointing with float8 under tensor parallelism is modelled for torchtitan's plans, as torchtitan runs it (tensorwise with torchao's float8 all-gather): choose --tp-plan torchtitan or loss-parallel, set tp to 1, drop float8, or choose full")
     } else if p.tp > 1 && !p.dtensor_layers() {
         Some("per-operator checkpointing under tensor parallelism is modelled for torchtitan's DTensor plans: choose --tp-plan torchtitan, loss-parallel, hf or layers, or choose full")
     } else if (fp8 || p.tp > 1) && !llama {
@@ -268,6 +297,28 @@ mod tests {
     }
 
     #[test]
+    fn float8_tensor_parallel_cache_of_a_measured_layer() {
+        // tests/fixtures/sac_fp8_tp_measured.tsv, per rank of 2: 2 × 256
+        // tokens, bf16, h 256, 4 heads, 2 kv heads, ffn 688, torchtitan's
+        // plan: q 128, v 64, gate 344 (shards), down 256 (partial sum),
+        // two reduce-scatters of 128, SDPA's output 128 and 2 heads'
+        // log-sum-exp; tensorwise 11 bf16 maxima more (7 weights, 4 casts).
+        let a = Architecture::llama(2, 256, 4, 2, 688, 8000);
+        let mut cfg = DetailedConfig::new(a, 256, 2);
+        cfg.attention = AttentionKernel::Flash;
+        cfg.fp8 = Fp8::Rowwise;
+        cfg.parallel.tp = 2;
+        cfg.parallel.sp = true;
+        cfg.parallel.set_plan(TpPlan::Torchtitan);
+        let per_token = (128 + 64 + 344 + 256 + 2 * 128 + 128) as f64 * 2.0 + 2.0 * 4.0;
+        assert_eq!(cached_bytes(&cfg, 512.0, 2.0), 512.0 * per_token);
+        assert_eq!(2.0 * 512.0 * per_token, 2_416_640.0);
+        cfg.fp8 = Fp8::Tensorwise;
+        assert_eq!(cached_bytes(&cfg, 512.0, 2.0), 512.0 * per_token + 22.0);
+        assert_eq!(tensorwise_scales(1, 7), 14.0);
+    }
+
+    #[test]
     fn refused_where_not_measured() {
         let a = Architecture::llama(2, 256, 4, 2, 688, 8000);
         let mut cfg = DetailedConfig::new(a, 256, 2);
@@ -283,9 +334,19 @@ mod tests {
             28.0
         );
         cfg.parallel.tp = 2;
+        cfg.parallel.sp = true;
         cfg.parallel
             .set_plan(crate::detailed::config::TpPlan::Torchtitan);
-        assert!(unsupported(&cfg).unwrap().contains("float8 under tensor"));
+        assert_eq!(unsupported(&cfg), None);
+        cfg.parallel
+            .set_plan(crate::detailed::config::TpPlan::LossParallel);
+        assert_eq!(unsupported(&cfg), None);
+        for plan in [TpPlan::Layers, TpPlan::Hf, TpPlan::Megatron] {
+            cfg.parallel.set_plan(plan);
+            assert!(unsupported(&cfg).unwrap().contains("torchtitan's plans"));
+        }
+        cfg.parallel
+            .set_plan(crate::detailed::config::TpPlan::Torchtitan);
         cfg.fp8 = Fp8::Te;
         assert!(unsupported(&cfg).unwrap().contains("Transformer Engine"));
         cfg.fp8 = Fp8::None;
