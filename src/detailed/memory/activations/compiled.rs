@@ -13,6 +13,7 @@ use super::outer::OuterActivations;
 use super::LayerActivations;
 use crate::detailed::config::DetailedConfig;
 use crate::detailed::memory::bytes::act_bytes;
+use crate::detailed::memory::sac;
 use crate::detailed::model::Family;
 
 /// One layer for `b` sequences under `torch.compile`.
@@ -77,6 +78,40 @@ fn gpt2_block(cfg: &DetailedConfig, b: f64) -> LayerActivations {
         experts: 0.0,
         experts_ffn: 0.0,
     }
+}
+
+/// Bytes one Llama layer keeps besides its input for one micro-batch of
+/// `tokens` tokens under torchtitan's per-operator checkpointing
+/// ([`crate::detailed::memory::sac`]) inside `torch.compile`, in
+/// `bytes_per_value` per activation value.
+///
+/// Dynamo captures each checkpointed layer as a `tag_activation_checkpoint`
+/// higher-order op; AOTAutograd runs the policy while it traces the joint
+/// graph and tags each node MUST_SAVE or PREFER_RECOMPUTE, and the min-cut
+/// partitioner (`torch/_functorch/partitioners.py`, torch 2.15) saves a
+/// MUST_SAVE node's output only if the backward graph reads it, and
+/// recomputes everything else the backward reads. So of the policy's kept
+/// projections (the odd-numbered `aten.mm`, [`sac::bias_free_projections`])
+/// those that feed only the residual add are dropped: the attention's
+/// output projection and the MLP's down projection (their gradient needs
+/// their input, not their output). Measured per layer
+/// (`tests/fixtures/measure_compile_sac.py`, its saved-tensor listing, and
+/// `compile_sac_measured.tsv`): the layer's input, q's projection (rotated
+/// again in backward), v's, SDPA's output and fp32 log-sum-exp, the gate's
+/// output (the SiLU, the up projection and their product recomputed from
+/// it and the norm's output, itself recomputed from the input):
+/// n·(q + kv + F)·p + n·(q·p + 4·a) beside n·h·p, where eager
+/// per-operator checkpointing also keeps the down projection's n·h·p.
+pub(super) fn selective_op(cfg: &DetailedConfig, tokens: f64, bytes_per_value: f64) -> f64 {
+    let a = &cfg.arch;
+    let kept: f64 = sac::bias_free_projections(a)
+        .iter()
+        .step_by(2)
+        .filter(|p| !p.row_parallel)
+        .map(|p| p.out as f64)
+        .sum();
+    let attention = a.o_dim() as f64 * bytes_per_value + 4.0 * a.heads as f64;
+    tokens * (kept * bytes_per_value + attention)
 }
 
 /// Outside the layers under compile, for `b` sequences. Before the first

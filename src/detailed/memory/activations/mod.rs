@@ -277,6 +277,11 @@ pub(crate) fn saved(cfg: &DetailedConfig) -> Saved {
         Recompute::Full => input,
         // The cache of torchtitan's per-operator policy beside the input,
         // per GPU under tensor parallelism (`super::sac::cached_bytes`).
+        // Under `torch.compile`, what the partitioner keeps of that cache
+        // (`compiled::selective_op`).
+        Recompute::SelectiveOp if cfg.compile => {
+            input + compiled::selective_op(cfg, cfg.seq as f64 * micro, p)
+        }
         Recompute::SelectiveOp => input + super::sac::cached_bytes(cfg, cfg.seq as f64 * micro, p),
         Recompute::Selective => kept(false) + gathered,
         Recompute::None => kept(true) + gathered,
