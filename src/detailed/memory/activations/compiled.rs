@@ -11,7 +11,7 @@
 
 use super::outer::OuterActivations;
 use super::LayerActivations;
-use crate::detailed::config::DetailedConfig;
+use crate::detailed::config::{DetailedConfig, Recompute};
 use crate::detailed::memory::bytes::act_bytes;
 use crate::detailed::memory::sac;
 use crate::detailed::model::Family;
@@ -116,7 +116,8 @@ pub(super) fn selective_op(cfg: &DetailedConfig, tokens: f64, bytes_per_value: f
 
 /// Outside the layers under compile, for `b` sequences. Before the first
 /// layer: Llama nothing (RoPE's cos and sin are recomputed from the
-/// position ids and the inverse frequencies); GPT-2 its position ids
+/// position ids and the inverse frequencies), 24 bytes a token with
+/// per-operator checkpointing; GPT-2 its position ids
 /// (int64, one row) and, in 16 bits, the position embedding's output (one
 /// row, s·h·p: measured in bf16, not in fp32, where the partitioner
 /// recomputes it). After the last: the final norm as in a layer (input and
@@ -132,6 +133,11 @@ pub(super) fn outer(cfg: &DetailedConfig, b: f64) -> OuterActivations {
     let p = act_bytes(cfg);
     let h = a.hidden as f64;
     let embedding = match a.family {
+        // With per-operator checkpointing the layers' recomputation reads
+        // three int64 tensors of one value a token, saved: the position
+        // ids and two index tensors shaped (b, 1, s, 1) and (b, 1, 1, s)
+        // (listed by `tests/fixtures/measure_compile_sac.py`).
+        Family::Llama if cfg.recompute == Recompute::SelectiveOp => 24.0 * n,
         Family::Llama => 0.0,
         Family::Gpt2 if p == 4.0 => 8.0 * s,
         Family::Gpt2 => 8.0 * s + s * h * p,
@@ -193,6 +199,23 @@ mod tests {
                 "{precision:?}"
             );
             assert_eq!(e.scores, c.scores);
+        }
+    }
+
+    /// Per-operator checkpointing under compile keeps eager's per-operator
+    /// cache less the down projection's output (n·h·p), on one GPU.
+    #[test]
+    fn per_op_drops_the_down_projection_output() {
+        for precision in [Precision::Bf16, Precision::Fp32] {
+            let mut c = cfg("llama-3.1-8b", precision);
+            c.recompute = Recompute::SelectiveOp;
+            let p = act_bytes(&c);
+            let n = 4096.0;
+            assert_eq!(
+                sac::cached_bytes(&c, n, p) - selective_op(&c, n, p),
+                n * c.arch.hidden as f64 * p,
+                "{precision:?}"
+            );
         }
     }
 
