@@ -809,10 +809,15 @@ fn compiled(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     if cfg.loss == Loss::Chunked && a.family != Family::Llama {
         return refuse("torch.compile with the chunked loss is measured on Llama-family models only (torchtune's)");
     }
-    if !matches!(cfg.recompute, Recompute::None | Recompute::Full) {
+    if cfg.recompute == Recompute::Selective {
         return refuse(
-            "torch.compile is measured without recomputation or with full recomputation",
+            "torch.compile is measured without recomputation, with full recomputation or with torchtitan's per-operator checkpointing (--recompute selective-op)",
         );
+    }
+    // Per-operator checkpointing inside the compiled graph: measured on
+    // bias-free Llama layers (`tests/fixtures/compile_sac_measured.tsv`).
+    if cfg.recompute == Recompute::SelectiveOp && (a.family != Family::Llama || a.qkv_bias) {
+        return refuse("torch.compile with per-operator checkpointing is measured on Llama layers with bias-free projections only: choose full or none");
     }
     // GPT-2 with checkpointing inside the compiled graph: the saved bytes
     // are as priced, but the backward's peak is not (the walk's tied-table

@@ -62,109 +62,107 @@ const DEEPSPEED: &str =
     "DeepSpeed: the engine runs data parallelism with ZeRO (`deepspeed.initialize`)";
 
 /// Each trainer's defaults: (trainer, when, flag, value, source).
-fn table() -> [(&'static str, When, &'static str, &'static str, &'static str); 21] {
-    [
-        ("hf", When::Always, "--impl", "hf", HF_MODULES),
-        ("trl", When::Always, "--impl", "hf", HF_MODULES),
-        (
-            "trl",
-            When::Always,
-            "--recompute",
-            "full",
-            hf::DEFAULTS[1].2,
-        ),
-        (
-            "trl",
-            When::Lora,
-            "--lora-dropout",
-            "0.05",
-            hf::DEFAULTS[12].2,
-        ),
-        ("torchtune", When::Always, "--impl", "hf", TORCHTUNE_RECIPES),
-        (
-            "torchtune",
-            When::Always,
-            "--precision",
-            "bf16",
-            TORCHTUNE_RECIPES,
-        ),
-        (
-            "torchtune",
-            When::Always,
-            "--loss",
-            "chunked",
-            TORCHTUNE_RECIPES,
-        ),
-        (
-            "torchtune",
-            When::LoraBf16,
-            "--lora-dtype",
-            "bf16",
-            torchtune::DEFAULTS[10].2,
-        ),
-        (
-            "torchtitan",
-            When::Always,
-            "--framework",
-            "fsdp2",
-            TORCHTITAN,
-        ),
-        ("torchtitan", When::Always, "--zero", "3", TORCHTITAN),
-        (
-            "torchtitan",
-            When::Always,
-            "--impl",
-            "hf",
-            TORCHTITAN_MODULES,
-        ),
-        (
-            "torchtitan",
-            When::Always,
-            "--tp-plan",
-            "loss-parallel",
-            TORCHTITAN_TP,
-        ),
-        (
-            "torchtitan",
-            When::Always,
-            "--precision",
-            "mixed",
-            TORCHTITAN,
-        ),
-        ("axolotl", When::Always, "--impl", "hf", HF_MODULES),
-        ("unsloth", When::Always, "--impl", "hf", HF_MODULES),
-        ("unsloth", When::Always, "--recompute", "full", UNSLOTH),
-        (
-            "unsloth",
-            When::Always,
-            "--offload-activations",
-            "checkpoints",
-            UNSLOTH,
-        ),
-        (
-            "litgpt",
-            When::Always,
-            "--precision",
-            "mixed",
-            litgpt::DEFAULTS[0].2,
-        ),
-        (
-            "litgpt",
-            When::Lora,
-            "--lora-dropout",
-            "0.05",
-            litgpt::DEFAULTS[5].2,
-        ),
-        ("megatron", When::Always, "--impl", "fused", MEGATRON),
-        (
-            "deepspeed",
-            When::Always,
-            "--framework",
-            "deepspeed",
-            DEEPSPEED,
-        ),
-    ]
-}
+const TABLE: [(&str, When, &str, &str, &str); 21] = [
+    ("hf", When::Always, "--impl", "hf", HF_MODULES),
+    ("trl", When::Always, "--impl", "hf", HF_MODULES),
+    (
+        "trl",
+        When::Always,
+        "--recompute",
+        "full",
+        hf::DEFAULTS[1].2,
+    ),
+    (
+        "trl",
+        When::Lora,
+        "--lora-dropout",
+        "0.05",
+        hf::DEFAULTS[12].2,
+    ),
+    ("torchtune", When::Always, "--impl", "hf", TORCHTUNE_RECIPES),
+    (
+        "torchtune",
+        When::Always,
+        "--precision",
+        "bf16",
+        TORCHTUNE_RECIPES,
+    ),
+    (
+        "torchtune",
+        When::Always,
+        "--loss",
+        "chunked",
+        TORCHTUNE_RECIPES,
+    ),
+    (
+        "torchtune",
+        When::LoraBf16,
+        "--lora-dtype",
+        "bf16",
+        torchtune::DEFAULTS[10].2,
+    ),
+    (
+        "torchtitan",
+        When::Always,
+        "--framework",
+        "fsdp2",
+        TORCHTITAN,
+    ),
+    ("torchtitan", When::Always, "--zero", "3", TORCHTITAN),
+    (
+        "torchtitan",
+        When::Always,
+        "--impl",
+        "hf",
+        TORCHTITAN_MODULES,
+    ),
+    (
+        "torchtitan",
+        When::Always,
+        "--tp-plan",
+        "loss-parallel",
+        TORCHTITAN_TP,
+    ),
+    (
+        "torchtitan",
+        When::Always,
+        "--precision",
+        "mixed",
+        TORCHTITAN,
+    ),
+    ("axolotl", When::Always, "--impl", "hf", HF_MODULES),
+    ("unsloth", When::Always, "--impl", "hf", HF_MODULES),
+    ("unsloth", When::Always, "--recompute", "full", UNSLOTH),
+    (
+        "unsloth",
+        When::Always,
+        "--offload-activations",
+        "checkpoints",
+        UNSLOTH,
+    ),
+    (
+        "litgpt",
+        When::Always,
+        "--precision",
+        "mixed",
+        litgpt::DEFAULTS[0].2,
+    ),
+    (
+        "litgpt",
+        When::Lora,
+        "--lora-dropout",
+        "0.05",
+        litgpt::DEFAULTS[5].2,
+    ),
+    ("megatron", When::Always, "--impl", "fused", MEGATRON),
+    (
+        "deepspeed",
+        When::Always,
+        "--framework",
+        "deepspeed",
+        DEEPSPEED,
+    ),
+];
 
 /// `trainer`'s defaults as a reading, for a run with LoRA or not whose
 /// precision ends up bf16 or not; `None` for a name not in [`TRAINERS`].
@@ -173,7 +171,7 @@ pub fn defaults(trainer: &str, lora: bool, bf16: bool) -> Option<Reading> {
         return None;
     }
     let mut out = Out::default();
-    for (name, when, flag, arg, source) in table() {
+    for (name, when, flag, arg, source) in TABLE {
         let applies = match when {
             When::Always => true,
             When::Lora => lora,

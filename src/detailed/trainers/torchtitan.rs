@@ -260,6 +260,13 @@ fn read_parallel(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
             out.set(key, &v, "--reshard-after-forward", b);
         }
     }
+    read_schedule(doc, out)?;
+    pipeline_split(out);
+    pipeline_batches(doc, out)
+}
+
+/// The pipeline's schedule: 1F1B, ZB-H1, or interleaved as `--vp 2`.
+fn read_schedule(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
     for key in [
         "experimental.pipeline_parallel_schedule",
         "parallelism.pipeline_parallel_schedule",
@@ -282,8 +289,7 @@ fn read_parallel(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
             }
         }
     }
-    pipeline_split(out);
-    pipeline_batches(doc, out)
+    Ok(())
 }
 
 /// Under pipeline parallelism torchtitan's local batch is split into the

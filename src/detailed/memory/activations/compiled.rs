@@ -11,8 +11,9 @@
 
 use super::outer::OuterActivations;
 use super::LayerActivations;
-use crate::detailed::config::DetailedConfig;
+use crate::detailed::config::{DetailedConfig, Recompute};
 use crate::detailed::memory::bytes::act_bytes;
+use crate::detailed::memory::sac;
 use crate::detailed::model::Family;
 
 /// One layer for `b` sequences under `torch.compile`.
@@ -79,9 +80,44 @@ fn gpt2_block(cfg: &DetailedConfig, b: f64) -> LayerActivations {
     }
 }
 
+/// Bytes one Llama layer keeps besides its input for one micro-batch of
+/// `tokens` tokens under torchtitan's per-operator checkpointing
+/// ([`crate::detailed::memory::sac`]) inside `torch.compile`, in
+/// `bytes_per_value` per activation value.
+///
+/// Dynamo captures each checkpointed layer as a `tag_activation_checkpoint`
+/// higher-order op; AOTAutograd runs the policy while it traces the joint
+/// graph and tags each node MUST_SAVE or PREFER_RECOMPUTE, and the min-cut
+/// partitioner (`torch/_functorch/partitioners.py`, torch 2.15) saves a
+/// MUST_SAVE node's output only if the backward graph reads it, and
+/// recomputes everything else the backward reads. So of the policy's kept
+/// projections (the odd-numbered `aten.mm`, [`sac::bias_free_projections`])
+/// those that feed only the residual add are dropped: the attention's
+/// output projection and the MLP's down projection (their gradient needs
+/// their input, not their output). Measured per layer
+/// (`tests/fixtures/measure_compile_sac.py`, its saved-tensor listing, and
+/// `compile_sac_measured.tsv`): the layer's input, q's projection (rotated
+/// again in backward), v's, SDPA's output and fp32 log-sum-exp, the gate's
+/// output (the SiLU, the up projection and their product recomputed from
+/// it and the norm's output, itself recomputed from the input):
+/// n·(q + kv + F)·p + n·(q·p + 4·a) beside n·h·p, where eager
+/// per-operator checkpointing also keeps the down projection's n·h·p.
+pub(super) fn selective_op(cfg: &DetailedConfig, tokens: f64, bytes_per_value: f64) -> f64 {
+    let a = &cfg.arch;
+    let kept: f64 = sac::bias_free_projections(a)
+        .iter()
+        .step_by(2)
+        .filter(|p| !p.row_parallel)
+        .map(|p| p.out as f64)
+        .sum();
+    let attention = a.o_dim() as f64 * bytes_per_value + 4.0 * a.heads as f64;
+    tokens * (kept * bytes_per_value + attention)
+}
+
 /// Outside the layers under compile, for `b` sequences. Before the first
 /// layer: Llama nothing (RoPE's cos and sin are recomputed from the
-/// position ids and the inverse frequencies); GPT-2 its position ids
+/// position ids and the inverse frequencies), 24 bytes a token with
+/// per-operator checkpointing; GPT-2 its position ids
 /// (int64, one row) and, in 16 bits, the position embedding's output (one
 /// row, s·h·p: measured in bf16, not in fp32, where the partitioner
 /// recomputes it). After the last: the final norm as in a layer (input and
@@ -99,6 +135,11 @@ pub(super) fn outer(cfg: &DetailedConfig, b: f64) -> OuterActivations {
     let p = act_bytes(cfg);
     let h = a.hidden as f64;
     let embedding = match a.family {
+        // With per-operator checkpointing the layers' recomputation reads
+        // three int64 tensors of one value a token, saved: the position
+        // ids and two index tensors shaped (b, 1, s, 1) and (b, 1, 1, s)
+        // (listed by `tests/fixtures/measure_compile_sac.py`).
+        Family::Llama if cfg.recompute == Recompute::SelectiveOp => 24.0 * n,
         Family::Llama => 0.0,
         Family::Gpt2 if p == 4.0 => 8.0 * s,
         Family::Gpt2 => 8.0 * s + s * h * p,
@@ -163,6 +204,23 @@ mod tests {
                 "{precision:?}"
             );
             assert_eq!(e.scores, c.scores);
+        }
+    }
+
+    /// Per-operator checkpointing under compile keeps eager's per-operator
+    /// cache less the down projection's output (n·h·p), on one GPU.
+    #[test]
+    fn per_op_drops_the_down_projection_output() {
+        for precision in [Precision::Bf16, Precision::Fp32] {
+            let mut c = cfg("llama-3.1-8b", precision);
+            c.recompute = Recompute::SelectiveOp;
+            let p = act_bytes(&c);
+            let n = 4096.0;
+            assert_eq!(
+                sac::cached_bytes(&c, n, p) - selective_op(&c, n, p),
+                n * c.arch.hidden as f64 * p,
+                "{precision:?}"
+            );
         }
     }
 
