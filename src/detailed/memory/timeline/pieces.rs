@@ -381,11 +381,11 @@ fn loss(cfg: &DetailedConfig, s: &Sizes) -> (f64, f64, f64) {
 fn compiled_loss(cfg: &DetailedConfig, s: &Sizes) -> (f64, f64, f64) {
     let (nv, p) = (s.nv, s.p);
     let nh2 = 2.0 * s.n * cfg.arch.hidden as f64 * p;
+    // The GPU's vocabulary shard of the logits it holds: t where the
+    // output layer is split and its logits gathered whole, 1 where they
+    // stay split (already in `nv`) or the layer is whole.
     let par = &cfg.parallel;
-    let shard = match par.plan() {
-        TpPlan::Hf | TpPlan::Torchtitan if par.tp > 1 => par.tp as f64,
-        _ => 1.0,
-    };
+    let shard = par.head_divisor() / par.logits_divisor();
     match cfg.arch.family {
         Family::Llama => (0.0, 4.0 * nv + nv * p / shard + nh2, nv * p / shard + nh2),
         Family::Gpt2 => {
