@@ -299,13 +299,7 @@ fn read_schedule(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
 /// `pipeline_parallel_microbatch_size` (2025-08, default 1): the local
 /// batch becomes `--micro-batch` × `--grad-accum`.
 fn pipeline_batches(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
-    let pp = out
-        .set
-        .iter()
-        .rev()
-        .find(|s| s.flag == "--pp")
-        .and_then(|s| s.arg.parse::<u64>().ok())
-        .unwrap_or(1);
+    let pp = out.arg("--pp").and_then(|a| a.parse().ok()).unwrap_or(1);
     let mut count = None;
     for key in [
         "experimental.pipeline_parallel_microbatches",
@@ -370,16 +364,10 @@ pub fn torchtitan_split(layers: u64, pp: u64, vp: u64) -> Vec<u64> {
 /// `--last-stage-layers` where it is of that form (the GPUs between alike),
 /// named as priced even where it is not.
 fn pipeline_split(out: &mut Out) {
-    let arg = |flag: &str| {
-        out.set
-            .iter()
-            .rev()
-            .find(|s| s.flag == flag)
-            .map(|s| s.arg.clone())
-    };
-    let uint = |flag: &str| arg(flag).and_then(|a| a.parse::<u64>().ok());
-    let Some(layers) = arg("--model")
-        .and_then(|m| crate::detailed::model::presets::preset(&m))
+    let uint = |flag: &str| out.arg(flag).and_then(|a| a.parse::<u64>().ok());
+    let Some(layers) = out
+        .arg("--model")
+        .and_then(crate::detailed::model::presets::preset)
         .map(|p| p.arch.layers)
     else {
         return;

@@ -298,6 +298,15 @@ impl Out {
         self.set.iter().any(|s| s.flag == flag)
     }
 
+    /// The argument the last key setting `flag` gave it.
+    pub fn arg(&self, flag: &str) -> Option<&str> {
+        self.set
+            .iter()
+            .rev()
+            .find(|s| s.flag == flag)
+            .map(|s| s.arg.as_str())
+    }
+
     /// `key` (written `value`) sets `flag arg`.
     pub fn set(
         &mut self,
