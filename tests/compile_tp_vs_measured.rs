@@ -8,7 +8,7 @@
 
 mod common;
 
-use membudget::detailed::{estimate, DetailedConfig, TpPlan};
+use membudget::detailed::{estimate, DetailedConfig};
 
 struct Row {
     m: common::Measured,
@@ -30,11 +30,7 @@ fn rows() -> Vec<Row> {
             cfg.dropout = false;
             common::hf_cpu(&mut cfg, "fp32", "sdpa");
             cfg.parallel.tp = n(1);
-            let (plan, sp) = match c[0] {
-                "tp" => (TpPlan::Layers, false),
-                "torchtitan" => (TpPlan::Torchtitan, true),
-                other => panic!("{line}: plan {other}"),
-            };
+            let (plan, sp) = common::measured_plan(c[0]);
             cfg.parallel.set_plan(plan);
             cfg.parallel.sp = sp;
             cfg.compile = match c[2] {

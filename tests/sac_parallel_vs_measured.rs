@@ -14,7 +14,7 @@
 
 mod common;
 
-use membudget::detailed::{estimate, timeline, DetailedConfig, Fp8, Recompute, TpPlan};
+use membudget::detailed::{estimate, timeline, DetailedConfig, Fp8, Recompute};
 
 struct Row {
     m: common::Measured,
@@ -74,11 +74,7 @@ fn tp_rows() -> Vec<Row> {
             cfg.dropout = false;
             common::hf_cpu(&mut cfg, "fp32", "sdpa");
             cfg.parallel.tp = n(1);
-            let (plan, sp) = match c[0] {
-                "tp" => (TpPlan::Layers, false),
-                "torchtitan" => (TpPlan::Torchtitan, true),
-                _ => (TpPlan::LossParallel, true),
-            };
+            let (plan, sp) = common::measured_plan(c[0]);
             cfg.parallel.set_plan(plan);
             cfg.parallel.sp = sp;
             cfg.recompute = recompute(c[2]);
@@ -124,11 +120,9 @@ fn fp8_tp_rows() -> Vec<Row> {
             common::hf_cpu(&mut cfg, "bf16", "sdpa");
             cfg.fp8 = c[0].parse::<Fp8>().unwrap();
             cfg.parallel.tp = n(2);
-            cfg.parallel.set_plan(match c[1] {
-                "torchtitan" => TpPlan::Torchtitan,
-                _ => TpPlan::LossParallel,
-            });
-            cfg.parallel.sp = true;
+            let (plan, sp) = common::measured_plan(c[1]);
+            cfg.parallel.set_plan(plan);
+            cfg.parallel.sp = sp;
             cfg.recompute = recompute(c[3]);
             Row {
                 m: common::Measured {

@@ -91,6 +91,20 @@ pub fn tsv_rows(text: &str) -> impl Iterator<Item = (&str, Vec<&str>)> {
         .map(|line| (line, line.split('\t').collect()))
 }
 
+/// A measured fixture's tensor-parallel plan by the name its rows give
+/// (measure_sac_parallel.py's and measure_compile_tp.py's): `tp` the
+/// layers' plan, `torchtitan` and `loss-parallel` torchtitan's, with
+/// sequence parallelism.
+pub fn measured_plan(name: &str) -> (membudget::detailed::TpPlan, bool) {
+    use membudget::detailed::TpPlan;
+    match name {
+        "tp" => (TpPlan::Layers, false),
+        "torchtitan" => (TpPlan::Torchtitan, true),
+        "loss-parallel" => (TpPlan::LossParallel, true),
+        other => panic!("plan {other}"),
+    }
+}
+
 /// The "hf" profile on the CPU with AdamW, as the measuring scripts run a
 /// row: `dtype` `fp32` or 16-bit (`bf16`, and QLoRA's `nf4`, a bf16 model),
 /// `attention` `eager` or SDPA.
