@@ -114,9 +114,9 @@ fn compiled_chunked_loss_within_five_percent_in_the_right_phase() {
 /// torchtitan's compiled cross entropy over the whole logits, the layers
 /// compiled one by one: `--compile --loss full` prices `torch.compile` of
 /// the whole model (`compile_measured.tsv`), whose one backward graph
-/// writes an fp32 and a dtype-wide logit tensor while the saved logits are
-/// held. The loss compiled on its own writes only the logits' gradient in
-/// the dtype, so the model's backward is an upper bound here (55 to 78 %
+/// holds the returned logits' zero gradient beside the logits' gradient
+/// and the saved logits, all in the dtype. The loss compiled on its own
+/// writes only the logits' gradient, so the model's backward is an upper bound here (28 to 39 %
 /// over on these small models, where the logits are most of the step);
 /// what the forward saves is the same (within 2 %).
 #[test]

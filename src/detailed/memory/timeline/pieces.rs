@@ -36,6 +36,8 @@ pub(super) struct Pieces {
     pub(super) loss_forward: f64,
     pub(super) loss_backward: f64,
     pub(super) head_backward: f64,
+    /// The embedding's backward beyond its gradient.
+    pub(super) embedding_backward: f64,
     /// Trained bytes of one layer's gradients, of the output layer's and of
     /// the embedding's, on this GPU before ZeRO's sharding.
     pub(super) layer_grads: f64,
@@ -172,6 +174,7 @@ pub(super) fn pieces(cfg: &DetailedConfig) -> Pieces {
         loss_forward,
         loss_backward,
         head_backward,
+        embedding_backward: compiled_embedding_backward(cfg, &s),
         layer_grads,
         mixer_share,
         freed_before_mixer,
@@ -365,12 +368,18 @@ fn loss(cfg: &DetailedConfig, s: &Sizes) -> (f64, f64, f64) {
 /// The loss under `torch.compile` (measured,
 /// `tests/fixtures/compile_measured.tsv`): the compiled forward writes the
 /// logits (saved, in the dtype) and only per-token statistics beside them,
-/// so nothing transient. The compiled backward, while the saved logits are
-/// still held, writes two logit-sized tensors, one fp32 and one in the
-/// dtype (the recomputed fp32 probabilities and the logits' gradient),
-/// and two n·h ones (the output layer's input gradient and the final
-/// norm's recomputed output); then the output layer's weight gradient
-/// beside the logits' gradient and the n·h pair.
+/// so nothing transient. The model returns its logits beside the loss, so
+/// the compiled backward receives a gradient for them too, which
+/// AOTAutograd materialises as zeros in the dtype (the output unused, its
+/// `tangents` still an input of the backward graph); while that and the
+/// saved logits are held, inductor's one fused kernel
+/// (`log_softmax_backward_data`, `nll_loss_backward` and the cast) writes
+/// the logits' gradient in the dtype, with two n·h tensors (the output
+/// layer's input gradient and the final norm's recomputed output) then
+/// beside it; then the output layer's weight gradient beside the logits'
+/// gradient and the n·h pair. Read from inductor's backward code for the
+/// small Llama (`TORCH_LOGS=output_code`, torch 2.15): no fp32 logit-sized
+/// buffer.
 ///
 /// Under a DTensor plan that splits the output layer over the vocabulary
 /// and gathers the logits whole (transformers' and torchtitan's without
@@ -387,12 +396,38 @@ fn compiled_loss(cfg: &DetailedConfig, s: &Sizes) -> (f64, f64, f64) {
     let par = &cfg.parallel;
     let shard = par.head_divisor() / par.logits_divisor();
     match cfg.arch.family {
-        Family::Llama => (0.0, 4.0 * nv + nv * p / shard + nh2, nv * p / shard + nh2),
+        // The returned logits' zero gradient and the logits' gradient.
+        Family::Llama => (0.0, nv * p + nv * p / shard + nh2, nv * p / shard + nh2),
+        // GPT-2 (tied table): an fp32 logit-sized tensor and, in 16 bits,
+        // one in the dtype, as measured on its rows; its backward code not
+        // read.
         Family::Gpt2 => {
             let copy = if p == 4.0 { 0.0 } else { nv * p };
             (0.0, 4.0 * nv + copy, nv * p + nh2)
         }
     }
+}
+
+/// The embedding's backward under `torch.compile`, beyond the gradient it
+/// returns: inductor decomposes `aten.embedding_dense_backward` (torch
+/// 2.15, `torch/_inductor/decomposition.py`, `_embedding_dense_backward`,
+/// every device but XPU) into `torch/_decomp/decompositions.py`'s
+/// `embedding_dense_backward`, which accumulates in the promoted
+/// computation dtype: the incoming n·h gradient cast to fp32, an fp32
+/// table of zeros it is added into, then its cast to the weight's dtype
+/// (the gradient). Nothing beyond the gradient in fp32; a frozen table
+/// has no backward. Measured on Llama's untied table
+/// (`tests/fixtures/compile_measured.tsv`, the 16-bit rows whose table
+/// outweighs their logits). A tied table (GPT-2) is summed in the same
+/// graph with the output layer's gradient; its 16-bit compiled rows are
+/// within 5 % at the eager walk's three tables, and stay priced so.
+fn compiled_embedding_backward(cfg: &DetailedConfig, s: &Sizes) -> f64 {
+    let a = &cfg.arch;
+    if !cfg.compile || s.p == 4.0 || cfg.lora_rank.is_some() || a.tied_embeddings {
+        return 0.0;
+    }
+    let table = (a.vocab * a.hidden) as f64 / cfg.parallel.embedding_divisor();
+    4.0 * table + 4.0 * s.n * a.hidden as f64
 }
 
 /// What `loss_parallel()`'s cross-entropy backward holds beyond the loss's

@@ -712,7 +712,11 @@ impl<'a> Walk<'a> {
         let sums = if self.zero3.is_some() { 1.0 } else { 2.0 };
         self.record(
             Moment::EmbeddingBackward,
-            extra + sums * pc.tied_gradient + pc.gathered_outer + self.root_flat_grad(),
+            extra
+                + sums * pc.tied_gradient
+                + pc.gathered_outer
+                + self.root_flat_grad()
+                + pc.embedding_backward,
         );
         if self.tied_whole() {
             // Their sum is the table's gradient, reduced to its shard.
