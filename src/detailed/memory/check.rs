@@ -800,11 +800,20 @@ fn compiled(cfg: &DetailedConfig) -> Result<(), DetailedError> {
         return refuse("torch.compile is measured with SDPA and no dropout: use --attention flash without --dropout");
     }
     if cfg.lora_rank.is_some()
-        || cfg.fp8 != Fp8::None
         || !matches!(cfg.loss, Loss::Full | Loss::Chunked)
         || cfg.objective != Objective::Sft
     {
-        return refuse("torch.compile is measured for full supervised fine-tuning with the full or torchtune's chunked loss: no LoRA, float8, fused loss (Liger, Cut Cross-Entropy), DPO or GRPO");
+        return refuse("torch.compile is measured for full supervised fine-tuning with the full or torchtune's chunked loss: no LoRA, fused loss (Liger, Cut Cross-Entropy), DPO or GRPO");
+    }
+    // torchao's tensorwise float8 compiled: measured on Llama layers
+    // without recomputation and with full recomputation
+    // (`tests/fixtures/compile_fp8_measured.tsv`).
+    if cfg.fp8 != Fp8::None
+        && (cfg.fp8 != Fp8::Tensorwise
+            || a.family != Family::Llama
+            || !matches!(cfg.recompute, Recompute::None | Recompute::Full))
+    {
+        return refuse("torch.compile with float8 is measured for torchao's tensorwise recipe on Llama layers, without recomputation or with full recomputation (rowwise, per-operator checkpointing with float8 and Transformer Engine's recipes compiled are not)");
     }
     if cfg.loss == Loss::Chunked && a.family != Family::Llama {
         return refuse("torch.compile with the chunked loss is measured on Llama-family models only (torchtune's)");

@@ -176,11 +176,12 @@ pub fn compile(doc: &mut Doc, out: &mut Out, key: &str) -> Result<(), ReadError>
         "--ep",
         "--quant-base",
         "--objective",
-        "--fp8",
         "--offload-activations",
     ]
     .into_iter()
-    .find(|f| out.sets(f));
+    .map(str::to_string)
+    .find(|f| out.sets(f))
+    .or_else(|| float8_beyond_compile(out));
     let liger = out
         .set
         .iter()
@@ -193,7 +194,6 @@ pub fn compile(doc: &mut Doc, out: &mut Out, key: &str) -> Result<(), ReadError>
         .find(|s| s.flag == "--loss" && s.arg != "chunked")
         .map(|s| format!("--loss {}", s.arg));
     match beyond
-        .map(str::to_string)
         .or(liger.then(|| "--impl liger".to_string()))
         .or(fused_loss)
     {
@@ -201,10 +201,20 @@ pub fn compile(doc: &mut Doc, out: &mut Out, key: &str) -> Result<(), ReadError>
         Some(f) => out.ignore(
             key,
             true,
-            format!("torch.compile is priced for full fine-tuning with the full or chunked loss, without expert parallelism or offloaded activations ({f} here): priced as eager, an upper bound on the activations"),
+            format!("torch.compile is priced for full fine-tuning with the full or chunked loss, without expert parallelism or offloaded activations, with float8 only as torchao's tensorwise without per-operator checkpointing ({f} here): priced as eager, an upper bound on the activations"),
         ),
     }
     Ok(())
+}
+
+/// Float8 that compile is not priced with: any recipe but torchao's
+/// tensorwise, or tensorwise with per-operator checkpointing
+/// (`memory/check.rs`, `compiled`).
+fn float8_beyond_compile(out: &Out) -> Option<String> {
+    let last = |flag: &str| out.set.iter().rev().find(|s| s.flag == flag);
+    let fp8 = last("--fp8")?;
+    let per_op = last("--recompute").is_some_and(|s| s.arg == "selective-op");
+    (fp8.arg != "tensorwise" || per_op).then(|| format!("--fp8 {}", fp8.arg))
 }
 
 /// FSDP1's `ShardingStrategy` as the file's `key` names it (by name, in

@@ -11,7 +11,7 @@
 
 use super::outer::OuterActivations;
 use super::LayerActivations;
-use crate::detailed::config::{DetailedConfig, Recompute};
+use crate::detailed::config::{DetailedConfig, Fp8, Recompute};
 use crate::detailed::memory::bytes::act_bytes;
 use crate::detailed::memory::sac;
 use crate::detailed::model::Family;
@@ -45,13 +45,35 @@ fn llama_block(cfg: &DetailedConfig, b: f64) -> LayerActivations {
     let (h, f) = (a.hidden as f64, a.ffn as f64);
     let lse = 4.0 * a.heads as f64 * n;
     let qkvo = (a.q_dim() + 2 * a.kv_dim() + a.o_dim()) as f64;
+    let (norms, mlp) = if cfg.fp8 == Fp8::Tensorwise {
+        float8_tensorwise(n, h, f, p)
+    } else {
+        (4.0 * n * h * p + 8.0 * n, 3.0 * n * f * p)
+    };
     LayerActivations {
-        replicated: 4.0 * n * h * p + 8.0 * n,
-        sharded: qkvo * n * p + lse + 3.0 * n * f * p,
+        replicated: norms,
+        sharded: qkvo * n * p + lse + mlp,
         scores: 0.0,
         experts: 0.0,
         experts_ffn: 0.0,
     }
+}
+
+/// A compiled Llama layer over torchao's tensorwise float8 linear layers
+/// (`convert_to_float8_training`): (the norms' part, the MLP's part). The
+/// linear layers' bf16 inputs that pointwise ops make from saved tensors
+/// are recomputed for their casts instead of saved: each norm's output
+/// (from its input and fp32 root) and the SwiGLU product (from the gate's
+/// and up projection's outputs); each of the seven linear layers keeps a
+/// bf16 amax and an fp32 scale of its input. Measured
+/// (`tests/fixtures/measure_compile_fp8.py`, its saved-tensor listing, and
+/// `compile_fp8_measured.tsv`): 2·n·h·p + 8·n + 42 and 2·n·F·p, where the
+/// compiled bf16 layer keeps 4·n·h·p + 8·n and 3·n·F·p.
+fn float8_tensorwise(n: f64, h: f64, f: f64, p: f64) -> (f64, f64) {
+    (
+        2.0 * n * h * p + 8.0 * n + 7.0 * (2.0 + 4.0),
+        2.0 * n * f * p,
+    )
 }
 
 /// GPT-2's block under compile: each LayerNorm's input and output (the
