@@ -9,10 +9,11 @@ use crate::detailed::plan::search;
 use crate::detailed::time::hardware;
 use crate::detailed::time::steptime::{step_time, Cluster, Efficiency, Parts};
 use crate::detailed::{
-    self, preset, ActOffload, AdamImpl, Architecture, AttentionKernel, BaseQuant, CpComm,
-    DetailedBreakdown, DetailedConfig, Device, ExpertsImpl, Family, Fp8, Framework, FsdpSharding,
-    HostRam, Implementation, LoraTargets, Loss, Objective, Optimizer, Overhead, OverheadBytes,
-    Overlap, Precision, QuantPath, Recompute, Schedule, Step, StepOptions, StepTimeline, TpPlan,
+    self, preset, ActOffload, AdamImpl, Architecture, AttentionKernel, BaseQuant, CompileScope,
+    CpComm, DetailedBreakdown, DetailedConfig, Device, ExpertsImpl, Family, Fp8, Framework,
+    FsdpSharding, HostRam, Implementation, LoraTargets, Loss, Objective, Optimizer, Overhead,
+    OverheadBytes, Overlap, Precision, QuantPath, Recompute, Schedule, Step, StepOptions,
+    StepTimeline, TpPlan,
 };
 use crate::report::{
     whole, ChangeReport, DetailedParts, DetailedReport, FitReport, LessonReport, PlanReport,
@@ -298,6 +299,13 @@ pub struct KernelArgs {
     /// of saving them, and inductor fuses them; hf kernels, no dropout.
     #[arg(long)]
     pub compile: bool,
+    /// What --compile wraps: model (torch.compile(model), one graph:
+    /// transformers' Trainer, TRL, axolotl), layers (each decoder layer
+    /// compiled, the rest eager: torchtitan's December 2024 release) or
+    /// layers-loss (each layer and the loss compiled apart: torchtitan's
+    /// compile.components) [default: model].
+    #[arg(long, value_name = "SCOPE", value_parser = one_of::<CompileScope>(CompileScope::NAMES), ignore_case = true)]
+    pub compile_scope: Option<CompileScope>,
     /// Activation recomputation; selective is Megatron's (fused kernels
     /// only), selective-op torchtitan's per-operator policy (each layer
     /// keeps its attention output and every other projection's) [default:
@@ -801,6 +809,7 @@ impl Args {
             || k.attention.is_some()
             || k.dropout
             || k.compile
+            || k.compile_scope.is_some()
             || k.recompute.is_some()
             || k.implementation.is_some()
             || k.loss.is_some()
@@ -1143,6 +1152,7 @@ impl Args {
         cfg.attention = k.attention.unwrap_or(defaults::ATTENTION);
         cfg.dropout = k.dropout || defaults::DROPOUT;
         cfg.compile = k.compile;
+        cfg.compile_scope = k.compile_scope.unwrap_or_default();
         cfg.recompute = k.recompute.unwrap_or_else(|| {
             defaults::recompute(self.training.objective.unwrap_or(Objective::Sft))
         });

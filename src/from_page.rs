@@ -33,7 +33,7 @@ use crate::url;
 
 /// Flags that are one address key with the same value: (flag, key).
 /// A switch (no value) writes `1`.
-const KEYS: [(&str, &str); 52] = [
+const KEYS: [(&str, &str); 53] = [
     ("--model", "model"),
     ("--overlap-grad-reduce", "ovgrad"),
     ("--overlap-param-gather", "ovparam"),
@@ -47,6 +47,7 @@ const KEYS: [(&str, &str); 52] = [
     ("--optimizer", "opt"),
     ("--optimizer-in-backward", "optbwd"),
     ("--compile", "compile"),
+    ("--compile-scope", "cscope"),
     ("--async-tp", "asynctp"),
     ("--attention", "attn"),
     ("--dropout", "dropout"),

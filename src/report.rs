@@ -213,6 +213,10 @@ pub struct DetailedInputs {
     /// The model under torch.compile (`--compile`); written only when on.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub compile: bool,
+    /// What torch.compile wraps, `layers` or `layers-loss`; left out for
+    /// the whole model (`model`) and without compile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compile_scope: Option<String>,
     /// The loss: `full`, `chunked`, `liger` or `cce`.
     #[serde(default)]
     pub loss: String,
@@ -925,6 +929,8 @@ impl DetailedInputs {
             profile_reason: parts.profile_reason.into(),
             liger_kernels: cfg.liger,
             compile: cfg.compile,
+            compile_scope: (cfg.compile && cfg.compile_scope.per_layer())
+                .then(|| cfg.compile_scope.name().to_string()),
             loss: cfg.loss.name().into(),
             loss_chunks: (cfg.loss == crate::detailed::Loss::Chunked).then_some(cfg.loss_chunks),
             device: cfg.device.name().into(),

@@ -333,6 +333,8 @@ pub struct DetailedOptions {
     pub optimizer_in_backward: bool,
     /// The model under `torch.compile` (inductor).
     pub compile: bool,
+    /// What `torch.compile` wraps.
+    pub compile_scope: crate::detailed::CompileScope,
     /// Async tensor parallelism (torchtitan's `enable_async_tensor_parallel`).
     pub async_tp: bool,
     /// Megatron-Core's communication overlaps (under the Megatron
@@ -455,6 +457,7 @@ impl Default for DetailedOptions {
             optimizer: Optimizer::AdamW,
             optimizer_in_backward: false,
             compile: false,
+            compile_scope: crate::detailed::CompileScope::Model,
             async_tp: false,
             overlap: Overlap::default(),
             attention: AttentionKernel::Flash,
@@ -620,6 +623,7 @@ impl PageState {
         cfg.optimizer = d.optimizer;
         cfg.optimizer_in_backward = d.optimizer_in_backward;
         cfg.compile = d.compile;
+        cfg.compile_scope = d.compile_scope;
         cfg.async_tp = d.async_tp;
         cfg.overlap = d.overlap;
         cfg.attention = d.attention;
@@ -691,6 +695,7 @@ impl PageState {
         }
         d.optimizer_in_backward = to.optimizer_in_backward;
         d.compile = to.compile;
+        d.compile_scope = to.compile_scope;
         if let Some(v) = to.rollout.vllm {
             d.vllm_sleep = v.sleep;
         }

@@ -263,7 +263,7 @@ type Choice = (
     &'static str,
     fn(&mut DetailedOptions, &str) -> Result<(), String>,
 );
-const CHOICES: [Choice; 18] = [
+const CHOICES: [Choice; 19] = [
     ("prec", |d, v| v.parse().map(|x| d.precision = x)),
     ("fp8", |d, v| v.parse().map(|x| d.fp8 = x)),
     ("opt", |d, v| v.parse().map(|x| d.optimizer = x)),
@@ -279,6 +279,7 @@ const CHOICES: [Choice; 18] = [
         v.parse().map(|x| d.parallel.schedule = x)
     }),
     ("cpcomm", |d, v| v.parse().map(|x| d.parallel.cp_comm = x)),
+    ("cscope", |d, v| v.parse().map(|x| d.compile_scope = x)),
     ("tpplan", |d, v| v.parse().map(|x| d.parallel.set_plan(x))),
     ("stage", |d, v| v.parse().map(|x| d.stage_shown = x)),
     ("trainer", |d, v| {
@@ -913,6 +914,7 @@ fn encode_training(d: &DetailedOptions, def: &DetailedOptions, out: &mut Query<'
     pair(out, "attn", d.attention.name(), def.attention.name());
     pair(out, "dropout", flag(d.dropout), flag(def.dropout));
     pair(out, "compile", flag(d.compile), "0");
+    pair(out, "cscope", d.compile_scope.name(), "model");
     pair(out, "asynctp", flag(d.async_tp), "0");
     pair(
         out,

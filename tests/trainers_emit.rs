@@ -272,6 +272,8 @@ fn each_format_round_trips_a_typical_configuration() {
                 "--impl",
                 "hf",
                 "--compile",
+                "--compile-scope",
+                "layers-loss",
                 "--framework",
                 "fsdp2",
                 "--zero",
@@ -477,9 +479,12 @@ proptest! {
     #[test]
     fn torchtitan_round_trips(dp in pick(&["1", "2", "4"]), tp in pick(&["1", "2"]), pp in pick(&["1", "2"]),
                               recompute in pick(&["none", "full", "selective-op"]), precision in pick(&["mixed", "fp32"]),
-                              shard in any::<bool>(), reshard in any::<bool>(), micro in 1u64..3, accum in 1u64..3) {
+                              shard in any::<bool>(), reshard in any::<bool>(), micro in 1u64..3, accum in 1u64..3,
+                              scope in pick(&["", "layers", "layers-loss"])) {
         let dpn: u64 = dp.parse().unwrap();
         let mut f = strings(&["--model", "llama-3.1-8b", "--framework", "fsdp2", "--zero", "3", "--dp", dp, "--tp", tp, "--pp", pp, "--recompute", recompute, "--precision", precision]);
+        // torch.compile as torchtitan's compile.components say it.
+        if !scope.is_empty() { f.extend(strings(&["--impl", "hf", "--compile", "--compile-scope", scope])); }
         if tp == "2" { f.extend(strings(&["--tp-plan", "loss-parallel", "--sp"])); }
         if shard && dpn == 4 { f.extend(strings(&["--dp-shard", "2"])); }
         if !reshard { f.extend(strings(&["--reshard-after-forward", "false"])); }

@@ -14,9 +14,10 @@ use crate::detailed::memory::overhead::{
     step_need, EXPANDABLE_FRAGMENTATION_PERCENT, FRAGMENTATION_PERCENT,
 };
 use crate::detailed::{
-    host_ram, ActOffload, Architecture, AttentionKernel, BaseQuant, CpComm, DetailedBreakdown,
-    DetailedError, Family, Framework, FsdpSharding, LoraTargets, Loss, Objective, Optimizer,
-    Overhead, Precision, Profile, Recompute, Schedule, StepTimeline, TpPlan, PRESETS,
+    host_ram, ActOffload, Architecture, AttentionKernel, BaseQuant, CompileScope, CpComm,
+    DetailedBreakdown, DetailedError, Family, Framework, FsdpSharding, LoraTargets, Loss,
+    Objective, Optimizer, Overhead, Precision, Profile, Recompute, Schedule, StepTimeline, TpPlan,
+    PRESETS,
 };
 use crate::export::{detailed_rows, DETAILED_ROWS};
 pub(super) use crate::number::grouped;
@@ -314,6 +315,16 @@ const OBJECTIVE_NAMES: &[&str] = &[
 const ATTENTION: [AttentionKernel; 2] = [AttentionKernel::Flash, AttentionKernel::Eager];
 const SCHEDULES: [Schedule; 2] = [Schedule::OneFOneB, Schedule::ZbH1];
 const CP_COMMS: [CpComm; 2] = [CpComm::P2p, CpComm::A2a];
+const COMPILE_SCOPES: [CompileScope; 3] = [
+    CompileScope::Model,
+    CompileScope::Layers,
+    CompileScope::LayersLoss,
+];
+const COMPILE_SCOPE_NAMES: &[&str] = &[
+    "Whole model (torch.compile(model))",
+    "Each layer, loss eager (torchtitan 2024-12)",
+    "Each layer and the loss (torchtitan, torchtune)",
+];
 const STAGES_SHOWN: [ShownStage; 3] = [ShownStage::Highest, ShownStage::First, ShownStage::Last];
 const STAGE_SHOWN_NAMES: &[&str] = &[
     "The one with the higher peak",
@@ -685,6 +696,7 @@ fn attention_group(state: RwSignal<PageState>) -> impl IntoView {
             <p class="derived" id="attention-cost">{text(attention_cost)}</p>
             {flag("dropout-input", "Dropout", |d| d.dropout, |d, on| d.dropout = on)}
             {flag("compile-input", "torch.compile (hf)", |d| d.compile, |d, on| d.compile = on)}
+            {choice("compile-scope-select", "torch.compile wraps", COMPILE_SCOPE_NAMES, |d| index_of(&COMPILE_SCOPES, d.compile_scope), |d, i| d.compile_scope = COMPILE_SCOPES[i])}
             {choice("recompute-select", "Recomputation", RECOMPUTE_NAMES, |d| index_of(&RECOMPUTE, d.recompute), |d, i| d.recompute = RECOMPUTE[i])}
             {choice("impl-select", "Implementation", PROFILE_NAMES, implementation_index, |d, i| { d.profile = PROFILES[i]; d.liger = i == 3; })}
             {choice("loss-select", "Loss", LOSS_NAMES, |d| index_of(&LOSSES, d.loss), |d, i| d.loss = LOSSES[i])}

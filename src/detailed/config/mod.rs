@@ -333,6 +333,38 @@ pub enum Loss {
     Cce,
 }
 
+/// What `torch.compile` ([`DetailedConfig::compile`]) wraps: one graph
+/// for the whole model, or each decoder layer on its own with the rest
+/// eager (the loss compiled apart or not).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CompileScope {
+    /// `torch.compile(model)`: the embedding, the layers, the final norm,
+    /// the output layer and the loss in one forward and one backward graph
+    /// (transformers' Trainer `torch_compile=True`, TRL, axolotl).
+    #[default]
+    Model,
+    /// Each decoder layer compiled on its own, the embedding, final norm,
+    /// output layer and loss eager: torchtitan's December 2024 release
+    /// (`apply_compile` per `TransformerBlock`; `train.py` left the loss
+    /// eager, commit e8977b007, "compiling loss function causes CUDA
+    /// errors, turning off for now").
+    Layers,
+    /// Each decoder layer and the loss function compiled apart, the
+    /// output layer eager between them: torchtitan since 2025
+    /// (`compile.components = ["model", "loss"]`, `apply_compile` and
+    /// `build_cross_entropy_loss`), torchtune (`training.compile_model`
+    /// per layer, `training.compile_loss`).
+    LayersLoss,
+}
+
+impl CompileScope {
+    /// The layers are compiled one by one: what lies outside them runs
+    /// eagerly or, for the loss, in a graph of its own.
+    pub fn per_layer(self) -> bool {
+        self != CompileScope::Model
+    }
+}
+
 /// Whose kernels, and so which tensors autograd keeps, as the command line
 /// and the page name them: a profile, or Liger's kernels patched into
 /// stock `transformers` (`apply_liger_kernel_to_llama`: RMSNorm, SwiGLU,
@@ -646,6 +678,8 @@ choices!(Implementation, "implementation", "fused" => Implementation::Fused,
     "hf" => Implementation::Hf, "liger" => Implementation::Liger);
 choices!(Loss, "loss", "full" => Loss::Full, "chunked" => Loss::Chunked, "liger" => Loss::Liger,
     "cce" => Loss::Cce);
+choices!(CompileScope, "compile scope", "model" => CompileScope::Model,
+    "layers" => CompileScope::Layers, "layers-loss" => CompileScope::LayersLoss);
 choices!(Device, "device", "cuda" => Device::Cuda, "cpu" => Device::Cpu);
 choices!(AdamImpl, "AdamW implementation", "loop" => AdamImpl::ForLoop,
     "foreach" => AdamImpl::Foreach, "fused" => AdamImpl::Fused);
@@ -736,6 +770,8 @@ pub struct DetailedConfig {
     /// min-cut partitioner, inductor), "hf" profile: what a layer saves and
     /// its memory-bound kernels change.
     pub compile: bool,
+    /// What `compile` wraps.
+    pub compile_scope: CompileScope,
     /// Megatron-Core's communication overlaps (`--framework megatron`).
     pub overlap: Overlap,
     /// Async tensor parallelism under the PyTorch frameworks (torchtitan's
@@ -833,6 +869,7 @@ impl DetailedConfig {
             loss_chunks: LOSS_CHUNKS,
             liger: false,
             compile: false,
+            compile_scope: CompileScope::Model,
             overlap: Overlap::default(),
             async_tp: false,
         }

@@ -796,6 +796,9 @@ fn compiled(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     {
         return refuse("torch.compile is measured on dense GPT-2 and Llama layers only (no experts, latent attention, Mamba mixer, q/k or sandwich norms, soft cap or sinks)");
     }
+    if cfg.compile_scope.per_layer() && a.family != Family::Llama {
+        return refuse("torch.compile layer by layer (--compile-scope layers or layers-loss) is measured on Llama-family models only: use --compile-scope model");
+    }
     if cfg.attention != AttentionKernel::Flash || cfg.dropout {
         return refuse("torch.compile is measured with SDPA and no dropout: use --attention flash without --dropout");
     }

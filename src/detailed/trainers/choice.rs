@@ -56,13 +56,15 @@ const TORCHTUNE_RECIPES: &str = "torchtune 0.6.1 `recipes/configs/llama3_1/8B_fu
 const TORCHTITAN_MODULES: &str = "torchtitan 0.3.0 `torchtitan/models/llama3/model/model.py` (at b5bcd76c `models/common/decoder.py`, `feed_forward.py`): eager PyTorch modules (nn.RMSNorm, rotary as complex products, SDPA, SwiGLU as F.silu(w1(x)) * w3(x)), no fused kernels";
 const TORCHTITAN_TP: &str = "torchtitan 0.3.0 `torchtitan/models/llama3/infra/parallelize.py`, `apply_tp`: DTensor's plan with sequence parallelism over the layers, the embedding and output layer split over the vocabulary, the loss parallel unless `disable_loss_parallel` (`parallelism.disable_loss_parallel = False`)";
 const TORCHTITAN: &str = "torchtitan 0.3.0 `torchtitan/config/job_config.py`: `Parallelism.data_parallel_shard_degree = -1` (FSDP2 over every GPU, `fully_shard` in `parallelize_llama`), `Training.mixed_precision_param = \"bfloat16\"`, `mixed_precision_reduce = \"float32\"`";
+/// What `--compile` wraps in torchtitan: each layer, and the loss apart.
+const TORCHTITAN_COMPILE: &str = "torchtitan 0.3.0 `torchtitan/config/job_config.py`, `Compile.components = [\"model\", \"loss\"]`: `apply_compile` compiles each `TransformerBlock`, `build_cross_entropy_loss` the loss function apart (the output layer eager between them)";
 const UNSLOTH: &str = "unsloth `unsloth-cli.py`: `--use_gradient_checkpointing` default `\"unsloth\"`: every layer checkpointed, its input offloaded to the host";
 const MEGATRON: &str = "Megatron-LM: fused kernels (`--use-flash-attn`, fused RMSNorm/SwiGLU, the fused cross-entropy)";
 const DEEPSPEED: &str =
     "DeepSpeed: the engine runs data parallelism with ZeRO (`deepspeed.initialize`)";
 
 /// Each trainer's defaults: (trainer, when, flag, value, source).
-const TABLE: [(&str, When, &str, &str, &str); 21] = [
+const TABLE: [(&str, When, &str, &str, &str); 22] = [
     ("hf", When::Always, "--impl", "hf", HF_MODULES),
     ("trl", When::Always, "--impl", "hf", HF_MODULES),
     (
@@ -109,6 +111,13 @@ const TABLE: [(&str, When, &str, &str, &str); 21] = [
         TORCHTITAN,
     ),
     ("torchtitan", When::Always, "--zero", "3", TORCHTITAN),
+    (
+        "torchtitan",
+        When::Always,
+        "--compile-scope",
+        "layers-loss",
+        TORCHTITAN_COMPILE,
+    ),
     (
         "torchtitan",
         When::Always,

@@ -7,8 +7,8 @@
 
 use super::models;
 use crate::detailed::config::{
-    ActOffload, AdamImpl, BaseQuant, DetailedConfig, Fp8, Framework, LoraDtype, Loss, Optimizer,
-    Precision, QuantPath, Recompute, TpPlan,
+    ActOffload, AdamImpl, BaseQuant, CompileScope, DetailedConfig, Fp8, Framework, LoraDtype, Loss,
+    Optimizer, Precision, QuantPath, Recompute, TpPlan,
 };
 use crate::detailed::model::arch::Family;
 use crate::detailed::model::presets::PRESETS;
@@ -780,19 +780,7 @@ fn torchtitan(cfg: &DetailedConfig) -> Result<String, String> {
     out += &format!("[training]\nlocal_batch_size = {local}\nglobal_batch_size = {}\nseq_len = {}\nmixed_precision_param = \"{mp}\"\n\n", cfg.batch, cfg.seq);
     out += &format!("[parallelism]\ndata_parallel_replicate_degree = {replicate}\ndata_parallel_shard_degree = {shard}\ntensor_parallel_degree = {}\npipeline_parallel_degree = {}\n{microbatch}context_parallel_degree = {}\nfsdp_reshard_after_forward = \"{}\"\ndisable_loss_parallel = {}\n\n", p.tp, p.pp, p.cp, if reshard_after_forward { "always" } else { "never" }, p.tp > 1 && p.plan() == TpPlan::Torchtitan);
     out += &format!("[activation_checkpoint]\n{ac}\n\n[optimizer]\nname = \"AdamW\"\n");
-    if cfg.async_tp && !cfg.compile {
-        // torchtitan's async TP needs its compile (`CompileConfig.__post_init__`).
-        return Err(cannot(
-            f,
-            "torchtitan runs async TP under torch.compile only (CompileConfig.__post_init__): add --compile",
-        ));
-    }
-    if cfg.compile {
-        out += "\n[compile]\nenable = true\n";
-        if cfg.async_tp {
-            out += "enable_async_tensor_parallel = true\n";
-        }
-    }
+    out += &torchtitan_compile(cfg).map_err(|why| cannot(f, why))?;
     if cfg.optimizer != Optimizer::AdamW {
         return Err(cannot(f, "torchtitan's optimizer here is AdamW"));
     }
@@ -807,6 +795,32 @@ fn torchtitan(cfg: &DetailedConfig) -> Result<String, String> {
                 f,
                 "torchtitan's float8 is torchao's tensorwise or rowwise",
             ))
+        }
+    }
+    Ok(out)
+}
+
+/// torchtitan's `[compile]` section: `enable` with the components
+/// (`--compile-scope`) and async TP, which it runs only under compile.
+fn torchtitan_compile(cfg: &DetailedConfig) -> Result<String, &'static str> {
+    let mut out = String::new();
+    if cfg.async_tp && !cfg.compile {
+        // torchtitan's async TP needs its compile (`CompileConfig.__post_init__`).
+        return Err("torchtitan runs async TP under torch.compile only (CompileConfig.__post_init__): add --compile");
+    }
+    if cfg.compile {
+        // torchtitan compiles block by block: the whole model in one graph
+        // is not one of its `compile.components`.
+        let components = match cfg.compile_scope {
+            CompileScope::LayersLoss => "[\"model\", \"loss\"]",
+            CompileScope::Layers => "[\"model\"]",
+            CompileScope::Model => {
+                return Err("torchtitan compiles each block, not the whole model in one graph: use --compile-scope layers-loss (its default) or layers")
+            }
+        };
+        out += &format!("\n[compile]\nenable = true\ncomponents = {components}\n");
+        if cfg.async_tp {
+            out += "enable_async_tensor_parallel = true\n";
         }
     }
     Ok(out)

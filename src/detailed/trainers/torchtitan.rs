@@ -18,13 +18,14 @@ pub const DEFAULTS: &[(&str, &str, &str)] = &[
     ("model (the modules)", "eager PyTorch: --impl hf", "torchtitan 0.3.0 `torchtitan/models/llama3/model/model.py` (at b5bcd76c `models/common/decoder.py`, `feed_forward.py`): `nn.RMSNorm`, rotary as complex products, SDPA, `F.silu(w1(x)) * w3(x)`, no fused kernels"),
     ("fsdp_reshard_after_forward", "default (reshard, but not the last stage's under PP)", "torchtitan 0.3.0 `torchtitan/config/configs.py:136`: `fsdp_reshard_after_forward: Literal[\"default\", \"always\", \"never\"] = \"default\"`"),
     ("pipeline_parallel_first/last_stage_less_layers", "1 and 1 (the embedding and the output each weigh a layer)", "torchtitan `torchtitan/config/configs.py:197` at b5bcd76c: `pipeline_parallel_first_stage_less_layers: int = 1` (and `last`), split by `_generate_llm_fqn_per_model_part` in `torchtitan/distributed/pipeline_parallel.py`"),
+    ("compile.components", "[\"model\", \"loss\"] (each block and the loss compiled apart): --compile-scope layers-loss", "torchtitan 0.3.0 `torchtitan/config/configs.py`, `Compile.components: list[Literal[\"model\", \"loss\"]] = field(default_factory=lambda: [\"model\", \"loss\"])`; `apply_compile` compiles each `TransformerBlock`, `build_cross_entropy_loss` the loss"),
 ];
 
 /// Keys read and not priced, with the reason (`*` matches the rest of a key).
 pub const IGNORED: &[(&str, &str)] = &[
     (
         "compile.*",
-        "compile's other settings (components, backend): compile.enable prices it",
+        "compile's other settings (backend): compile.enable and compile.components price it",
     ),
     (
         "training.enable_cpu_offload",
@@ -132,8 +133,43 @@ pub fn read(root: &Value) -> Result<Out, ReadError> {
     read_async_tp(&mut doc, &mut out)?;
     common::compile(&mut doc, &mut out, "compile.enable")?;
     common::compile(&mut doc, &mut out, "training.compile")?;
+    read_compile_scope(&mut doc, &mut out);
     finish(&mut doc, &mut out, "torchtitan", IGNORED);
     Ok(out)
+}
+
+/// What torchtitan compiles (`compile.components`, default `["model",
+/// "loss"]`, DEFAULTS[7]): each block and the loss apart (`--compile-scope
+/// layers-loss`), or the blocks alone (`layers`). A file without the
+/// `[compile]` section (`training.compile`, 2024-12 to 2025-08) gets the
+/// default too, though releases from 2024-12-18 to 2025-04-02 left the loss
+/// eager (`--compile-scope layers`).
+fn read_compile_scope(doc: &mut Doc, out: &mut Out) {
+    let key = "compile.components";
+    let Some(v) = doc.take(key) else {
+        let on = out.sets("--compile");
+        if on {
+            out.trainer_default(
+                key,
+                "[\"model\", \"loss\"]",
+                "--compile-scope",
+                "layers-loss",
+                DEFAULTS[7].2,
+            );
+        }
+        return;
+    };
+    let items = v.items();
+    let has = |c: &str| items.iter().any(|i| i == c);
+    match (has("model"), has("loss")) {
+        (true, true) => out.set(key, &v, "--compile-scope", "layers-loss"),
+        (true, false) => out.set(key, &v, "--compile-scope", "layers"),
+        _ => out.ignore(
+            key,
+            &v,
+            "the loss compiled without the model: not priced apart (priced eager)",
+        ),
+    }
 }
 
 /// Async tensor parallelism: `compile.enable_async_tensor_parallel`

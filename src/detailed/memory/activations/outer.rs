@@ -5,7 +5,7 @@
 
 use super::peft::peft_llama;
 use super::{gemma_rms, liger_rms, mask_bytes, rms};
-use crate::detailed::config::{DetailedConfig, Loss, Objective, Profile};
+use crate::detailed::config::{CompileScope, DetailedConfig, Loss, Objective, Profile};
 use crate::detailed::memory::bytes::act_bytes;
 use crate::detailed::memory::grpo;
 use crate::detailed::memory::loss::loss_bytes;
@@ -34,7 +34,13 @@ pub(crate) fn outer_activations(cfg: &DetailedConfig, b: f64) -> OuterActivation
         // The chunked loss under compile: torchtune compiles each layer and
         // the loss's per-chunk cross-entropy, the rest runs eagerly
         // (`crate::detailed::memory::loss`).
-        (Profile::Hf, _) if cfg.compile && cfg.loss == Loss::Full => super::compiled::outer(cfg, b),
+        // The whole model compiled; or its layers, with the loss compiled
+        // apart after the eager output layer.
+        (Profile::Hf, _) if cfg.compile && cfg.loss == Loss::Full => match cfg.compile_scope {
+            CompileScope::Model => super::compiled::outer(cfg, b),
+            CompileScope::LayersLoss => separate_loss(cfg, b),
+            CompileScope::Layers => hf_llama(cfg, b),
+        },
         (Profile::Fused, _) => fused(cfg, b),
         (Profile::Hf, Family::Gpt2) => hf_gpt2(cfg, b),
         (Profile::Hf, Family::Llama) => hf_llama(cfg, b),
@@ -150,6 +156,23 @@ fn hf_llama(cfg: &DetailedConfig, b: f64) -> OuterActivations {
         head: norm + n * h * p + loss + softcap,
         head_norm: norm,
         logits,
+    }
+}
+
+/// Llama's layers compiled one by one and the full loss compiled apart
+/// ([`CompileScope::LayersLoss`]): the final norm and the output layer
+/// keep what they keep eagerly (the rotary tables, read by every compiled
+/// layer, too); the compiled cross entropy saves its input, the logits in
+/// the dtype, and two fp32 values a token (the row maximum and the
+/// log-sum-exp), not fp32 log-probabilities (measured,
+/// `tests/fixtures/compile_loss_measured.tsv`, torchtitan's rows).
+fn separate_loss(cfg: &DetailedConfig, b: f64) -> OuterActivations {
+    let n = cfg.seq as f64 * b;
+    let eager = hf_llama(cfg, b);
+    OuterActivations {
+        head: eager.head + 8.0 * n,
+        logits: n * cfg.arch.vocab as f64 * act_bytes(cfg),
+        ..eager
     }
 }
 
