@@ -114,7 +114,10 @@ fn compile_with_per_op_checkpointing_and_float8_within_five_percent_in_the_right
         }
         let phase = modelled_phase(r);
         if phase != r.phase {
-            failures.push(format!("phase {phase:?}, measured {:?} on {}", r.phase, r.line));
+            failures.push(format!(
+                "phase {phase:?}, measured {:?} on {}",
+                r.phase, r.line
+            ));
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");
@@ -229,5 +232,3 @@ fn validation_doc_table_is_current() {
         "docs/validation.md's table of torch.compile with per-operator checkpointing and float8 is stale; it should be:\n{want}"
     );
 }
-
-

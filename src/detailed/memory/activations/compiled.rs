@@ -283,6 +283,53 @@ mod tests {
         }
     }
 
+    /// Float8 under compile with per-operator checkpointing adds its
+    /// scales to the bf16 set and nothing else: tensorwise 10 bf16 maxima
+    /// and 6 fp32 inverse scales a layer, rowwise two fp32 values a token;
+    /// priced on whole layers, refused under tensor parallelism and for
+    /// the recipes and recomputations not measured.
+    #[test]
+    fn per_op_float8_adds_its_scales_where_measured() {
+        use crate::detailed::config::{Fp8, Precision, TpPlan};
+        use crate::detailed::estimate;
+        let mut c = cfg("llama-3.1-8b", Precision::Mixed);
+        c.compile = true;
+        c.recompute = Recompute::SelectiveOp;
+        let n = 4096.0;
+        let bf16 = selective_op(&c, n, 2.0);
+        let with = |fp8| selective_op(&DetailedConfig { fp8, ..c }, n, 2.0) - bf16;
+        assert_eq!(with(Fp8::Tensorwise), 44.0);
+        assert_eq!(with(Fp8::Rowwise), 8.0 * n);
+        for fp8 in [Fp8::Tensorwise, Fp8::Rowwise] {
+            assert!(estimate(&DetailedConfig { fp8, ..c }).is_ok(), "{fp8:?}");
+        }
+        let refused = |change: &dyn Fn(&mut DetailedConfig), says: &str| {
+            let mut r = DetailedConfig {
+                fp8: Fp8::Tensorwise,
+                ..c
+            };
+            change(&mut r);
+            let e = estimate(&r).unwrap_err().to_string();
+            assert!(e.contains(says), "{e}");
+        };
+        refused(
+            &|r| {
+                r.parallel.tp = 2;
+                r.parallel.sp = true;
+                r.parallel.set_plan(TpPlan::Torchtitan);
+            },
+            "whole layers",
+        );
+        refused(&|r| r.fp8 = Fp8::Te, "Transformer Engine");
+        refused(
+            &|r| {
+                r.fp8 = Fp8::Rowwise;
+                r.recompute = Recompute::None;
+            },
+            "tensorwise and rowwise with torchtitan's per-operator",
+        );
+    }
+
     /// GPT-2's GELU written in Python keeps five n·F tensors in eager
     /// autograd and two compiled; its LayerNorms keep 4 bytes of statistics
     /// a token instead of 2·p.
