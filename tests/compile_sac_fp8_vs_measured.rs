@@ -8,12 +8,12 @@
 //! policy, the model wrapped in `torch.compile`, inductor on the CPU, warm
 //! steps, two each).
 //!
-//! The saved bytes must match to ±0.05 % (they match to the byte), each
-//! phase's peak and the step's within ±5 %, the step's peak in the measured
-//! phase. On the loss-dominated shape (V 8,000) the compiled loss's
-//! backward moment is over-counted by one bf16 logit-sized tensor (as in
-//! tests/compile_sac_vs_measured.rs, `loss_dominated_rows_...`): there the
-//! backward and step peaks are held with that tensor taken off.
+//! The saved bytes must match to ±0.05 % (they match to the byte). On the
+//! eager float8 fixture's shape (V 8,000, whose step peaks at the loss's
+//! backward or the optimizer step) each phase's peak and the step's within
+//! ±5 %, in the measured phase. On the layer-dominated shape (V 512, a
+//! layer's backward the peak) the phase is right, the peaks held to the
+//! wider bounds [`layer_dominated_row_within_its_known_gap`] states.
 #![cfg(not(target_arch = "wasm32"))]
 
 mod common;
@@ -126,13 +126,17 @@ fn compile_with_per_op_checkpointing_and_float8_within_five_percent_in_the_right
 /// The layer-dominated rows (V 512): the saved bytes to ±0.05 %, the
 /// step's peak in the backward as measured, the backward and step peaks
 /// below the measured ones by less than 7 % and the forward's above by
-/// less than 15 %, the optimizer step's within ±5 %. The backward's gap is
-/// the CPU's `_scaled_mm` (the float8 operands and the product in fp32 at
-/// the layer's recomputed matrix multiplies, about 5.5 MB at its peak
-/// here, located with the profiler's memory events; a GPU computes in
-/// float8); the forward's, the casts priced as eager's on the CPU
-/// (`fp8::forward_extra`: fp32 temporaries that inductor's fused cast
-/// does not write).
+/// less than 15 %, the optimizer step's within ±5 %. Not priced: in the
+/// backward, the fp32 n·F buffers inductor's generated backward realizes
+/// in the MLP's float8 casts (its output code at a smaller shape: the
+/// SiLU's gradient in fp32 between the cast's max reduction and the cast;
+/// three n·F fp32 allocations live at this row's peak, located with the
+/// profiler's memory events); compiled in bf16 on this shape the model
+/// is already 3.4 % below the measured backward (one run, not in a
+/// fixture). In the forward, float8's casts are priced as eager's on the
+/// CPU (`fp8::forward_extra`: fp32 temporaries, 9 bytes an element) where
+/// inductor fuses them, while the compiled layer's own forward transient
+/// is not priced (bf16 on this shape: the model 9.5 % below).
 #[test]
 fn layer_dominated_row_within_its_known_gap() {
     let rows: Vec<Row> = rows().into_iter().filter(|r| !loss_dominated(r)).collect();
