@@ -986,3 +986,29 @@ fn torchtitan_pipelines_split_layers_and_batches_as_torchtitan() {
         .iter()
         .all(|i| !i.key.contains("microbatches")));
 }
+
+/// torchtitan's H100 stack (float8, per-operator checkpointing, compile)
+/// keeps `--compile` on whole layers, tensorwise or rowwise, where
+/// `memory/check.rs` prices it; under tensor parallelism, and rowwise
+/// without per-operator checkpointing, compile is named as priced eager.
+#[test]
+fn torchtitan_float8_with_per_op_checkpointing_keeps_compile_on_whole_layers() {
+    let file = |recipe: &str, mode: &str, tp: u64| {
+        format!(
+            "[model]\nname = \"llama3\"\nflavor = \"8B\"\nconverters = [\"float8\"]\n\
+             [float8]\nrecipe_name = \"{recipe}\"\n\
+             [activation_checkpoint]\nmode = \"{mode}\"\nselective_ac_option = \"op\"\n\
+             [compile]\nenable = true\n\
+             [parallelism]\ntensor_parallel_degree = {tp}\n"
+        )
+    };
+    let compiled = |recipe, mode, tp| {
+        let r = trainers::read("torchtitan.toml", &file(recipe, mode, tp)).unwrap();
+        flags(&r).split(' ').any(|f| f == "--compile")
+    };
+    assert!(compiled("tensorwise", "selective", 1));
+    assert!(compiled("rowwise", "selective", 1));
+    assert!(compiled("tensorwise", "none", 1));
+    assert!(!compiled("tensorwise", "selective", 2));
+    assert!(!compiled("rowwise", "none", 1));
+}

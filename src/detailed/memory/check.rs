@@ -808,15 +808,8 @@ fn compiled(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     {
         return refuse("torch.compile is measured for full supervised fine-tuning with the full or torchtune's chunked loss: no LoRA, fused loss (Liger, Cut Cross-Entropy), DPO or GRPO");
     }
-    // torchao's tensorwise float8 compiled: measured on Llama layers
-    // without recomputation and with full recomputation
-    // (`tests/fixtures/compile_fp8_measured.tsv`).
-    if cfg.fp8 != Fp8::None
-        && (cfg.fp8 != Fp8::Tensorwise
-            || a.family != Family::Llama
-            || !matches!(cfg.recompute, Recompute::None | Recompute::Full))
-    {
-        return refuse("torch.compile with float8 is measured for torchao's tensorwise recipe on Llama layers, without recomputation or with full recomputation (rowwise, per-operator checkpointing with float8 and Transformer Engine's recipes compiled are not)");
+    if cfg.fp8 != Fp8::None {
+        compiled_float8(cfg)?;
     }
     if cfg.loss == Loss::Chunked && a.family != Family::Llama {
         return refuse("torch.compile with the chunked loss is measured on Llama-family models only (torchtune's)");
@@ -838,6 +831,28 @@ fn compiled(cfg: &DetailedConfig) -> Result<(), DetailedError> {
         return refuse("torch.compile with full recomputation is priced for Llama-family layers only: GPT-2's compiled backward with checkpointing was measured up to 19 % below the model's peak");
     }
     compiled_layout(cfg)
+}
+
+/// torchao's float8 under `torch.compile`, on Llama layers: the
+/// tensorwise recipe without recomputation and with full recomputation
+/// (`tests/fixtures/compile_fp8_measured.tsv`), tensorwise and rowwise
+/// with torchtitan's per-operator checkpointing on whole layers
+/// (`tests/fixtures/compile_sac_fp8_measured.tsv`, priced by
+/// `activations::compiled::selective_op`).
+fn compiled_float8(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    let measured = cfg.arch.family == Family::Llama
+        && match cfg.recompute {
+            Recompute::None | Recompute::Full => cfg.fp8 == Fp8::Tensorwise,
+            Recompute::SelectiveOp => matches!(cfg.fp8, Fp8::Tensorwise | Fp8::Rowwise),
+            Recompute::Selective => false,
+        };
+    if !measured {
+        return refuse("torch.compile with float8 is measured on Llama layers for torchao's tensorwise recipe without recomputation or with full recomputation, and for tensorwise and rowwise with torchtitan's per-operator checkpointing (--recompute selective-op); Transformer Engine's recipes compiled are not");
+    }
+    if cfg.recompute == Recompute::SelectiveOp && cfg.parallel.tp > 1 {
+        return refuse("torch.compile with float8 and per-operator checkpointing is measured on whole layers: set tp to 1");
+    }
+    Ok(())
 }
 
 /// `torch.compile` over a layout: torchtitan compiles each decoder layer

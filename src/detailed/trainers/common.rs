@@ -162,7 +162,9 @@ pub fn transformers(out: &mut Out) {
 /// loss, on whole layers or over tensor, pipeline and context parallelism,
 /// `memory/check.rs`, `compiled`; measured in
 /// `tests/fixtures/compile_measured.tsv`, `compile_loss_measured.tsv` and
-/// `compile_tp_measured.tsv`), else named as priced without it.
+/// `compile_tp_measured.tsv`; torchao's float8 as `compiled_float8` in
+/// `memory/check.rs` admits it, `compile_fp8_measured.tsv` and
+/// `compile_sac_fp8_measured.tsv`), else named as priced without it.
 pub fn compile(doc: &mut Doc, out: &mut Out, key: &str) -> Result<(), ReadError> {
     let Some(on) = doc.flag(key)? else {
         return Ok(());
@@ -201,20 +203,24 @@ pub fn compile(doc: &mut Doc, out: &mut Out, key: &str) -> Result<(), ReadError>
         Some(f) => out.ignore(
             key,
             true,
-            format!("torch.compile is priced for full fine-tuning with the full or chunked loss, without expert parallelism or offloaded activations, with float8 only as torchao's tensorwise without per-operator checkpointing ({f} here): priced as eager, an upper bound on the activations"),
+            format!("torch.compile is priced for full fine-tuning with the full or chunked loss, without expert parallelism or offloaded activations, with float8 only as torchao's tensorwise, or tensorwise and rowwise with per-operator checkpointing on whole layers ({f} here): priced as eager, an upper bound on the activations"),
         ),
     }
     Ok(())
 }
 
-/// Float8 that compile is not priced with: any recipe but torchao's
-/// tensorwise, or tensorwise with per-operator checkpointing
-/// (`memory/check.rs`, `compiled`).
+/// Float8 that compile is not priced with (`memory/check.rs`,
+/// `compiled_float8`): any recipe but torchao's tensorwise without
+/// per-operator checkpointing, and tensorwise or rowwise with it on whole
+/// layers (no tensor parallelism).
 fn float8_beyond_compile(out: &Out) -> Option<String> {
-    let last = |flag: &str| out.set.iter().rev().find(|s| s.flag == flag);
-    let fp8 = last("--fp8")?;
-    let per_op = last("--recompute").is_some_and(|s| s.arg == "selective-op");
-    (fp8.arg != "tensorwise" || per_op).then(|| format!("--fp8 {}", fp8.arg))
+    let fp8 = out.arg("--fp8")?;
+    let priced = if out.arg("--recompute") == Some("selective-op") {
+        matches!(fp8, "tensorwise" | "rowwise") && out.arg("--tp").is_none_or(|t| t == "1")
+    } else {
+        fp8 == "tensorwise"
+    };
+    (!priced).then(|| format!("--fp8 {fp8}"))
 }
 
 /// FSDP1's `ShardingStrategy` as the file's `key` names it (by name, in

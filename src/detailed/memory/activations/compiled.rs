@@ -124,6 +124,7 @@ fn gpt2_block(cfg: &DetailedConfig, b: f64) -> LayerActivations {
 /// it and the norm's output, itself recomputed from the input):
 /// n·(q + kv + F)·p + n·(q·p + 4·a) beside n·h·p, where eager
 /// per-operator checkpointing also keeps the down projection's n·h·p.
+/// With torchao's float8, see [`float8_scales`].
 pub(super) fn selective_op(cfg: &DetailedConfig, tokens: f64, bytes_per_value: f64) -> f64 {
     let a = &cfg.arch;
     let kept: f64 = sac::bias_free_projections(a)
@@ -133,7 +134,43 @@ pub(super) fn selective_op(cfg: &DetailedConfig, tokens: f64, bytes_per_value: f
         .map(|p| p.out as f64)
         .sum();
     let attention = a.o_dim() as f64 * bytes_per_value + 4.0 * a.heads as f64;
-    tokens * (kept * bytes_per_value + attention)
+    tokens * (kept * bytes_per_value + attention) + float8_scales(cfg, tokens, bytes_per_value)
+}
+
+/// What torchao's float8 linear layers (`convert_to_float8_training`,
+/// torchao 0.18) add to a Llama layer's [`selective_op`] set on one GPU,
+/// for `tokens` tokens, in `bytes_per_value` per activation value.
+///
+/// The checkpoint's policy meets each `Float8Linear`'s matrix multiply as
+/// `aten.mm` of two float8 subclasses, counted and kept as eager's
+/// ([`sac::cached_bytes`]); AOTAutograd then desugars the subclasses into
+/// the casts and `aten._scaled_mm`, and its common-subexpression pass
+/// (`torch/_functorch/_aot_autograd`, `fx_graph_cse`) merges the casts of
+/// one input that several projections share (q, k and v read the
+/// attention's normed input, gate and up the MLP's). The kept matrix
+/// multiplies' outputs stay in the dtype, as listed without float8 (the
+/// float8 copies of inputs and weights are recomputed in backward). Beside
+/// them, listed per layer (`tests/fixtures/measure_compile_sac_fp8.py`,
+/// `compile_sac_fp8_measured.tsv`):
+///
+/// - tensorwise: the scales' maxima, `torch.max(torch.abs(x))` (`aten.max`,
+///   on the save list), one a weight and one a distinct input, 7 + 4 = 11
+///   values in the dtype, of which 10 are saved as they are and the down
+///   projection's input's as its fp32 inverse scale; and the fp32 inverse
+///   scales of the kept column-wise projections' operands (q's, v's and
+///   the gate's weights, the attention's and the MLP's inputs): 10·p + 6·4
+///   bytes a layer, whatever the tokens (eager keeps 14 maxima,
+///   [`sac::tensorwise_scales`]);
+/// - rowwise: its scales come from `aten.amax`, off the list, recomputed;
+///   but the partitioner saves the fp32 row-wise scale (one value a token)
+///   of the two inputs whose projections it keeps, the attention's (q) and
+///   the MLP's (gate): 2·4·n bytes.
+fn float8_scales(cfg: &DetailedConfig, tokens: f64, bytes_per_value: f64) -> f64 {
+    match cfg.fp8 {
+        Fp8::Tensorwise => 10.0 * bytes_per_value + 6.0 * 4.0,
+        Fp8::Rowwise => 2.0 * 4.0 * tokens,
+        _ => 0.0,
+    }
 }
 
 /// Outside the layers under compile, for `b` sequences. Before the first
@@ -244,6 +281,53 @@ mod tests {
                 "{precision:?}"
             );
         }
+    }
+
+    /// Float8 under compile with per-operator checkpointing adds its
+    /// scales to the bf16 set and nothing else: tensorwise 10 bf16 maxima
+    /// and 6 fp32 inverse scales a layer, rowwise two fp32 values a token;
+    /// priced on whole layers, refused under tensor parallelism and for
+    /// the recipes and recomputations not measured.
+    #[test]
+    fn per_op_float8_adds_its_scales_where_measured() {
+        use crate::detailed::config::{Fp8, Precision, TpPlan};
+        use crate::detailed::estimate;
+        let mut c = cfg("llama-3.1-8b", Precision::Mixed);
+        c.compile = true;
+        c.recompute = Recompute::SelectiveOp;
+        let n = 4096.0;
+        let bf16 = selective_op(&c, n, 2.0);
+        let with = |fp8| selective_op(&DetailedConfig { fp8, ..c }, n, 2.0) - bf16;
+        assert_eq!(with(Fp8::Tensorwise), 44.0);
+        assert_eq!(with(Fp8::Rowwise), 8.0 * n);
+        for fp8 in [Fp8::Tensorwise, Fp8::Rowwise] {
+            assert!(estimate(&DetailedConfig { fp8, ..c }).is_ok(), "{fp8:?}");
+        }
+        let refused = |change: &dyn Fn(&mut DetailedConfig), says: &str| {
+            let mut r = DetailedConfig {
+                fp8: Fp8::Tensorwise,
+                ..c
+            };
+            change(&mut r);
+            let e = estimate(&r).unwrap_err().to_string();
+            assert!(e.contains(says), "{e}");
+        };
+        refused(
+            &|r| {
+                r.parallel.tp = 2;
+                r.parallel.sp = true;
+                r.parallel.set_plan(TpPlan::Torchtitan);
+            },
+            "whole layers",
+        );
+        refused(&|r| r.fp8 = Fp8::Te, "Transformer Engine");
+        refused(
+            &|r| {
+                r.fp8 = Fp8::Rowwise;
+                r.recompute = Recompute::None;
+            },
+            "tensorwise and rowwise with torchtitan's per-operator",
+        );
     }
 
     /// GPT-2's GELU written in Python keeps five n·F tensors in eager

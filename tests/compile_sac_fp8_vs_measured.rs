@@ -1,0 +1,238 @@
+//! torchtitan's per-operator checkpointing with torchao's float8 linear
+//! layers inside `torch.compile` (its H100 benchmarks' stack: per-operator
+//! checkpointing, compile, float8), against live memory measured in
+//! PyTorch: `fixtures/compile_sac_fp8_measured.tsv`, written by
+//! `fixtures/measure_compile_sac_fp8.py` (the project's small Hugging Face
+//! Llama, its linear layers but the output layer converted to float8,
+//! tensorwise and rowwise, each layer checkpointed under measure_sac.py's
+//! policy, the model wrapped in `torch.compile`, inductor on the CPU, warm
+//! steps, two each).
+//!
+//! The saved bytes must match to ±0.05 % (they match to the byte). On the
+//! eager float8 fixture's shape (V 8,000, whose step peaks at the loss's
+//! backward or the optimizer step) each phase's peak and the step's within
+//! ±5 %, in the measured phase. On the layer-dominated shape (V 512, a
+//! layer's backward the peak) the phase is right, the peaks held to the
+//! wider bounds [`layer_dominated_row_within_its_known_gap`] states.
+#![cfg(not(target_arch = "wasm32"))]
+
+mod common;
+
+use membudget::detailed::{estimate, timeline, DetailedConfig, Fp8, Phase, Recompute};
+
+/// One measured step and its configuration.
+struct Row {
+    line: String,
+    cfg: DetailedConfig,
+    step: String,
+    /// Live bytes at the step's start and after its forward.
+    start: f64,
+    after_forward: f64,
+    /// Peaks of forward, backward and the optimizer step; the step's, its
+    /// phase.
+    peaks: [f64; 3],
+    peak: f64,
+    phase: Phase,
+}
+
+fn rows() -> Vec<Row> {
+    let text = include_str!("fixtures/compile_sac_fp8_measured.tsv");
+    common::tsv_rows(text)
+        .map(|(line, c)| {
+            assert_eq!(c.len(), 22, "{line}");
+            assert_eq!(c[21], "1", "{line}: the two methods disagree");
+            let n = |i: usize| c[i].parse::<u64>().unwrap();
+            let arch = common::measured_arch("llama", (n(0), n(1), n(2), n(3), n(4), n(5)), n(6));
+            assert_eq!(arch.params(), n(11), "{line}: parameter count");
+            let mut cfg = DetailedConfig::new(arch, n(6), n(7));
+            cfg.micro_batch = Some(n(7));
+            common::hf_cpu(&mut cfg, c[8], "sdpa");
+            cfg.dropout = false;
+            cfg.compile = true;
+            cfg.recompute = Recompute::SelectiveOp;
+            cfg.fp8 = c[9].parse::<Fp8>().unwrap();
+            Row {
+                line: line.to_string(),
+                cfg,
+                step: c[10].to_string(),
+                start: n(12) as f64,
+                after_forward: n(13) as f64,
+                peaks: [n(16) as f64, n(17) as f64, n(18) as f64],
+                peak: n(19) as f64,
+                phase: common::phase(c[20]),
+            }
+        })
+        .collect()
+}
+
+/// What the forward leaves saved, modelled: the activations, the token ids
+/// (int64) and the loss (a scalar), as in tests/compile_sac_vs_measured.rs.
+fn saved(cfg: &DetailedConfig) -> f64 {
+    estimate(cfg).unwrap().activations + 8.0 * cfg.seq as f64 * cfg.micro() as f64 + 4.0
+}
+
+/// The shape of the eager float8 fixture (`sac_fp8_measured.tsv`): V
+/// 8,000, the layers outweighed by the loss and the optimizer step.
+fn loss_dominated(r: &Row) -> bool {
+    r.cfg.arch.vocab == 8000
+}
+
+const PHASES: [Phase; 3] = [Phase::Forward, Phase::Backward, Phase::Optimizer];
+
+/// The checks of one row: (what, modelled, measured).
+fn checks(r: &Row) -> Vec<(&'static str, f64, f64)> {
+    let t = timeline(&r.cfg, &common::step_options(&r.step, false)).unwrap();
+    let mut checks = vec![("step", t.peak_bytes(), r.peak)];
+    for (phase, want) in PHASES.into_iter().zip(r.peaks) {
+        checks.push((phase.name(), t.phase_peak(phase).unwrap(), want));
+    }
+    checks.push(("saved", saved(&r.cfg), r.after_forward - r.start));
+    checks
+}
+
+/// The phase of the modelled step's peak.
+fn modelled_phase(r: &Row) -> Phase {
+    timeline(&r.cfg, &common::step_options(&r.step, false))
+        .unwrap()
+        .peak_event()
+        .phase
+}
+
+#[test]
+fn compile_with_per_op_checkpointing_and_float8_within_five_percent_in_the_right_phase() {
+    let rows: Vec<Row> = rows().into_iter().filter(loss_dominated).collect();
+    assert_eq!(rows.len(), 4, "{} rows", rows.len());
+    let mut failures = Vec::new();
+    for r in &rows {
+        for (what, got, want) in checks(r) {
+            let err = got / want - 1.0;
+            eprintln!("{what:>9} {:+.3} %  {}", err * 100.0, r.line);
+            let tolerance = if what == "saved" { 0.0005 } else { 0.05 };
+            if err.abs() > tolerance {
+                failures.push(format!("{what}: {:+.3} % on {}", err * 100.0, r.line));
+            }
+        }
+        let phase = modelled_phase(r);
+        if phase != r.phase {
+            failures.push(format!(
+                "phase {phase:?}, measured {:?} on {}",
+                r.phase, r.line
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// The layer-dominated rows (V 512): the saved bytes to ±0.05 %, the
+/// step's peak in the backward as measured, the backward and step peaks
+/// below the measured ones by less than 7 % and the forward's above by
+/// less than 15 %, the optimizer step's within ±5 %. Not priced: in the
+/// backward, the fp32 n·F buffers inductor's generated backward realizes
+/// in the MLP's float8 casts (its output code at a smaller shape: the
+/// SiLU's gradient in fp32 between the cast's max reduction and the cast;
+/// three n·F fp32 allocations live at this row's peak, located with the
+/// profiler's memory events); compiled in bf16 on this shape the model
+/// is already 3.4 % below the measured backward (one run, not in a
+/// fixture). In the forward, float8's casts are priced as eager's on the
+/// CPU (`fp8::forward_extra`: fp32 temporaries, 9 bytes an element) where
+/// inductor fuses them, while the compiled layer's own forward transient
+/// is not priced (bf16 on this shape: the model 9.5 % below).
+#[test]
+fn layer_dominated_row_within_its_known_gap() {
+    let rows: Vec<Row> = rows().into_iter().filter(|r| !loss_dominated(r)).collect();
+    assert_eq!(rows.len(), 2);
+    for r in &rows {
+        assert_eq!(modelled_phase(r), r.phase, "{}", r.line);
+        for (what, got, want) in checks(r) {
+            let err = got / want - 1.0;
+            let (low, high) = match what {
+                "saved" => (-0.0005, 0.0005),
+                "step" | "backward" => (-0.07, 0.0),
+                "forward" => (0.0, 0.15),
+                _ => (-0.05, 0.05),
+            };
+            assert!(
+                (low..=high).contains(&err),
+                "{what}: {:+.3} % on {}",
+                err * 100.0,
+                r.line
+            );
+        }
+    }
+}
+
+/// Measured, float8's scales add to the bf16 compiled set what the model
+/// says: rowwise keeps two fp32 row-wise scales a token a layer
+/// (2 · 4 · n), tensorwise 10 maxima in the dtype and 6 fp32 inverse
+/// scales a layer, whatever the tokens.
+#[test]
+fn rowwise_keeps_two_scales_a_token_and_tensorwise_a_few_values() {
+    let rows = rows();
+    for r in rows.iter().filter(|r| r.cfg.fp8 == Fp8::Rowwise) {
+        let tensorwise = rows
+            .iter()
+            .find(|t| {
+                t.cfg.fp8 == Fp8::Tensorwise
+                    && t.step == r.step
+                    && t.cfg.arch == r.cfg.arch
+                    && t.cfg.seq == r.cfg.seq
+            })
+            .unwrap();
+        let measured = (r.after_forward - r.start) - (tensorwise.after_forward - tensorwise.start);
+        let n = (r.cfg.seq * r.cfg.micro()) as f64;
+        let layers = r.cfg.arch.layers as f64;
+        assert_eq!(measured, layers * (8.0 * n - (10.0 * 2.0 + 6.0 * 4.0)));
+        assert_eq!(saved(&r.cfg) - saved(&tensorwise.cfg), measured);
+        let bf16 = DetailedConfig {
+            fp8: Fp8::None,
+            ..r.cfg
+        };
+        assert_eq!(saved(&r.cfg) - saved(&bf16), layers * 8.0 * n);
+    }
+}
+
+fn mb(x: f64) -> String {
+    format!("{:.2} MB", x / 1e6)
+}
+
+/// docs/validation.md's table of torch.compile with per-operator
+/// checkpointing and float8, computed.
+fn table() -> String {
+    let mut out = String::from(
+        "| configuration | recipe | step | saved, measured | predicted | backward peak, measured | predicted | step peak, measured | predicted | error | phase |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+    );
+    for r in rows() {
+        let t = timeline(&r.cfg, &common::step_options(&r.step, false)).unwrap();
+        let a = &r.cfg.arch;
+        out += &format!(
+            "| llama L{} h{} kv{} V{} s{} b{} {} | {} | {} | {} | {} | {} | {} | {} | {} | {:+.2} % | {} |\n",
+            a.layers,
+            a.hidden,
+            a.kv_heads,
+            a.vocab,
+            r.cfg.seq,
+            r.cfg.micro(),
+            r.cfg.precision.name(),
+            r.cfg.fp8.name(),
+            r.step,
+            mb(r.after_forward - r.start),
+            mb(saved(&r.cfg)),
+            mb(r.peaks[1]),
+            mb(t.phase_peak(Phase::Backward).unwrap()),
+            mb(r.peak),
+            mb(t.peak_bytes()),
+            (t.peak_bytes() / r.peak - 1.0) * 100.0,
+            r.phase.name(),
+        );
+    }
+    out
+}
+
+#[test]
+fn validation_doc_table_is_current() {
+    let want = table();
+    assert!(
+        include_str!("../docs/validation.md").contains(&want),
+        "docs/validation.md's table of torch.compile with per-operator checkpointing and float8 is stale; it should be:\n{want}"
+    );
+}
