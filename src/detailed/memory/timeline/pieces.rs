@@ -358,9 +358,7 @@ fn loss(cfg: &DetailedConfig, s: &Sizes) -> (f64, f64, f64) {
         Profile::Fused => (nv * p, nv * p),
     };
     let loss_backward = loss_backward + loss_parallel_backward(cfg, s);
-    // The output layer's backward: the logits' gradient in the dtype and the
-    // gradient of its input.
-    let head_backward = nv * p + s.n * cfg.arch.hidden as f64 * p / s.sp_div;
+    let head_backward = eager_head_backward(cfg, s);
     (
         loss_forward.max(lm_head_adapter(cfg, s)),
         loss_backward,
@@ -444,9 +442,17 @@ fn compiled_embedding_backward(cfg: &DetailedConfig, s: &Sizes) -> f64 {
 /// `tests/fixtures/compile_loss_measured.tsv`); the eager output layer's
 /// backward then holds that gradient beside its input's.
 fn separately_compiled_loss(cfg: &DetailedConfig, s: &Sizes) -> (f64, f64, f64) {
-    let (nv, p) = (s.nv, s.p);
-    let head_backward = nv * p + s.n * cfg.arch.hidden as f64 * p / s.sp_div;
-    (lm_head_adapter(cfg, s), nv * p, head_backward)
+    (
+        lm_head_adapter(cfg, s),
+        s.nv * s.p,
+        eager_head_backward(cfg, s),
+    )
+}
+
+/// The eager output layer's backward: the logits' gradient in the dtype
+/// and the gradient of its input.
+fn eager_head_backward(cfg: &DetailedConfig, s: &Sizes) -> f64 {
+    s.nv * s.p + s.n * cfg.arch.hidden as f64 * s.p / s.sp_div
 }
 
 /// What `loss_parallel()`'s cross-entropy backward holds beyond the loss's
