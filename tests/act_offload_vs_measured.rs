@@ -9,7 +9,7 @@
 use membudget::detailed::{host_ram, ActOffload, DetailedConfig, Recompute};
 use std::collections::BTreeMap;
 
-mod common;
+use crate::common;
 
 /// One configuration's rows: (layer, packs, offloaded, host bytes, kept,
 /// kept bytes, resident bytes, saved bytes) by layer (-1: outside them).

@@ -4,7 +4,7 @@
 use membudget::budget::{estimate, figure, rounding_note, Field, Term, TrainingConfig, Unit};
 use proptest::prelude::*;
 
-mod common;
+use crate::common;
 use common::any_config;
 
 /// Whether `more` is `k` times `one`: exactly while the larger product,

@@ -5,7 +5,7 @@
 
 #![cfg(not(target_arch = "wasm32"))]
 
-mod common;
+use crate::common;
 
 use membudget::detailed::{estimate, DetailedConfig, Fp8, Recompute};
 

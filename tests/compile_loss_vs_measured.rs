@@ -13,7 +13,7 @@
 //! chunked loss must keep less than the eager one, as measured.
 #![cfg(not(target_arch = "wasm32"))]
 
-mod common;
+use crate::common;
 
 use membudget::detailed::{estimate, timeline, CompileScope, DetailedConfig, Loss, Phase};
 

@@ -16,7 +16,7 @@
 //! wider bounds [`layer_dominated_row_within_its_known_gap`] states.
 #![cfg(not(target_arch = "wasm32"))]
 
-mod common;
+use crate::common;
 
 use membudget::detailed::{estimate, timeline, DetailedConfig, Fp8, Phase, Recompute};
 

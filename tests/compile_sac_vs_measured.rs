@@ -12,7 +12,7 @@
 //! more than whole-layer recomputation, as measured.
 #![cfg(not(target_arch = "wasm32"))]
 
-mod common;
+use crate::common;
 
 use membudget::detailed::{estimate, timeline, DetailedConfig, Phase, Recompute};
 

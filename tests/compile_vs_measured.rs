@@ -8,7 +8,7 @@
 //! eager on every row, as measured.
 #![cfg(not(target_arch = "wasm32"))]
 
-mod common;
+use crate::common;
 
 use membudget::detailed::{estimate, timeline, DetailedConfig, Phase, Recompute};
 

@@ -10,7 +10,7 @@
 
 use membudget::detailed::{timeline, DetailedConfig, Framework};
 
-mod common;
+use crate::common;
 
 #[test]
 fn ddp_peaks_per_rank_match_the_measured() {

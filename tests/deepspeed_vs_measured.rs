@@ -24,7 +24,7 @@ use membudget::detailed::{
     timeline, AdamImpl, DetailedConfig, Framework, Phase, Step, StepOptions,
 };
 
-mod common;
+use crate::common;
 
 /// DeepSpeed's default, as the fixtures spell it.
 const D: &str = "default";

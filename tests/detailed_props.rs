@@ -9,7 +9,7 @@ use membudget::detailed::{
 };
 use proptest::prelude::*;
 
-mod common;
+use crate::common;
 
 fn any_config() -> impl Strategy<Value = DetailedConfig> {
     (

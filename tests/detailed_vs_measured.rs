@@ -7,7 +7,7 @@
 
 use membudget::detailed::{estimate, DetailedConfig};
 
-mod common;
+use crate::common;
 
 struct Row {
     label: String,

@@ -2,7 +2,7 @@
 //! written and prints what the document shows: `trycmd` reads each
 //! ```` ```console ```` block (`$ membudget …` then its output; `...` stands
 //! for lines left out) and runs it against the binary this package builds.
-//! `TRYCMD=overwrite cargo test --test docs_commands` rewrites the outputs.
+//! `TRYCMD=overwrite cargo test --test native docs_commands::` rewrites the outputs.
 #![cfg(not(target_arch = "wasm32"))]
 
 #[test]

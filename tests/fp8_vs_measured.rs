@@ -8,7 +8,7 @@
 //! saves the high-precision input); every phase's peak within ±5 %.
 #![cfg(not(target_arch = "wasm32"))]
 
-mod common;
+use crate::common;
 
 use membudget::detailed::{timeline, Architecture, DetailedConfig, Fp8, Phase, Recompute};
 

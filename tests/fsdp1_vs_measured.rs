@@ -9,7 +9,7 @@
 
 use membudget::detailed::{timeline, Framework, FsdpSharding};
 
-mod common;
+use crate::common;
 
 /// Each rank-step with the model's figure: (label, measured, model,
 /// phases agree).

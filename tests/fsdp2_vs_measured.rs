@@ -9,7 +9,7 @@
 
 use membudget::detailed::{timeline, Framework, Precision};
 
-mod common;
+use crate::common;
 
 /// Each rank-step of a fixture with the model's figure: (label, measured,
 /// model, phases agree); `mixed`: FSDP2's mixed-precision policy.

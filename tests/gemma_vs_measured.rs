@@ -7,7 +7,7 @@
 //! norms).
 #![cfg(not(target_arch = "wasm32"))]
 
-mod common;
+use crate::common;
 
 use membudget::detailed::{estimate, Architecture, DetailedConfig};
 

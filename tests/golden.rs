@@ -17,7 +17,7 @@
 //!   `Debug` prints every bit of an `f64`.
 //!
 //! A change that moves a figure on purpose re-records the file with
-//! `GOLDEN_BLESS=1 cargo test --test golden` and says so in its commit.
+//! `GOLDEN_BLESS=1 cargo test --test native golden::` and says so in its commit.
 #![cfg(not(target_arch = "wasm32"))]
 
 use clap::Parser;

@@ -9,7 +9,7 @@
 //! and the step's peak overall.
 #![cfg(not(target_arch = "wasm32"))]
 
-mod common;
+use crate::common;
 
 use membudget::detailed::{
     config::Rollout, timeline, AdamImpl, Architecture, DetailedConfig, LoraTargets, Moment,

@@ -7,7 +7,7 @@
 //! operators.
 #![cfg(not(target_arch = "wasm32"))]
 
-mod common;
+use crate::common;
 
 use membudget::detailed::time::steptime::host::{HostRow, LAYER_STEP};
 

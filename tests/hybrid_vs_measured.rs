@@ -9,7 +9,7 @@
 //! within ±5 % (they are exact to 16 bytes), and each step's peak within ±5 % in the right phase.
 #![cfg(not(target_arch = "wasm32"))]
 
-mod common;
+use crate::common;
 
 use membudget::detailed::{estimate, Architecture, DetailedConfig, Mamba2, Recompute, Step};
 

@@ -13,7 +13,7 @@ use membudget::detailed::{
 };
 use proptest::prelude::*;
 
-mod common;
+use crate::common;
 
 /// The extremes and their neighbours: one token, the lesson's 131,072 and
 /// one either side, half and all of 2²⁰.

@@ -7,7 +7,7 @@
 //! within ±5 %, and each step's peak within ±5 % in its phase.
 #![cfg(not(target_arch = "wasm32"))]
 
-mod common;
+use crate::common;
 
 use membudget::detailed::config::LoraDtype;
 use membudget::detailed::{estimate, DetailedConfig, LoraTargets, Step};

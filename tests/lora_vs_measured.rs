@@ -6,7 +6,7 @@
 //! and the saved activations within ±5 % on every row.
 #![cfg(not(target_arch = "wasm32"))]
 
-mod common;
+use crate::common;
 
 use membudget::detailed::{estimate, Architecture, BaseQuant, DetailedConfig, LoraTargets};
 

@@ -10,7 +10,7 @@
 //! logits dominate, as the model says.
 #![cfg(not(target_arch = "wasm32"))]
 
-mod common;
+use crate::common;
 
 use membudget::detailed::{estimate, timeline, DetailedConfig, Loss, Phase, Recompute};
 

@@ -6,7 +6,7 @@
 //! profile on the CPU must give the peak within ±5 % and the right phase.
 #![cfg(not(target_arch = "wasm32"))]
 
-mod common;
+use crate::common;
 
 use membudget::detailed::{timeline, Architecture, DetailedConfig, ExpertsImpl, Moe, Router};
 

@@ -9,7 +9,7 @@
 //! bytes: exact on every row but top-1 routing, where it is 8 bytes short.
 #![cfg(not(target_arch = "wasm32"))]
 
-mod common;
+use crate::common;
 
 use membudget::detailed::{estimate, Architecture, DetailedConfig, ExpertsImpl, Mla, Moe, Router};
 

@@ -5,7 +5,7 @@
 //! model's own figures must agree with them where their assumptions meet.
 #![cfg(not(target_arch = "wasm32"))]
 
-mod common;
+use crate::common;
 
 use membudget::detailed::memory::offload::{deepspeed_zero2, deepspeed_zero3, BUFFER_FACTOR};
 use membudget::detailed::{estimate, host_ram, preset, DetailedConfig};

@@ -8,7 +8,7 @@
 //! the usual peak; and what it forbids is refused in words.
 #![cfg(not(target_arch = "wasm32"))]
 
-mod common;
+use crate::common;
 
 use membudget::detailed::{estimate, timeline, DetailedConfig, Recompute, StepOptions};
 

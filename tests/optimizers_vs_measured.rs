@@ -12,7 +12,7 @@
 //! the rows.
 #![cfg(not(target_arch = "wasm32"))]
 
-mod common;
+use crate::common;
 
 use membudget::detailed::{
     estimate, timeline, Architecture, AttentionKernel, DetailedConfig, Device, Family, Moment,

@@ -10,7 +10,7 @@
 //! phase.
 #![cfg(not(target_arch = "wasm32"))]
 
-mod common;
+use crate::common;
 
 use membudget::detailed::config::LoraDtype;
 use membudget::detailed::memory::quant::quantized_base_on;

@@ -6,7 +6,7 @@
 //! quantization-state storage; the model must give each to the byte.
 #![cfg(not(target_arch = "wasm32"))]
 
-mod common;
+use crate::common;
 
 use membudget::detailed::memory::quant::quantized_base;
 use membudget::detailed::{Architecture, BaseQuant};

@@ -8,7 +8,7 @@
 //! step's peak within ±5 % in the right phase.
 #![cfg(not(target_arch = "wasm32"))]
 
-mod common;
+use crate::common;
 
 use membudget::detailed::{estimate, timeline, DetailedConfig, Recompute};
 

@@ -10,7 +10,7 @@ use membudget::state::{
 use membudget::url::{decode, decode_lesson, encode, encode_light};
 use proptest::prelude::*;
 
-mod common;
+use crate::common;
 use common::any_config;
 
 /// Detailed settings: a preset or a custom shape, and any options.

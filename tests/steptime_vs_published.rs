@@ -17,7 +17,6 @@ use membudget::detailed::{
 pub struct Row {
     pub source: String,
     pub label: String,
-    pub cfg: DetailedConfig,
     pub measured: f64,
     pub predicted: StepTime,
 }
@@ -200,7 +199,6 @@ pub fn rows() -> Vec<Row> {
                         .chain((c[23] != "none").then(|| format!(" {}", c[23])))
                         .collect::<String>()
                 ),
-                cfg,
                 measured,
                 predicted,
             }
@@ -409,7 +407,7 @@ fn docs_show_the_code_s_figures() {
     }
 }
 
-/// `cargo test --test steptime_vs_published -- --ignored --nocapture`
+/// `cargo test --test native steptime_vs_published:: -- --ignored --nocapture`
 /// prints the table for docs/steptime.md.
 #[test]
 #[ignore]

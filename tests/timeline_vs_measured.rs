@@ -9,7 +9,7 @@
 use membudget::detailed::{estimate, timeline, DetailedConfig, Phase, Recompute, StepOptions};
 
 /// One measured step.
-mod common;
+use crate::common;
 
 struct Row {
     label: String,

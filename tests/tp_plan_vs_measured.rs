@@ -20,7 +20,7 @@
 use membudget::detailed::memory::timeline;
 use membudget::detailed::TpPlan;
 
-mod common;
+use crate::common;
 
 /// The model's timeline for the run of `r` priced with `plan`.
 fn priced(r: &common::RankRow<'_>, plan: TpPlan, sp: bool) -> membudget::detailed::StepTimeline {

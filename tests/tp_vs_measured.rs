@@ -11,7 +11,7 @@
 
 use membudget::detailed::memory::timeline;
 
-mod common;
+use crate::common;
 
 /// Checks every rank-step of `text` with sequence parallelism `sp`.
 fn check(text: &str, sp: bool) -> usize {
