@@ -276,7 +276,7 @@ pub fn assert_peaks<'a>(rows: impl IntoIterator<Item = &'a Measured>, tolerance:
 
 /// The two tests of a measured table kept in docs/validation.md: the doc
 /// shows every line `$lines()` gives, and an ignored test prints them
-/// (`cargo test --test NAME -- --ignored --nocapture`) to paste in.
+/// (`cargo test --test native NAME:: -- --ignored --nocapture`) to paste in.
 #[macro_export]
 macro_rules! validation_table_tests {
     ($lines:ident) => {

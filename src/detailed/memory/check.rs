@@ -838,7 +838,9 @@ fn compiled(cfg: &DetailedConfig) -> Result<(), DetailedError> {
 /// (`tests/fixtures/compile_fp8_measured.tsv`), tensorwise and rowwise
 /// with torchtitan's per-operator checkpointing on whole layers
 /// (`tests/fixtures/compile_sac_fp8_measured.tsv`, priced by
-/// `activations::compiled::selective_op`).
+/// `activations::compiled::selective_op`), and those under torchtitan's
+/// tensor-parallel plan (`compile_sac_fp8_tp_measured.tsv`; the plans
+/// [`crate::detailed::memory::sac::unsupported`] allows with float8).
 fn compiled_float8(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     let measured = cfg.arch.family == Family::Llama
         && match cfg.recompute {
@@ -848,9 +850,6 @@ fn compiled_float8(cfg: &DetailedConfig) -> Result<(), DetailedError> {
         };
     if !measured {
         return refuse("torch.compile with float8 is measured on Llama layers for torchao's tensorwise recipe without recomputation or with full recomputation, and for tensorwise and rowwise with torchtitan's per-operator checkpointing (--recompute selective-op); Transformer Engine's recipes compiled are not");
-    }
-    if cfg.recompute == Recompute::SelectiveOp && cfg.parallel.tp > 1 {
-        return refuse("torch.compile with float8 and per-operator checkpointing is measured on whole layers: set tp to 1");
     }
     Ok(())
 }

@@ -102,10 +102,10 @@ fn gpt2_block(cfg: &DetailedConfig, b: f64) -> LayerActivations {
     }
 }
 
-/// Bytes one Llama layer keeps besides its input for one micro-batch of
-/// `tokens` tokens under torchtitan's per-operator checkpointing
-/// ([`crate::detailed::memory::sac`]) inside `torch.compile`, in
-/// `bytes_per_value` per activation value.
+/// Bytes one Llama layer keeps besides its input on one GPU for one
+/// micro-batch of `tokens` tokens under torchtitan's per-operator
+/// checkpointing ([`crate::detailed::memory::sac`]) inside
+/// `torch.compile`, in `bytes_per_value` per activation value.
 ///
 /// Dynamo captures each checkpointed layer as a `tag_activation_checkpoint`
 /// higher-order op; AOTAutograd runs the policy while it traces the joint
@@ -124,9 +124,13 @@ fn gpt2_block(cfg: &DetailedConfig, b: f64) -> LayerActivations {
 /// it and the norm's output, itself recomputed from the input):
 /// n·(q + kv + F)·p + n·(q·p + 4·a) beside n·h·p, where eager
 /// per-operator checkpointing also keeps the down projection's n·h·p.
+/// Under a DTensor tensor-parallel plan these are the GPU's shards of heads
+/// and columns, split by t as eager's are (measured with float8,
+/// `compile_sac_fp8_tp_measured.tsv`), beside [`scattered_attention`].
 /// With torchao's float8, see [`float8_scales`].
 pub(super) fn selective_op(cfg: &DetailedConfig, tokens: f64, bytes_per_value: f64) -> f64 {
     let a = &cfg.arch;
+    let t = cfg.parallel.tp.max(1) as f64;
     let kept: f64 = sac::bias_free_projections(a)
         .iter()
         .step_by(2)
@@ -134,7 +138,31 @@ pub(super) fn selective_op(cfg: &DetailedConfig, tokens: f64, bytes_per_value: f
         .map(|p| p.out as f64)
         .sum();
     let attention = a.o_dim() as f64 * bytes_per_value + 4.0 * a.heads as f64;
-    tokens * (kept * bytes_per_value + attention) + float8_scales(cfg, tokens, bytes_per_value)
+    tokens * (kept * bytes_per_value + attention) / t
+        + scattered_attention(cfg, tokens, bytes_per_value)
+        + float8_scales(cfg, tokens, bytes_per_value)
+}
+
+/// What a compiled per-operator layer keeps of sequence parallelism's
+/// reduce-scatters on one GPU, for `tokens` tokens in `bytes_per_value`:
+/// under a DTensor plan with sequence parallelism (torchtitan's), the
+/// policy's save list holds `reduce_scatter_tensor`, and the partitioner
+/// keeps a MUST_SAVE output the backward graph reads. The MLP's norm
+/// reads the residual sum after the attention, which the backward
+/// rebuilds from the layer's input and the attention's reduce-scattered
+/// output, kept (n·h·p / t: a collective is not recomputed); the MLP's
+/// reduce-scatter feeds only the layer's output and is dropped, as the
+/// down projection's output is on one GPU. Measured per rank, 2 gloo
+/// ranks, tensorwise and rowwise float8 (`tests/fixtures/
+/// measure_compile_sac_fp8_tp.py`, its saved-tensor listing: one
+/// sequence-split n·h tensor a layer beside [`selective_op`]'s set).
+fn scattered_attention(cfg: &DetailedConfig, tokens: f64, bytes_per_value: f64) -> f64 {
+    let par = &cfg.parallel;
+    if par.tp > 1 && par.sp && par.dtensor_layers() {
+        tokens * cfg.arch.hidden as f64 * bytes_per_value / par.tp as f64
+    } else {
+        0.0
+    }
 }
 
 /// What torchao's float8 linear layers (`convert_to_float8_training`,
@@ -165,9 +193,26 @@ pub(super) fn selective_op(cfg: &DetailedConfig, tokens: f64, bytes_per_value: f
 ///   but the partitioner saves the fp32 row-wise scale (one value a token)
 ///   of the two inputs whose projections it keeps, the attention's (q) and
 ///   the MLP's (gate): 2·4·n bytes.
+///
+/// Per GPU under torchtitan's tensor-parallel plan (measured on 2 ranks,
+/// `tests/fixtures/measure_compile_sac_fp8_tp.py` and its listing):
+/// tensorwise as on one GPU (a few values, of the shards' maxima);
+/// rowwise's two input scales are of the gathered inputs, all n tokens on
+/// every GPU (2·4·n), and beside them the backward's scales of each
+/// column-wise projection's weight along its output dimension, which the
+/// plan splits: its maximum is an all-reduce over the shards, a
+/// collective, kept rather than recomputed (4·h bytes each, 5 in a Llama
+/// layer).
 fn float8_scales(cfg: &DetailedConfig, tokens: f64, bytes_per_value: f64) -> f64 {
     match cfg.fp8 {
         Fp8::Tensorwise => 10.0 * bytes_per_value + 6.0 * 4.0,
+        Fp8::Rowwise if cfg.parallel.tp > 1 => {
+            let column_parallel = sac::bias_free_projections(&cfg.arch)
+                .iter()
+                .filter(|p| !p.row_parallel)
+                .count() as f64;
+            2.0 * 4.0 * tokens + column_parallel * 4.0 * cfg.arch.hidden as f64
+        }
         Fp8::Rowwise => 2.0 * 4.0 * tokens,
         _ => 0.0,
     }
@@ -286,8 +331,9 @@ mod tests {
     /// Float8 under compile with per-operator checkpointing adds its
     /// scales to the bf16 set and nothing else: tensorwise 10 bf16 maxima
     /// and 6 fp32 inverse scales a layer, rowwise two fp32 values a token;
-    /// priced on whole layers, refused under tensor parallelism and for
-    /// the recipes and recomputations not measured.
+    /// priced on whole layers and under torchtitan's tensor-parallel plan,
+    /// refused under other plans and for the recipes and recomputations
+    /// not measured.
     #[test]
     fn per_op_float8_adds_its_scales_where_measured() {
         use crate::detailed::config::{Fp8, Precision, TpPlan};
@@ -315,11 +361,28 @@ mod tests {
         refused(
             &|r| {
                 r.parallel.tp = 2;
-                r.parallel.sp = true;
-                r.parallel.set_plan(TpPlan::Torchtitan);
+                r.parallel.set_plan(TpPlan::Layers);
             },
-            "whole layers",
+            "torchtitan's plans",
         );
+        // Under torchtitan's plan with sequence parallelism, per GPU: the
+        // set split by t, the attention's reduce-scatter (n·h·p / t) kept,
+        // rowwise's input scales whole and 5 weight scales of 4·h bytes.
+        let mut tp = c;
+        tp.parallel.tp = 2;
+        tp.parallel.sp = true;
+        tp.parallel.set_plan(TpPlan::Torchtitan);
+        let h = c.arch.hidden as f64;
+        assert_eq!(selective_op(&tp, n, 2.0), bf16 / 2.0 + n * h * 2.0 / 2.0);
+        let rowwise = DetailedConfig {
+            fp8: Fp8::Rowwise,
+            ..tp
+        };
+        assert_eq!(
+            selective_op(&rowwise, n, 2.0) - selective_op(&tp, n, 2.0),
+            8.0 * n + 5.0 * 4.0 * h
+        );
+        assert!(estimate(&rowwise).is_ok());
         refused(&|r| r.fp8 = Fp8::Te, "Transformer Engine");
         refused(
             &|r| {

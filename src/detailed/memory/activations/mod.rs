@@ -278,14 +278,9 @@ pub(crate) fn saved(cfg: &DetailedConfig) -> Saved {
         // The cache of torchtitan's per-operator policy beside the input,
         // per GPU under tensor parallelism (`super::sac::cached_bytes`).
         // Under `torch.compile`, what the partitioner keeps of that cache
-        // (`compiled::selective_op`); under a DTensor plan each of its
-        // tensors is the GPU's shard of heads or columns, split by t as
-        // eager's are (composed: compile with per-operator checkpointing
-        // is measured on one GPU, compile over tensor parallelism without
-        // it); sequence parallelism's reduce-scatters, kept by eager's
-        // policy, feed only the residual and are dropped as o and down.
+        // (`compiled::selective_op`, per GPU under a DTensor plan).
         Recompute::SelectiveOp if cfg.compile => {
-            input + compiled::selective_op(cfg, cfg.seq as f64 * micro, p) / tp
+            input + compiled::selective_op(cfg, cfg.seq as f64 * micro, p)
         }
         Recompute::SelectiveOp => input + super::sac::cached_bytes(cfg, cfg.seq as f64 * micro, p),
         Recompute::Selective => kept(false) + gathered,
