@@ -248,19 +248,8 @@ fn tp_rows() -> Vec<Row> {
         .map(|(line, c)| {
             assert_eq!(c.len(), 22, "{line}");
             let n = |i: usize| c[i].parse::<u64>().unwrap();
-            let shape = (n(3), n(4), n(5), n(6), n(7), n(8));
-            let (seq, micro) = (n(9), n(10));
-            let arch = common::measured_arch("llama", shape, seq);
-            assert_eq!(arch.params(), n(11), "{line}: parameters");
-            let mut cfg = DetailedConfig::new(arch, seq, micro);
-            cfg.micro_batch = Some(micro);
-            cfg.dropout = false;
-            common::hf_cpu(&mut cfg, "bf16", "sdpa");
+            let mut cfg = common::tp_rank_config(line, &c[3..12], "bf16", n(2), c[1]);
             cfg.fp8 = c[0].parse::<Fp8>().unwrap();
-            cfg.parallel.tp = n(2);
-            let (plan, sp) = common::measured_plan(c[1]);
-            cfg.parallel.set_plan(plan);
-            cfg.parallel.sp = sp;
             cfg.compile = true;
             cfg.recompute = Recompute::SelectiveOp;
             Row {

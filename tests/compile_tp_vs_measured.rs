@@ -21,18 +21,7 @@ fn rows() -> Vec<Row> {
     common::tsv_rows(include_str!("fixtures/compile_tp_measured.tsv"))
         .map(|(line, c)| {
             let n = |i: usize| c[i].parse::<u64>().unwrap();
-            let shape = (n(3), n(4), n(5), n(6), n(7), n(8));
-            let (seq, micro) = (n(9), n(10));
-            let arch = common::measured_arch("llama", shape, seq);
-            assert_eq!(arch.params(), n(11), "{line}: parameters");
-            let mut cfg = DetailedConfig::new(arch, seq, micro);
-            cfg.micro_batch = Some(micro);
-            cfg.dropout = false;
-            common::hf_cpu(&mut cfg, "fp32", "sdpa");
-            cfg.parallel.tp = n(1);
-            let (plan, sp) = common::measured_plan(c[0]);
-            cfg.parallel.set_plan(plan);
-            cfg.parallel.sp = sp;
+            let mut cfg = common::tp_rank_config(line, &c[3..12], "fp32", n(1), c[0]);
             cfg.compile = match c[2] {
                 "compile" => true,
                 "eager" => false,

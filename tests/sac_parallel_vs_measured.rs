@@ -65,18 +65,7 @@ fn tp_rows() -> Vec<Row> {
     common::tsv_rows(include_str!("fixtures/sac_tp_measured.tsv"))
         .map(|(line, c)| {
             let n = |i: usize| c[i].parse::<u64>().unwrap();
-            let shape = (n(3), n(4), n(5), n(6), n(7), n(8));
-            let (seq, micro) = (n(9), n(10));
-            let arch = common::measured_arch("llama", shape, seq);
-            assert_eq!(arch.params(), n(11), "{line}: parameters");
-            let mut cfg = DetailedConfig::new(arch, seq, micro);
-            cfg.micro_batch = Some(micro);
-            cfg.dropout = false;
-            common::hf_cpu(&mut cfg, "fp32", "sdpa");
-            cfg.parallel.tp = n(1);
-            let (plan, sp) = common::measured_plan(c[0]);
-            cfg.parallel.set_plan(plan);
-            cfg.parallel.sp = sp;
+            let mut cfg = common::tp_rank_config(line, &c[3..12], "fp32", n(1), c[0]);
             cfg.recompute = recompute(c[2]);
             Row {
                 m: common::Measured {
@@ -110,19 +99,8 @@ fn fp8_tp_rows() -> Vec<Row> {
     common::tsv_rows(include_str!("fixtures/sac_fp8_tp_measured.tsv"))
         .map(|(line, c)| {
             let n = |i: usize| c[i].parse::<u64>().unwrap();
-            let shape = (n(4), n(5), n(6), n(7), n(8), n(9));
-            let (seq, micro) = (n(10), n(11));
-            let arch = common::measured_arch("llama", shape, seq);
-            assert_eq!(arch.params(), n(12), "{line}: parameters");
-            let mut cfg = DetailedConfig::new(arch, seq, micro);
-            cfg.micro_batch = Some(micro);
-            cfg.dropout = false;
-            common::hf_cpu(&mut cfg, "bf16", "sdpa");
+            let mut cfg = common::tp_rank_config(line, &c[4..13], "bf16", n(2), c[1]);
             cfg.fp8 = c[0].parse::<Fp8>().unwrap();
-            cfg.parallel.tp = n(2);
-            let (plan, sp) = common::measured_plan(c[1]);
-            cfg.parallel.set_plan(plan);
-            cfg.parallel.sp = sp;
             cfg.recompute = recompute(c[3]);
             Row {
                 m: common::Measured {

@@ -987,28 +987,41 @@ fn torchtitan_pipelines_split_layers_and_batches_as_torchtitan() {
         .all(|i| !i.key.contains("microbatches")));
 }
 
-/// torchtitan's H100 stack (float8, per-operator checkpointing, compile)
-/// keeps `--compile` on whole layers, tensorwise or rowwise, where
-/// `memory/check.rs` prices it; under tensor parallelism, and rowwise
-/// without per-operator checkpointing, compile is named as priced eager.
+/// torchtitan's H100 stacks (float8, per-operator checkpointing, compile;
+/// its async-TP benchmark's with TP 8 and async TP, the key under
+/// `[parallelism]` as 2025's files have it) keep `--compile` where
+/// `memory/check.rs` prices it, tensorwise or rowwise, on whole layers or
+/// under torchtitan's plan; rowwise without per-operator checkpointing,
+/// compile is named as priced eager.
 #[test]
-fn torchtitan_float8_with_per_op_checkpointing_keeps_compile_on_whole_layers() {
+fn torchtitan_float8_with_per_op_checkpointing_keeps_compile() {
     let file = |recipe: &str, mode: &str, tp: u64| {
         format!(
             "[model]\nname = \"llama3\"\nflavor = \"8B\"\nconverters = [\"float8\"]\n\
              [float8]\nrecipe_name = \"{recipe}\"\n\
              [activation_checkpoint]\nmode = \"{mode}\"\nselective_ac_option = \"op\"\n\
              [compile]\nenable = true\n\
-             [parallelism]\ntensor_parallel_degree = {tp}\n"
+             [parallelism]\ntensor_parallel_degree = {tp}\nenable_async_tensor_parallel = true\n"
         )
     };
-    let compiled = |recipe, mode, tp| {
-        let r = trainers::read("torchtitan.toml", &file(recipe, mode, tp)).unwrap();
-        flags(&r).split(' ').any(|f| f == "--compile")
+    let read = |recipe, mode, tp| {
+        flags(&trainers::read("torchtitan.toml", &file(recipe, mode, tp)).unwrap())
     };
+    let compiled = |recipe, mode, tp| read(recipe, mode, tp).split(' ').any(|f| f == "--compile");
     assert!(compiled("tensorwise", "selective", 1));
     assert!(compiled("rowwise", "selective", 1));
     assert!(compiled("tensorwise", "none", 1));
-    assert!(!compiled("tensorwise", "selective", 2));
+    assert!(compiled("tensorwise", "selective", 8));
+    assert!(compiled("rowwise", "selective", 8));
     assert!(!compiled("rowwise", "none", 1));
+    let async_tp = read("rowwise", "selective", 8);
+    assert!(async_tp.contains("--async-tp"), "{async_tp}");
+    let args = Args::try_parse_from(
+        std::iter::once("membudget")
+            .chain(async_tp.split(' '))
+            .chain(["--gpu", "h100-hbm2e", "--json"]),
+    )
+    .unwrap();
+    let out = run(&args).unwrap_or_else(|e| panic!("{async_tp}: {e}"));
+    assert!(out.contains("\"tokens_per_s_per_gpu\""), "{out}");
 }

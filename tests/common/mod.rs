@@ -105,6 +105,34 @@ pub fn measured_plan(name: &str) -> (membudget::detailed::TpPlan, bool) {
     }
 }
 
+/// A tensor-parallel rank's configuration as the 2-rank scripts
+/// (measure_sac_parallel.py, measure_compile_tp.py and their kin) write
+/// it: `fields` from the row's layers, hidden, heads, kv heads, ffn,
+/// vocabulary, seq, micro-batch and parameter count, in that order (the
+/// count checked), Llama layers with SDPA and no dropout in `dtype` on
+/// the CPU, `tp` GPUs under `plan` ([`measured_plan`]).
+pub fn tp_rank_config(
+    line: &str,
+    fields: &[&str],
+    dtype: &str,
+    tp: u64,
+    plan: &str,
+) -> membudget::detailed::DetailedConfig {
+    let n = |i: usize| fields[i].parse::<u64>().unwrap();
+    let (seq, micro) = (n(6), n(7));
+    let arch = measured_arch("llama", (n(0), n(1), n(2), n(3), n(4), n(5)), seq);
+    assert_eq!(arch.params(), n(8), "{line}: parameters");
+    let mut cfg = membudget::detailed::DetailedConfig::new(arch, seq, micro);
+    cfg.micro_batch = Some(micro);
+    cfg.dropout = false;
+    hf_cpu(&mut cfg, dtype, "sdpa");
+    cfg.parallel.tp = tp;
+    let (plan, sp) = measured_plan(plan);
+    cfg.parallel.set_plan(plan);
+    cfg.parallel.sp = sp;
+    cfg
+}
+
 /// The "hf" profile on the CPU with AdamW, as the measuring scripts run a
 /// row: `dtype` `fp32` or 16-bit (`bf16`, and QLoRA's `nf4`, a bf16 model),
 /// `attention` `eager` or SDPA.

@@ -173,11 +173,15 @@ fn read_compile_scope(doc: &mut Doc, out: &mut Out) {
 }
 
 /// Async tensor parallelism: `compile.enable_async_tensor_parallel`
-/// (torchtitan 0.3.0 `torchtitan/config/configs.py`, `CompileConfig`), or
-/// `experimental.enable_async_tensor_parallel` in older files.
+/// (torchtitan 0.3.0 `torchtitan/config/configs.py`, `CompileConfig`),
+/// `parallelism.enable_async_tensor_parallel` in 2025's files (820504e,
+/// the async-TP benchmark's, `torchtitan/config_manager.py`,
+/// `Parallelism`), or `experimental.enable_async_tensor_parallel` in
+/// 2024's (9dec370).
 fn read_async_tp(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
     for key in [
         "compile.enable_async_tensor_parallel",
+        "parallelism.enable_async_tensor_parallel",
         "experimental.enable_async_tensor_parallel",
     ] {
         match doc.flag(key)? {
