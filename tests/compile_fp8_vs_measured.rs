@@ -1,7 +1,8 @@
-//! `torch.compile` over torchao's tensorwise float8 linear layers against
+//! `torch.compile` over torchao's float8 linear layers against
 //! measurement: `fixtures/compile_fp8_measured.tsv`
 //! (`fixtures/measure_compile_fp8.py`: the small Llama in bf16, the output
-//! layer left in bf16, without recomputation and with full recomputation).
+//! layer left in bf16; tensorwise without recomputation and with full
+//! recomputation, rowwise with full recomputation).
 
 #![cfg(not(target_arch = "wasm32"))]
 

@@ -991,8 +991,7 @@ fn torchtitan_pipelines_split_layers_and_batches_as_torchtitan() {
 /// its async-TP benchmark's with TP 8 and async TP, the key under
 /// `[parallelism]` as 2025's files have it) keep `--compile` where
 /// `memory/check.rs` prices it, tensorwise or rowwise, on whole layers or
-/// under torchtitan's plan; rowwise without per-operator checkpointing,
-/// compile is named as priced eager.
+/// under torchtitan's plan, and with full recomputation or none.
 #[test]
 fn torchtitan_float8_with_per_op_checkpointing_keeps_compile() {
     let file = |recipe: &str, mode: &str, tp: u64| {
@@ -1013,7 +1012,8 @@ fn torchtitan_float8_with_per_op_checkpointing_keeps_compile() {
     assert!(compiled("tensorwise", "none", 1));
     assert!(compiled("tensorwise", "selective", 8));
     assert!(compiled("rowwise", "selective", 8));
-    assert!(!compiled("rowwise", "none", 1));
+    assert!(compiled("rowwise", "full", 8));
+    assert!(compiled("rowwise", "none", 1));
     let async_tp = read("rowwise", "selective", 8);
     assert!(async_tp.contains("--async-tp"), "{async_tp}");
     let args = Args::try_parse_from(

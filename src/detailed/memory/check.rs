@@ -833,8 +833,8 @@ fn compiled(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     compiled_layout(cfg)
 }
 
-/// torchao's float8 under `torch.compile`, on Llama layers: the
-/// tensorwise recipe without recomputation and with full recomputation
+/// torchao's float8 under `torch.compile`, on Llama layers: tensorwise
+/// and rowwise without recomputation and with full recomputation
 /// (`tests/fixtures/compile_fp8_measured.tsv`), tensorwise and rowwise
 /// with torchtitan's per-operator checkpointing on whole layers
 /// (`tests/fixtures/compile_sac_fp8_measured.tsv`, priced by
@@ -844,12 +844,14 @@ fn compiled(cfg: &DetailedConfig) -> Result<(), DetailedError> {
 fn compiled_float8(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     let measured = cfg.arch.family == Family::Llama
         && match cfg.recompute {
-            Recompute::None | Recompute::Full => cfg.fp8 == Fp8::Tensorwise,
+            Recompute::None | Recompute::Full => {
+                matches!(cfg.fp8, Fp8::Tensorwise | Fp8::Rowwise)
+            }
             Recompute::SelectiveOp => matches!(cfg.fp8, Fp8::Tensorwise | Fp8::Rowwise),
             Recompute::Selective => false,
         };
     if !measured {
-        return refuse("torch.compile with float8 is measured on Llama layers for torchao's tensorwise recipe without recomputation or with full recomputation, and for tensorwise and rowwise with torchtitan's per-operator checkpointing (--recompute selective-op); Transformer Engine's recipes compiled are not");
+        return refuse("torch.compile with float8 is measured on Llama layers for torchao's tensorwise and rowwise recipes, without recomputation, with full recomputation or with torchtitan's per-operator checkpointing (--recompute selective-op); Transformer Engine's recipes compiled are not");
     }
     Ok(())
 }

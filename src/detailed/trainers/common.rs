@@ -203,24 +203,27 @@ pub fn compile(doc: &mut Doc, out: &mut Out, key: &str) -> Result<(), ReadError>
         Some(f) => out.ignore(
             key,
             true,
-            format!("torch.compile is priced for full fine-tuning with the full or chunked loss, without expert parallelism or offloaded activations, with float8 only as torchao's tensorwise, or tensorwise and rowwise with per-operator checkpointing on whole layers or under torchtitan's tensor-parallel plans ({f} here): priced as eager, an upper bound on the activations"),
+            format!("torch.compile is priced for full fine-tuning with the full or chunked loss, without expert parallelism or offloaded activations, with float8 only as torchao's tensorwise and rowwise, per-operator checkpointing under torchtitan's plans ({f} here): priced as eager, an upper bound on the activations"),
         ),
     }
     Ok(())
 }
 
 /// Float8 that compile is not priced with (`memory/check.rs`,
-/// `compiled_float8`): any recipe but torchao's tensorwise without
-/// per-operator checkpointing, and tensorwise or rowwise with it on whole
-/// layers or under torchtitan's tensor-parallel plans.
+/// `compiled_float8`): any recipe but torchao's tensorwise and rowwise,
+/// Megatron's selective recomputation, and per-operator checkpointing
+/// under a tensor-parallel plan not torchtitan's.
 fn float8_beyond_compile(out: &Out) -> Option<String> {
     let fp8 = out.arg("--fp8")?;
-    let priced = if out.arg("--recompute") == Some("selective-op") {
-        matches!(fp8, "tensorwise" | "rowwise")
-            && (out.arg("--tp").is_none_or(|t| t == "1")
-                || matches!(out.arg("--tp-plan"), Some("torchtitan" | "loss-parallel")))
-    } else {
-        fp8 == "tensorwise"
+    let torchao = matches!(fp8, "tensorwise" | "rowwise");
+    let priced = match out.arg("--recompute") {
+        Some("selective-op") => {
+            torchao
+                && (out.arg("--tp").is_none_or(|t| t == "1")
+                    || matches!(out.arg("--tp-plan"), Some("torchtitan" | "loss-parallel")))
+        }
+        Some("selective") => false,
+        _ => torchao,
     };
     (!priced).then(|| format!("--fp8 {fp8}"))
 }

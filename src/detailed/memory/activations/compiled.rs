@@ -45,10 +45,9 @@ fn llama_block(cfg: &DetailedConfig, b: f64) -> LayerActivations {
     let (h, f) = (a.hidden as f64, a.ffn as f64);
     let lse = 4.0 * a.heads as f64 * n;
     let qkvo = (a.q_dim() + 2 * a.kv_dim() + a.o_dim()) as f64;
-    let (norms, mlp) = if cfg.fp8 == Fp8::Tensorwise {
-        float8_tensorwise(n, h, f, p)
-    } else {
-        (4.0 * n * h * p + 8.0 * n, 3.0 * n * f * p)
+    let (norms, mlp) = match cfg.fp8 {
+        Fp8::Tensorwise | Fp8::Rowwise => float8(cfg.fp8, n, h, f, p),
+        _ => (4.0 * n * h * p + 8.0 * n, 3.0 * n * f * p),
     };
     LayerActivations {
         replicated: norms,
@@ -59,21 +58,25 @@ fn llama_block(cfg: &DetailedConfig, b: f64) -> LayerActivations {
     }
 }
 
-/// A compiled Llama layer over torchao's tensorwise float8 linear layers
-/// (`convert_to_float8_training`): (the norms' part, the MLP's part). The
-/// linear layers' bf16 inputs that pointwise ops make from saved tensors
-/// are recomputed for their casts instead of saved: each norm's output
-/// (from its input and fp32 root) and the SwiGLU product (from the gate's
-/// and up projection's outputs); each of the seven linear layers keeps a
-/// bf16 amax and an fp32 scale of its input. Measured
-/// (`tests/fixtures/measure_compile_fp8.py`, its saved-tensor listing, and
-/// `compile_fp8_measured.tsv`): 2·n·h·p + 8·n + 42 and 2·n·F·p, where the
-/// compiled bf16 layer keeps 4·n·h·p + 8·n and 3·n·F·p.
-fn float8_tensorwise(n: f64, h: f64, f: f64, p: f64) -> (f64, f64) {
-    (
-        2.0 * n * h * p + 8.0 * n + 7.0 * (2.0 + 4.0),
-        2.0 * n * f * p,
-    )
+/// A compiled Llama layer over torchao's float8 linear layers
+/// (`convert_to_float8_training`), `recipe` tensorwise or rowwise: (the
+/// norms' part, the MLP's part). The linear layers' bf16 inputs that
+/// pointwise ops make from saved tensors are recomputed for their casts
+/// instead of saved: each norm's output (from its input and fp32 root) and
+/// the SwiGLU product (from the gate's and up projection's outputs);
+/// tensorwise, each of the seven linear layers keeps a bf16 amax and an
+/// fp32 scale of its input; rowwise keeps no scale (recomputed with the
+/// casts). Measured (`tests/fixtures/measure_compile_fp8.py`, its
+/// saved-tensor listing, and `compile_fp8_measured.tsv`): 2·n·h·p + 8·n
+/// (+ 42 tensorwise) and 2·n·F·p, where the compiled bf16 layer keeps
+/// 4·n·h·p + 8·n and 3·n·F·p.
+fn float8(recipe: Fp8, n: f64, h: f64, f: f64, p: f64) -> (f64, f64) {
+    let scales = if recipe == Fp8::Tensorwise {
+        7.0 * (2.0 + 4.0)
+    } else {
+        0.0
+    };
+    (2.0 * n * h * p + 8.0 * n + scales, 2.0 * n * f * p)
 }
 
 /// GPT-2's block under compile: each LayerNorm's input and output (the
@@ -332,8 +335,8 @@ mod tests {
     /// scales to the bf16 set and nothing else: tensorwise 10 bf16 maxima
     /// and 6 fp32 inverse scales a layer, rowwise two fp32 values a token;
     /// priced on whole layers and under torchtitan's tensor-parallel plan,
-    /// refused under other plans and for the recipes and recomputations
-    /// not measured.
+    /// refused under other plans, for Transformer Engine's recipes and
+    /// Megatron's selective recomputation.
     #[test]
     fn per_op_float8_adds_its_scales_where_measured() {
         use crate::detailed::config::{Fp8, Precision, TpPlan};
@@ -385,12 +388,22 @@ mod tests {
         assert!(estimate(&rowwise).is_ok());
         refused(&|r| r.fp8 = Fp8::Te, "Transformer Engine");
         refused(
-            &|r| {
-                r.fp8 = Fp8::Rowwise;
-                r.recompute = Recompute::None;
-            },
-            "tensorwise and rowwise with torchtitan's per-operator",
+            &|r| r.recompute = Recompute::Selective,
+            "torchao's tensorwise and rowwise",
         );
+        // Without recomputation rowwise keeps tensorwise's set but its
+        // scales: 7 bf16 maxima and 7 fp32 scales a layer.
+        let none = |fp8| {
+            estimate(&DetailedConfig {
+                fp8,
+                recompute: Recompute::None,
+                ..c
+            })
+            .unwrap()
+            .activations
+        };
+        let layers = c.arch.layers as f64;
+        assert_eq!(none(Fp8::Tensorwise) - none(Fp8::Rowwise), 42.0 * layers);
     }
 
     /// GPT-2's GELU written in Python keeps five n·F tensors in eager
