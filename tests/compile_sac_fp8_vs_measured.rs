@@ -18,22 +18,9 @@
 
 use crate::common;
 
-use membudget::detailed::{estimate, timeline, DetailedConfig, Fp8, Phase, Recompute};
+use membudget::detailed::{estimate, DetailedConfig, Fp8, Phase, Recompute};
 
-/// One measured step and its configuration.
-struct Row {
-    line: String,
-    cfg: DetailedConfig,
-    step: String,
-    /// Live bytes at the step's start and after its forward.
-    start: f64,
-    after_forward: f64,
-    /// Peaks of forward, backward and the optimizer step; the step's, its
-    /// phase.
-    peaks: [f64; 3],
-    peak: f64,
-    phase: Phase,
-}
+use common::PhaseRow as Row;
 
 fn rows() -> Vec<Row> {
     let text = include_str!("fixtures/compile_sac_fp8_measured.tsv");
@@ -77,25 +64,14 @@ fn loss_dominated(r: &Row) -> bool {
     r.cfg.arch.vocab == 8000
 }
 
-const PHASES: [Phase; 3] = [Phase::Forward, Phase::Backward, Phase::Optimizer];
-
 /// The checks of one row: (what, modelled, measured).
 fn checks(r: &Row) -> Vec<(&'static str, f64, f64)> {
-    let t = timeline(&r.cfg, &common::step_options(&r.step, false)).unwrap();
-    let mut checks = vec![("step", t.peak_bytes(), r.peak)];
-    for (phase, want) in PHASES.into_iter().zip(r.peaks) {
-        checks.push((phase.name(), t.phase_peak(phase).unwrap(), want));
-    }
-    checks.push(("saved", saved(&r.cfg), r.after_forward - r.start));
-    checks
+    r.checks(saved)
 }
 
 /// The phase of the modelled step's peak.
 fn modelled_phase(r: &Row) -> Phase {
-    timeline(&r.cfg, &common::step_options(&r.step, false))
-        .unwrap()
-        .peak_event()
-        .phase
+    r.timeline().peak_event().phase
 }
 
 #[test]
@@ -202,7 +178,7 @@ fn table() -> String {
         "| configuration | recipe | step | saved, measured | predicted | backward peak, measured | predicted | step peak, measured | predicted | error | phase |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
     );
     for r in rows() {
-        let t = timeline(&r.cfg, &common::step_options(&r.step, false)).unwrap();
+        let t = r.timeline();
         let a = &r.cfg.arch;
         out += &format!(
             "| llama L{} h{} kv{} V{} s{} b{} {} | {} | {} | {} | {} | {} | {} | {} | {} | {:+.2} % | {} |\n",
@@ -300,11 +276,10 @@ fn tensor_parallel_saved_bytes_per_rank() {
 fn tensor_parallel_step_peaks_within_three_percent_and_right_phase() {
     let mut failures = Vec::new();
     for r in &tp_rows() {
-        let t = timeline(&r.cfg, &common::step_options(&r.step, false)).unwrap();
+        let t = r.timeline();
         let err = t.peak_bytes() / r.peak - 1.0;
         let phase = t.peak_event().phase;
-        let i = PHASES.iter().position(|p| *p == phase).unwrap();
-        let tie = (r.peaks[i] / r.peak - 1.0).abs() < 0.001;
+        let tie = r.tie(phase, 0.001);
         eprintln!(
             "{:+.2} % {phase:?} vs {:?}  {}",
             err * 100.0,

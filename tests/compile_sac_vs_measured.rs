@@ -14,22 +14,9 @@
 
 use crate::common;
 
-use membudget::detailed::{estimate, timeline, DetailedConfig, Phase, Recompute};
+use membudget::detailed::{estimate, DetailedConfig, Phase, Recompute};
 
-/// One measured step and its configuration.
-struct Row {
-    line: String,
-    cfg: DetailedConfig,
-    step: String,
-    /// Live bytes at the step's start and after its forward.
-    start: f64,
-    after_forward: f64,
-    /// Peaks of forward, backward and the optimizer step; the step's, its
-    /// phase.
-    peaks: [f64; 3],
-    peak: f64,
-    phase: Phase,
-}
+use common::PhaseRow as Row;
 
 fn rows() -> Vec<Row> {
     let text = include_str!("fixtures/compile_sac_measured.tsv");
@@ -59,15 +46,6 @@ fn rows() -> Vec<Row> {
         .collect()
 }
 
-fn phase_index(p: Phase) -> usize {
-    match p {
-        Phase::Forward => 0,
-        Phase::Backward => 1,
-        Phase::Optimizer => 2,
-        p => panic!("{p:?} is not measured"),
-    }
-}
-
 /// What the forward leaves saved, modelled: the activations, the token ids
 /// (int64) and the loss (a scalar), as in tests/compile_vs_measured.rs.
 fn saved(cfg: &DetailedConfig) -> f64 {
@@ -76,17 +54,7 @@ fn saved(cfg: &DetailedConfig) -> f64 {
 
 /// The checks of one row: (what, modelled, measured).
 fn checks(r: &Row) -> Vec<(&'static str, f64, f64)> {
-    let opts = common::step_options(&r.step, false);
-    let t = timeline(&r.cfg, &opts).unwrap();
-    let mut checks = vec![("step", t.peak_bytes(), r.peak)];
-    for (i, phase) in [Phase::Forward, Phase::Backward, Phase::Optimizer]
-        .into_iter()
-        .enumerate()
-    {
-        checks.push((phase.name(), t.phase_peak(phase).unwrap(), r.peaks[i]));
-    }
-    checks.push(("saved", saved(&r.cfg), r.after_forward - r.start));
-    checks
+    r.checks(saved)
 }
 
 #[test]
@@ -102,14 +70,13 @@ fn compile_with_per_op_checkpointing_within_five_percent_in_the_right_phase() {
                 failures.push(format!("{what}: {:+.2} % on {}", err * 100.0, r.line));
             }
         }
-        let t = timeline(&r.cfg, &common::step_options(&r.step, false)).unwrap();
+        let t = r.timeline();
         // Where two phases' measured peaks lie within 1 % of each other
         // (the 16-bit rows' second steps: the backward's last moments, as
         // without checkpointing, 0.4 and 0.6 % above the optimizer's), the
         // phase the model names may be either.
         let modelled = t.peak_event().phase;
-        let tie = |p: Phase| (r.peaks[phase_index(p)] / r.peak - 1.0).abs() < 0.01;
-        if modelled != r.phase && !tie(modelled) {
+        if modelled != r.phase && !r.tie(modelled, 0.01) {
             failures.push(format!(
                 "phase {:?}, measured {:?} on {}",
                 t.peak_event().phase,
@@ -152,7 +119,7 @@ fn table() -> String {
         "| configuration | step | saved, measured | predicted | eager per-op, modelled | backward peak, measured | predicted | step peak, measured | predicted | error | phase |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
     );
     for r in rows() {
-        let t = timeline(&r.cfg, &common::step_options(&r.step, false)).unwrap();
+        let t = r.timeline();
         let c = checks(&r);
         let eager = DetailedConfig {
             compile: false,

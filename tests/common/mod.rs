@@ -302,6 +302,58 @@ pub fn assert_peaks<'a>(rows: impl IntoIterator<Item = &'a Measured>, tolerance:
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
+/// The phases a measuring script records a peak for, in its columns'
+/// order.
+pub const MEASURED_PHASES: [membudget::detailed::Phase; 3] = [
+    membudget::detailed::Phase::Forward,
+    membudget::detailed::Phase::Backward,
+    membudget::detailed::Phase::Optimizer,
+];
+
+/// One measured step with each phase's peak, as the compile fixtures
+/// (`measure_compile_sac*.py`) write it.
+pub struct PhaseRow {
+    pub line: String,
+    pub cfg: membudget::detailed::DetailedConfig,
+    pub step: String,
+    /// Live bytes at the step's start and after its forward.
+    pub start: f64,
+    pub after_forward: f64,
+    /// Peaks of [`MEASURED_PHASES`]; the step's, and its phase.
+    pub peaks: [f64; 3],
+    pub peak: f64,
+    pub phase: membudget::detailed::Phase,
+}
+
+impl PhaseRow {
+    /// The modelled step.
+    pub fn timeline(&self) -> membudget::detailed::memory::StepTimeline {
+        membudget::detailed::memory::timeline(&self.cfg, &step_options(&self.step, false)).unwrap()
+    }
+
+    /// (what, modelled, measured): the step's peak, each phase's, and what
+    /// the forward leaves, modelled by `saved`.
+    pub fn checks(
+        &self,
+        saved: fn(&membudget::detailed::DetailedConfig) -> f64,
+    ) -> Vec<(&'static str, f64, f64)> {
+        let t = self.timeline();
+        let mut checks = vec![("step", t.peak_bytes(), self.peak)];
+        for (phase, want) in MEASURED_PHASES.into_iter().zip(self.peaks) {
+            checks.push((phase.name(), t.phase_peak(phase).unwrap(), want));
+        }
+        checks.push(("saved", saved(&self.cfg), self.after_forward - self.start));
+        checks
+    }
+
+    /// Whether `phase`'s measured peak lies within `within` (a fraction) of
+    /// the step's: a phase the model may name in the measured one's place.
+    pub fn tie(&self, phase: membudget::detailed::Phase, within: f64) -> bool {
+        let i = MEASURED_PHASES.iter().position(|p| *p == phase);
+        i.is_some_and(|i| (self.peaks[i] / self.peak - 1.0).abs() < within)
+    }
+}
+
 /// The two tests of a measured table kept in docs/validation.md: the doc
 /// shows every line `$lines()` gives, and an ignored test prints them
 /// (`cargo test --test native NAME:: -- --ignored --nocapture`) to paste in.
