@@ -189,10 +189,6 @@ fn compiled_chunked_loss_keeps_the_logits_in_the_dtype() {
     }
 }
 
-fn mb(x: f64) -> String {
-    format!("{:.2} MB", x / 1e6)
-}
-
 /// docs/validation.md's table of the compiled loss, computed.
 fn table() -> String {
     let mut out = String::from(
@@ -216,12 +212,12 @@ fn table() -> String {
             r.cfg.micro(),
             r.cfg.precision.name(),
             r.step,
-            mb(c[4].2),
-            mb(c[4].1),
-            mb(r.peaks[1]),
-            mb(t.phase_peak(Phase::Backward).unwrap()),
-            mb(r.peak),
-            mb(t.peak_bytes()),
+            common::mb(c[4].2),
+            common::mb(c[4].1),
+            common::mb(r.peaks[1]),
+            common::mb(t.phase_peak(Phase::Backward).unwrap()),
+            common::mb(r.peak),
+            common::mb(t.peak_bytes()),
             (t.peak_bytes() / r.peak - 1.0) * 100.0,
             r.phase.name(),
         );
@@ -231,9 +227,5 @@ fn table() -> String {
 
 #[test]
 fn validation_doc_table_is_current() {
-    let want = table();
-    assert!(
-        include_str!("../docs/validation.md").contains(&want),
-        "docs/validation.md's compiled-loss table is stale; it should be:\n{want}"
-    );
+    common::assert_validation_doc_has(&table(), "compiled-loss table");
 }

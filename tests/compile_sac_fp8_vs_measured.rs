@@ -167,10 +167,6 @@ fn rowwise_keeps_two_scales_a_token_and_tensorwise_a_few_values() {
     }
 }
 
-fn mb(x: f64) -> String {
-    format!("{:.2} MB", x / 1e6)
-}
-
 /// docs/validation.md's table of torch.compile with per-operator
 /// checkpointing and float8, computed.
 fn table() -> String {
@@ -191,12 +187,12 @@ fn table() -> String {
             r.cfg.precision.name(),
             r.cfg.fp8.name(),
             r.step,
-            mb(r.after_forward - r.start),
-            mb(saved(&r.cfg)),
-            mb(r.peaks[1]),
-            mb(t.phase_peak(Phase::Backward).unwrap()),
-            mb(r.peak),
-            mb(t.peak_bytes()),
+            common::mb(r.after_forward - r.start),
+            common::mb(saved(&r.cfg)),
+            common::mb(r.peaks[1]),
+            common::mb(t.phase_peak(Phase::Backward).unwrap()),
+            common::mb(r.peak),
+            common::mb(t.peak_bytes()),
             (t.peak_bytes() / r.peak - 1.0) * 100.0,
             r.phase.name(),
         );
@@ -206,10 +202,9 @@ fn table() -> String {
 
 #[test]
 fn validation_doc_table_is_current() {
-    let want = table();
-    assert!(
-        include_str!("../docs/validation.md").contains(&want),
-        "docs/validation.md's table of torch.compile with per-operator checkpointing and float8 is stale; it should be:\n{want}"
+    common::assert_validation_doc_has(
+        &table(),
+        "table of torch.compile with per-operator checkpointing and float8",
     );
 }
 

@@ -108,10 +108,6 @@ fn between_full_recomputation_and_eager_per_op() {
     }
 }
 
-fn mb(x: f64) -> String {
-    format!("{:.2} MB", x / 1e6)
-}
-
 /// docs/validation.md's table of torch.compile with per-operator
 /// checkpointing, computed.
 fn table() -> String {
@@ -136,13 +132,13 @@ fn table() -> String {
             r.cfg.micro(),
             r.cfg.precision.name(),
             r.step,
-            mb(c[4].2),
-            mb(c[4].1),
-            mb(saved(&eager)),
-            mb(r.peaks[1]),
-            mb(t.phase_peak(Phase::Backward).unwrap()),
-            mb(r.peak),
-            mb(t.peak_bytes()),
+            common::mb(c[4].2),
+            common::mb(c[4].1),
+            common::mb(saved(&eager)),
+            common::mb(r.peaks[1]),
+            common::mb(t.phase_peak(Phase::Backward).unwrap()),
+            common::mb(r.peak),
+            common::mb(t.peak_bytes()),
             (t.peak_bytes() / r.peak - 1.0) * 100.0,
             r.phase.name(),
         );
@@ -152,9 +148,8 @@ fn table() -> String {
 
 #[test]
 fn validation_doc_table_is_current() {
-    let want = table();
-    assert!(
-        include_str!("../docs/validation.md").contains(&want),
-        "docs/validation.md's table of torch.compile with per-operator checkpointing is stale; it should be:\n{want}"
+    common::assert_validation_doc_has(
+        &table(),
+        "table of torch.compile with per-operator checkpointing",
     );
 }

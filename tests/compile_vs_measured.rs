@@ -150,10 +150,6 @@ fn compile_saves_less_than_eager() {
     }
 }
 
-fn mb(x: f64) -> String {
-    format!("{:.2} MB", x / 1e6)
-}
-
 /// docs/validation.md's table of torch.compile, computed.
 fn table() -> String {
     let mut out = String::from(
@@ -178,13 +174,13 @@ fn table() -> String {
             r.cfg.precision.name(),
             if r.cfg.recompute == Recompute::Full { " ckpt" } else { "" },
             r.step,
-            mb(c[4].2),
-            mb(c[4].1),
-            mb(estimate(&eager).unwrap().activations),
-            mb(r.peaks[1]),
-            mb(t.phase_peak(Phase::Backward).unwrap()),
-            mb(r.peak),
-            mb(t.peak_bytes()),
+            common::mb(c[4].2),
+            common::mb(c[4].1),
+            common::mb(estimate(&eager).unwrap().activations),
+            common::mb(r.peaks[1]),
+            common::mb(t.phase_peak(Phase::Backward).unwrap()),
+            common::mb(r.peak),
+            common::mb(t.peak_bytes()),
             (t.peak_bytes() / r.peak - 1.0) * 100.0,
             r.phase.name(),
         );
@@ -194,9 +190,5 @@ fn table() -> String {
 
 #[test]
 fn validation_doc_table_is_current() {
-    let want = table();
-    assert!(
-        include_str!("../docs/validation.md").contains(&want),
-        "docs/validation.md's torch.compile table is stale; it should be:\n{want}"
-    );
+    common::assert_validation_doc_has(&table(), "torch.compile table");
 }

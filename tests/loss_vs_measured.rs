@@ -152,10 +152,6 @@ fn chunking_changes_the_backward_as_modelled() {
     );
 }
 
-fn mb(x: f64) -> String {
-    format!("{:.2} MB", x / 1e6)
-}
-
 /// docs/validation.md's table of the chunked loss, computed.
 fn table() -> String {
     let mut out = String::from(
@@ -166,8 +162,8 @@ fn table() -> String {
         let t = timeline(&r.cfg, &common::step_options(&r.step, false)).unwrap();
         let (saved, predicted) = if r.micro_batches == 1 {
             (
-                mb(r.after_forward - r.start),
-                mb(estimate(&r.cfg).unwrap().activations),
+                common::mb(r.after_forward - r.start),
+                common::mb(estimate(&r.cfg).unwrap().activations),
             )
         } else {
             ("—".to_string(), "—".to_string())
@@ -192,10 +188,10 @@ fn table() -> String {
             c[9],
             if c[10] == "1" { " ckpt" } else { "" },
             r.step,
-            mb(r.peaks[1]),
-            mb(t.phase_peak(Phase::Backward).unwrap()),
-            mb(r.peak),
-            mb(t.peak_bytes()),
+            common::mb(r.peaks[1]),
+            common::mb(t.phase_peak(Phase::Backward).unwrap()),
+            common::mb(r.peak),
+            common::mb(t.peak_bytes()),
             (t.peak_bytes() / r.peak - 1.0) * 100.0,
             r.phase.name(),
         );
@@ -205,9 +201,5 @@ fn table() -> String {
 
 #[test]
 fn validation_doc_table_is_current() {
-    let want = table();
-    assert!(
-        include_str!("../docs/validation.md").contains(&want),
-        "docs/validation.md's chunked-loss table is stale; it should be:\n{want}"
-    );
+    common::assert_validation_doc_has(&table(), "chunked-loss table");
 }

@@ -302,6 +302,20 @@ pub fn assert_peaks<'a>(rows: impl IntoIterator<Item = &'a Measured>, tolerance:
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
+/// Bytes as the measured tables in docs/validation.md print them.
+pub fn mb(x: f64) -> String {
+    format!("{:.2} MB", x / 1e6)
+}
+
+/// docs/validation.md holds `want`, the table `what` names as the code
+/// computes it.
+pub fn assert_validation_doc_has(want: &str, what: &str) {
+    assert!(
+        include_str!("../../docs/validation.md").contains(want),
+        "docs/validation.md's {what} is stale; it should be:\n{want}"
+    );
+}
+
 /// The phases a measuring script records a peak for, in its columns'
 /// order.
 pub const MEASURED_PHASES: [membudget::detailed::Phase; 3] = [
