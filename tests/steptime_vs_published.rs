@@ -336,7 +336,7 @@ fn recipe_sources_within_their_bounds() {
         ("mbridge-b300", 3, 0.64, 0.93),
         ("mbridge-gb200", 11, 0.18, 0.66),
         ("mbridge-gb300", 13, 0.05, 0.35),
-        ("moe-zoo-h100", 1, 0.12, 0.12),
+        ("moe-zoo-h100", 4, 0.28, 0.67),
         ("mcore-moe", 1, 0.05, 0.05),
     ] {
         let (rows_n, med, wst) = summary(&rows, source);
@@ -361,7 +361,7 @@ fn recipe_sources_within_their_bounds() {
 fn uneven_splits_are_the_recipes() {
     let rows = rows();
     let split: Vec<&Row> = rows.iter().filter(|r| r.label.contains(" split")).collect();
-    assert_eq!(split.len(), 18);
+    assert_eq!(split.len(), 21);
     for r in split {
         let layers = if r.label.starts_with("llama-3.1-405b") {
             126
@@ -475,4 +475,28 @@ fn print_table() {
             r.predicted.parts.dominant()
         );
     }
+}
+
+/// The mixture-of-experts rows' span, as the range's refusal states it
+/// (`validation::range`): every MoE row of the fixture, rounded.
+#[test]
+fn moe_refusal_states_the_rows_span() {
+    let rows = rows();
+    let moe: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.label.contains(" ep"))
+        .map(Row::error)
+        .collect();
+    assert_eq!(moe.len(), 30);
+    let lowest = moe.iter().cloned().fold(f64::MAX, f64::min);
+    let highest = moe.iter().cloned().fold(f64::MIN, f64::max);
+    let mut cfg = DetailedConfig::new(preset("mixtral-8x7b").unwrap().arch, 4096, 8);
+    cfg.framework = Framework::Megatron;
+    let refusal = membudget::detailed::time::validation::range(&cfg, "h100-sxm").unwrap_err();
+    let span = format!(
+        "run from {:.0} % slow to {:.0} % fast",
+        -100.0 * lowest,
+        100.0 * highest
+    );
+    assert!(refusal.ends_with(&span), "{refusal} / {span}");
 }
