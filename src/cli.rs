@@ -11,8 +11,8 @@ use crate::detailed::time::steptime::{step_time, Cluster, Efficiency, Parts};
 use crate::detailed::{
     self, preset, ActOffload, AdamImpl, Architecture, AttentionKernel, BaseQuant, CompileScope,
     CpComm, DetailedBreakdown, DetailedConfig, Device, ExpertsImpl, Family, Fp8, Framework,
-    FsdpSharding, HostRam, Implementation, LoraTargets, Loss, Objective, Optimizer, Overhead,
-    OverheadBytes, Overlap, Precision, QuantPath, Recompute, Schedule, Step, StepOptions,
+    FsdpSharding, HostRam, Implementation, LoraTargets, Loss, MoeDispatcher, Objective, Optimizer,
+    Overhead, OverheadBytes, Overlap, Precision, QuantPath, Recompute, Schedule, Step, StepOptions,
     StepTimeline, TpPlan,
 };
 use crate::report::{
@@ -339,6 +339,13 @@ pub struct KernelArgs {
     /// with padding, 0.1–64 [default: dropless].
     #[arg(long, value_name = "C")]
     pub capacity_factor: Option<f64>,
+    /// Mixture of experts under fused with --ep: Megatron-Core's token
+    /// dispatcher, alltoall (`--moe-token-dispatcher-type alltoall`) or
+    /// deepep (`flex` with DeepEP's kernels: a token crosses to another node
+    /// once per node holding any of its experts, NVLink forwarding it
+    /// there) [default: alltoall].
+    #[arg(long, value_name = "NAME", value_parser = one_of::<MoeDispatcher>(MoeDispatcher::NAMES), ignore_case = true)]
+    pub moe_dispatcher: Option<MoeDispatcher>,
 }
 
 /// Parallelism.
@@ -817,6 +824,7 @@ impl Args {
             || k.device.is_some()
             || k.experts_impl.is_some()
             || k.capacity_factor.is_some()
+            || k.moe_dispatcher.is_some()
             || par.dp.is_some()
             || par.zero.is_some()
             || par.tp.is_some()
@@ -1161,6 +1169,9 @@ impl Args {
             cfg.experts_impl = i;
         }
         cfg.capacity_factor = k.capacity_factor;
+        if let Some(d) = k.moe_dispatcher {
+            cfg.moe_dispatcher = d;
+        }
     }
 
     /// `--impl liger`, `--loss` and `--loss-chunks`: Liger's kernels bring

@@ -259,6 +259,10 @@ pub struct DetailedInputs {
     pub experts_impl: String,
     /// Megatron's capacity factor, if any.
     pub capacity_factor: Option<f64>,
+    /// Megatron-Core's token dispatcher when it is not `alltoall`
+    /// (`deepep`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moe_dispatcher: Option<String>,
     /// LoRA rank, if any.
     pub lora_rank: Option<u64>,
     /// LoRA's target projections.
@@ -967,6 +971,8 @@ impl DetailedInputs {
             },
             experts_impl: cfg.experts_impl.name().into(),
             capacity_factor: cfg.capacity_factor,
+            moe_dispatcher: (cfg.moe_dispatcher != crate::detailed::MoeDispatcher::AllToAll)
+                .then(|| cfg.moe_dispatcher.name().into()),
             lora_rank: cfg.lora_rank,
             lora_targets: cfg.lora_targets.names(),
             lora_dtype: (cfg.lora_rank.is_some()

@@ -1025,3 +1025,44 @@ fn torchtitan_float8_with_per_op_checkpointing_keeps_compile() {
     let out = run(&args).unwrap_or_else(|e| panic!("{async_tp}: {e}"));
     assert!(out.contains("\"tokens_per_s_per_gpu\""), "{out}");
 }
+
+/// Megatron-LM's token dispatcher: `flex` runs DeepEP unless another
+/// backend is named (`moe_flex_dispatcher_backend = "deepep"` by default,
+/// transformer_config.py at d98e8a64), as does the older
+/// `--moe-enable-deepep`; `alltoall` is read as itself and the other
+/// backends are named as priced like it.
+#[test]
+fn megatron_reads_its_token_dispatcher() {
+    let line = |extra: &str| {
+        let text = format!("torchrun pretrain_gpt.py --expert-model-parallel-size 8 {extra}");
+        trainers::read("moe.sh", &text).unwrap()
+    };
+    for (extra, want) in [
+        ("--moe-token-dispatcher-type flex", Some("deepep")),
+        (
+            "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend deepep",
+            Some("deepep"),
+        ),
+        (
+            "--moe-token-dispatcher-type flex --moe-enable-deepep",
+            Some("deepep"),
+        ),
+        ("--moe-token-dispatcher-type alltoall", Some("alltoall")),
+        (
+            "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep",
+            None,
+        ),
+        ("--moe-token-dispatcher-type allgather", None),
+    ] {
+        let r = line(extra);
+        assert_eq!(r.out.arg("--moe-dispatcher"), want, "{extra}");
+        assert_eq!(
+            r.out
+                .ignored
+                .iter()
+                .any(|i| i.reason.contains("all-to-all")),
+            want.is_none(),
+            "{extra}"
+        );
+    }
+}

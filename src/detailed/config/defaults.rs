@@ -101,6 +101,11 @@ pub fn ignored(cfg: &DetailedConfig) -> Vec<&'static str> {
     if cfg.profile == Profile::Hf && cfg.capacity_factor.is_some() {
         out.push("the capacity factor is Megatron's; transformers' experts are dropless");
     }
+    if cfg.moe_dispatcher != super::MoeDispatcher::AllToAll
+        && (cfg.profile != Profile::Fused || cfg.arch.moe.is_none() || cfg.parallel.ep <= 1)
+    {
+        out.push("the token dispatcher is Megatron-Core's expert parallelism's (fused, a mixture of experts, --ep above 1): it changes nothing here");
+    }
     if cfg.profile == Profile::Fused
         && cfg.experts_impl != super::ExpertsImpl::Grouped
         && cfg.arch.moe.is_some()

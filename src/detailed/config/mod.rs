@@ -619,6 +619,27 @@ pub enum ExpertsImpl {
     Loop,
 }
 
+/// How Megatron-Core moves the routed tokens to their experts' GPUs and
+/// back (`moe_token_dispatcher_type`, `moe_flex_dispatcher_backend`,
+/// `megatron/core/transformer/transformer_config.py`). Only the bytes
+/// that cross between nodes differ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MoeDispatcher {
+    /// `alltoall`: each of a token's top-k copies goes to its expert's GPU
+    /// (NCCL's pairwise sends), so a token with experts on three other
+    /// GPUs of one remote node crosses the network three times.
+    AllToAll,
+    /// `flex` with DeepEP's kernels (`moe_flex_dispatcher_backend =
+    /// "deepep"`): a token crosses the network once per remote node that
+    /// holds any of its experts, to the GPU of the same local index, and
+    /// NVLink forwards it there (DeepEP `deep_ep/buffer.py`,
+    /// `get_dispatch_layout`: `num_tokens_per_rdma_rank`, "the number of
+    /// tokens to be sent to each RDMA rank (with the same GPU index)";
+    /// DeepSeek-AI 2024, DeepSeek-V3 technical report, §3.2.2); the
+    /// combine returns the same way.
+    DeepEp,
+}
+
 /// Implements `FromStr` (and `name()`) for a choice enum from its spellings.
 macro_rules! choices {
     ($t:ty, $what:literal, $($name:literal => $v:expr),+ $(,)?) => {
@@ -648,6 +669,8 @@ choices!(Router, "router", "mixtral" => Router::Mixtral, "qwen" => Router::Qwen,
     "llama4" => Router::Llama4);
 choices!(ExpertsImpl, "experts implementation", "grouped" => ExpertsImpl::Grouped,
     "loop" => ExpertsImpl::Loop);
+choices!(MoeDispatcher, "token dispatcher", "alltoall" => MoeDispatcher::AllToAll,
+    "deepep" => MoeDispatcher::DeepEp);
 choices!(Family, "architecture", "gpt2" => Family::Gpt2, "llama" => Family::Llama);
 choices!(Precision, "precision", "mixed" => Precision::Mixed, "bf16" => Precision::Bf16, "fp32" => Precision::Fp32);
 choices!(Optimizer, "optimizer", "adamw" => Optimizer::AdamW, "sgd" => Optimizer::Sgd,
@@ -758,6 +781,9 @@ pub struct DetailedConfig {
     /// "fused" profile: every expert holds c·n·k/E token slots. `None`:
     /// dropless, as Megatron's default.
     pub capacity_factor: Option<f64>,
+    /// How Megatron-Core's expert parallelism moves the tokens
+    /// ([`MoeDispatcher`]).
+    pub moe_dispatcher: MoeDispatcher,
     /// How the loss is computed from the last hidden state.
     pub loss: Loss,
     /// [`Loss::Chunked`]'s chunks (torchtune's `num_output_chunks`, 8 by
@@ -859,6 +885,7 @@ impl DetailedConfig {
             lora_dropout: 0.0,
             experts_impl: ExpertsImpl::Grouped,
             capacity_factor: None,
+            moe_dispatcher: MoeDispatcher::AllToAll,
             base_quant: BaseQuant::None,
             quant_path: QuantPath::Peft,
             offload: Offload::default(),

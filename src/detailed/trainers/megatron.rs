@@ -265,6 +265,7 @@ fn read_switches(doc: &mut Doc, out: &mut Out) -> Result<(bool, bool), ReadError
         let v = n.text().unwrap_or_default();
         out.set("moe-expert-capacity-factor", &v, "--capacity-factor", &v);
     }
+    read_dispatcher(doc, out)?;
     if on(doc, "overlap-param-gather-with-optimizer-step") {
         out.ignore(
             "overlap-param-gather-with-optimizer-step",
@@ -273,6 +274,32 @@ fn read_switches(doc: &mut Doc, out: &mut Out) -> Result<(bool, bool), ReadError
         );
     }
     Ok((sp, distributed))
+}
+
+/// The MoE token dispatcher (`--moe-token-dispatcher-type`, with `flex`
+/// its `--moe-flex-dispatcher-backend`, "deepep" by default, or the older
+/// `--moe-enable-deepep`; `megatron/core/transformer/transformer_config.py`
+/// at d98e8a64): `alltoall` and DeepEP are priced; the others are read as
+/// the all-to-all, saying so.
+fn read_dispatcher(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
+    let kind = doc.text("moe-token-dispatcher-type")?;
+    let backend = doc.text("moe-flex-dispatcher-backend")?;
+    let deepep = doc.take("moe-enable-deepep").is_some();
+    let key = "moe-token-dispatcher-type";
+    match kind.as_deref() {
+        Some("flex") if deepep || backend.as_deref().unwrap_or("deepep") == "deepep" => {
+            out.set(key, "flex (deepep)", "--moe-dispatcher", "deepep");
+        }
+        Some("flex") => out.ignore(
+            "moe-flex-dispatcher-backend",
+            backend.unwrap_or_default(),
+            "priced as the all-to-all: only DeepEP's forwarding between nodes is modelled",
+        ),
+        Some("alltoall") => out.set(key, "alltoall", "--moe-dispatcher", "alltoall"),
+        Some(other) => out.ignore(key, other, "priced as the all-to-all"),
+        None => {}
+    }
+    Ok(())
 }
 
 /// Megatron-LM's three communication overlaps, each off unless its flag is

@@ -8,7 +8,7 @@
 
 use super::layer::tp_gemms;
 use super::rates::{all_reduce, pipelined, Rates};
-use crate::detailed::config::{DetailedConfig, Framework, Recompute};
+use crate::detailed::config::{DetailedConfig, Framework, MoeDispatcher, Recompute};
 
 /// A layer's tensor-parallel collectives per micro-batch, in all-reduces
 /// (an all-gather and a reduce-scatter make one): two forward, two
@@ -148,14 +148,41 @@ pub(super) fn expert_parallel(cfg: &DetailedConfig, r: &Rates, m: f64, share: f6
     // m/t tokens (Megatron-Core's `MoEAlltoAllTokenDispatcher`).
     let k = a.moe.map_or(1, |e| e.top_k) as f64;
     let tokens = if p.sp { m / t as f64 } else { m };
-    let bytes = 2.0 * tokens * k * a.hidden as f64 * (ep - 1) as f64 / ep as f64;
+    let token_bytes = 2.0 * tokens * a.hidden as f64;
     // The expert-parallel group's stride in the rank order is the expert
     // tensor-parallel degree, not the attention's: Megatron-Core's MoE
     // parallel folding generates the MoE groups as etp-ep-dp-pp
     // ("MoE Parallel Folding", megatron/core/transformer/moe/README.md,
     // Megatron-LM 022bcb5afe), so EP 8 with ETP 1 stays in a node of 8
     // whatever the attention's TP.
-    4.0 * moe_layers as f64 * share * r.all_to_all(bytes, ep, p.etp.max(1))
+    let stride = p.etp.max(1);
+    let one_way = match (cfg.moe_dispatcher, a.moe) {
+        (MoeDispatcher::DeepEp, Some(e)) => {
+            let local = r.local_members(ep, stride);
+            let remote = remote_nodes(e.experts, e.top_k, ep.div_ceil(local));
+            let forwarded = token_bytes * k * (local - 1) as f64 / local as f64;
+            r.split_exchange(forwarded, token_bytes * remote)
+        }
+        _ => r.all_to_all(token_bytes * k * (ep - 1) as f64 / ep as f64, ep, stride),
+    };
+    4.0 * moe_layers as f64 * share * one_way
+}
+
+/// The remote nodes a token's `k` experts of `experts` lie on, on
+/// average, when the expert group spans `nodes` nodes holding an equal
+/// share of the experts each and the router picks `k` distinct experts
+/// evenly (as Megatron-Bridge's benchmarks force it,
+/// `moe_router_force_load_balancing`): each other node is missed with the
+/// chance C(E − E/N, k) / C(E, k) that none of the `k` falls on it.
+pub(super) fn remote_nodes(experts: u64, k: u64, nodes: u64) -> f64 {
+    if nodes <= 1 {
+        return 0.0;
+    }
+    let (e, per_node) = (experts as f64, (experts / nodes) as f64);
+    let missed: f64 = (0..k.min(experts))
+        .map(|i| ((e - per_node - i as f64) / (e - i as f64)).max(0.0))
+        .product();
+    (nodes - 1) as f64 * (1.0 - missed)
 }
 
 /// Context parallelism's exchanges for one micro-batch on a stage holding
@@ -219,7 +246,50 @@ fn ring(cfg: &DetailedConfig, r: &Rates, share: f64, fwd_attn: f64, bwd_attn: f6
 mod tests {
     use super::super::testing::{at, llama};
     use super::super::{step_time, Cluster, Efficiency};
+    use super::remote_nodes;
+    use crate::detailed::config::{DetailedConfig, MoeDispatcher};
+    use crate::detailed::preset;
     use crate::detailed::time::hardware::gpu;
+
+    /// A token's 8 of 128 experts over four nodes of 32 reach 2.72 other
+    /// nodes on average, 3·(1 − C(96, 8)/C(128, 8)); over one node none,
+    /// and 8 of 8 experts over two nodes always the other one.
+    #[test]
+    fn remote_nodes_of_a_token() {
+        assert!((remote_nodes(128, 8, 4) - 2.721_758_193).abs() < 1e-8);
+        assert_eq!(remote_nodes(128, 8, 1), 0.0);
+        assert!((remote_nodes(8, 8, 2) - 1.0).abs() < 1e-12);
+    }
+
+    /// DeepEP sends a token once to each remote node holding its experts,
+    /// the all-to-all once per expert: across four nodes of H100s (the
+    /// NIC the bound) the expert-parallel time is 2.72 / 6 of the
+    /// all-to-all's (6 = 8 experts × 24 of 32 GPUs elsewhere); inside one
+    /// node the two are the same.
+    #[test]
+    fn deepep_crosses_once_per_node() {
+        let ep_time = |ep: u64, dispatcher| {
+            let mut c = DetailedConfig::new(preset("qwen3-30b-a3b").unwrap().arch, 4096, 64);
+            c.micro_batch = Some(1);
+            c.parallel.dp = 32;
+            c.parallel.ep = ep;
+            c.moe_dispatcher = dispatcher;
+            let card = gpu("h100-sxm").unwrap();
+            step_time(&c, &Cluster::new(card, 8), &Efficiency::for_gpu(&card))
+                .parts
+                .expert_parallel
+        };
+        let (a2a, deepep) = (
+            ep_time(32, MoeDispatcher::AllToAll),
+            ep_time(32, MoeDispatcher::DeepEp),
+        );
+        assert!((deepep / a2a - remote_nodes(128, 8, 4) / 6.0).abs() < 1e-9);
+        let inside = (
+            ep_time(8, MoeDispatcher::AllToAll),
+            ep_time(8, MoeDispatcher::DeepEp),
+        );
+        assert!(inside.0 > 0.0 && (inside.1 / inside.0 - 1.0).abs() < 1e-12);
+    }
 
     /// Tensor parallelism inside a node splits the compute and adds its
     /// all-reduces; across nodes it is slower than inside.

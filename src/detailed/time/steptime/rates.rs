@@ -160,14 +160,30 @@ impl Rates {
         if n <= 1 {
             return 0.0;
         }
-        let (gpu, gpn) = (&self.gpu, self.gpus_per_node);
-        let local = (gpn / stride.max(1)).clamp(1, n);
+        let gpu = &self.gpu;
+        let local = self.local_members(n, stride);
         let peers = (n - 1) as f64;
         let off_node = (n - local) as f64 / peers;
         let on_node = (local - 1) as f64 / peers;
         let nvlink = gpu.intra_node_gbps * 1e9 * self.eff.link;
         let nic = gpu.inter_node_gbps.min(gpu.intra_node_gbps) * 1e9 * self.eff.link;
         (bytes * on_node / nvlink).max(bytes * off_node / nic.max(1.0))
+    }
+
+    /// The members of a group of `n` GPUs (stride `stride` in the rank
+    /// order) that share a node.
+    pub fn local_members(&self, n: u64, stride: u64) -> u64 {
+        (self.gpus_per_node / stride.max(1)).clamp(1, n.max(1))
+    }
+
+    /// Seconds for an exchange that sends `nvlink` bytes inside the node
+    /// and `network` bytes through the GPU's own NIC, both at once (as
+    /// [`Rates::all_to_all`] does with its two shares).
+    pub fn split_exchange(&self, nvlink: f64, network: f64) -> f64 {
+        let gpu = &self.gpu;
+        let fast = gpu.intra_node_gbps * 1e9 * self.eff.link;
+        let nic = gpu.inter_node_gbps.min(gpu.intra_node_gbps) * 1e9 * self.eff.link;
+        (nvlink / fast).max(network / nic.max(1.0))
     }
 
     /// Bytes/s over PCIe between the GPU and the host.
