@@ -149,7 +149,7 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
     let mut micro = Parts {
         matmul: c.matmul,
         attention: c.attention,
-        memory_bound: c.memory_bound,
+        memory_bound: c.memory_bound + model_parallel::async_tp_reductions(cfg, &r, m, share),
         tensor_parallel: model_parallel::tensor_parallel(cfg, &r, m, share),
         hidden: parts::Hidden {
             tensor_parallel: model_parallel::tensor_parallel_collectives(cfg, &r, m, share)

@@ -92,11 +92,16 @@ pub(super) fn tensor_parallel_collectives(
 /// `fused_matmul_reduce_scatter` (`torch/_inductor/fx_passes/micro_pipeline_tp.py`,
 /// `torch/distributed/_symmetric_memory/__init__.py`: the GEMM split into
 /// one chunk per rank, each chunk's transfer behind the previous chunk's
-/// product), in the forward graph and in the backward graph alike (the
-/// column-parallel input gradient's reduce-scatter pipelined with its own
-/// GEMM, where TE's bulk overlap puts it beside the weight-gradient GEMM);
-/// what a collective cannot hide (the part longer than the GEMM beside
-/// it) stays exposed.
+/// product), in the forward graph and in the backward graph alike; what
+/// a collective cannot hide (the part longer than the GEMM beside it)
+/// stays exposed. Backward, the column-parallel input gradient's
+/// reduce-scatter is not fused: its input is a sum of matmuls (q, k and
+/// v's input gradients added, gate and up's), and the pass fuses a
+/// reduce-scatter only when a lone `mm` or `_scaled_mm` (through a
+/// reshape) produces its input (`_find_producer_matmul`,
+/// `micro_pipeline_tp.py`), so it stays a plain collective, exposed
+/// whole. The fused reduce-scatters' own summing is priced apart
+/// ([`async_tp_reductions`]).
 fn overlapped(
     cfg: &DetailedConfig,
     r: &Rates,
@@ -109,14 +114,13 @@ fn overlapped(
     let [qkv, out, up, down] = tp_gemms(cfg, m, r);
     let gather = |g: f64| (half - g * (t - 1.0) / t).max(0.0);
     // Backward's reduce-scatter of a column-parallel input gradient: TE's
-    // bulk overlap beside the weight-gradient GEMM, or async TP's
-    // pipelined matmul → reduce-scatter.
-    let te = !cfg.async_tp;
+    // bulk overlap beside the weight-gradient GEMM, or, under async TP, a
+    // plain collective (a sum of matmuls feeds it: not fused).
     let scatter = |g: f64| {
-        if te {
-            (half - g).max(0.0)
+        if cfg.async_tp {
+            half
         } else {
-            pipelined(half, g, t)
+            (half - g).max(0.0)
         }
     };
     let attn_fwd = gather(qkv) + pipelined(half, out, t);
@@ -131,6 +135,36 @@ fn overlapped(
     let attention = forwards * attn_fwd + attn_bwd;
     let mlp = forwards * mlp_fwd + mlp_bwd;
     share * (a.layers as f64 * attention + dense * mlp + moe * (forwards + 1.0) * 2.0 * half)
+}
+
+/// Async TP's reductions for one micro-batch of `m` tokens on a stage
+/// holding `share` of the layers, seconds of memory-bound work: each fused
+/// matmul → reduce-scatter computes every rank's chunk of the product,
+/// sends it to its owner, and then sums the t partials it received in one
+/// kernel on the compute stream (`_fused_matmul_reduce_scatter_impl`,
+/// `torch/distributed/_symmetric_memory/__init__.py`: `stacked_partials`,
+/// then `reduce_fn` = `torch.sum(dim=0)`), reading the whole m × h
+/// product in 16 bits and writing its 1/t share; NCCL's reduce-scatter
+/// sums inside the collective. Two a dense layer's forward (the
+/// attention's output projection and the MLP's down projection), one a
+/// MoE layer's (its experts' collectives are not fused), again when full
+/// recomputation reruns the forward (torchtitan's per-operator policy
+/// keeps the reduce-scatters' outputs). None without `--async-tp`.
+pub(super) fn async_tp_reductions(cfg: &DetailedConfig, r: &Rates, m: f64, share: f64) -> f64 {
+    let t = cfg.parallel.tp.max(1) as f64;
+    if !cfg.async_tp || !cfg.parallel.sp || t <= 1.0 {
+        return 0.0;
+    }
+    let a = &cfg.arch;
+    let forwards = if cfg.recompute == Recompute::Full {
+        2.0
+    } else {
+        1.0
+    };
+    let moe = a.moe_layers() as f64;
+    let fused = 2.0 * (a.layers as f64 - moe) + moe;
+    let bytes = 2.0 * m * a.hidden as f64 * (1.0 + 1.0 / t);
+    share * forwards * fused * bytes / r.bytes
 }
 
 /// Expert parallelism's all-to-alls for one micro-batch of `m` tokens on
@@ -344,11 +378,14 @@ mod tests {
     /// on the same layout as above: forward as Transformer Engine's (every
     /// all-gather inside its GEMM, the last of t = 2 chunks of each
     /// reduce-scatter shows: half of a half), and backward the
-    /// column-parallel input gradients' reduce-scatters pipelined with
-    /// their own GEMMs, each showing its last chunk too (TE's bulk overlap
-    /// hides them whole): two halves a layer exposed against eight, a
-    /// quarter. What shows plus what hides is every collective. Without
-    /// `--async-tp`, or without sequence parallelism, nothing hides.
+    /// row-parallel output gradients' all-gathers inside their GEMMs but
+    /// the column-parallel input gradients' reduce-scatters whole (a sum
+    /// of matmuls feeds each: not fused): three halves a layer exposed
+    /// against eight. What shows plus what hides is every collective. The
+    /// two fused reduce-scatters a layer sum their partials in a kernel of
+    /// their own: m·h 16-bit values read and m·h/t written, memory-bound
+    /// time added. Without `--async-tp`, or without sequence parallelism,
+    /// nothing hides.
     #[test]
     fn async_tp_pipelines_the_collectives_under_fsdp2() {
         use crate::detailed::config::Framework;
@@ -364,17 +401,27 @@ mod tests {
         let on = at(&c);
         let exposed = on.parts.tensor_parallel;
         assert!(
-            (exposed * 4.0 / off.parts.tensor_parallel - 1.0).abs() < 1e-9,
+            (exposed * 8.0 / 3.0 / off.parts.tensor_parallel - 1.0).abs() < 1e-9,
             "{exposed} {off:?}"
         );
         let all = exposed + on.parts.hidden.tensor_parallel;
         assert!((all / off.parts.tensor_parallel - 1.0).abs() < 1e-12);
         assert!(on.step_s < off.step_s);
-        // The same hidden share of the collectives' own time on every
-        // other part: only the tensor-parallel exposure moved.
         assert_eq!(on.parts.matmul, off.parts.matmul);
+        // Eight micro-batches of 8,192 tokens, 32 layers, two reductions
+        // a layer, each 2·8192·4096·(1 + 1/2) bytes at 80 % of the A100's
+        // 2,039 GB/s.
+        let bytes = 8.0 * 32.0 * 2.0 * 2.0 * 8192.0 * 4096.0 * 1.5;
+        let added = on.parts.memory_bound - off.parts.memory_bound;
+        assert!(
+            (added / (bytes / (2039e9 * 0.8)) - 1.0).abs() < 1e-9,
+            "{added}"
+        );
         c.parallel.sp = false;
-        assert_eq!(at(&c).parts.hidden.tensor_parallel, 0.0);
+        let no_sp = at(&c);
+        assert_eq!(no_sp.parts.hidden.tensor_parallel, 0.0);
+        c.async_tp = false;
+        assert_eq!(at(&c).parts.memory_bound, no_sp.parts.memory_bound);
     }
 
     /// All-to-all context parallelism is exposed, the ring hides behind
