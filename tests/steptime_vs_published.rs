@@ -44,20 +44,6 @@ fn arch(spec: &str) -> Architecture {
             a
         }
         "llama" => Architecture::llama(n(1), n(2), n(3), n(4), n(5), n(6)),
-        // Qwen3-235B-A22B (`Qwen/Qwen3-235B-A22B` config.json): Qwen3-30B-A3B's
-        // layer with 94 layers, h 4096, 64 query and 4 key/value heads of
-        // 128, 128 experts (top 8) of 1,536.
-        "qwen3-235b-a22b" => {
-            let mut a = preset("qwen3-30b-a3b").unwrap().arch;
-            a.layers = 94;
-            a.hidden = 4096;
-            a.heads = 64;
-            a.ffn = 12288;
-            if let Some(m) = a.moe.as_mut() {
-                m.expert_ffn = 1536;
-            }
-            a
-        }
         name => preset(name).unwrap().arch,
     }
 }

@@ -91,6 +91,25 @@ const QWEN3_30B_A3B: Architecture = Architecture {
     ..qwen3(48, 2048, 32, 4, 6144, false)
 };
 
+/// Qwen3-235B-A22B (`Qwen/Qwen3-235B-A22B`; its config.json's shape as
+/// the model card and Megatron-MoE-ModelZoo's
+/// `model_configs/benchmarking/Qwen3-235B-A22B.yaml` give it: 94 layers,
+/// hidden 4,096, 64 query and 4 key/value heads of 128, 128 experts of
+/// 1,536, top-8, vocabulary 151,936, untied): Qwen3-30B-A3B's layer,
+/// larger.
+const QWEN3_235B_A22B: Architecture = Architecture {
+    moe: Some(Moe {
+        experts: 128,
+        top_k: 8,
+        expert_ffn: 1536,
+        shared_ffn: 0,
+        first_dense: 0,
+        router: Router::Qwen,
+        normalized: true,
+    }),
+    ..qwen3(94, 4096, 64, 4, 12288, false)
+};
+
 /// DeepSeek-V3 (`deepseek-ai/DeepSeek-V3`, config.json; the main model,
 /// without the multi-token-prediction layer): latent attention, 3 dense
 /// layers, then 256 routed experts (top-8) and one shared expert.
@@ -328,6 +347,10 @@ pub const PRESETS: &[Preset] = &[
         arch: QWEN3_30B_A3B,
     },
     Preset {
+        name: "qwen3-235b-a22b",
+        arch: QWEN3_235B_A22B,
+    },
+    Preset {
         name: "glm-4.5-air",
         arch: GLM_45_AIR,
     },
@@ -380,6 +403,7 @@ mod tests {
             ("qwen3-8b", 8_190_735_360, 399),
             ("mixtral-8x7b", 46_702_792_704, 291),
             ("qwen3-30b-a3b", 30_532_122_624, 531),
+            ("qwen3-235b-a22b", 235_093_634_560, 1037),
             ("deepseek-v3", 671_026_404_352, 909),
             ("mistral-7b", 7_241_732_096, 291),
             ("qwen2.5-7b", 7_615_616_512, 339),
@@ -404,10 +428,12 @@ mod tests {
         assert_eq!(preset("glm-4.5-air").unwrap().arch.buffers(), 5_760);
         // Published active parameters per token: Mixtral 12.9 B (Jiang et al.
         // 2024, §2: "13B active"), Qwen3-30B-A3B 3.3 B (model card),
-        // DeepSeek-V3 37 B (DeepSeek-AI 2024, abstract).
+        // DeepSeek-V3 37 B (DeepSeek-AI 2024, abstract), Qwen3-235B-A22B
+        // 22 B (model card: "22B activated").
         for (name, active) in [
             ("mixtral-8x7b", 12.9e9),
             ("qwen3-30b-a3b", 3.3e9),
+            ("qwen3-235b-a22b", 22.0e9),
             ("deepseek-v3", 37.0e9),
         ] {
             let got = preset(name).unwrap().arch.active_params() as f64;
