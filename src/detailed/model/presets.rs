@@ -76,6 +76,24 @@ const MIXTRAL_8X7B: Architecture = Architecture {
     ..Architecture::llama(32, 4096, 32, 8, 14336, 32000)
 };
 
+/// Mixtral-8x22B (`mistralai/Mixtral-8x22B-v0.1`; its config.json's shape
+/// as Megatron-MoE-ModelZoo's `model_configs/benchmarking/Mixtral-8x22B.yaml`
+/// gives it: 56 layers, hidden 6,144, 48 query and 8 key/value heads,
+/// 8 experts of 16,384, top-2, untied, the Llama 2 tokenizer's 32,000
+/// tokens): Mixtral-8x7B's layer, larger.
+const MIXTRAL_8X22B: Architecture = Architecture {
+    moe: Some(Moe {
+        experts: 8,
+        top_k: 2,
+        expert_ffn: 16384,
+        shared_ffn: 0,
+        first_dense: 0,
+        router: Router::Mixtral,
+        normalized: true,
+    }),
+    ..Architecture::llama(56, 6144, 48, 8, 16384, 32000)
+};
+
 /// Qwen3-30B-A3B (`Qwen/Qwen3-30B-A3B`, config.json): 128 experts of width
 /// 768, top-8, every layer MoE.
 const QWEN3_30B_A3B: Architecture = Architecture {
@@ -343,6 +361,10 @@ pub const PRESETS: &[Preset] = &[
         arch: MIXTRAL_8X7B,
     },
     Preset {
+        name: "mixtral-8x22b",
+        arch: MIXTRAL_8X22B,
+    },
+    Preset {
         name: "qwen3-30b-a3b",
         arch: QWEN3_30B_A3B,
     },
@@ -402,6 +424,7 @@ mod tests {
             ("llama-3.2-1b", 1_235_814_400u64, 146u64),
             ("qwen3-8b", 8_190_735_360, 399),
             ("mixtral-8x7b", 46_702_792_704, 291),
+            ("mixtral-8x22b", 140_620_634_112, 507),
             ("qwen3-30b-a3b", 30_532_122_624, 531),
             ("qwen3-235b-a22b", 235_093_634_560, 1037),
             ("deepseek-v3", 671_026_404_352, 909),
@@ -427,11 +450,13 @@ mod tests {
         // GLM-4.5-Air: 45 MoE layers × 128 correction biases.
         assert_eq!(preset("glm-4.5-air").unwrap().arch.buffers(), 5_760);
         // Published active parameters per token: Mixtral 12.9 B (Jiang et al.
-        // 2024, §2: "13B active"), Qwen3-30B-A3B 3.3 B (model card),
+        // 2024, §2: "13B active"), Mixtral-8x22B 39 B (Mistral AI's
+        // announcement, "39B active parameters out of 141B"), Qwen3-30B-A3B 3.3 B (model card),
         // DeepSeek-V3 37 B (DeepSeek-AI 2024, abstract), Qwen3-235B-A22B
         // 22 B (model card: "22B activated").
         for (name, active) in [
             ("mixtral-8x7b", 12.9e9),
+            ("mixtral-8x22b", 39.0e9),
             ("qwen3-30b-a3b", 3.3e9),
             ("qwen3-235b-a22b", 22.0e9),
             ("deepseek-v3", 37.0e9),
