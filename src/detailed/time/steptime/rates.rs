@@ -137,7 +137,7 @@ impl Rates {
         let gbps = if n * stride <= gpn {
             gpu.intra_node_gbps
         } else {
-            let members = (gpn / stride.max(1)).clamp(1, n) as f64;
+            let members = self.local_members(n, stride) as f64;
             (gpu.inter_node_gbps * members).min(gpu.intra_node_gbps)
         };
         gbps * 1e9 * self.eff.link
@@ -160,14 +160,11 @@ impl Rates {
         if n <= 1 {
             return 0.0;
         }
-        let gpu = &self.gpu;
         let local = self.local_members(n, stride);
         let peers = (n - 1) as f64;
         let off_node = (n - local) as f64 / peers;
         let on_node = (local - 1) as f64 / peers;
-        let nvlink = gpu.intra_node_gbps * 1e9 * self.eff.link;
-        let nic = gpu.inter_node_gbps.min(gpu.intra_node_gbps) * 1e9 * self.eff.link;
-        (bytes * on_node / nvlink).max(bytes * off_node / nic.max(1.0))
+        self.split_exchange(bytes * on_node, bytes * off_node)
     }
 
     /// The members of a group of `n` GPUs (stride `stride` in the rank
