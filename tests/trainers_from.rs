@@ -1065,4 +1065,9 @@ fn megatron_reads_its_token_dispatcher() {
             "{extra}"
         );
     }
+    // Without `flex` the backend and the older switch are named, not lost.
+    let r = line("--moe-token-dispatcher-type alltoall --moe-flex-dispatcher-backend deepep --moe-enable-deepep");
+    assert_eq!(r.out.arg("--moe-dispatcher"), Some("alltoall"));
+    let named: Vec<&str> = r.out.ignored.iter().map(|i| i.key.as_str()).collect();
+    assert_eq!(named, ["moe-flex-dispatcher-backend", "moe-enable-deepep"]);
 }
