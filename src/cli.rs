@@ -36,6 +36,34 @@ where
     })
 }
 
+/// `--recompute-modules`: Megatron's modules, `core_attn` apart (it is
+/// `--recompute selective`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ModulesArg {
+    /// The output-discarding modules.
+    pub modules: detailed::RecomputeModules,
+    /// `core_attn` was listed.
+    pub core_attn: bool,
+}
+
+/// Parses `--recompute-modules`: names separated by commas or spaces, as
+/// Megatron-Core spells them; the ones not priced are refused by name.
+fn parse_recompute_modules(s: &str) -> Result<ModulesArg, String> {
+    let mut arg = ModulesArg::default();
+    for name in s.split([',', ' ']).filter(|n| !n.is_empty()) {
+        let name = name.to_ascii_lowercase();
+        if name == "core_attn" {
+            arg.core_attn = true;
+        } else if !arg.modules.add(&name) {
+            return Err(format!(
+                "'{name}' is not priced; the modules are core_attn, {}",
+                detailed::RecomputeModules::NAMES.join(", ")
+            ));
+        }
+    }
+    Ok(arg)
+}
+
 /// Every preset's name, for `--model`.
 fn preset_names() -> Vec<&'static str> {
     detailed::PRESETS.iter().map(|p| p.name).collect()
@@ -312,6 +340,15 @@ pub struct KernelArgs {
     /// none].
     #[arg(long, value_name = "WHAT", value_parser = one_of::<Recompute>(Recompute::NAMES), ignore_case = true)]
     pub recompute: Option<Recompute>,
+    /// Megatron-Core's selective recomputation of single modules
+    /// (`--recompute-granularity selective --recompute-modules ...`),
+    /// comma-separated: core_attn (as --recompute selective), layernorm (the
+    /// norms that are modules of their own: a MoE layer's pre-MLP norm,
+    /// multi-latent attention's input norm), moe_act (the routed experts'
+    /// activation); their outputs freed after use and rerun in backward.
+    /// Fused kernels under --framework megatron.
+    #[arg(long, value_name = "LIST", value_parser = parse_recompute_modules)]
+    pub recompute_modules: Option<ModulesArg>,
     /// Whose kernels: fused (Megatron), hf (stock transformers) or liger
     /// (stock transformers with Liger's RMSNorm, SwiGLU and RoPE kernels,
     /// and its fused loss unless --loss says otherwise) [default: hf with
@@ -818,6 +855,7 @@ impl Args {
             || k.compile
             || k.compile_scope.is_some()
             || k.recompute.is_some()
+            || k.recompute_modules.is_some()
             || k.implementation.is_some()
             || k.loss.is_some()
             || k.loss_chunks.is_some()
@@ -1062,6 +1100,7 @@ impl Args {
         self.read_training(&mut cfg)?;
         self.read_finetuning(&mut cfg)?;
         self.read_loss(&mut cfg)?;
+        self.read_recompute_modules(&mut cfg)?;
         let (profile, reason) = match self.kernels.implementation {
             Some(chosen) => (chosen.profile(), "chosen"),
             None => defaults::profile(&cfg, imported),
@@ -1172,6 +1211,28 @@ impl Args {
         if let Some(d) = k.moe_dispatcher {
             cfg.moe_dispatcher = d;
         }
+    }
+
+    /// `--recompute-modules`: its output-discarding modules, and
+    /// `core_attn` as selective recomputation (refused beside another
+    /// `--recompute`).
+    fn read_recompute_modules(&self, cfg: &mut DetailedConfig) -> Result<(), CliError> {
+        let Some(arg) = self.kernels.recompute_modules else {
+            return Ok(());
+        };
+        cfg.recompute_modules = arg.modules;
+        if arg.core_attn {
+            match self.kernels.recompute {
+                None | Some(Recompute::Selective) => cfg.recompute = Recompute::Selective,
+                Some(r) => {
+                    return Err(format!(
+                        "--recompute-modules core_attn is --recompute selective, not {}",
+                        r.name()
+                    ))
+                }
+            }
+        }
+        Ok(())
     }
 
     /// `--impl liger`, `--loss` and `--loss-chunks`: Liger's kernels bring

@@ -202,6 +202,10 @@ pub struct DetailedInputs {
     pub dropout: bool,
     /// `none`, `selective` or `full`.
     pub recompute: String,
+    /// Megatron-Core's recomputed modules beside `recompute`
+    /// (`--recompute-modules`), when any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recompute_modules: Vec<String>,
     /// The kernel profile, `fused` or `hf`.
     pub profile: String,
     /// Why this profile: `"chosen"`, or the default's reason.
@@ -929,6 +933,12 @@ impl DetailedInputs {
             attention: cfg.attention.name().into(),
             dropout: cfg.dropout,
             recompute: cfg.recompute.name().into(),
+            recompute_modules: cfg
+                .recompute_modules
+                .names()
+                .into_iter()
+                .map(String::from)
+                .collect(),
             profile: cfg.profile.name().into(),
             profile_reason: parts.profile_reason.into(),
             liger_kernels: cfg.liger,

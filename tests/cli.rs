@@ -1377,3 +1377,58 @@ fn fp8_param_is_checked_and_priced() {
     let params = |v: &serde_json::Value| v["bytes"]["params"].as_f64().unwrap();
     assert_eq!(params(&off) - params(&on), 2.0 * 6_979_321_856.0);
 }
+
+/// `--recompute-modules`: Megatron's names; the JSON inputs list the
+/// output-discarding ones (absent without), `core_attn` is `--recompute
+/// selective` and refused beside another `--recompute`, a module not
+/// priced is refused by name, and a module that changes nothing says so.
+#[test]
+fn recompute_modules_flag_json_and_refusals() {
+    let base = [
+        "--model",
+        "qwen3-30b-a3b",
+        "--seq",
+        "4096",
+        "--ep",
+        "8",
+        "--dp",
+        "8",
+    ];
+    let run = |extra: &[&str]| {
+        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+        membudget(&args)
+    };
+    let json = |extra: &[&str]| {
+        let (code, out, err) = run(&[extra, &["--json"]].concat());
+        assert_eq!(code, 0, "{err}");
+        serde_json::from_str::<serde_json::Value>(&out).unwrap()
+    };
+    let off = json(&[]);
+    assert!(off["inputs"]["recompute_modules"].is_null());
+    let on = json(&["--recompute-modules", "core_attn,moe_act,layernorm"]);
+    assert_eq!(
+        on["inputs"]["recompute_modules"],
+        serde_json::json!(["layernorm", "moe_act"])
+    );
+    assert_eq!(on["inputs"]["recompute"], "selective");
+    let act = |v: &serde_json::Value| v["bytes"]["activations"].as_f64().unwrap();
+    assert!(act(&on) < act(&off), "{} {}", act(&on), act(&off));
+    let (code, _, err) = run(&["--recompute", "full", "--recompute-modules", "core_attn"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("core_attn is --recompute selective, not full"),
+        "{err}"
+    );
+    let (code, _, err) = run(&["--recompute-modules", "mla_up_proj"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("'mla_up_proj' is not priced"), "{err}");
+    let (code, out, err) =
+        membudget(&["--model", "llama-3.1-8b", "--recompute-modules", "moe_act"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(
+            "# note: moe_act recomputes the routed experts' activation: the model has no experts"
+        ),
+        "{out}"
+    );
+}

@@ -97,6 +97,10 @@ pub fn rows() -> Vec<Row> {
             cfg.dropout = c[14] == "1";
             cfg.moe_dispatcher = c[26].parse().unwrap();
             cfg.fp8_param = c[27] == "1";
+            // Megatron-Core's recomputed modules ("-": none).
+            for name in c[28].split(',').filter(|n| *n != "-") {
+                assert!(cfg.recompute_modules.add(name), "{name}");
+            }
             cfg.fp8 = match c[23] {
                 "te" => Fp8::Te,
                 "te-mxfp8" => Fp8::TeMxfp8,
@@ -191,7 +195,10 @@ pub fn rows() -> Vec<Row> {
                     } else {
                         String::new()
                     },
-                    c[12],
+                    match c[28] {
+                        "-" => c[12].to_string(),
+                        modules => format!("{}+{modules}", c[12]),
+                    },
                     if c[10] == "1" { " sp" } else { "" },
                     [(cp, "cp"), (ep, "ep")]
                         .iter()

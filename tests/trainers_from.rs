@@ -1071,3 +1071,81 @@ fn megatron_reads_its_token_dispatcher() {
     let named: Vec<&str> = r.out.ignored.iter().map(|i| i.key.as_str()).collect();
     assert_eq!(named, ["moe-flex-dispatcher-backend", "moe-enable-deepep"]);
 }
+
+/// Megatron-LM's selective recomputation: `--recompute-modules` (default
+/// `core_attn`, transformer_config.py at d98e8a64) gives `core_attn` as
+/// `--recompute selective` and `layernorm` and `moe_act` as
+/// `--recompute-modules`; the modules not priced are named, as is a list
+/// under full recomputation or without `--recompute-granularity`. The
+/// launch line `--emit megatron` writes reads back to the same flags.
+#[test]
+fn megatron_reads_its_recomputed_modules() {
+    let line = |extra: &str| {
+        let text = format!("torchrun pretrain_gpt.py --num-experts 8 {extra}");
+        trainers::read("moe.sh", &text).unwrap()
+    };
+    for (extra, recompute, modules, named) in [
+        (
+            "--recompute-granularity selective",
+            Some("selective"),
+            None,
+            None,
+        ),
+        (
+            "--recompute-granularity selective --recompute-modules layernorm moe_act",
+            None,
+            Some("layernorm,moe_act"),
+            None,
+        ),
+        (
+            "--recompute-granularity selective --recompute-modules core_attn moe_act mla_up_proj",
+            Some("selective"),
+            Some("moe_act"),
+            Some("mla_up_proj"),
+        ),
+        (
+            "--recompute-granularity full --recompute-modules layernorm",
+            Some("full"),
+            None,
+            Some("layernorm"),
+        ),
+        ("--recompute-modules moe_act", None, None, Some("moe_act")),
+    ] {
+        let r = line(extra);
+        assert_eq!(r.out.arg("--recompute"), recompute, "{extra}");
+        assert_eq!(r.out.arg("--recompute-modules"), modules, "{extra}");
+        let ignored = r.out.ignored.iter().find(|i| i.key == "recompute-modules");
+        assert_eq!(ignored.map(|i| i.value.as_str()), named, "{extra}");
+    }
+    let args = |extra: &[&str]| {
+        Args::try_parse_from(
+            [
+                "membudget",
+                "--model",
+                "llama-3.1-8b",
+                "--dp",
+                "8",
+                "--zero",
+                "1",
+            ]
+            .iter()
+            .chain(extra),
+        )
+        .unwrap()
+    };
+    let emitted = run(&args(&[
+        "--recompute-modules",
+        "core_attn,layernorm",
+        "--emit",
+        "megatron",
+    ]))
+    .unwrap();
+    assert!(
+        emitted
+            .contains("--recompute-granularity selective --recompute-modules core_attn layernorm"),
+        "{emitted}"
+    );
+    let back = trainers::read("launch.sh", &emitted).unwrap();
+    assert_eq!(back.out.arg("--recompute"), Some("selective"));
+    assert_eq!(back.out.arg("--recompute-modules"), Some("layernorm"));
+}

@@ -36,7 +36,7 @@ pub use config::{
     ActOffload, AdamImpl, AttentionKernel, BaseQuant, CompileScope, CpComm, DetailedConfig,
     DetailedError, Device, ExpertsImpl, Fp8, Framework, FsdpSharding, Implementation, Loss,
     MoeDispatcher, Objective, Offload, Optimizer, Overlap, Parallelism, Precision, Profile,
-    QuantPath, Recompute, Reference, Schedule, Step, StepOptions, TpPlan,
+    QuantPath, Recompute, RecomputeModules, Reference, Schedule, Step, StepOptions, TpPlan,
 };
 pub use memory::{
     estimate, host_ram, stage_timelines, timeline, why_peak, DetailedBreakdown, Event, HostRam,

@@ -98,6 +98,7 @@ pub fn ignored(cfg: &DetailedConfig) -> Vec<&'static str> {
              priced as Megatron's, without the a·s² scores",
         );
     }
+    out.extend(ignored_modules(cfg));
     if cfg.profile == Profile::Hf && cfg.capacity_factor.is_some() {
         out.push("the capacity factor is Megatron's; transformers' experts are dropless");
     }
@@ -161,6 +162,33 @@ pub fn kernels(cfg: &DetailedConfig, reason: &str) -> String {
     } else {
         format!("priced with {kernels}, the default for {reason}")
     }
+}
+
+/// The recomputed modules (`--recompute-modules`) that change nothing in
+/// `cfg`, each with why: they are Megatron-Core's, full recomputation
+/// reruns them already, `moe_act` needs experts, and `layernorm` acts only
+/// on norms that are modules of their own (a MoE layer's pre-MLP norm,
+/// multi-latent attention's input norm).
+fn ignored_modules(cfg: &DetailedConfig) -> Vec<&'static str> {
+    let rm = cfg.recompute_modules;
+    if !rm.any() {
+        return Vec::new();
+    }
+    let megatron = cfg.profile == Profile::Fused && cfg.framework == super::Framework::Megatron;
+    if !megatron {
+        return vec!["the recomputed modules are Megatron-Core's (fused kernels, --framework megatron): they change nothing here"];
+    }
+    if matches!(cfg.recompute, Recompute::Full | Recompute::SelectiveOp) {
+        return vec!["the recomputed modules are selective recomputation's: under this --recompute they change nothing"];
+    }
+    let mut out = Vec::new();
+    if rm.moe_act && cfg.arch.moe.is_none() {
+        out.push("moe_act recomputes the routed experts' activation: the model has no experts");
+    }
+    if rm.layernorm && cfg.arch.moe.is_none() && cfg.arch.mla.is_none() {
+        out.push("layernorm recomputes the norms that are modules of their own (a MoE layer's pre-MLP norm, multi-latent attention's input norm); this model's norms are fused into their projections (LayerNormLinear): it changes nothing");
+    }
+    out
 }
 
 #[cfg(test)]

@@ -640,6 +640,63 @@ pub enum MoeDispatcher {
     DeepEp,
 }
 
+/// Megatron-Core's output-discarding recomputation of single modules
+/// (`--recompute-granularity selective --recompute-modules ...`,
+/// `recompute_modules` in `megatron/core/transformer/transformer_config.py`
+/// at d98e8a64: "\"moe_act\", \"layernorm\" ... use output-discarding
+/// checkpointing"): the module's output is freed once its consumer has
+/// saved it (`CheckpointWithoutOutput.discard_output_and_register_recompute`,
+/// `megatron/core/tensor_parallel/random.py`) and the module runs again
+/// before the consumer's backward. `core_attn` is [`Recompute::Selective`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecomputeModules {
+    /// `layernorm`: the norms that are modules of their own
+    /// (`TransformerLayer.recompute_input_layernorm` and
+    /// `recompute_pre_mlp_layernorm`, `transformer_layer.py`, only where the
+    /// norm is not an `IdentityOp`): with Transformer Engine's layer specs
+    /// (`gpt_layer_specs.py`) the pre-MLP norm of a MoE layer and the input
+    /// norm of multi-latent attention; a dense layer's norms are fused into
+    /// `LayerNormLinear` and nothing changes there.
+    pub layernorm: bool,
+    /// `moe_act`: the routed experts' activation (`TEGroupedMLP`,
+    /// `moe/experts.py`: `activation_checkpoint.checkpoint(bias_act_func,
+    /// ...)`, discarded after `linear_fc2` saves its input; under fp8
+    /// `set_save_original_input(self.linear_fc2)` makes that input the
+    /// 16-bit one, discarded too).
+    pub moe_act: bool,
+}
+
+impl RecomputeModules {
+    /// Megatron's names, as `--recompute-modules` lists them.
+    pub const NAMES: [&'static str; 2] = ["layernorm", "moe_act"];
+
+    /// Whether any module is recomputed.
+    pub fn any(self) -> bool {
+        self.layernorm || self.moe_act
+    }
+
+    /// The modules' names, in Megatron's order.
+    pub fn names(self) -> Vec<&'static str> {
+        [self.layernorm, self.moe_act]
+            .iter()
+            .zip(Self::NAMES)
+            .filter(|(on, _)| **on)
+            .map(|(_, n)| n)
+            .collect()
+    }
+
+    /// Turns on the module named `name`; `false` for a name it does not
+    /// price.
+    pub fn add(&mut self, name: &str) -> bool {
+        match name {
+            "layernorm" => self.layernorm = true,
+            "moe_act" => self.moe_act = true,
+            _ => return false,
+        }
+        true
+    }
+}
+
 /// Implements `FromStr` (and `name()`) for a choice enum from its spellings.
 macro_rules! choices {
     ($t:ty, $what:literal, $($name:literal => $v:expr),+ $(,)?) => {
@@ -746,6 +803,9 @@ pub struct DetailedConfig {
     pub dropout: bool,
     /// Recomputation.
     pub recompute: Recompute,
+    /// Megatron-Core's output-discarding recomputation of single modules
+    /// beside [`DetailedConfig::recompute`] ("fused" profile).
+    pub recompute_modules: RecomputeModules,
     /// Kernel profile.
     pub profile: Profile,
     /// Device (details of the "hf" profile).
@@ -876,6 +936,7 @@ impl DetailedConfig {
             attention: AttentionKernel::Eager,
             dropout: true,
             recompute: Recompute::None,
+            recompute_modules: RecomputeModules::default(),
             profile: Profile::Fused,
             device: Device::Cuda,
             parallel: Parallelism::default(),
@@ -899,6 +960,18 @@ impl DetailedConfig {
             compile_scope: CompileScope::Model,
             overlap: Overlap::default(),
             async_tp: false,
+        }
+    }
+
+    /// The [`RecomputeModules`] that take effect: Megatron-Core's, so only
+    /// under Megatron's fused kernels, and none under full recomputation
+    /// (which reruns every module already).
+    pub fn megatron_recompute_modules(&self) -> RecomputeModules {
+        let megatron = self.profile == Profile::Fused && self.framework == Framework::Megatron;
+        if megatron && matches!(self.recompute, Recompute::None | Recompute::Selective) {
+            self.recompute_modules
+        } else {
+            RecomputeModules::default()
         }
     }
 

@@ -953,10 +953,20 @@ fn megatron_switches(cfg: &DetailedConfig, f: &str) -> Result<String, String> {
             ))
         }
     }
+    // Megatron's modules: core_attn is the selective recomputation.
+    let modules = cfg.megatron_recompute_modules().names().join(" ");
     match cfg.recompute {
-        Recompute::None => {}
+        Recompute::None if modules.is_empty() => {}
+        Recompute::None => {
+            out += &format!(" --recompute-granularity selective --recompute-modules {modules}")
+        }
         Recompute::Full => out += " --recompute-granularity full",
-        Recompute::Selective => out += " --recompute-granularity selective",
+        Recompute::Selective if modules.is_empty() => out += " --recompute-granularity selective",
+        Recompute::Selective => {
+            out += &format!(
+                " --recompute-granularity selective --recompute-modules core_attn {modules}"
+            )
+        }
         Recompute::SelectiveOp => {
             return Err(cannot(
                 f,

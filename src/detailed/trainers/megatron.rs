@@ -10,6 +10,7 @@ pub const DEFAULTS: &[(&str, &str, &str)] = &[
     ("--tensor-model-parallel-size", "1", "megatron/training/arguments.py: `group.add_argument('--tensor-model-parallel-size', type=int, default=1, …)`"),
     ("--pipeline-model-parallel-size", "1", "megatron/training/arguments.py: `'--pipeline-model-parallel-size', type=int, default=1`"),
     ("--recompute-granularity", "None (no recomputation)", "megatron/training/arguments.py: `'--recompute-granularity', type=str, default=None`"),
+    ("--recompute-modules", "`core_attn` (under `--recompute-granularity selective`)", "megatron/core/transformer/transformer_config.py: `if self.recompute_modules is None: self.recompute_modules = [\"core_attn\"]`"),
     ("--optimizer", "adam", "megatron/training/arguments.py: `'--optimizer', type=str, default='adam'` (AdamW's decoupled decay)"),
     ("--overlap-grad-reduce", "off: `--no-overlap-grad-reduce`", "megatron/training/arguments.py: `'--overlap-grad-reduce', action='store_true', default=False` (_add_distributed_args)"),
     ("--overlap-param-gather", "off: `--no-overlap-param-gather` (with `--use-distributed-optimizer`)", "megatron/training/arguments.py: `'--overlap-param-gather', action='store_true', default=False` (_add_distributed_args)"),
@@ -248,10 +249,7 @@ fn read_switches(doc: &mut Doc, out: &mut Out) -> Result<(bool, bool), ReadError
     if on(doc, "fp8-param-gather") {
         out.set("fp8-param-gather", true, "--fp8-param", "");
     }
-    if let Some(g) = doc.text("recompute-granularity")? {
-        let r = if g == "full" { "full" } else { "selective" };
-        out.set("recompute-granularity", &g, "--recompute", r);
-    }
+    read_recompute(doc, out)?;
     for k in ["recompute-method", "recompute-num-layers"] {
         if let Some(v) = doc.take(k) {
             out.ignore(k, v, "which layers recompute: every layer is priced");
@@ -274,6 +272,55 @@ fn read_switches(doc: &mut Doc, out: &mut Out) -> Result<(bool, bool), ReadError
         );
     }
     Ok((sp, distributed))
+}
+
+/// `--recompute-granularity` and, under `selective`, `--recompute-modules`
+/// (`megatron/core/transformer/transformer_config.py` at d98e8a64: default
+/// `["core_attn"]`): `core_attn` is `--recompute selective`, `layernorm`
+/// and `moe_act` are priced ([`crate::detailed::config::RecomputeModules`]), the
+/// others are read as kept, saying so.
+fn read_recompute(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
+    let key = "recompute-modules";
+    let modules = doc.take(key).map(|v| v.items());
+    let granularity = doc.text("recompute-granularity")?;
+    match granularity.as_deref() {
+        Some("full") => {
+            out.set("recompute-granularity", "full", "--recompute", "full");
+            if let Some(m) = modules {
+                out.ignore(key, m.join(" "), "full recomputation reruns every module");
+            }
+        }
+        Some(g) => {
+            let list = modules.unwrap_or_else(|| vec!["core_attn".into()]);
+            if list.iter().any(|m| m == "core_attn") {
+                out.set("recompute-granularity", g, "--recompute", "selective");
+            }
+            let mut priced = crate::detailed::config::RecomputeModules::default();
+            for m in list.iter().filter(|m| *m != "core_attn") {
+                if !priced.add(m) {
+                    out.ignore(key, m, "priced as kept: of Megatron's modules only core_attn, layernorm and moe_act are modelled");
+                }
+            }
+            if priced.any() {
+                out.set(
+                    key,
+                    list.join(" "),
+                    "--recompute-modules",
+                    priced.names().join(","),
+                );
+            }
+        }
+        None => {
+            if let Some(m) = modules {
+                out.ignore(
+                    key,
+                    m.join(" "),
+                    "without --recompute-granularity selective Megatron recomputes none of them",
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The MoE token dispatcher (`--moe-token-dispatcher-type`, with `flex`

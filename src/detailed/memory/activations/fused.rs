@@ -25,7 +25,16 @@ pub(super) fn block(cfg: &DetailedConfig, b: f64, moe: Option<Moe>) -> LayerActi
     // QKV and MLP inputs, the out-projection's and the second MLP linear's.
     let li = crate::detailed::memory::fp8::te_bytes_per_value(cfg).unwrap_or(p);
     // Two norm inputs, QKV input, MLP input, two output dropout masks.
-    let replicated = 2.0 * nh * p + 2.0 * nh * li + 2.0 * nh * mask;
+    // Megatron's `layernorm` recomputation frees the output of each norm
+    // that is a module of its own: a MoE layer's pre-MLP norm (the MLP
+    // input) and multi-latent attention's input norm (the QKV input)
+    // ([`crate::detailed::config::RecomputeModules::layernorm`]).
+    let discarded = if cfg.megatron_recompute_modules().layernorm {
+        f64::from(u8::from(moe.is_some()) + u8::from(a.mla.is_some()))
+    } else {
+        0.0
+    };
+    let replicated = 2.0 * nh * p + (2.0 - discarded) * nh * li + 2.0 * nh * mask;
     // Q and K, V, out-projection input.
     let qkv = nh * p + 2.0 * n * kvd * p + nh * li;
     let (router, mlp, experts) = match moe {

@@ -361,6 +361,48 @@ mod tests {
         assert_eq!(layer(&cfg), sbh / 8.0 * (34.0 + 5.0 * a_s_h));
     }
 
+    /// Megatron's output-discarding recomputation, Qwen3-30B-A3B at 8,192
+    /// tokens (h 2,048, 8 of 128 experts 768 wide), bf16: `layernorm`
+    /// frees each MoE layer's pre-MLP norm output (n·h·2 bytes), `moe_act`
+    /// the experts' activation output, the second GEMM's input (n·k·F·2),
+    /// exactly; under sequence parallelism over 4 both shrink by 4. A
+    /// dense Llama's norms are fused into their projections: nothing
+    /// changes, nor under the "hf" profile or full recomputation.
+    #[test]
+    fn recomputed_modules_free_their_outputs() {
+        let arch = preset("qwen3-30b-a3b").unwrap().arch;
+        let mut cfg = DetailedConfig::new(arch, 8192, 1);
+        cfg.attention = AttentionKernel::Flash;
+        cfg.dropout = false;
+        let layer = |c: &DetailedConfig| saved(c).per_layer;
+        let (n, h, k, f) = (8192.0, 2048.0, 8.0, 768.0);
+        let mut on = cfg;
+        on.recompute_modules.layernorm = true;
+        assert_eq!(layer(&cfg) - layer(&on), n * h * 2.0);
+        on.recompute_modules.moe_act = true;
+        assert_eq!(layer(&cfg) - layer(&on), n * h * 2.0 + n * k * f * 2.0);
+        let sp = |c: &DetailedConfig| {
+            let mut c = *c;
+            c.parallel.tp = 4;
+            c.parallel.sp = true;
+            layer(&c)
+        };
+        assert_eq!(sp(&cfg) - sp(&on), (n * h * 2.0 + n * k * f * 2.0) / 4.0);
+        for off in [
+            |c: &mut DetailedConfig| c.recompute = Recompute::Full,
+            |c: &mut DetailedConfig| c.profile = crate::detailed::Profile::Hf,
+        ] {
+            let (mut a, mut b) = (cfg, on);
+            off(&mut a);
+            off(&mut b);
+            assert_eq!(layer(&a), layer(&b));
+        }
+        let dense = DetailedConfig::new(preset("llama-3.1-8b").unwrap().arch, 8192, 1);
+        let mut norms = dense;
+        norms.recompute_modules.layernorm = true;
+        assert_eq!(layer(&dense), layer(&norms));
+    }
+
     /// Issue 24, item 6: Qwen3-30B-A3B at 8,192 tokens. Under sequence
     /// parallelism each rank routes n/t tokens, so the experts' tensors
     /// shrink by t whatever the expert parallelism; expert tensor

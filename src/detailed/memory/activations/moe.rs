@@ -16,7 +16,19 @@ pub(super) fn moe_ffn_bytes(cfg: &DetailedConfig, n: f64, m: Moe) -> f64 {
         Profile::Hf if m.router == Router::Llama4 => m.experts as f64,
         Profile::Hf => m.top_k as f64,
     };
-    slots * 4.0 * m.expert_ffn as f64 * act_bytes(cfg)
+    slots * fused_ffn_widths(cfg) * m.expert_ffn as f64 * act_bytes(cfg)
+}
+
+/// The FFN-wide tensors a routed expert keeps per slot, in F: SwiGLU's 4,
+/// 3 when Megatron's `moe_act` recomputation frees the activation's
+/// output, the second GEMM's input
+/// ([`crate::detailed::config::RecomputeModules::moe_act`]).
+fn fused_ffn_widths(cfg: &DetailedConfig) -> f64 {
+    if cfg.megatron_recompute_modules().moe_act {
+        3.0
+    } else {
+        4.0
+    }
 }
 
 /// What a mixture-of-experts MLP keeps, in place of the dense MLP's
@@ -52,7 +64,8 @@ pub(super) fn moe_mlp(cfg: &DetailedConfig, n: f64, m: Moe) -> (f64, f64, f64) {
         // `moe/moe_utils.py`, `get_capacity`): the expert tensors scale by c.
         Profile::Fused => {
             let slots = nk * cfg.capacity_factor.unwrap_or(1.0);
-            (4.0 * n * e, shared, slots * (h * p + 4.0 * f * p + 12.0))
+            let ffn = fused_ffn_widths(cfg) * f * p;
+            (4.0 * n * e, shared, slots * (h * p + ffn + 12.0))
         }
         Profile::Hf => (hf_router(cfg, n, m), shared, hf_experts(cfg, n, m)),
     }

@@ -6,7 +6,8 @@
 //! DPO's reference forward and recomputation (Korthikanti et al. 2022;
 //! torchtitan's per-operator policy).
 
-use super::layer::layer_forward;
+use super::kernels::recomputed_module_bytes;
+use super::layer::{layer_forward, Widths};
 use super::rates::{gemm, Rates};
 use crate::detailed::config::{
     AttentionKernel, DetailedConfig, Loss, Objective, Recompute, Reference,
@@ -213,9 +214,13 @@ fn recomputation(
 ) -> (f64, f64, f64) {
     let a = &cfg.arch;
     let (fwd_mm, fwd_attn, fwd_mem) = (fwd.mm, fwd.attn, fwd.mem);
+    // Megatron's single modules, beside none or the attention core.
+    let (moe_bytes, layer_bytes) = recomputed_module_bytes(cfg, &Widths::new(cfg));
+    let per_layer = a.moe_layers() as f64 * moe_bytes + a.layers as f64 * layer_bytes;
+    let modules = m * share * per_layer / r.bytes;
     match cfg.recompute {
-        Recompute::None => (0.0, 0.0, 0.0),
-        Recompute::Selective => (0.0, fwd_attn, 0.0),
+        Recompute::None => (0.0, 0.0, modules),
+        Recompute::Selective => (0.0, fwd_attn, modules),
         Recompute::Full => (fwd_mm, fwd_attn, fwd_mem),
         // Per-operator checkpointing (torchtitan): the even-numbered
         // bias-free projections (each rank's shard under tensor
@@ -263,6 +268,39 @@ fn reference_forwards(cfg: &DetailedConfig) -> f64 {
 mod tests {
     use super::super::testing::{at, llama};
     use crate::detailed::config::Recompute;
+
+    /// Megatron's recomputed modules rerun their forward's bytes in
+    /// backward, one micro-batch of Qwen3-30B-A3B (48 MoE layers, h 2,048,
+    /// 8 of 128 experts 768 wide) of 4,096 tokens: `layernorm` a fused
+    /// norm's 4·h bytes a token per layer, `moe_act` SwiGLU's 6 bytes per
+    /// element of the k·F a token's copies give the GPU. No product and no
+    /// attention is added.
+    #[test]
+    fn recomputed_modules_rerun_their_bytes() {
+        use super::super::{Cluster, Efficiency};
+        use super::{micro_batch, DetailedConfig, Rates};
+        use crate::detailed::config::AttentionKernel;
+        use crate::detailed::preset;
+        use crate::detailed::time::hardware::gpu;
+        let mut c = DetailedConfig::new(preset("qwen3-30b-a3b").unwrap().arch, 4096, 1);
+        c.attention = AttentionKernel::Flash;
+        c.dropout = false;
+        let cluster = Cluster::new(gpu("h100-sxm").unwrap(), 8);
+        let r = Rates::new(&c, &cluster, &Efficiency::default());
+        let m = 4096.0;
+        let off = micro_batch(&c, &r, m, 1.0, true);
+        c.recompute_modules.layernorm = true;
+        let norm = micro_batch(&c, &r, m, 1.0, true);
+        c.recompute_modules.moe_act = true;
+        let both = micro_batch(&c, &r, m, 1.0, true);
+        let per = |bytes: f64| 48.0 * m * bytes / r.bytes;
+        let (h, k, f) = (2048.0, 8.0, 768.0);
+        let d_norm = norm.memory_bound - off.memory_bound;
+        assert!((d_norm / per(4.0 * h) - 1.0).abs() < 1e-12, "{d_norm}");
+        let d_act = both.memory_bound - norm.memory_bound;
+        assert!((d_act / per(6.0 * k * f) - 1.0).abs() < 1e-12, "{d_act}");
+        assert_eq!((both.matmul, both.attention), (off.matmul, off.attention));
+    }
 
     /// Each loss's time as its source says (one micro-batch of Llama 3.1
     /// 8B, 4,096 × 4 tokens, bf16, on an A100): torchtune's chunked loss

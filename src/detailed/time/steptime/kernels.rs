@@ -8,6 +8,32 @@ use super::layer::Widths;
 use crate::detailed::config::{DetailedConfig, Fp8, Framework, Profile};
 use crate::detailed::model::Router;
 
+/// Bytes per token Megatron's output-discarding recomputation
+/// ([`crate::detailed::config::RecomputeModules`]) reads and writes again
+/// in backward: (in each MoE layer, in every layer). `layernorm` reruns the
+/// norms that are modules of their own, each a forward of the fused norm
+/// (read h, write h, at 16 bits, as [`per_token_bytes`] prices it): a MoE
+/// layer's pre-MLP norm and multi-latent attention's input norm.
+/// `moe_act` reruns the routed experts' activation over the k·F/t elements
+/// a token's copies give this GPU (read the gate and up outputs, write
+/// the product: 2·(up + 1) bytes an element).
+pub(super) fn recomputed_module_bytes(cfg: &DetailedConfig, w: &Widths) -> (f64, f64) {
+    let rm = cfg.megatron_recompute_modules();
+    let sp = if cfg.parallel.sp { w.t } else { 1.0 };
+    let norm = 4.0 * w.h / sp;
+    let (mut moe, mut every) = (0.0, 0.0);
+    if rm.layernorm {
+        moe += norm;
+        if cfg.arch.mla.is_some() {
+            every += norm;
+        }
+    }
+    if let Some(e) = cfg.arch.moe.filter(|_| rm.moe_act) {
+        moe += 2.0 * (w.up + 1.0) * (e.top_k * e.expert_ffn) as f64 / w.t;
+    }
+    (moe, every)
+}
+
 /// Bytes per token one layer's memory-bound kernels read and write,
 /// forward, with the MLP's activation `act_width` elements wide.
 pub(super) fn per_token_bytes(cfg: &DetailedConfig, w: &Widths, act_width: f64) -> f64 {
