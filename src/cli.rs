@@ -623,8 +623,10 @@ pub struct OffloadArgs {
     #[arg(long)]
     pub fsdp_cpu_offload: bool,
     /// GPUs per node: for the host RAM per node and, with --gpu, which
-    /// groups talk over NVLink, 1–64 [default: 8].
-    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=64))]
+    /// groups talk over NVLink, 1–72 (72: an NVL72 rack's one NVLink
+    /// domain, which GB200 and GB300 are priced in whatever it says)
+    /// [default: 8].
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=72))]
     pub gpus_per_node: Option<u64>,
 }
 
@@ -1424,11 +1426,11 @@ impl Args {
         }
     }
 
-    /// `--gpus-per-node`, else torchrun's `--nproc-per-node` (up to 64).
+    /// `--gpus-per-node`, else torchrun's `--nproc-per-node` (up to 72).
     fn gpus_per_node(&self) -> Option<u64> {
         self.offload
             .gpus_per_node
-            .or(self.from.nproc_per_node.filter(|&n| n <= 64))
+            .or(self.from.nproc_per_node.filter(|&n| n <= 72))
     }
 
     /// The data-parallel size: `--dp`, else what tp × pp × cp leave of

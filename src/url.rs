@@ -219,7 +219,7 @@ const COUNTS: [Count; 17] = [
     ("vocab", 1, 1 << 22, |d| &mut d.arch.vocab),
     ("hd", 1, 1 << 12, |d| &mut d.arch.head_width),
     ("rot", 1, 1 << 12, |d| &mut d.arch.rotary_dims),
-    ("gpn", 1, 64, |d| &mut d.offload.gpus_per_node),
+    ("gpn", 1, 72, |d| &mut d.offload.gpus_per_node),
     ("dp", 1, 4096, |d| &mut d.parallel.dp),
     ("tp", 1, 512, |d| &mut d.parallel.tp),
     ("pp", 1, 256, |d| &mut d.parallel.pp),

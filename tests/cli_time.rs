@@ -184,3 +184,39 @@ fn hybrid_sharding_and_the_network_reach_the_step() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("must divide"));
 }
+
+/// `--gpus-per-node 72`: a 72-GPU NVLink domain (NVL72). GPT-OSS 120B's
+/// experts over 64 H100s cross the network in nodes of 8 and stay on
+/// NVLink in one domain of 72, so the expert-parallel time falls; GB200
+/// is priced as its NVL72 rack either way, so the flag changes nothing
+/// there.
+#[test]
+fn seventy_two_gpus_per_node_is_one_nvlink_domain() {
+    let step = |gpu: &str, per_node: &str| {
+        membudget(&[
+            "--model",
+            "gpt-oss-120b",
+            "--seq",
+            "4096",
+            "--micro-batch",
+            "1",
+            "--batch",
+            "64",
+            "--dp",
+            "64",
+            "--ep",
+            "64",
+            "--zero",
+            "1",
+            "--gpu",
+            gpu,
+            "--gpus-per-node",
+            per_node,
+            "--json",
+        ])["time"]["parts"]["expert_parallel"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(step("h100-sxm", "72") < 0.5 * step("h100-sxm", "8"));
+    assert_eq!(step("gb200", "72"), step("gb200", "4"));
+}

@@ -530,8 +530,8 @@ fn offload(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     if o.optimizer && (cfg.optimizer.paged() || cfg.base_quant != BaseQuant::None) {
         return refuse("paged optimizers and quantized bases are bitsandbytes' own: DeepSpeed's CPU offload does not run them");
     }
-    if o.gpus_per_node == 0 || o.gpus_per_node > 64 {
-        return refuse("GPUs per node must be 1 to 64");
+    if o.gpus_per_node == 0 || o.gpus_per_node > 72 {
+        return refuse("GPUs per node must be 1 to 72");
     }
     Ok(())
 }
