@@ -345,7 +345,9 @@ pub struct KernelArgs {
     /// comma-separated: core_attn (as --recompute selective), layernorm (the
     /// norms that are modules of their own: a MoE layer's pre-MLP norm,
     /// multi-latent attention's input norm), moe_act (the routed experts'
-    /// activation); their outputs freed after use and rerun in backward.
+    /// activation), mla_up_proj (multi-latent attention's up-projections
+    /// and rotary embedding); their outputs freed after use and rerun in
+    /// backward.
     /// Fused kernels under --framework megatron.
     #[arg(long, value_name = "LIST", value_parser = parse_recompute_modules)]
     pub recompute_modules: Option<ModulesArg>,

@@ -1419,9 +1419,9 @@ fn recompute_modules_flag_json_and_refusals() {
         err.contains("core_attn is --recompute selective, not full"),
         "{err}"
     );
-    let (code, _, err) = run(&["--recompute-modules", "mla_up_proj"]);
+    let (code, _, err) = run(&["--recompute-modules", "mlp"]);
     assert_eq!(code, 2);
-    assert!(err.contains("'mla_up_proj' is not priced"), "{err}");
+    assert!(err.contains("'mlp' is not priced"), "{err}");
     let (code, out, err) =
         membudget(&["--model", "llama-3.1-8b", "--recompute-modules", "moe_act"]);
     assert_eq!(code, 0, "{err}");

@@ -1098,10 +1098,10 @@ fn megatron_reads_its_recomputed_modules() {
             None,
         ),
         (
-            "--recompute-granularity selective --recompute-modules core_attn moe_act mla_up_proj",
+            "--recompute-granularity selective --recompute-modules core_attn moe_act mla_up_proj mlp",
             Some("selective"),
-            Some("moe_act"),
-            Some("mla_up_proj"),
+            Some("moe_act,mla_up_proj"),
+            Some("mlp"),
         ),
         (
             "--recompute-granularity full --recompute-modules layernorm",

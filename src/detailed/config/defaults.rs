@@ -185,6 +185,11 @@ fn ignored_modules(cfg: &DetailedConfig) -> Vec<&'static str> {
     if rm.moe_act && cfg.arch.moe.is_none() {
         out.push("moe_act recomputes the routed experts' activation: the model has no experts");
     }
+    if rm.mla_up_proj && cfg.arch.mla.is_none() {
+        out.push(
+            "mla_up_proj recomputes multi-latent attention's up-projections: the model has none",
+        );
+    }
     if rm.layernorm && cfg.arch.moe.is_none() && cfg.arch.mla.is_none() {
         out.push("layernorm recomputes the norms that are modules of their own (a MoE layer's pre-MLP norm, multi-latent attention's input norm); this model's norms are fused into their projections (LayerNormLinear): it changes nothing");
     }

@@ -664,20 +664,27 @@ pub struct RecomputeModules {
     /// `set_save_original_input(self.linear_fc2)` makes that input the
     /// 16-bit one, discarded too).
     pub moe_act: bool,
+    /// `mla_up_proj`: multi-latent attention's up-projections and rotary
+    /// embedding (`MLASelfAttention.qkv_up_checkpoint`,
+    /// `multi_latent_attention.py`: `qkv_up_proj_and_rope_apply` under
+    /// `CheckpointWithoutOutput`, its query, key and value discarded after
+    /// the attention core has run and rebuilt from the latents before its
+    /// backward).
+    pub mla_up_proj: bool,
 }
 
 impl RecomputeModules {
     /// Megatron's names, as `--recompute-modules` lists them.
-    pub const NAMES: [&'static str; 2] = ["layernorm", "moe_act"];
+    pub const NAMES: [&'static str; 3] = ["layernorm", "moe_act", "mla_up_proj"];
 
     /// Whether any module is recomputed.
     pub fn any(self) -> bool {
-        self.layernorm || self.moe_act
+        self.layernorm || self.moe_act || self.mla_up_proj
     }
 
     /// The modules' names, in Megatron's order.
     pub fn names(self) -> Vec<&'static str> {
-        [self.layernorm, self.moe_act]
+        [self.layernorm, self.moe_act, self.mla_up_proj]
             .iter()
             .zip(Self::NAMES)
             .filter(|(on, _)| **on)
@@ -691,6 +698,7 @@ impl RecomputeModules {
         match name {
             "layernorm" => self.layernorm = true,
             "moe_act" => self.moe_act = true,
+            "mla_up_proj" => self.mla_up_proj = true,
             _ => return false,
         }
         true

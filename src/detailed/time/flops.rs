@@ -200,9 +200,17 @@ pub fn step_flops(cfg: &DetailedConfig) -> StepFlops {
 /// Forward operations per token that recomputation runs again: of the
 /// weights, and of the rest (attention, scan).
 fn recomputed(cfg: &DetailedConfig, layers: &LayerFlops) -> (f64, f64) {
+    // Megatron's `mla_up_proj`: multi-latent attention's up-projections in
+    // every layer, beside none or the attention core.
+    let up = if cfg.megatron_recompute_modules().mla_up_proj {
+        let (q, kv) = cfg.arch.mla_up_weights();
+        2.0 * cfg.arch.layers as f64 * (q + kv)
+    } else {
+        0.0
+    };
     match cfg.recompute {
-        Recompute::None => (0.0, 0.0),
-        Recompute::Selective => (0.0, layers.attention),
+        Recompute::None => (up, 0.0),
+        Recompute::Selective => (up, layers.attention),
         Recompute::Full => (layers.weights, layers.attention + layers.scan),
         // The even-numbered bias-free projections, and under eager
         // attention its products (dense layers only, `super::sac`).

@@ -35,8 +35,18 @@ pub(super) fn block(cfg: &DetailedConfig, b: f64, moe: Option<Moe>) -> LayerActi
         0.0
     };
     let replicated = 2.0 * nh * p + (2.0 - discarded) * nh * li + 2.0 * nh * mask;
-    // Q and K, V, out-projection input.
-    let qkv = nh * p + 2.0 * n * kvd * p + nh * li;
+    // Q, K and V at their own widths, and the out-projection's input
+    // (Korthikanti's h, h, h and h when a·d = h without grouping).
+    let (qd, vd, od) = (a.q_dim() as f64, a.v_dim() as f64, a.o_dim() as f64);
+    // Megatron's `mla_up_proj` recomputation frees the query, key and
+    // value once the attention core has run
+    // ([`crate::detailed::config::RecomputeModules::mla_up_proj`]).
+    let up_freed = cfg.megatron_recompute_modules().mla_up_proj && a.mla.is_some();
+    let qkv = if up_freed {
+        0.0
+    } else {
+        n * (qd + kvd + vd) * p
+    } + n * od * li;
     let (router, mlp, experts) = match moe {
         Some(m) => moe_mlp(cfg, n, m),
         None => dense_mlp(cfg, n, li),

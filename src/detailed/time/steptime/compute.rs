@@ -218,9 +218,10 @@ fn recomputation(
     let (moe_bytes, layer_bytes) = recomputed_module_bytes(cfg, &Widths::new(cfg));
     let per_layer = a.moe_layers() as f64 * moe_bytes + a.layers as f64 * layer_bytes;
     let modules = m * share * per_layer / r.bytes;
+    let up = mla_up_recomputed(cfg, r, m) * a.layers as f64 * share;
     match cfg.recompute {
-        Recompute::None => (0.0, 0.0, modules),
-        Recompute::Selective => (0.0, fwd_attn, modules),
+        Recompute::None => (up, 0.0, modules),
+        Recompute::Selective => (up, fwd_attn, modules),
         Recompute::Full => (fwd_mm, fwd_attn, fwd_mem),
         // Per-operator checkpointing (torchtitan): the even-numbered
         // bias-free projections (each rank's shard under tensor
@@ -250,6 +251,31 @@ fn recomputation(
             (a.layers as f64 * share * projections, attention, fwd_mem)
         }
     }
+}
+
+/// Megatron's `mla_up_proj` recomputation in one layer for `m` tokens,
+/// seconds: multi-latent attention's two up-projections again
+/// ([`crate::detailed::model::Architecture::mla_up_weights`]), each split
+/// over the t tensor-parallel ranks by its output heads.
+fn mla_up_recomputed(cfg: &DetailedConfig, r: &Rates, m: f64) -> f64 {
+    let a = &cfg.arch;
+    let Some(mla) = a
+        .mla
+        .filter(|_| cfg.megatron_recompute_modules().mla_up_proj)
+    else {
+        return 0.0;
+    };
+    let t = cfg.parallel.tp.max(1) as f64;
+    let q_in = if mla.q_rank > 0 { mla.q_rank } else { a.hidden } as f64;
+    let (q_up, kv_up) = a.mla_up_weights();
+    gemm(m, q_in, q_up / q_in / t, r.linear, r.bytes)
+        + gemm(
+            m,
+            mla.kv_rank as f64,
+            kv_up / mla.kv_rank as f64 / t,
+            r.linear,
+            r.bytes,
+        )
 }
 
 /// Forwards of a reference model per micro-batch: one for DPO with a
@@ -300,6 +326,49 @@ mod tests {
         let d_act = both.memory_bound - norm.memory_bound;
         assert!((d_act / per(6.0 * k * f) - 1.0).abs() < 1e-12, "{d_act}");
         assert_eq!((both.matmul, both.attention), (off.matmul, off.attention));
+    }
+
+    /// `mla_up_proj` reruns DeepSeek-V3's two up-projections in each of
+    /// its 61 layers (the query's 1,536 → 128·192, the keys' and values'
+    /// 512 → 128·256) and their rotary embedding: the step's matrix
+    /// multiplies grow by those products, and its hardware FLOPs by
+    /// 2·61·(1,536·24,576 + 512·32,768) a token, exactly.
+    #[test]
+    fn mla_up_proj_reruns_the_up_projections() {
+        use super::super::{step_time, Cluster, Efficiency};
+        use super::{gemm, micro_batch, DetailedConfig, Rates};
+        use crate::detailed::config::AttentionKernel;
+        use crate::detailed::preset;
+        use crate::detailed::time::flops::step_flops;
+        use crate::detailed::time::hardware::gpu;
+        let mut c = DetailedConfig::new(preset("deepseek-v3").unwrap().arch, 4096, 1);
+        c.attention = AttentionKernel::Flash;
+        c.dropout = false;
+        let cluster = Cluster::new(gpu("h100-sxm").unwrap(), 8);
+        let r = Rates::new(&c, &cluster, &Efficiency::default());
+        let m = 4096.0;
+        let mut on = c;
+        on.recompute_modules.mla_up_proj = true;
+        let (a, b) = (
+            micro_batch(&c, &r, m, 1.0, true),
+            micro_batch(&on, &r, m, 1.0, true),
+        );
+        let want = 61.0
+            * (gemm(m, 1536.0, 24576.0, r.linear, r.bytes)
+                + gemm(m, 512.0, 32768.0, r.linear, r.bytes));
+        assert!(((b.matmul - a.matmul) / want - 1.0).abs() < 1e-12);
+        let rope = 61.0 * m * 4.0 * (24576.0 + 24576.0) / r.bytes;
+        assert!(((b.memory_bound - a.memory_bound) / rope - 1.0).abs() < 1e-12);
+        let per_token = 2.0 * 61.0 * (1536.0 * 24576.0 + 512.0 * 32768.0);
+        let extra = step_flops(&on).hardware - step_flops(&c).hardware;
+        assert!(
+            (extra / (per_token * 4096.0) - 1.0).abs() < 1e-12,
+            "{extra}"
+        );
+        assert!(
+            step_time(&on, &cluster, &Efficiency::default()).step_s
+                > step_time(&c, &cluster, &Efficiency::default()).step_s
+        );
     }
 
     /// Each loss's time as its source says (one micro-batch of Llama 3.1

@@ -14,6 +14,8 @@ use crate::detailed::model::Router;
 /// norms that are modules of their own, each a forward of the fused norm
 /// (read h, write h, at 16 bits, as [`per_token_bytes`] prices it): a MoE
 /// layer's pre-MLP norm and multi-latent attention's input norm.
+/// `mla_up_proj` reruns the rotary embedding of multi-latent attention's
+/// q and k (read, write: 4 bytes an element, as [`per_token_bytes`]).
 /// `moe_act` reruns the routed experts' activation over the k·F/t elements
 /// a token's copies give this GPU (read the gate and up outputs, write
 /// the product: 2·(up + 1) bytes an element).
@@ -27,6 +29,11 @@ pub(super) fn recomputed_module_bytes(cfg: &DetailedConfig, w: &Widths) -> (f64,
         if cfg.arch.mla.is_some() {
             every += norm;
         }
+    }
+    // `mla_up_proj` reruns the rotary embedding on q and k as well (the
+    // up-projections' products are priced with the matrix multiplies).
+    if rm.mla_up_proj && cfg.arch.mla.is_some() {
+        every += 4.0 * (w.q + w.kv) / w.t;
     }
     if let Some(e) = cfg.arch.moe.filter(|_| rm.moe_act) {
         moe += 2.0 * (w.up + 1.0) * (e.top_k * e.expert_ffn) as f64 / w.t;
