@@ -33,7 +33,7 @@ use crate::url;
 
 /// Flags that are one address key with the same value: (flag, key).
 /// A switch (no value) writes `1`.
-const KEYS: [(&str, &str); 53] = [
+const KEYS: [(&str, &str); 54] = [
     ("--model", "model"),
     ("--overlap-grad-reduce", "ovgrad"),
     ("--overlap-param-gather", "ovparam"),
@@ -52,6 +52,7 @@ const KEYS: [(&str, &str); 53] = [
     ("--attention", "attn"),
     ("--dropout", "dropout"),
     ("--recompute", "recompute"),
+    ("--recompute-modules", "rmods"),
     ("--impl", "impl"),
     ("--loss", "loss"),
     ("--loss-chunks", "lchunks"),

@@ -327,6 +327,8 @@ pub struct DetailedOptions {
     pub fp8: crate::detailed::Fp8,
     /// FP8 primary weights (Megatron's `--fp8-param-gather`).
     pub fp8_param: bool,
+    /// Megatron-Core's recomputed modules (`--recompute-modules`).
+    pub recompute_modules: crate::detailed::RecomputeModules,
     /// Optimizer.
     pub optimizer: Optimizer,
     /// The optimizer's step in backward (torchtune's `optimizer_in_bwd`).
@@ -454,6 +456,7 @@ impl Default for DetailedOptions {
             precision: Precision::Mixed,
             fp8: crate::detailed::Fp8::None,
             fp8_param: false,
+            recompute_modules: crate::detailed::RecomputeModules::default(),
             optimizer: Optimizer::AdamW,
             optimizer_in_backward: false,
             compile: false,
@@ -620,6 +623,7 @@ impl PageState {
         cfg.precision = d.precision;
         cfg.fp8 = d.fp8;
         cfg.fp8_param = d.fp8_param;
+        cfg.recompute_modules = d.recompute_modules;
         cfg.optimizer = d.optimizer;
         cfg.optimizer_in_backward = d.optimizer_in_backward;
         cfg.compile = d.compile;

@@ -25,7 +25,7 @@
 //! `q_rank,kv_rank,rope,nope,v`; `moe` = `experts,top_k,expert_ffn,shared_ffn,dense_layers,router`;
 //! `ssm`, a Mamba-2 mixer beside the attention = `heads,head_dim,groups,state,conv,chunk` and
 //! four 0/1 flags: gated norm, conv bias, in_proj bias, out_proj bias),
-//! `prec opt optbwd attn dropout recompute impl` (`optbwd=1`: the optimizer in backward), `fp8` (none, tensorwise, rowwise, te, te-mxfp8), `fp8param` (`1`: FP8 primary weights, Megatron's `--fp8-param-gather`), `framework` (megatron, ddp,
+//! `prec opt optbwd attn dropout recompute rmods impl` (`optbwd=1`: the optimizer in backward; `rmods`: Megatron-Core's recomputed modules, comma-separated, of layernorm, moe_act, mla_up_proj), `fp8` (none, tensorwise, rowwise, te, te-mxfp8), `fp8param` (`1`: FP8 primary weights, Megatron's `--fp8-param-gather`), `framework` (megatron, ddp,
 //! ddp-bucket-view, fsdp2, fsdp2-no-reshard, deepspeed, fsdp1, fsdp1-grad-op, fsdp1-no-shard; FSDP's CPU offload is `offopt=1&offparams=1`) and after it DeepSpeed's `dsbucket dsprefetch dssubgroup
 //! dspersist` (values) and `dsoverlap` (1/0; absent: DeepSpeed's default per stage), `schedule` (1f1b, zb-h1), `cpcomm` (p2p, a2a), `tpplan` (megatron, hf, torchtitan, loss-parallel, layers),
 //! Megatron-Core's overlaps `ovgrad ovparam ovtp` (1/0: the gradients' reduction, the
@@ -263,12 +263,13 @@ type Choice = (
     &'static str,
     fn(&mut DetailedOptions, &str) -> Result<(), String>,
 );
-const CHOICES: [Choice; 19] = [
+const CHOICES: [Choice; 20] = [
     ("prec", |d, v| v.parse().map(|x| d.precision = x)),
     ("fp8", |d, v| v.parse().map(|x| d.fp8 = x)),
     ("opt", |d, v| v.parse().map(|x| d.optimizer = x)),
     ("attn", |d, v| v.parse().map(|x| d.attention = x)),
     ("recompute", |d, v| v.parse().map(|x| d.recompute = x)),
+    ("rmods", |d, v| v.parse().map(|x| d.recompute_modules = x)),
     ("quant", |d, v| v.parse().map(|x| d.base_quant = x)),
     ("qpath", |d, v| v.parse().map(|x| d.quant_path = x)),
     ("objective", |d, v| v.parse().map(|x| d.objective = x)),
@@ -922,6 +923,7 @@ fn encode_training(d: &DetailedOptions, def: &DetailedOptions, out: &mut Query<'
         d.recompute.name(),
         crate::detailed::config::defaults::recompute(d.objective).name(),
     );
+    pair(out, "rmods", &d.recompute_modules.names().join(","), "");
     let implementation = if d.liger {
         "liger"
     } else {

@@ -263,3 +263,18 @@ fn each_config_json_on_the_page_survives_the_address() {
     );
     assert!(bad.unwrap_err().starts_with("num_hidden_layers: "));
 }
+
+/// Megatron-Core's recomputed modules reach the page from a Megatron-LM
+/// line (`rmods` in the address, the three boxes) and survive the address.
+#[test]
+fn recomputed_modules_reach_the_page_and_its_address() {
+    let text = std::fs::read_to_string(format!("{FIXTURES}/megatron_recompute.sh")).unwrap();
+    let page = read_file(&on_80gib(), "megatron_recompute.sh", &text).unwrap();
+    let m = page.state.detailed.recompute_modules;
+    assert!(m.layernorm && m.moe_act && !m.mla_up_proj);
+    let address = encode(&page.state);
+    assert!(address.contains("rmods=layernorm%2Cmoe_act"), "{address}");
+    assert_eq!(decode(&address).state, page.state);
+    let bad = decode("mode=detailed&rmods=mlp");
+    assert!(bad.ignored.iter().any(|i| i.key == "rmods"), "{:?}", bad.ignored);
+}

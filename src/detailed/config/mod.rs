@@ -693,7 +693,7 @@ impl RecomputeModules {
     }
 
     /// Turns on the module named `name`; `false` for a name it does not
-    /// price.
+    /// price (`core_attn` among them: it is [`Recompute::Selective`]).
     pub fn add(&mut self, name: &str) -> bool {
         match name {
             "layernorm" => self.layernorm = true,
@@ -702,6 +702,24 @@ impl RecomputeModules {
             _ => return false,
         }
         true
+    }
+}
+
+/// A comma-separated list of the modules' names (the address's `rmods`),
+/// empty for none.
+impl std::str::FromStr for RecomputeModules {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let mut m = Self::default();
+        for name in s.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            if !m.add(&name.to_ascii_lowercase()) {
+                return Err(format!(
+                    "recomputed modules must be of: {} (core_attn is recompute=selective)",
+                    Self::NAMES.join(", ")
+                ));
+            }
+        }
+        Ok(m)
     }
 }
 
