@@ -276,5 +276,9 @@ fn recomputed_modules_reach_the_page_and_its_address() {
     assert!(address.contains("rmods=layernorm%2Cmoe_act"), "{address}");
     assert_eq!(decode(&address).state, page.state);
     let bad = decode("mode=detailed&rmods=mlp");
-    assert!(bad.ignored.iter().any(|i| i.key == "rmods"), "{:?}", bad.ignored);
+    assert!(
+        bad.ignored.iter().any(|i| i.key == "rmods"),
+        "{:?}",
+        bad.ignored
+    );
 }

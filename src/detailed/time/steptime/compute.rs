@@ -303,22 +303,14 @@ mod tests {
     /// attention is added.
     #[test]
     fn recomputed_modules_rerun_their_bytes() {
-        use super::super::{Cluster, Efficiency};
-        use super::{micro_batch, DetailedConfig, Rates};
-        use crate::detailed::config::AttentionKernel;
-        use crate::detailed::preset;
-        use crate::detailed::time::hardware::gpu;
-        let mut c = DetailedConfig::new(preset("qwen3-30b-a3b").unwrap().arch, 4096, 1);
-        c.attention = AttentionKernel::Flash;
-        c.dropout = false;
-        let cluster = Cluster::new(gpu("h100-sxm").unwrap(), 8);
-        let r = Rates::new(&c, &cluster, &Efficiency::default());
+        use super::super::testing::{h100_micro_batch, model};
+        let mut c = model("qwen3-30b-a3b", 4096, 1);
         let m = 4096.0;
-        let off = micro_batch(&c, &r, m, 1.0, true);
+        let (off, r) = h100_micro_batch(&c, m);
         c.recompute_modules.layernorm = true;
-        let norm = micro_batch(&c, &r, m, 1.0, true);
+        let (norm, _) = h100_micro_batch(&c, m);
         c.recompute_modules.moe_act = true;
-        let both = micro_batch(&c, &r, m, 1.0, true);
+        let (both, _) = h100_micro_batch(&c, m);
         let per = |bytes: f64| 48.0 * m * bytes / r.bytes;
         let (h, k, f) = (2048.0, 8.0, 768.0);
         let d_norm = norm.memory_bound - off.memory_bound;
@@ -335,24 +327,14 @@ mod tests {
     /// 2·61·(1,536·24,576 + 512·32,768) a token, exactly.
     #[test]
     fn mla_up_proj_reruns_the_up_projections() {
-        use super::super::{step_time, Cluster, Efficiency};
-        use super::{gemm, micro_batch, DetailedConfig, Rates};
-        use crate::detailed::config::AttentionKernel;
-        use crate::detailed::preset;
+        use super::super::testing::{at, h100_micro_batch, model};
+        use super::gemm;
         use crate::detailed::time::flops::step_flops;
-        use crate::detailed::time::hardware::gpu;
-        let mut c = DetailedConfig::new(preset("deepseek-v3").unwrap().arch, 4096, 1);
-        c.attention = AttentionKernel::Flash;
-        c.dropout = false;
-        let cluster = Cluster::new(gpu("h100-sxm").unwrap(), 8);
-        let r = Rates::new(&c, &cluster, &Efficiency::default());
+        let c = model("deepseek-v3", 4096, 1);
         let m = 4096.0;
         let mut on = c;
         on.recompute_modules.mla_up_proj = true;
-        let (a, b) = (
-            micro_batch(&c, &r, m, 1.0, true),
-            micro_batch(&on, &r, m, 1.0, true),
-        );
+        let ((a, r), (b, _)) = (h100_micro_batch(&c, m), h100_micro_batch(&on, m));
         let want = 61.0
             * (gemm(m, 1536.0, 24576.0, r.linear, r.bytes)
                 + gemm(m, 512.0, 32768.0, r.linear, r.bytes));
@@ -365,10 +347,7 @@ mod tests {
             (extra / (per_token * 4096.0) - 1.0).abs() < 1e-12,
             "{extra}"
         );
-        assert!(
-            step_time(&on, &cluster, &Efficiency::default()).step_s
-                > step_time(&c, &cluster, &Efficiency::default()).step_s
-        );
+        assert!(at(&on).step_s > at(&c).step_s);
     }
 
     /// Each loss's time as its source says (one micro-batch of Llama 3.1

@@ -205,10 +205,26 @@ mod testing {
 
     /// Llama 3.1 8B at `seq` × `batch`, flash attention, no dropout.
     pub(super) fn llama(seq: u64, batch: u64) -> DetailedConfig {
-        let mut c = DetailedConfig::new(preset("llama-3.1-8b").unwrap().arch, seq, batch);
+        model("llama-3.1-8b", seq, batch)
+    }
+
+    /// The preset `name` at `seq` × `batch`, flash attention, no dropout.
+    pub(super) fn model(name: &str, seq: u64, batch: u64) -> DetailedConfig {
+        let mut c = DetailedConfig::new(preset(name).unwrap().arch, seq, batch);
         c.attention = AttentionKernel::Flash;
         c.dropout = false;
         c
+    }
+
+    /// One micro-batch of `m` tokens of `cfg` on H100s with the
+    /// stage's whole layers and the head, and the rates it ran at.
+    pub(super) fn h100_micro_batch(
+        cfg: &DetailedConfig,
+        m: f64,
+    ) -> (super::compute::Compute, super::rates::Rates) {
+        let cluster = Cluster::new(gpu("h100-sxm").unwrap(), 8);
+        let r = super::rates::Rates::new(cfg, &cluster, &Efficiency::default());
+        (super::compute::micro_batch(cfg, &r, m, 1.0, true), r)
     }
 }
 
