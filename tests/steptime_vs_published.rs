@@ -101,6 +101,8 @@ pub fn rows() -> Vec<Row> {
             for name in c[28].split(',').filter(|n| *n != "-") {
                 assert!(cfg.recompute_modules.add(name), "{name}");
             }
+            // Megatron-Core's overlaps the recipe turns off ("-": none).
+            cfg.overlap.tp_comm &= c[29] != "tp_comm";
             cfg.fp8 = match c[23] {
                 "te" => Fp8::Te,
                 "te-mxfp8" => Fp8::TeMxfp8,
@@ -207,6 +209,7 @@ pub fn rows() -> Vec<Row> {
                         .chain((c[23] != "none").then(|| format!(" {}", c[23])))
                         .chain((c[26] != "alltoall").then(|| format!(" {}", c[26])))
                         .chain((c[27] == "1").then(|| " fp8-param".to_string()))
+                        .chain((c[29] == "tp_comm").then(|| " no-tp-overlap".to_string()))
                         .collect::<String>()
                 ),
                 measured,
@@ -323,14 +326,17 @@ fn bounded_sources_within_bounds() {
 /// cards met it together (median 5.6 % over 12 rows) until the nine
 /// Llama 3.1 405B rows with their uneven pipeline splits came in, priced
 /// as they were before any change: 21 rows at a median of 8.3 %, held
-/// there, and the worst at 28.0 % within the target.
+/// there, and the worst at 28.0 % within the target. mbridge-h100's
+/// median went back from 14.1 % to 20.7 % when its two Qwen3-235B-A22B
+/// rows were given the all-to-all dispatcher their recipes really run
+/// (they had been read as DeepEP's; docs/steptime.md, "A correction").
 #[test]
 fn recipe_sources_within_their_bounds() {
     let rows = rows();
     for (source, n, median, worst) in [
-        ("mbridge-h100", 10, 0.15, 3.43),
-        ("mbridge-b200", 11, 0.27, 1.89),
-        ("mbridge-b300", 4, 0.41, 0.93),
+        ("mbridge-h100", 10, 0.21, 3.43),
+        ("mbridge-b200", 11, 0.25, 1.89),
+        ("mbridge-b300", 4, 0.40, 0.93),
         ("mbridge-gb200", 13, 0.18, 0.66),
         ("mbridge-gb300", 14, 0.06, 0.35),
         ("moe-zoo-h100", 4, 0.19, 0.67),
