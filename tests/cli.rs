@@ -1432,3 +1432,72 @@ fn recompute_modules_flag_json_and_refusals() {
         "{out}"
     );
 }
+
+/// NVIDIA's DeepSeek-V3 recipes on GB200 (PP 4 × VP 4, EP 64) and B200
+/// (PP 16, EP 8), MXFP8 with FP8 primary weights, fit their cards once
+/// their `recompute_modules=["mla_up_proj"]` is priced, and did not
+/// before (Megatron-Bridge's `deepseek_workload_base_configs.py` at
+/// df0289c1; docs/steptime.md, "Megatron-Core's recomputed modules").
+#[test]
+fn deepseek_v3_recipes_fit_with_their_recomputed_modules() {
+    let fits = |layout: &[&str], modules: &[&str]| {
+        let base = [
+            "--model",
+            "deepseek-v3",
+            "--seq",
+            "4096",
+            "--micro-batch",
+            "1",
+            "--batch",
+            "4096",
+            "--zero",
+            "1",
+            "--fp8",
+            "te-mxfp8",
+            "--fp8-param",
+            "--json",
+        ];
+        let args: Vec<&str> = base.iter().chain(layout).chain(modules).copied().collect();
+        let (code, out, err) = membudget(&args);
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        v["fit"]["fits"].as_bool().unwrap()
+    };
+    let gb200 = [
+        "--pp",
+        "4",
+        "--vp",
+        "4",
+        "--first-stage-layers",
+        "16",
+        "--last-stage-layers",
+        "13",
+        "--dp",
+        "64",
+        "--ep",
+        "64",
+        "--gpu",
+        "gb200",
+    ];
+    let b200 = [
+        "--pp",
+        "16",
+        "--first-stage-layers",
+        "4",
+        "--last-stage-layers",
+        "1",
+        "--dp",
+        "16",
+        "--ep",
+        "8",
+        "--gpu",
+        "b200",
+    ];
+    for layout in [&gb200[..], &b200[..]] {
+        assert!(!fits(layout, &[]), "{layout:?}");
+        assert!(
+            fits(layout, &["--recompute-modules", "mla_up_proj"]),
+            "{layout:?}"
+        );
+    }
+}
