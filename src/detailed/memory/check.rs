@@ -50,8 +50,9 @@ pub fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
 /// under Megatron's distributed optimizer (`--zero` 1 or 2), whose fp32
 /// main weights are cast to fp8 after each step
 /// (`DistributedOptimizer._copy_main_params_to_model_params`,
-/// `quantize_param_shard`). Megatron-FSDP's and FSDP2's fp8 buffers are
-/// not modelled.
+/// `quantize_param_shard`), or under Megatron-FSDP (`--zero 3`), which
+/// keeps them in its float8 buffers
+/// ([`super::fp8::te_weight_workspace`]). FSDP2's are not modelled.
 fn fp8_param(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     if !cfg.fp8_param {
         return Ok(());
@@ -64,8 +65,8 @@ fn fp8_param(cfg: &DetailedConfig) -> Result<(), DetailedError> {
             "--fp8-param is Megatron-LM's --fp8-param-gather: it needs --framework megatron",
         );
     }
-    if !(1..=2).contains(&cfg.parallel.zero) {
-        return refuse("--fp8-param is priced under Megatron's distributed optimizer (--zero 1 or 2), which casts its fp32 main weights to fp8 after each step; Megatron refuses it without one, and Megatron-FSDP's fp8 buffers (--zero 3) are not modelled");
+    if cfg.parallel.zero == 0 {
+        return refuse("--fp8-param is priced under Megatron's distributed optimizer (--zero 1 or 2) or Megatron-FSDP (--zero 3), which keep the fp32 main weights and cast them to fp8 after each step; Megatron refuses it without one");
     }
     let offloaded = cfg.offload.optimizer || cfg.offload.params;
     if cfg.precision != Precision::Mixed || cfg.lora_rank.is_some() || offloaded {

@@ -55,11 +55,41 @@ pub(crate) fn te_bytes_per_value(cfg: &DetailedConfig) -> Option<f64> {
 /// row-wise and column-wise data and E8M0 scales, both written by the
 /// optimizer's cast (`_cast_master_weights_to_fp8_mxfp8_scaling`:
 /// `rowwise_fragment`, `colwise_fragment`).
+///
+/// Under Megatron-FSDP (`--zero 3`) with `--fp8-param` each GPU keeps its
+/// shard of the fp8 weights alone, in Megatron-FSDP's float8 buffer
+/// (`param_and_grad_buffer.py`: `dtype="float8"` for an fp8 parameter); the
+/// transpose is made after each gather and dropped after backward
+/// (`fp8_create_transpose_cache`, and `fp8_discard_transpose_cache` unless
+/// `keep_fp8_transpose_cache`, `megatron_fsdp.py`, Megatron-LM d98e8a64),
+/// with the gathered layer: the gather's transient, priced as the 16-bit
+/// layer it replaces. MXFP8's column-wise copy is taken to follow the
+/// transpose (no published layout of that helper buffer was read).
 pub(crate) fn te_weight_workspace(cfg: &DetailedConfig) -> f64 {
     let Some(bytes) = te_bytes_per_value(cfg) else {
         return 0.0;
     };
+    if fsdp_fp8_param(cfg) {
+        return bytes * te_linear_weights_sharded(cfg);
+    }
     2.0 * bytes * te_linear_weights(cfg)
+}
+
+/// `--fp8-param` under Megatron-FSDP (`--zero 3`).
+fn fsdp_fp8_param(cfg: &DetailedConfig) -> bool {
+    cfg.fp8_param && cfg.parallel.zero >= 3
+}
+
+/// [`te_linear_weights`] under ZeRO-3: this GPU's shard of them, the dense
+/// ones over the shard group and the experts over their data-parallel
+/// group, as [`crate::detailed::memory::states`] shards every weight.
+fn te_linear_weights_sharded(cfg: &DetailedConfig) -> f64 {
+    let a = &cfg.arch;
+    let p = &cfg.parallel;
+    let split = a.layers_param_split();
+    let dense = split.dense as f64 / (p.tp * p.pp) as f64 / p.zero_divisor(3);
+    let experts = split.experts as f64 / (p.pp * p.ep * p.etp) as f64 / p.expert_zero_divisor(3);
+    dense + experts
 }
 
 /// Transformer Engine: values of the layers' linear weights on one GPU:
@@ -98,7 +128,11 @@ pub(crate) fn te_weights_16bit_dropped(cfg: &DetailedConfig) -> f64 {
     if !cfg.fp8_param || te_bytes_per_value(cfg).is_none() {
         return 0.0;
     }
-    // Two bytes: `--fp8-param` runs under mixed precision only (`check`).
+    // Two bytes: `--fp8-param` runs under mixed precision only (`check`);
+    // under Megatron-FSDP the shard's.
+    if fsdp_fp8_param(cfg) {
+        return 2.0 * te_linear_weights_sharded(cfg);
+    }
     2.0 * te_linear_weights(cfg)
 }
 
@@ -363,9 +397,30 @@ mod tests {
         );
     }
 
+    /// `--fp8-param` under Megatron-FSDP (`--zero 3`), Llama 3.1 8B over 8
+    /// GPUs: each keeps an eighth of every weight, the linear ones as fp8
+    /// (one byte), the rest bf16: (2·(n − w) + w) / 8. Without it TE caches
+    /// a whole fp8 copy (data and transpose) of the linear weights beside
+    /// the bf16 shards: 2·n / 8 + 2·w.
+    #[test]
+    fn fp8_param_under_megatron_fsdp_keeps_the_fp8_shard() {
+        let (n, w) = (8_030_261_248.0, 6_979_321_856.0);
+        let mut off = megatron_te();
+        off.parallel.zero = 3;
+        let mut on = off;
+        on.fp8_param = true;
+        let (a, b) = (estimate(&off).unwrap(), estimate(&on).unwrap());
+        assert_eq!(a.params, 2.0 * n / 8.0 + 2.0 * w);
+        assert_eq!(b.params, (2.0 * (n - w) + w) / 8.0);
+        assert_eq!(
+            (a.grads, a.master_weights, a.optimizer_state),
+            (b.grads, b.master_weights, b.optimizer_state)
+        );
+    }
+
     /// `--fp8-param` is Megatron's `--fp8-param-gather` under its
-    /// distributed optimizer with Transformer Engine: anything else is
-    /// refused in words.
+    /// distributed optimizer or Megatron-FSDP with Transformer Engine:
+    /// anything else is refused in words.
     #[test]
     fn fp8_param_is_refused_outside_megatrons_distributed_optimizer() {
         let mut base = megatron_te();
@@ -388,7 +443,6 @@ mod tests {
             "--framework megatron",
         );
         refused(&|c| c.parallel.zero = 0, "--zero 1 or 2");
-        refused(&|c| c.parallel.zero = 3, "--zero 1 or 2");
         refused(&|c| c.precision = Precision::Bf16, "--precision mixed");
         refused(&|c| c.lora_rank = Some(16), "no LoRA");
         base.parallel.zero = 2;

@@ -121,7 +121,7 @@ pub const VALIDATION: [Validation; 9] = [
         "Blackwell",
         "megatron",
         17,
-        [8.3, 28.0, -6.8, 28.0],
+        [8.3, 28.6, -6.8, 28.6],
     ),
 ];
 
