@@ -47,21 +47,17 @@ pub struct ModulesArg {
 }
 
 /// Parses `--recompute-modules`: names separated by commas or spaces, as
-/// Megatron-Core spells them; the ones not priced are refused by name.
+/// Megatron-Core spells them; `core_attn` taken apart, the rest read as
+/// the address reads them ([`detailed::RecomputeModules`]'s `FromStr`).
 fn parse_recompute_modules(s: &str) -> Result<ModulesArg, String> {
-    let mut arg = ModulesArg::default();
-    for name in s.split([',', ' ']).filter(|n| !n.is_empty()) {
-        let name = name.to_ascii_lowercase();
-        if name == "core_attn" {
-            arg.core_attn = true;
-        } else if !arg.modules.add(&name) {
-            return Err(format!(
-                "'{name}' is not priced; the modules are core_attn, {}",
-                detailed::RecomputeModules::NAMES.join(", ")
-            ));
-        }
-    }
-    Ok(arg)
+    let (core, rest): (Vec<&str>, Vec<&str>) = s
+        .split([',', ' '])
+        .filter(|n| !n.is_empty())
+        .partition(|n| n.eq_ignore_ascii_case("core_attn"));
+    Ok(ModulesArg {
+        modules: rest.join(",").parse()?,
+        core_attn: !core.is_empty(),
+    })
 }
 
 /// Every preset's name, for `--model`.

@@ -174,8 +174,7 @@ fn ignored_modules(cfg: &DetailedConfig) -> Vec<&'static str> {
     if !rm.any() {
         return Vec::new();
     }
-    let megatron = cfg.profile == Profile::Fused && cfg.framework == super::Framework::Megatron;
-    if !megatron {
+    if !cfg.megatron_kernels() {
         return vec!["the recomputed modules are Megatron-Core's (fused kernels, --framework megatron): they change nothing here"];
     }
     if matches!(cfg.recompute, Recompute::Full | Recompute::SelectiveOp) {

@@ -705,16 +705,18 @@ impl RecomputeModules {
     }
 }
 
-/// A comma-separated list of the modules' names (the address's `rmods`),
-/// empty for none.
+/// A list of the modules' names separated by commas or spaces (the
+/// address's `rmods`, `--recompute-modules` without `core_attn`), empty for
+/// none; a name not priced is refused by name.
 impl std::str::FromStr for RecomputeModules {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         let mut m = Self::default();
-        for name in s.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-            if !m.add(&name.to_ascii_lowercase()) {
+        for name in s.split([',', ' ']).filter(|n| !n.is_empty()) {
+            let name = name.to_ascii_lowercase();
+            if !m.add(&name) {
                 return Err(format!(
-                    "recomputed modules must be of: {} (core_attn is recompute=selective)",
+                    "'{name}' is not priced; the modules are {} (core_attn is selective recomputation)",
                     Self::NAMES.join(", ")
                 ));
             }
@@ -989,12 +991,19 @@ impl DetailedConfig {
         }
     }
 
+    /// Megatron-Core as it runs: its fused kernels under `--framework
+    /// megatron`.
+    pub fn megatron_kernels(&self) -> bool {
+        self.profile == Profile::Fused && self.framework == Framework::Megatron
+    }
+
     /// The [`RecomputeModules`] that take effect: Megatron-Core's, so only
     /// under Megatron's fused kernels, and none under full recomputation
     /// (which reruns every module already).
     pub fn megatron_recompute_modules(&self) -> RecomputeModules {
-        let megatron = self.profile == Profile::Fused && self.framework == Framework::Megatron;
-        if megatron && matches!(self.recompute, Recompute::None | Recompute::Selective) {
+        if self.megatron_kernels()
+            && matches!(self.recompute, Recompute::None | Recompute::Selective)
+        {
             self.recompute_modules
         } else {
             RecomputeModules::default()

@@ -84,12 +84,21 @@ fn fsdp_fp8_param(cfg: &DetailedConfig) -> bool {
 /// ones over the shard group and the experts over their data-parallel
 /// group, as [`crate::detailed::memory::states`] shards every weight.
 fn te_linear_weights_sharded(cfg: &DetailedConfig) -> f64 {
-    let a = &cfg.arch;
     let p = &cfg.parallel;
-    let split = a.layers_param_split();
-    let dense = split.dense as f64 / (p.tp * p.pp) as f64 / p.zero_divisor(3);
-    let experts = split.experts as f64 / (p.pp * p.ep * p.etp) as f64 / p.expert_zero_divisor(3);
-    dense + experts
+    let (dense, experts) = linear_weights_split(cfg);
+    dense / p.zero_divisor(3) + experts / p.expert_zero_divisor(3)
+}
+
+/// The layers' linear weights on one GPU's model-parallel share, (dense,
+/// experts): the dense part split over tp × pp, the experts over pp × ep
+/// × etp.
+fn linear_weights_split(cfg: &DetailedConfig) -> (f64, f64) {
+    let p = &cfg.parallel;
+    let split = cfg.arch.layers_param_split();
+    (
+        split.dense as f64 / (p.tp * p.pp) as f64,
+        split.experts as f64 / (p.pp * p.ep * p.etp) as f64,
+    )
 }
 
 /// Transformer Engine: values of the layers' linear weights on one GPU:
@@ -100,11 +109,7 @@ fn te_linear_weights_sharded(cfg: &DetailedConfig) -> f64 {
 /// tp × pp, the experts over pp × ep × etp. The linear layers' biases ride
 /// with them here, as they always have (a few values per row).
 pub(crate) fn te_linear_weights(cfg: &DetailedConfig) -> f64 {
-    let a = &cfg.arch;
-    let p = &cfg.parallel;
-    let split = a.layers_param_split();
-    let dense = split.dense as f64 / (p.tp * p.pp) as f64;
-    let experts = split.experts as f64 / (p.pp * p.ep * p.etp) as f64;
+    let (dense, experts) = linear_weights_split(cfg);
     dense + experts
 }
 

@@ -261,23 +261,20 @@ impl Architecture {
         }
     }
 
-    /// Weights of multi-latent attention's up-projections, the products
-    /// from the latents to the heads: the query's (from its latent, or
-    /// from the hidden state without one) and the keys' and values'
-    /// (DeepSeek-AI 2024, "DeepSeek-V2", §2.1.2, Eq. 10–14); none without
-    /// latent attention.
-    pub fn mla_up_weights(&self) -> (f64, f64) {
-        match self.mla {
-            Some(m) => {
-                let q_in = if m.q_rank > 0 { m.q_rank } else { self.hidden };
-                let heads = self.heads as f64;
-                (
-                    q_in as f64 * heads * (m.nope_dim + m.rope_dim) as f64,
-                    m.kv_rank as f64 * heads * (m.nope_dim + m.v_dim) as f64,
-                )
-            }
-            None => (0.0, 0.0),
-        }
+    /// Multi-latent attention's up-projections, the products from the
+    /// latents to the heads, as (input width, output width): the query's
+    /// (from its latent, or from the hidden state without one) and the
+    /// keys' and values' (DeepSeek-AI 2024, "DeepSeek-V2", §2.1.2, Eq.
+    /// 10–14); none without latent attention.
+    pub fn mla_up_projections(&self) -> Vec<(f64, f64)> {
+        self.mla.map_or_else(Vec::new, |m| {
+            let q_in = if m.q_rank > 0 { m.q_rank } else { self.hidden };
+            let heads = self.heads as f64;
+            vec![
+                (q_in as f64, heads * (m.nope_dim + m.rope_dim) as f64),
+                (m.kv_rank as f64, heads * (m.nope_dim + m.v_dim) as f64),
+            ]
+        })
     }
 
     /// Width of the attention output (the output projection's input).

@@ -203,8 +203,13 @@ fn recomputed(cfg: &DetailedConfig, layers: &LayerFlops) -> (f64, f64) {
     // Megatron's `mla_up_proj`: multi-latent attention's up-projections in
     // every layer, beside none or the attention core.
     let up = if cfg.megatron_recompute_modules().mla_up_proj {
-        let (q, kv) = cfg.arch.mla_up_weights();
-        2.0 * cfg.arch.layers as f64 * (q + kv)
+        let weights: f64 = cfg
+            .arch
+            .mla_up_projections()
+            .iter()
+            .map(|(k, n)| k * n)
+            .sum();
+        2.0 * cfg.arch.layers as f64 * weights
     } else {
         0.0
     };

@@ -255,27 +255,18 @@ fn recomputation(
 
 /// Megatron's `mla_up_proj` recomputation in one layer for `m` tokens,
 /// seconds: multi-latent attention's two up-projections again
-/// ([`crate::detailed::model::Architecture::mla_up_weights`]), each split
-/// over the t tensor-parallel ranks by its output heads.
+/// ([`crate::detailed::model::Architecture::mla_up_projections`]), each
+/// split over the t tensor-parallel ranks by its output heads.
 fn mla_up_recomputed(cfg: &DetailedConfig, r: &Rates, m: f64) -> f64 {
-    let a = &cfg.arch;
-    let Some(mla) = a
-        .mla
-        .filter(|_| cfg.megatron_recompute_modules().mla_up_proj)
-    else {
+    if !cfg.megatron_recompute_modules().mla_up_proj {
         return 0.0;
-    };
+    }
     let t = cfg.parallel.tp.max(1) as f64;
-    let q_in = if mla.q_rank > 0 { mla.q_rank } else { a.hidden } as f64;
-    let (q_up, kv_up) = a.mla_up_weights();
-    gemm(m, q_in, q_up / q_in / t, r.linear, r.bytes)
-        + gemm(
-            m,
-            mla.kv_rank as f64,
-            kv_up / mla.kv_rank as f64 / t,
-            r.linear,
-            r.bytes,
-        )
+    cfg.arch
+        .mla_up_projections()
+        .iter()
+        .map(|&(k, n)| gemm(m, k, n / t, r.linear, r.bytes))
+        .sum()
 }
 
 /// Forwards of a reference model per micro-batch: one for DPO with a

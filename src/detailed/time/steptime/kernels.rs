@@ -5,7 +5,7 @@
 //! (Transformer Engine), and float8's casts (torchao's `Float8Linear`).
 
 use super::layer::Widths;
-use crate::detailed::config::{DetailedConfig, Fp8, Framework, Profile};
+use crate::detailed::config::{DetailedConfig, Fp8, Profile};
 use crate::detailed::model::Router;
 
 /// Bytes per token Megatron's output-discarding recomputation
@@ -141,7 +141,7 @@ pub(super) fn per_token_bytes(cfg: &DetailedConfig, w: &Widths, act_width: f64) 
 pub(super) fn moe_token_bytes(cfg: &DetailedConfig, w: &Widths, moe: bool, m: f64) -> f64 {
     let p = &cfg.parallel;
     let e = match cfg.arch.moe.filter(|_| moe) {
-        Some(e) if cfg.framework == Framework::Megatron && cfg.profile == Profile::Fused => e,
+        Some(e) if cfg.megatron_kernels() => e,
         _ => return 0.0,
     };
     let (h, t, k) = (w.h, w.t, e.top_k as f64);
