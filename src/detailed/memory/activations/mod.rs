@@ -322,6 +322,15 @@ mod tests {
     use super::*;
     use crate::detailed::{estimate, preset, Architecture, AttentionKernel};
 
+    /// The preset `name` at `seq` tokens, one sequence, flash attention, no
+    /// dropout.
+    fn flash(name: &str, seq: u64) -> DetailedConfig {
+        let mut cfg = DetailedConfig::new(preset(name).unwrap().arch, seq, 1);
+        cfg.attention = AttentionKernel::Flash;
+        cfg.dropout = false;
+        cfg
+    }
+
     #[test]
     fn gpt3_layer_matches_korthikanti() {
         // VECTORS.md: GPT-3 175B, s 2048, h 12288, a 96, b 1: 2,868,903,936
@@ -370,10 +379,7 @@ mod tests {
     /// changes, nor under the "hf" profile or full recomputation.
     #[test]
     fn recomputed_modules_free_their_outputs() {
-        let arch = preset("qwen3-30b-a3b").unwrap().arch;
-        let mut cfg = DetailedConfig::new(arch, 8192, 1);
-        cfg.attention = AttentionKernel::Flash;
-        cfg.dropout = false;
+        let cfg = flash("qwen3-30b-a3b", 8192);
         let layer = |c: &DetailedConfig| saved(c).per_layer;
         let (n, h, k, f) = (8192.0, 2048.0, 8.0, 768.0);
         let mut on = cfg;
@@ -409,10 +415,7 @@ mod tests {
     /// layer alike; without latent attention it changes nothing.
     #[test]
     fn mla_up_proj_frees_the_query_key_and_value() {
-        let arch = preset("deepseek-v3").unwrap().arch;
-        let mut cfg = DetailedConfig::new(arch, 4096, 1);
-        cfg.attention = AttentionKernel::Flash;
-        cfg.dropout = false;
+        let cfg = flash("deepseek-v3", 4096);
         let mut on = cfg;
         on.recompute_modules.mla_up_proj = true;
         let freed = saved(&cfg).per_layer - saved(&on).per_layer;
@@ -432,10 +435,7 @@ mod tests {
     /// h = 2,048; they are 32 heads of 128 wide, 4,096: 3.2 GB more.)
     #[test]
     fn experts_under_tensor_and_sequence_parallelism() {
-        let arch = preset("qwen3-30b-a3b").unwrap().arch;
-        let mut cfg = DetailedConfig::new(arch, 8192, 1);
-        cfg.attention = AttentionKernel::Flash;
-        cfg.dropout = false;
+        let cfg = flash("qwen3-30b-a3b", 8192);
         let act = |f: &dyn Fn(&mut DetailedConfig)| {
             let mut c = cfg;
             f(&mut c);
