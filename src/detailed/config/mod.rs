@@ -705,16 +705,15 @@ impl RecomputeModules {
     }
 }
 
-/// A list of the modules' names separated by commas or spaces (the
-/// address's `rmods`, `--recompute-modules` without `core_attn`), empty for
-/// none; a name not priced is refused by name.
+/// A comma-separated list of the modules' names (the address's `rmods`,
+/// `--recompute-modules` without `core_attn`), empty for none; a name not
+/// priced is refused by name.
 impl std::str::FromStr for RecomputeModules {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         let mut m = Self::default();
-        for name in s.split([',', ' ']).filter(|n| !n.is_empty()) {
-            let name = name.to_ascii_lowercase();
-            if !m.add(&name) {
+        for name in s.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            if !m.add(&name.to_ascii_lowercase()) {
                 return Err(format!(
                     "'{name}' is not priced; the modules are {} (core_attn is selective recomputation)",
                     Self::NAMES.join(", ")

@@ -265,12 +265,12 @@ impl Architecture {
     /// latents to the heads, as (input width, output width): the query's
     /// (from its latent, or from the hidden state without one) and the
     /// keys' and values' (DeepSeek-AI 2024, "DeepSeek-V2", §2.1.2, Eq.
-    /// 10–14); none without latent attention.
-    pub fn mla_up_projections(&self) -> Vec<(f64, f64)> {
-        self.mla.map_or_else(Vec::new, |m| {
+    /// 10–14); empty shapes without latent attention.
+    pub fn mla_up_projections(&self) -> [(f64, f64); 2] {
+        self.mla.map_or([(0.0, 0.0); 2], |m| {
             let q_in = if m.q_rank > 0 { m.q_rank } else { self.hidden };
             let heads = self.heads as f64;
-            vec![
+            [
                 (q_in as f64, heads * (m.nope_dim + m.rope_dim) as f64),
                 (m.kv_rank as f64, heads * (m.nope_dim + m.v_dim) as f64),
             ]
