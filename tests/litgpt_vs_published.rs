@@ -17,7 +17,7 @@ use std::process::Command;
 /// (config file, published peak in GB, the lowest and highest error, in
 /// per cent, the model is held to).
 const PUBLISHED: &[(&str, f64, f64, f64)] = &[
-    ("tiny-llama/full", 14.10, -13.0, 0.0),
+    ("tiny-llama/full", 14.10, -5.0, 0.0),
     ("tiny-llama/lora", 13.50, 0.0, 6.0),
     ("tiny-llama/qlora", 16.24, -22.0, 0.0),
     ("llama-2-7b/lora", 19.77, -4.0, 0.0),

@@ -157,8 +157,9 @@ proptest! {
 }
 
 /// The page: Llama-3.1-70B on 64 H100s (dp 8, tp 8 with SP, ZeRO-1,
-/// full recomputation). Rows 3 and 4 of *Faster and still fits* both read
-/// "--recompute none --zero 3 --tp 4" before; row 3 set pp 2 and ZB-H1.
+/// full recomputation). Two rows of *Faster and still fits* both read
+/// "--recompute none --zero 3 --tp 4" before, one of them setting pp 2 and
+/// ZB-H1: each row names its pipeline and schedule, and no two read alike.
 #[test]
 fn the_70b_pages_faster_rows_name_their_pipeline() {
     let s = membudget::url::decode(
@@ -175,12 +176,15 @@ fn the_70b_pages_faster_rows_name_their_pipeline() {
         .map(|r| changes(&from, &r.cfg).join(" "))
         .collect();
     assert_eq!(texts.len(), 6);
-    assert_eq!(
-        texts[2], "--recompute none --zero 3 --tp 4 --pp 2 --schedule zb-h1",
+    assert!(
+        texts.contains(&"--recompute none --zero 3 --tp 4 --pp 2 --schedule zb-h1".to_string()),
         "{texts:#?}"
     );
-    assert_eq!(
-        texts[3], "--recompute none --zero 3 --tp 4 --pp 2",
+    assert!(
+        texts
+            .iter()
+            .filter(|t| t.contains("--pp"))
+            .all(|t| t.contains("--schedule")),
         "{texts:#?}"
     );
     for (i, t) in texts.iter().enumerate() {

@@ -56,18 +56,18 @@ fn llama_405b_stages_as_nvidias_recipe_splits_them() {
     assert_eq!(middle.params.round(), 25_502_421_057.0);
     assert!(close(middle.master_weights, 4.0 * 16.0 * layer / 4.0));
     assert!(close(middle.optimizer_state, 8.0 * 16.0 * layer / 4.0));
-    // Activations: A = 642,252,800 bytes a layer a micro-batch (4,096
+    // Activations: A = 533,200,896 bytes a layer a micro-batch (4,096
     // tokens a GPU), times each rank's micro-batches in flight under the
     // interleaved schedule, p + (p − 2·rank − 1)/v (Megatron-Core's
     // warm-up, `get_pp_rank_microbatches`): 8.875, 8.625, 7.125.
-    let a = 642_252_800.0;
+    let a = 533_200_896.0;
     assert_eq!(first.activations, 15.0 * 8.875 * a);
     assert_eq!(middle.activations, 16.0 * 8.625 * a);
-    assert_eq!(first.activations, 85_499_904_000.0);
-    assert_eq!(middle.activations, 88_630_886_400.0);
+    assert_eq!(first.activations, 70_982_369_280.0);
+    assert_eq!(middle.activations, 73_581_723_648.0);
     assert!(last.activations > 15.0 * 7.125 * a && last.logits == 525_336_576.0);
-    // The second rank decides the fit: 177.9 GB at rest.
-    assert_eq!(middle.total.round(), 177_889_360_100.0);
+    // The second rank decides the fit: 162.8 GB at rest.
+    assert_eq!(middle.total.round(), 162_840_197_348.0);
     let reported = membudget::detailed::estimate(&recipe(Some(15), 8)).unwrap();
     assert_eq!(reported, middle);
     // Evenly, 126 layers do not split over 8 × 8 chunks: Megatron refuses
@@ -83,14 +83,14 @@ fn llama_405b_stages_as_nvidias_recipe_splits_them() {
 /// Under plain 1F1B (vp 1) the even split the model prices without the
 /// flags puts ⌈126 / 8⌉ = 16 layers and the average stage's states
 /// ((embedding + output layer + 126 layers) / 8) on every stage, and the
-/// first holds 8 micro-batches: 171.0 GB. The recipe's split puts 15 layers
-/// and the embedding there (164.4 GB), 16 layers with 7 in flight on the
-/// second (161.2 GB).
+/// first holds 8 micro-batches: 157.0 GB. The recipe's split puts 15 layers
+/// and the embedding there (151.3 GB), 16 layers with 7 in flight on the
+/// second (149.0 GB).
 #[test]
 fn the_uneven_split_lightens_the_first_stage() {
     let layer = 796_917_760.0 + 32_768.0 + 16_384.0 / 126.0;
     let outer = 525_336_576.0;
-    let a = 642_252_800.0;
+    let a = 533_200_896.0;
     let even = stage_estimates(&recipe(None, 1)).unwrap();
     assert_eq!(even.len(), 1);
     let even = even[0].1;
@@ -100,13 +100,13 @@ fn the_uneven_split_lightens_the_first_stage() {
     );
     assert_eq!(even.params, 25_366_614_016.0);
     assert_eq!(even.activations, 16.0 * 8.0 * a);
-    assert_eq!(even.total, 170_991_507_456.0);
+    assert_eq!(even.total, 157_032_863_744.0);
     let uneven = stage_estimates(&recipe(Some(15), 1)).unwrap();
     let (first, middle) = (uneven[0].1, uneven[1].1);
     assert_eq!(first.activations, 15.0 * 8.0 * a);
     assert_eq!(middle.activations, 16.0 * 7.0 * a);
-    assert_eq!(first.total.round(), 164_427_511_125.0);
-    assert_eq!(middle.total.round(), 161_190_787_300.0);
+    assert_eq!(first.total.round(), 151_341_282_645.0);
+    assert_eq!(middle.total.round(), 148_976_974_052.0);
     assert!(first.total < even.total);
 }
 

@@ -64,7 +64,7 @@ const DEEPSPEED: &str =
     "DeepSpeed: the engine runs data parallelism with ZeRO (`deepspeed.initialize`)";
 
 /// Each trainer's defaults: (trainer, when, flag, value, source).
-const TABLE: [(&str, When, &str, &str, &str); 22] = [
+const TABLE: [(&str, When, &str, &str, &str); 23] = [
     ("hf", When::Always, "--impl", "hf", HF_MODULES),
     ("trl", When::Always, "--impl", "hf", HF_MODULES),
     (
@@ -148,6 +148,13 @@ const TABLE: [(&str, When, &str, &str, &str); 22] = [
         "--offload-activations",
         "checkpoints",
         UNSLOTH,
+    ),
+    (
+        "litgpt",
+        When::Always,
+        "--impl",
+        "hf",
+        litgpt::DEFAULTS[6].2,
     ),
     (
         "litgpt",

@@ -14,6 +14,7 @@ pub const DEFAULTS: &[(&str, &str, &str)] = &[
     ("train.micro_batch_size", "4", "litgpt 0.5.13 `litgpt/args.py:17`: `micro_batch_size: int = 4`"),
     ("lora_query, lora_value", "true (key, projection, mlp, head false)", "litgpt 0.5.13 `litgpt/finetune/lora.py:59`–`61`: `lora_query: bool = True`, `lora_key: bool = False`, `lora_value: bool = True`"),
     ("lora_dropout", "0.05", "litgpt 0.5.13 `litgpt/finetune/lora.py:58`: `lora_dropout: float = 0.05`"),
+    ("(modules)", "eager PyTorch", "litgpt 0.5.13 `litgpt/model.py`: eager PyTorch modules (`LLaMAMLP.forward`: `F.silu(x_fc_1) * x_fc_2`, its own `RMSNorm`, `F.scaled_dot_product_attention`), no fused kernels"),
 ];
 
 /// Keys read and not priced, with the reason (`*` matches the rest of a key).
@@ -38,6 +39,7 @@ pub fn read(root: &Value) -> Result<Out, ReadError> {
     if let Some(c) = doc.text("checkpoint_dir")? {
         common::hub_model(&mut out, "checkpoint_dir", &c);
     }
+    out.trainer_default("(modules)", "eager PyTorch", "--impl", "hf", DEFAULTS[6].2);
     let devices = doc.uint("devices")?.unwrap_or(1);
     let nodes = doc.uint("num_nodes")?.unwrap_or(1);
     out.set("devices", devices, "--nproc-per-node", devices);

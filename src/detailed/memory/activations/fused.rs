@@ -70,8 +70,27 @@ fn dense_mlp(cfg: &DetailedConfig, n: f64, li: f64) -> (f64, f64, f64) {
     match cfg.arch.family {
         // GELU input and second linear input.
         Family::Gpt2 => (0.0, n * f * p + n * f * li, 0.0),
-        // Gate out (SiLU input), SiLU out, up out, down input.
-        Family::Llama => (0.0, 3.0 * n * f * p + n * f * li, 0.0),
+        // The gate/up output (the SiLU's input), then the SiLU's output
+        // and the product when SwiGLU runs as eager ops; the down
+        // projection's input ([`swiglu_kept`]).
+        Family::Llama => (0.0, swiglu_kept(cfg) * n * f * p + n * f * li, 0.0),
+    }
+}
+
+/// The FFN-wide tensors SwiGLU keeps per token, in F, besides the down
+/// projection's input. Megatron-Core's fused SwiGLU (`bias_swiglu_impl`,
+/// on by default: Megatron-LM's `--no-bias-swiglu-fusion` turns it off,
+/// Megatron-Bridge's GPT, Llama, GPT-OSS and DeepSeek providers set `bias_activation_fusion=True`) saves its
+/// input alone, the gate and up outputs (2F), and recomputes the SiLU in
+/// backward (`SwiGLUFunction.forward`: `ctx.save_for_backward(input)`,
+/// `megatron/core/fusions/fused_bias_swiglu.py` at d98e8a64). As eager ops
+/// (`F.silu(gate) * up`, torchtitan's and litgpt's) the SiLU's output is
+/// saved too, by the product: 3F.
+pub(super) fn swiglu_kept(cfg: &DetailedConfig) -> f64 {
+    if cfg.megatron_kernels() {
+        2.0
+    } else {
+        3.0
     }
 }
 

@@ -6,7 +6,7 @@ use crate::detailed::config::{DetailedConfig, ExpertsImpl, Profile};
 use crate::detailed::memory::bytes::act_bytes;
 use crate::detailed::model::{Moe, Router};
 
-/// The FFN-wide part of the routed experts' bytes for n tokens: 4·F at the
+/// The FFN-wide part of the routed experts' bytes for n tokens: [`fused_ffn_widths`]·F at the
 /// activations' width per token–expert pair (per slot under a capacity
 /// factor), in every profile below.
 pub(super) fn moe_ffn_bytes(cfg: &DetailedConfig, n: f64, m: Moe) -> f64 {
@@ -19,16 +19,18 @@ pub(super) fn moe_ffn_bytes(cfg: &DetailedConfig, n: f64, m: Moe) -> f64 {
     slots * fused_ffn_widths(cfg) * m.expert_ffn as f64 * act_bytes(cfg)
 }
 
-/// The FFN-wide tensors a routed expert keeps per slot, in F: SwiGLU's 4,
-/// 3 when Megatron's `moe_act` recomputation frees the activation's
-/// output, the second GEMM's input
+/// The FFN-wide tensors a routed expert keeps per slot, in F: SwiGLU's
+/// ([`super::fused::swiglu_kept`]: 2 under Megatron-Core's fused
+/// `weighted_bias_swiglu_impl`, 3 as eager ops) and the second GEMM's
+/// input, which Megatron's `moe_act` recomputation frees
 /// ([`crate::detailed::config::RecomputeModules::moe_act`]).
 fn fused_ffn_widths(cfg: &DetailedConfig) -> f64 {
-    if cfg.megatron_recompute_modules().moe_act {
-        3.0
+    let act_out = if cfg.megatron_recompute_modules().moe_act {
+        0.0
     } else {
-        4.0
-    }
+        1.0
+    };
+    super::fused::swiglu_kept(cfg) + act_out
 }
 
 /// What a mixture-of-experts MLP keeps, in place of the dense MLP's
@@ -43,7 +45,7 @@ fn fused_ffn_widths(cfg: &DetailedConfig) -> f64 {
 ///
 /// "fused" profile (Megatron-Core's grouped GEMM, `moe/experts.py`, with
 /// the dense model's counting of SwiGLU): the router's fp32 logits (n·E)
-/// and, per assignment, the permuted input (h), 4F of SwiGLU and an fp32
+/// and, per assignment, the permuted input (h), SwiGLU's [`fused_ffn_widths`] and an fp32
 /// probability with its int64 index; under a capacity factor, per slot.
 pub(super) fn moe_mlp(cfg: &DetailedConfig, n: f64, m: Moe) -> (f64, f64, f64) {
     let p = act_bytes(cfg);
