@@ -615,6 +615,13 @@ pub struct OffloadArgs {
     /// gradient checkpointing: with --recompute full, each layer's input).
     #[arg(long, value_name = "KIND", num_args = 0..=1, default_missing_value = "save-on-cpu", value_parser = one_of::<ActOffload>(&["save-on-cpu", "torchtune", "checkpoints"]), ignore_case = true)]
     pub offload_activations: Option<ActOffload>,
+    /// Only the first N layers' saved activations on the CPU, as
+    /// Megatron-Core offloads them (`--cpu-offloading-num-layers`,
+    /// Transformer Engine's offload context): implies --offload-activations
+    /// save-on-cpu; fewer than the model's layers, without pipeline
+    /// parallelism or recomputation, as Megatron-Core allows it.
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..))]
+    pub offload_layers: Option<u64>,
     /// With --framework fsdp1 or fsdp2: FSDP's CPU offload
     /// (`CPUOffload(offload_params=True)`, `CPUOffloadPolicy`): the sharded
     /// parameters, gradients and optimizer state on the host, the optimizer
@@ -902,6 +909,7 @@ impl Args {
             || o.offload_optimizer
             || o.offload_params
             || o.offload_activations.is_some()
+            || o.offload_layers.is_some()
             || o.fsdp_cpu_offload
             || o.gpus_per_node.is_some()
             || self.overhead.given()
@@ -1411,8 +1419,9 @@ impl Args {
         let o = &self.offload;
         cfg.offload.optimizer = o.offload_optimizer;
         cfg.offload.params = o.offload_params;
-        cfg.offload.activations = o.offload_activations.is_some();
+        cfg.offload.activations = o.offload_activations.is_some() || o.offload_layers.is_some();
         cfg.offload.activations_by = o.offload_activations.unwrap_or_default();
+        cfg.offload.activation_layers = o.offload_layers.unwrap_or(0);
         // FSDP's CPU offload moves the parameters' shards, their gradients
         // and the optimizer state to the host together: ZeRO-Infinity's
         // parameters and optimizer offload, over FSDP's shards.

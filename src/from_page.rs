@@ -99,7 +99,7 @@ const OFF: [(&str, &str); 3] = [
 
 /// Flags the page sets after the pairs, from the whole reading (their
 /// values need another flag's): read by [`Whole`].
-const WHOLE: [&str; 14] = [
+const WHOLE: [&str; 15] = [
     "--vllm-colocate",
     "--grad-accum",
     "--nproc-per-node",
@@ -108,6 +108,7 @@ const WHOLE: [&str; 14] = [
     "--fsdp-sharding",
     "--fsdp-cpu-offload",
     "--offload-activations",
+    "--offload-layers",
     "--lora-dropout",
     "--overlap-comm",
     "--reduce-bucket-size",
@@ -339,6 +340,10 @@ impl<'a> Whole<'a> {
                 "" => Default::default(),
                 k => k.parse()?,
             };
+        }
+        if let Some(n) = self.count("--offload-layers", 1, 1 << 20)? {
+            d.offload.activations = true;
+            d.offload.activation_layers = n;
         }
         if let Some(p) = self.percent("--lora-dropout", 0, 99)? {
             d.lora_dropout_percent = p;

@@ -33,7 +33,7 @@
 //! pipeline stage the step chart shows: peak, first, last),
 //! `dp zero tp sp pp ep etp cp
 //! micro`, `shard` (hybrid sharding's group), `lora`, `lorat` (LoRA targets), `loradtype` (fp32, bf16: the adapters'), `loradrop` (LoRA dropout, percent 1–99), `qpath` (peft, bnb, torchao, fsdp-qlora: whose code holds the quantized base), `quant` (none, nf4, nf4-nodq,
-//! int8), `offopt offparams offacts gpn` (offload, GPUs per node), `actoff` (whose activation offload: save-on-cpu, torchtune, checkpoints),
+//! int8), `offopt offparams offacts gpn` (offload, GPUs per node), `actoff` (whose activation offload: save-on-cpu, torchtune, checkpoints), `offlayers` (Megatron-Core's offloaded first layers),
 //! `objective` (sft, dpo, dpo-precomputed, grpo, grpo-kl) with GRPO's `completion` (tokens),
 //! `gens` (completions per prompt), `vllm` (a colocated vLLM engine's percent of the card) and
 //! `vllmsleep`, `trainer` (the trainer chosen: its name as `--trainer` spells it; the
@@ -212,7 +212,7 @@ fn repaired_batch(state: &PageState, batch: u64) -> Option<(u64, String)> {
 /// The detailed settings that are a whole number in a range: key, least,
 /// most, and where it goes.
 type Count = (&'static str, u64, u64, fn(&mut DetailedOptions) -> &mut u64);
-const COUNTS: [Count; 17] = [
+const COUNTS: [Count; 18] = [
     ("heads", 1, 1024, |d| &mut d.arch.heads),
     ("kv", 1, 1024, |d| &mut d.arch.kv_heads),
     ("ffn", 1, 1 << 20, |d| &mut d.arch.ffn),
@@ -220,6 +220,9 @@ const COUNTS: [Count; 17] = [
     ("hd", 1, 1 << 12, |d| &mut d.arch.head_width),
     ("rot", 1, 1 << 12, |d| &mut d.arch.rotary_dims),
     ("gpn", 1, 72, |d| &mut d.offload.gpus_per_node),
+    ("offlayers", 1, 1 << 20, |d| {
+        &mut d.offload.activation_layers
+    }),
     ("dp", 1, 4096, |d| &mut d.parallel.dp),
     ("tp", 1, 512, |d| &mut d.parallel.tp),
     ("pp", 1, 256, |d| &mut d.parallel.pp),
@@ -1046,6 +1049,12 @@ fn encode_offload(d: &DetailedOptions, def: &DetailedOptions, out: &mut Query<'_
         "gpn",
         &d.offload.gpus_per_node.to_string(),
         &def.offload.gpus_per_node.to_string(),
+    );
+    pair(
+        out,
+        "offlayers",
+        &d.offload.activation_layers.to_string(),
+        "0",
     );
 }
 

@@ -282,3 +282,17 @@ fn recomputed_modules_reach_the_page_and_its_address() {
         bad.ignored
     );
 }
+
+/// Megatron-LM's offloaded first layers (`--cpu-offloading-num-layers`)
+/// reach the page (`offlayers` in the address, the count under Offload)
+/// and survive the address.
+#[test]
+fn offloaded_layers_reach_the_page_and_its_address() {
+    let text = std::fs::read_to_string(format!("{FIXTURES}/megatron_offload.sh")).unwrap();
+    let page = read_file(&on_80gib(), "megatron_offload.sh", &text).unwrap();
+    let o = page.state.detailed.offload;
+    assert!(o.activations && o.activation_layers == 8, "{o:?}");
+    let address = encode(&page.state);
+    assert!(address.contains("offlayers=8"), "{address}");
+    assert_eq!(decode(&address).state, page.state);
+}

@@ -103,6 +103,9 @@ pub fn rows() -> Vec<Row> {
             }
             // Megatron-Core's overlaps the recipe turns off ("-": none).
             cfg.overlap.tp_comm &= c[29] != "tp_comm";
+            // Megatron-Core's first layers offloaded (0: none).
+            cfg.offload.activations = num(30) > 0;
+            cfg.offload.activation_layers = num(30);
             cfg.fp8 = match c[23] {
                 "te" => Fp8::Te,
                 "te-mxfp8" => Fp8::TeMxfp8,
@@ -210,6 +213,7 @@ pub fn rows() -> Vec<Row> {
                         .chain((c[26] != "alltoall").then(|| format!(" {}", c[26])))
                         .chain((c[27] == "1").then(|| " fp8-param".to_string()))
                         .chain((c[29] == "tp_comm").then(|| " no-tp-overlap".to_string()))
+                        .chain((num(30) > 0).then(|| format!(" offload{}", num(30))))
                         .collect::<String>()
                 ),
                 measured,

@@ -40,6 +40,7 @@ const OWN: &[(&str, Format, &str)] = &[
     ("accelerate_fsdp2.yaml", Format::Accelerate, "--nproc-per-node 8 --nnodes 2 --precision mixed --framework fsdp2 --zero 3 --reshard-after-forward false --recompute full"),
     ("megatron.sh", Format::Command, "--nproc-per-node 8 --nnodes 2 --arch llama --layers 16 --hidden 2048 --heads 16 --ffn 8192 --vocab 32000 --kv-heads 4 --micro-batch 2 --batch 64 --seq 4096 --tp 2 --pp 2 --precision mixed --sp --zero 1 --recompute selective --no-overlap-grad-reduce --no-overlap-param-gather --no-tp-comm-overlap"),
     ("megatron_fp8.sh", Format::Command, "--nproc-per-node 8 --arch llama --layers 16 --hidden 2048 --heads 16 --ffn 8192 --vocab 32000 --kv-heads 4 --micro-batch 1 --batch 32 --seq 4096 --precision mixed --zero 1 --fp8 te --fp8-param --no-overlap-grad-reduce --no-overlap-param-gather"),
+    ("megatron_offload.sh", Format::Command, "--nproc-per-node 8 --arch llama --layers 16 --hidden 2048 --heads 16 --ffn 8192 --vocab 32000 --kv-heads 4 --micro-batch 2 --batch 32 --seq 8192 --precision mixed --zero 1 --no-overlap-grad-reduce --no-overlap-param-gather --offload-layers 8"),
     ("fsdp_qlora.sh", Format::Command, "--impl hf --model llama-2-13b --micro-batch 2 --seq 2048 --recompute none --precision mixed --lora-rank 16 --lora-targets q,k,v,gate,up,down --nproc-per-node 2"),
     ("tune_run.sh", Format::Command, "--nproc-per-node 4 --framework fsdp2 --zero 3 --micro-batch 4 --seq 2048 --recompute none --optimizer paged-adam8bit"),
     ("unsloth_cli.sh", Format::Command, "--model mistral-7b --seq 4096 --quant-base nf4 --lora-rank 32 --lora-targets all --recompute full --offload-activations checkpoints --precision bf16 --impl hf --micro-batch 2 --grad-accum 4 --optimizer adam8bit"),
@@ -1148,4 +1149,58 @@ fn megatron_reads_its_recomputed_modules() {
     let back = trainers::read("launch.sh", &emitted).unwrap();
     assert_eq!(back.out.arg("--recompute"), Some("selective"));
     assert_eq!(back.out.arg("--recompute-modules"), Some("layernorm"));
+}
+
+/// Megatron-LM's `--cpu-offloading-num-layers N` reads as `--offload-layers
+/// N` (0, the default, as nothing offloaded), and `--emit megatron` writes
+/// it back; an offload Megatron cannot say (every layer's, the optimizer)
+/// is refused in words.
+#[test]
+fn megatron_reads_and_writes_its_offloaded_layers() {
+    let line = |extra: &str| {
+        let text = format!("torchrun pretrain_gpt.py --num-layers 16 {extra}");
+        trainers::read("offload.sh", &text).unwrap()
+    };
+    assert_eq!(
+        line("--cpu-offloading-num-layers 8")
+            .out
+            .arg("--offload-layers"),
+        Some("8")
+    );
+    let none = line("--cpu-offloading-num-layers 0");
+    assert_eq!(none.out.arg("--offload-layers"), None);
+    assert!(none
+        .out
+        .ignored
+        .iter()
+        .any(|i| i.key == "cpu-offloading-num-layers"));
+    let args = |extra: &[&str]| {
+        Args::try_parse_from(
+            [
+                "membudget",
+                "--model",
+                "llama-3.1-8b",
+                "--dp",
+                "8",
+                "--zero",
+                "1",
+            ]
+            .iter()
+            .chain(extra),
+        )
+        .unwrap()
+    };
+    let emitted = run(&args(&["--offload-layers", "12", "--emit", "megatron"])).unwrap();
+    assert!(
+        emitted.contains(" --cpu-offloading-num-layers 12"),
+        "{emitted}"
+    );
+    let back = trainers::read("back.sh", &emitted).unwrap();
+    assert_eq!(back.out.arg("--offload-layers"), Some("12"));
+    for refused in [&["--offload-activations"][..], &["--offload-optimizer"][..]] {
+        let mut extra = refused.to_vec();
+        extra.extend(["--emit", "megatron"]);
+        let e = run(&args(&extra)).unwrap_err();
+        assert!(e.contains("--offload-layers"), "{e}");
+    }
 }

@@ -131,8 +131,18 @@ pub struct Offload {
     /// Whose activation offload, when `activations` is on.
     #[serde(default, skip_serializing_if = "ActOffload::is_default")]
     pub activations_by: ActOffload,
+    /// With `activations`: only the first this many layers' go to the host
+    /// (Megatron-Core's `cpu_offloading_num_layers`, the layers it hands
+    /// Transformer Engine's offload context); 0 for every layer.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub activation_layers: u64,
     /// GPUs per node, for the host memory per node.
     pub gpus_per_node: u64,
+}
+
+/// serde's test for a count left out when 0.
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Whose activation offload: what goes to the host and what the host holds.
@@ -185,6 +195,7 @@ impl Default for Offload {
             params: false,
             activations: false,
             activations_by: ActOffload::SaveOnCpu,
+            activation_layers: 0,
             gpus_per_node: 8,
         }
     }
@@ -987,6 +998,34 @@ impl DetailedConfig {
             compile_scope: CompileScope::Model,
             overlap: Overlap::default(),
             async_tp: false,
+        }
+    }
+
+    /// The layers of a pipeline stage whose saved activations go to the
+    /// host: none without activation offload; Megatron-Core's first
+    /// `cpu_offloading_num_layers` (Transformer Engine's
+    /// `AsyncDoubleBufferGroupOffloadHandler` offloads the layer groups
+    /// below `num_offload_group`, `transformer_engine/pytorch/cpu_offload.py`);
+    /// else every one.
+    pub fn offloaded_layers(&self) -> u64 {
+        if !self.offload.activations {
+            return 0;
+        }
+        let stage = self.parallel.stage_layers(&self.arch) as u64;
+        match self.offload.activation_layers {
+            0 => stage,
+            n => n.min(stage),
+        }
+    }
+
+    /// The layers a micro-batch's saved activations keep on the GPU after
+    /// its forward: those not offloaded, and one offloaded layer in flight
+    /// (copied out while the next runs, back before its backward).
+    pub fn resident_layers(&self) -> f64 {
+        let stage = self.parallel.stage_layers(&self.arch);
+        match self.offloaded_layers() {
+            0 => stage,
+            n => stage - n as f64 + 1.0,
         }
     }
 

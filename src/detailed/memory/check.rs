@@ -525,6 +525,9 @@ fn offload(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     {
         return refuse("offloaded checkpoints (Unsloth's gradient checkpointing) move each checkpointed layer input to the host: add --recompute full");
     }
+    if o.activation_layers > 0 {
+        megatron_offload(cfg)?;
+    }
     if o.params && (p.zero < 3 || !o.optimizer) {
         return refuse("offloading the parameters needs ZeRO-3 and the optimizer offloaded too (DeepSpeed's offload_param)");
     }
@@ -533,6 +536,28 @@ fn offload(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     }
     if o.gpus_per_node == 0 || o.gpus_per_node > 72 {
         return refuse("GPUs per node must be 1 to 72");
+    }
+    Ok(())
+}
+
+/// Megatron-Core's CPU offloading of its first layers
+/// (`--cpu-offloading-num-layers`), as `TransformerConfig.__post_init__`
+/// (`megatron/core/transformer/transformer_config.py` at d98e8a64) allows
+/// it: fewer layers than the model's, no pipeline parallelism, no
+/// recomputation; Transformer Engine's offload of each saved tensor.
+fn megatron_offload(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    let o = &cfg.offload;
+    if !o.activations || o.activations_by != ActOffload::SaveOnCpu {
+        return refuse("--offload-layers counts the layers Megatron-Core offloads (its cpu_offloading_num_layers): with --offload-activations save-on-cpu");
+    }
+    if o.activation_layers >= cfg.arch.layers {
+        return refuse(&format!("Megatron-Core offloads fewer layers than the model's {} (\"CPU offloading can be done only for layers less than num_layers\"): lower --offload-layers", cfg.arch.layers));
+    }
+    if cfg.parallel.pp > 1 {
+        return refuse("Megatron-Core's CPU offloading runs without pipeline parallelism (\"Currently there is no support for Pipeline parallelism with CPU offloading\"): --pp 1");
+    }
+    if cfg.recompute != Recompute::None {
+        return refuse("Megatron-Core's CPU offloading runs without recomputation (\"CPU offloading does not work when activation recomputation is enabled\"): --recompute none");
     }
     Ok(())
 }

@@ -125,9 +125,11 @@ fn states_and_saved(cfg: &DetailedConfig) -> (ModelStates, activations::Saved) {
     }
     let saved = activations::saved(cfg);
     let saved = if cfg.offload.activations {
-        // One layer in flight on the GPU; the rest on the host.
+        // The layers not offloaded and one in flight on the GPU; the rest
+        // on the host.
+        let stage = cfg.parallel.stage_layers(&cfg.arch);
         activations::Saved {
-            per_layer: saved.per_layer / cfg.parallel.stage_layers(&cfg.arch),
+            per_layer: saved.per_layer * cfg.resident_layers() / stage,
             ..saved
         }
     } else {

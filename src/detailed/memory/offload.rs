@@ -215,4 +215,60 @@ mod tests {
             .iter()
             .all(|e| e.moment != Moment::ReferenceForward));
     }
+
+    /// Megatron-Core's offload of its first layers, on NVIDIA's Llama 3
+    /// 70B recipe for GB200 (Megatron-FSDP over 64 GPUs, micro-batch 2 of
+    /// 8,192 tokens, FP8, `cpu_offloading_num_layers=40` of 80): the GPU
+    /// keeps the 40 layers not offloaded and one in flight, the host the
+    /// 40; the timeline's live activations agree with the estimate; the
+    /// card holds the tensors' peak with it and not without.
+    #[test]
+    fn megatron_offloads_its_first_layers() {
+        use crate::detailed::config::{ActOffload, AttentionKernel, Fp8, Recompute};
+        let arch = preset("llama-3.1-70b").unwrap().arch;
+        let mut cfg = DetailedConfig::new(arch, 8192, 128);
+        cfg.attention = AttentionKernel::Flash;
+        cfg.dropout = false;
+        cfg.micro_batch = Some(2);
+        cfg.parallel.dp = 64;
+        cfg.parallel.zero = 3;
+        cfg.fp8 = Fp8::Te;
+        cfg.fp8_param = true;
+        let all = estimate(&cfg).unwrap();
+        cfg.offload.activations = true;
+        cfg.offload.activation_layers = 40;
+        let part = estimate(&cfg).unwrap();
+        let layer = (all.activations - part.activations) / 39.0;
+        assert!(layer > 3.0e9 && layer < 4.5e9, "{layer}");
+        let outside = all.activations - 80.0 * layer;
+        assert!((part.activations - 41.0 * layer - outside).abs() < 1e3);
+        let host = host_ram(&cfg).unwrap();
+        let per_gpu = host.activations / host.gpus as f64;
+        assert!((per_gpu - 40.0 * layer).abs() < 1e3, "{per_gpu}");
+        let t = timeline(&cfg, &StepOptions::default()).unwrap();
+        let most = t
+            .events
+            .iter()
+            .map(|e| e.live.activations)
+            .fold(0.0, f64::max);
+        assert!(
+            most <= part.activations * 1.001 && most > 0.9 * part.activations,
+            "{most}"
+        );
+        let card = 186.0 * (1u64 << 30) as f64;
+        let peak = t.events[t.peak].live.total();
+        assert!(peak < card && all.total > card, "{peak}");
+        // Megatron-Core's own limits: fewer layers than the model's, no
+        // pipeline, no recomputation, its own offload.
+        for bad in [
+            |c: &mut DetailedConfig| c.offload.activation_layers = 80,
+            |c: &mut DetailedConfig| c.parallel.pp = 2,
+            |c: &mut DetailedConfig| c.recompute = Recompute::Selective,
+            |c: &mut DetailedConfig| c.offload.activations_by = ActOffload::Torchtune,
+        ] {
+            let mut c = cfg;
+            bad(&mut c);
+            assert!(estimate(&c).is_err());
+        }
+    }
 }

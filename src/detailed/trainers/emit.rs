@@ -846,11 +846,13 @@ fn megatron(cfg: &DetailedConfig) -> Result<String, String> {
     }
     if cfg.lora_rank.is_some()
         || cfg.base_quant != BaseQuant::None
-        || (cfg.offload.optimizer || cfg.offload.params || cfg.offload.activations)
+        || cfg.offload.optimizer
+        || cfg.offload.params
+        || (cfg.offload.activations && cfg.offload.activation_layers == 0)
     {
         return Err(cannot(
             f,
-            "pretrain_gpt.py trains the whole model, without offload",
+            "pretrain_gpt.py trains the whole model, without offload but its first layers' activations (--offload-layers)",
         ));
     }
     // What the reader builds from the shape flags must be this model.
@@ -973,6 +975,12 @@ fn megatron_switches(cfg: &DetailedConfig, f: &str) -> Result<String, String> {
                 "torchtitan's per-operator policy is not Megatron's",
             ))
         }
+    }
+    if cfg.offload.activation_layers > 0 {
+        out += &format!(
+            " --cpu-offloading-num-layers {}",
+            cfg.offload.activation_layers
+        );
     }
     match cfg.fp8 {
         Fp8::None => {}

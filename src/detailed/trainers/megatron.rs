@@ -111,6 +111,7 @@ pub fn read(pairs: Vec<(String, Value)>) -> Result<Out, ReadError> {
     read_pipeline_split(&mut doc, &mut out, layers, pp)?;
     let (sp, distributed) = read_switches(&mut doc, &mut out)?;
     read_overlaps(&mut doc, &mut out, tp > 1 && sp, distributed);
+    read_offload(&mut doc, &mut out)?;
     finish(&mut doc, &mut out, "Megatron-LM", IGNORED);
     Ok(out)
 }
@@ -387,6 +388,21 @@ fn read_overlaps(doc: &mut Doc, out: &mut Out, tp_sp: bool, distributed: bool) {
             (false, false) => {}
         }
     }
+}
+
+/// Megatron-Core's CPU offloading: `--cpu-offloading-num-layers N` (N > 0
+/// turns `cpu_offloading` on, `validate_args` in
+/// `megatron/training/arguments.py`) hands the first N layers' saved
+/// activations to Transformer Engine's offload context; 0 is the default,
+/// none.
+fn read_offload(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
+    let key = "cpu-offloading-num-layers";
+    match doc.uint(key)? {
+        Some(0) => out.ignore(key, 0, "no layer offloaded (the default)"),
+        Some(n) => out.set(key, n, "--offload-layers", n),
+        None => {}
+    }
+    Ok(())
 }
 
 /// Why an overlap's flag where it does not apply is ignored.

@@ -198,13 +198,15 @@ pub(crate) struct Saved {
 
 /// Bytes of saved activations one GPU moves to the host with activation
 /// offload: every layer's (`save_on_cpu` packs each saved tensor into pinned
-/// host memory; DeepSpeed's `cpu_checkpointing` moves the checkpoints); the
-/// GPU keeps the layer in flight, copied back for its backward.
+/// host memory; DeepSpeed's `cpu_checkpointing` moves the checkpoints), or
+/// Megatron-Core's first `cpu_offloading_num_layers`
+/// ([`DetailedConfig::offloaded_layers`]); the GPU keeps the layer in
+/// flight, copied back for its backward.
 pub(crate) fn offloaded(cfg: &DetailedConfig) -> f64 {
     let s = saved(cfg);
     // The first pipeline stage holds the micro-batches in flight.
     let in_flight = cfg.parallel.first_stage_in_flight(cfg.accumulation_steps());
-    let layers = cfg.parallel.stage_layers(&cfg.arch) * in_flight * s.per_layer;
+    let layers = cfg.offloaded_layers() as f64 * in_flight * s.per_layer;
     layers + in_flight * torchtune_outside(cfg)
 }
 

@@ -429,11 +429,8 @@ impl<'a> Walk<'a> {
     fn forward_start(&mut self, layers: u64, first: bool, in_flight: f64) -> f64 {
         let pc = self.pieces;
         self.phase = Phase::Forward;
-        let resident = if self.cfg.offload.activations {
-            0.0
-        } else {
-            layers as f64 * pc.per_layer
-        };
+        // Offloaded layers of the others are on the host.
+        let resident = layers.saturating_sub(self.cfg.offloaded_layers()) as f64 * pc.per_layer;
         let others = (in_flight - 1.0) * (resident + if first { pc.embedding } else { 0.0 });
         self.live.activations = others + pc.ids;
         self.record(Moment::Start, 0.0);
@@ -459,9 +456,9 @@ impl<'a> Walk<'a> {
     fn forward_layers(&mut self, layers: u64) {
         let pc = self.pieces;
         // Offloaded activations: one layer's stay on the GPU at a time.
-        let offload = self.cfg.offload.activations;
+        let offloaded = self.cfg.offloaded_layers();
         for i in 0..layers {
-            if !offload || i == 0 {
+            if i >= offloaded || i == 0 {
                 self.live.activations += pc.per_layer;
             }
             self.record(
@@ -556,14 +553,14 @@ impl<'a> Walk<'a> {
     /// freed.
     fn layer_backward(&mut self, i: u64) {
         let pc = self.pieces;
-        let offload = self.cfg.offload.activations;
+        let on_gpu = i >= self.cfg.offloaded_layers() || i == 0;
         if let Some(ib) = self.in_backward {
             let step = self.step_in_backward(ib, pc.layer_grads, ib.largest_layer_grad);
             self.record(
                 Moment::LayerBackward(i),
                 pc.layer_backward + pc.recomputed + step,
             );
-            if !offload || i == 0 {
+            if on_gpu {
                 self.live.activations -= pc.per_layer;
             }
             return;
@@ -593,7 +590,7 @@ impl<'a> Walk<'a> {
             self.allocate_partition();
         }
         self.layers_held -= self.unsharded_layer;
-        if !offload || i == 0 {
+        if on_gpu {
             self.live.activations -= pc.per_layer;
         }
     }

@@ -179,7 +179,7 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
     step.hidden.data_parallel += all - exposed;
     let breakdown = crate::detailed::memory::estimate(cfg).ok();
     step.optimizer = optimizer::update(optimizer::streamed(cfg, breakdown), &r);
-    step.offload = offload::offload(cfg, &r, &weights, acc, compute, breakdown);
+    step.offload = offload::offload(cfg, &r, &weights, acc, compute);
     step.generation = generation::generation(cfg, &r, &c.forward);
     StepTime::of(cfg, step, r.peak)
 }

@@ -6,7 +6,6 @@
 use super::data_parallel::Weights;
 use super::rates::Rates;
 use crate::detailed::config::{DetailedConfig, Optimizer};
-use crate::detailed::memory::DetailedBreakdown;
 
 /// Host memory bandwidth per GPU for an offloaded optimizer step: a DGX
 /// A100's two AMD EPYC 7742, eight DDR4-3200 channels each (25.6 GB/s per
@@ -14,16 +13,9 @@ use crate::detailed::memory::DetailedBreakdown;
 pub const HOST_GBPS_PER_GPU: f64 = 51.2;
 
 /// Offload's seconds per step, not hidden: the optimizer's, the weights'
-/// (behind each micro-batch's `compute`, `acc` of them) and the
-/// activations' of `breakdown`.
-pub(super) fn offload(
-    cfg: &DetailedConfig,
-    r: &Rates,
-    w: &Weights,
-    acc: f64,
-    compute: f64,
-    breakdown: Option<DetailedBreakdown>,
-) -> f64 {
+/// and the activations' (behind each micro-batch's `compute`, `acc` of
+/// them).
+pub(super) fn offload(cfg: &DetailedConfig, r: &Rates, w: &Weights, acc: f64, compute: f64) -> f64 {
     let mut offload = 0.0;
     if cfg.offload.optimizer {
         offload += optimizer_on_host(cfg, r, w);
@@ -33,18 +25,14 @@ pub(super) fn offload(
         let pcie = r.pcie();
         offload += acc * ((2.0 * w.param_bytes / pcie) - compute).max(0.0);
     }
-    if cfg.offload.activations && !cfg.offload.activations_by.is_default() {
-        // torchtune's packs and Unsloth's checkpoints: what one
-        // micro-batch copies to the host in forward, back in backward,
-        // behind its compute (torchtune on its own stream).
+    if cfg.offload.activations {
+        // What one micro-batch copies to the host in forward and back in
+        // backward, behind its compute (`save_on_cpu`, torchtune's packs,
+        // Unsloth's checkpoints, Megatron-Core's first layers; torchtune
+        // and Transformer Engine on their own streams).
         let in_flight = cfg.parallel.first_stage_in_flight(cfg.accumulation_steps());
         let moved = crate::detailed::memory::activations::offloaded(cfg) / in_flight;
         offload += acc * (2.0 * moved / r.pcie() - compute).max(0.0);
-    } else if cfg.offload.activations {
-        if let Some(b) = breakdown {
-            let pcie = r.pcie();
-            offload += acc * (2.0 * b.activations / pcie - compute).max(0.0);
-        }
     }
     offload
 }
