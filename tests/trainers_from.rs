@@ -1118,22 +1118,7 @@ fn megatron_reads_its_recomputed_modules() {
         let ignored = r.out.ignored.iter().find(|i| i.key == "recompute-modules");
         assert_eq!(ignored.map(|i| i.value.as_str()), named, "{extra}");
     }
-    let args = |extra: &[&str]| {
-        Args::try_parse_from(
-            [
-                "membudget",
-                "--model",
-                "llama-3.1-8b",
-                "--dp",
-                "8",
-                "--zero",
-                "1",
-            ]
-            .iter()
-            .chain(extra),
-        )
-        .unwrap()
-    };
+    let args = llama_8b_zero1;
     let emitted = run(&args(&[
         "--recompute-modules",
         "core_attn,layernorm",
@@ -1174,22 +1159,7 @@ fn megatron_reads_and_writes_its_offloaded_layers() {
         .ignored
         .iter()
         .any(|i| i.key == "cpu-offloading-num-layers"));
-    let args = |extra: &[&str]| {
-        Args::try_parse_from(
-            [
-                "membudget",
-                "--model",
-                "llama-3.1-8b",
-                "--dp",
-                "8",
-                "--zero",
-                "1",
-            ]
-            .iter()
-            .chain(extra),
-        )
-        .unwrap()
-    };
+    let args = llama_8b_zero1;
     let emitted = run(&args(&["--offload-layers", "12", "--emit", "megatron"])).unwrap();
     assert!(
         emitted.contains(" --cpu-offloading-num-layers 12"),
@@ -1203,4 +1173,23 @@ fn megatron_reads_and_writes_its_offloaded_layers() {
         let e = run(&args(&extra)).unwrap_err();
         assert!(e.contains("--offload-layers"), "{e}");
     }
+}
+
+/// Llama-3.1-8B over 8 GPUs with the distributed optimizer, and `extra`:
+/// a configuration `--emit megatron` writes.
+fn llama_8b_zero1(extra: &[&str]) -> Args {
+    Args::try_parse_from(
+        [
+            "membudget",
+            "--model",
+            "llama-3.1-8b",
+            "--dp",
+            "8",
+            "--zero",
+            "1",
+        ]
+        .iter()
+        .chain(extra),
+    )
+    .unwrap()
 }

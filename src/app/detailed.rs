@@ -802,7 +802,7 @@ fn offload_group() -> impl IntoView {
             {flag("offload-params-input", "Parameters (ZeRO-3)", |d| d.offload.params, |d, on| d.offload.params = on)}
             {flag("offload-acts-input", "Activations", |d| d.offload.activations, |d, on| d.offload.activations = on)}
             {choice("offload-acts-select", "Activations offloaded by", ACT_OFFLOAD_NAMES, |d| index_of(&ActOffload::ALL, d.offload.activations_by), |d, i| d.offload.activations_by = ActOffload::ALL[i])}
-            {count("offload-layers-input", "Megatron: offload only the first layers (empty: all)", (1, 1 << 20), |d| (d.offload.activation_layers > 0).then_some(d.offload.activation_layers), |d, v| d.offload.activation_layers = v.unwrap_or(0), true)}
+            {count("offload-layers-input", "Megatron: offload only the first layers (empty: all)", (1, 1 << 20), |d| (d.offload.activation_layers > 0).then_some(d.offload.activation_layers), |d, v| { d.offload.activation_layers = v.unwrap_or(0); d.offload.activations |= v.is_some(); }, true)}
             {count("gpn-input", "GPUs per node", (1, 72), |d| Some(d.offload.gpus_per_node), |d, v| d.offload.gpus_per_node = v.unwrap_or(1), false)}
         </details>
     }

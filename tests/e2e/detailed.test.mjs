@@ -314,23 +314,23 @@ test('fine-tuning recipes: QLoRA on an RTX 4090 and DPO with ZeRO-3, and the hos
 });
 
 test('the issue\'s dead end: "Make it fit" lists what would, and one click applies it', async () => {
-  // Llama-3.1-8B at 8,192 tokens on one 80 GB card: 179.0 GB.
+  // Llama-3.1-8B at 8,192 tokens on one 80 GB card: 171.5 GB.
   const { page, problems, context } = await open('?mode=detailed&model=llama-3.1-8b&seq=8192&batch=1&gpu=80&oh=0');
-  assert.match(await page.textContent('#fit-verdict'), /^Does not fit by the step's peak by 93\.1 GB/);
+  assert.match(await page.textContent('#fit-verdict'), /^Does not fit by the step's peak by 85\.6 GB/);
   // Beside the figures, a pointer down to the verdict's ways out.
   assert.equal(await page.textContent('#fit-pointer'),
-    'The step needs 179.0 GB, more than the 85.9 GB GPU: what would make it fit ↓');
+    'The step needs 171.5 GB, more than the 85.9 GB GPU: what would make it fit ↓');
   assert.equal(await page.getAttribute('#fit-pointer', 'href'), '#make-it-fit');
   await page.waitForSelector('#plan-apply-0');
   assert.equal(await page.textContent('#plan-status'),
     'Each change priced by the model (the step\'s peak, and the step time on a card of the table), the ones that fit first; each names every flag it changes. As it is, it fits a 180 GB card as sold (B200).');
   const first = await page.textContent('#make-it-fit li:first-child .plan-summary');
-  assert.match(first, /^optimizer offloaded to the CPU \(ZeRO-Offload\) \(--zero 1 --offload-optimizer\): needs 66\.6 GB, saves 112\.4 GB of optimizer state; 1 GPU; compute ×1\.00\./);
+  assert.match(first, /^optimizer offloaded to the CPU \(ZeRO-Offload\) \(--zero 1 --offload-optimizer\): needs 59\.0 GB, saves 112\.4 GB of optimizer state; 1 GPU; compute ×1\.00\./);
   // The changes over more GPUs come apart, under their own line.
   assert.match(await page.textContent('#plan-more'), /^With more GPUs than the 1 it runs on:/);
   assert.equal(await page.textContent('#make-it-fit li:first-child .plan-verdict'), 'Fits');
   await page.click('#plan-apply-0');
-  assert.match(await page.textContent('#fit-verdict'), /^Fits by the step's peak: 66\.6 of 85\.9 GB used/);
+  assert.match(await page.textContent('#fit-verdict'), /^Fits by the step's peak: 59\.0 of 85\.9 GB used/);
   await urlMatches(page, /offopt=1/);
   // Fitting now, the panel and the pointer have nothing to say.
   await page.waitForFunction(() => document.querySelector('#make-it-fit').hidden);
@@ -462,7 +462,7 @@ test('a card of the table prices the step in time: the bar, the token budget, an
   // The dead end on an H100 picked by name: the time it would take, and the
   // make-it-fit rows priced in GPU-time.
   const { page, problems, context } = await open('?mode=detailed&model=llama-3.1-8b&seq=8192&batch=1&card=h100-sxm&oh=0');
-  assert.match(await page.textContent('#fit-verdict'), /^Does not fit by the step's peak by 93\.1 GB/);
+  assert.match(await page.textContent('#fit-verdict'), /^Does not fit by the step's peak by 85\.6 GB/);
   assert.match(await page.textContent('#step-time-summary'),
     /^On 1 × H100 SXM: [\d.]+ (ms|s) per optimizer step, [\d,]+ tokens\/s per GPU, \d+ model TFLOPS per GPU \(MFU [\d.]+ %, HFU [\d.]+ %\)\. By the validation on H100 SXM \(Megatron-Bridge: 4 rows, errors -1\.2 % to \+18\.5 %\): [\d.]+ (ms|s)–[\d.]+ (ms|s), [\d,]+–[\d,]+ tokens\/s per GPU, MFU [\d.]+–[\d.]+ %\.$/);
   assert.equal(await page.isVisible('#step-time-fit'), true);
@@ -718,4 +718,28 @@ test('Megatron\'s overlaps and FP8 weights are the page\'s to set, kept in the a
   await page.selectOption('#framework-select', { index: 3 });
   assert.equal(await page.isVisible('#megatron-overlaps'), false);
   await context.close();
+});
+
+test('Megatron\'s offloaded first layers: the count turns the offload on, keeps the other layers on the GPU, rides in the address, and Megatron\'s limits are said on screen', async () => {
+  const { page, problems, context } = await open('?mode=detailed&model=llama-3.1-8b&seq=8192&batch=8&micro=1&dp=8&zero=1');
+  const kept = await bytes(page);
+  await setCount(page, 'offload-layers-input', 16);
+  await urlMatches(page, /offlayers=16/);
+  await urlMatches(page, /offacts=1/);
+  assert.equal(await page.isChecked('#offload-acts-input'), true);
+  const half = await bytes(page);
+  // Every layer on the host keeps one in flight; 16 of 32 keep 17.
+  await setCount(page, 'offload-layers-input', '');
+  await urlLacks(page, /offlayers=/);
+  const all = await bytes(page);
+  const layer = (kept.activations - all.activations) / 31;
+  assert.ok(Math.abs(kept.activations - half.activations - 15 * layer) < 1e3,
+    `${kept.activations} ${half.activations} ${all.activations}`);
+  // Megatron-Core refuses it with recomputation, and so does the page, in words.
+  await setCount(page, 'offload-layers-input', 16);
+  await page.evaluate(() => { document.getElementById('recompute-select').closest('details').open = true; });
+  await page.selectOption('#recompute-select', '3');
+  assert.match(await page.textContent('#detailed-sentence'), /CPU offloading runs without recomputation/);
+  await context.close();
+  assert.deepEqual(problems, []);
 });

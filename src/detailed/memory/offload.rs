@@ -204,11 +204,7 @@ mod tests {
         // The timeline holds one layer at a time too.
         cfg.offload.activations = true;
         let t = timeline(&cfg, &StepOptions::default()).unwrap();
-        let most = t
-            .events
-            .iter()
-            .map(|e| e.live.activations)
-            .fold(0.0, f64::max);
+        let most = most_activations(&t);
         assert!(most < on.activations / 4.0, "{most}");
         assert!(t
             .events
@@ -246,11 +242,7 @@ mod tests {
         let per_gpu = host.activations / host.gpus as f64;
         assert!((per_gpu - 40.0 * layer).abs() < 1e3, "{per_gpu}");
         let t = timeline(&cfg, &StepOptions::default()).unwrap();
-        let most = t
-            .events
-            .iter()
-            .map(|e| e.live.activations)
-            .fold(0.0, f64::max);
+        let most = most_activations(&t);
         assert!(
             most <= part.activations * 1.001 && most > 0.9 * part.activations,
             "{most}"
@@ -270,5 +262,13 @@ mod tests {
             bad(&mut c);
             assert!(estimate(&c).is_err());
         }
+    }
+
+    /// The most activations live at any moment of a step.
+    fn most_activations(t: &crate::detailed::StepTimeline) -> f64 {
+        t.events
+            .iter()
+            .map(|e| e.live.activations)
+            .fold(0.0, f64::max)
     }
 }
