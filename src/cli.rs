@@ -1881,6 +1881,19 @@ fn paged_spill(f: &FitReport) -> String {
     )
 }
 
+/// When a step that does not fit would fit without the allocator's
+/// fragmentation band ([`FitReport::edge`]): it may run at the card's
+/// edge.
+fn at_the_edge(f: &FitReport) -> String {
+    if f.edge == 0 {
+        return String::new();
+    }
+    format!(
+        "; without the allocator's fragmentation band it needs {:.1} GB, so it may run at the card's edge (PyTorch's allocator frees its cache and retries; slower), as published runs tuned to their cards do (docs/validation.md)",
+        f.edge as f64 / 1e9
+    )
+}
+
 /// The verdict on a card and what fits it, as the page says it.
 fn fit_lines(f: &FitReport) -> String {
     let gb = |b: u64| b as f64 / 1e9;
@@ -1897,7 +1910,7 @@ fn fit_lines(f: &FitReport) -> String {
             gb(f.need - f.capacity),
             gb(f.need),
             gb(f.capacity),
-            paged_spill(f)
+            paged_spill(f) + &at_the_edge(f)
         )
     };
     let or_none = |v: Option<u64>| v.map_or("none".to_string(), |v| v.to_string());
@@ -2072,12 +2085,21 @@ impl DetailedRun {
         let fit = args
             .card()?
             .map(|(gpu, capacity)| fit_report(&cfg, gpu, capacity, need, &ask))
-            .map(|f| FitReport {
-                paged: whole(detailed::memory::paged::paged_at_peak(
-                    &cfg,
-                    timeline.peak_event().live.optimizer_state,
-                )),
-                ..f
+            .map(|f| {
+                let edge =
+                    detailed::memory::overhead::edge_need(&cfg, &timeline, settings.as_ref());
+                FitReport {
+                    paged: whole(detailed::memory::paged::paged_at_peak(
+                        &cfg,
+                        timeline.peak_event().live.optimizer_state,
+                    )),
+                    edge: if f.fits || edge > f.capacity as f64 {
+                        0
+                    } else {
+                        whole(edge)
+                    },
+                    ..f
+                }
             });
         let time = cluster
             .as_ref()
@@ -2231,6 +2253,7 @@ fn fit_report(cfg: &DetailedConfig, gpu: String, capacity: f64, need: f64, ask: 
         }),
         card: plan.and_then(|p| smallest_card(p.need).map(String::from)),
         paged: 0,
+        edge: 0,
     }
 }
 

@@ -454,6 +454,12 @@ pub struct FitReport {
     /// memory), bytes: 0 without a paged optimizer.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub paged: u64,
+    /// What must fit without the allocator's fragmentation band
+    /// ([`crate::detailed::memory::overhead::edge_need`]), bytes, when the
+    /// step does not fit with it and fits without: it may run at the
+    /// card's edge; 0 otherwise.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub edge: u64,
 }
 
 /// Whether a byte count is 0 (left out of the JSON).

@@ -1503,3 +1503,55 @@ fn deepseek_v3_recipes_fit_with_their_recomputed_modules() {
         );
     }
 }
+
+/// A step over the card only by the allocator's fragmentation band says it
+/// may run at the card's edge, with what it needs without the band
+/// (`fit.edge` in the JSON): NVIDIA's Llama 3 70B recipe on GB200 with its
+/// 40 offloaded layers, which ran. With 20 layers its tensors alone
+/// overflow, and nothing is said.
+#[test]
+fn a_step_over_by_the_band_alone_may_run_at_the_edge() {
+    let run = |layers: &str, json: bool| {
+        let mut args = vec![
+            "--model",
+            "llama-3.1-70b",
+            "--seq",
+            "8192",
+            "--micro-batch",
+            "2",
+            "--batch",
+            "128",
+            "--dp",
+            "64",
+            "--zero",
+            "3",
+            "--fp8",
+            "te",
+            "--fp8-param",
+            "--gpu",
+            "gb200",
+            "--offload-layers",
+            layers,
+        ];
+        if json {
+            args.push("--json");
+        }
+        let (code, out, err) = membudget(&args);
+        assert_eq!(code, 0, "{err}");
+        out
+    };
+    let text = run("40", false);
+    assert!(
+        text.contains("does not fit by 11.4 GB: the step needs 211.1 GB, the card has 199.7 GB; without the allocator's fragmentation band it needs 183.7 GB, so it may run at the card's edge"),
+        "{text}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&run("40", true)).unwrap();
+    let (edge, need) = (
+        v["fit"]["edge"].as_f64().unwrap(),
+        v["fit"]["need"].as_f64().unwrap(),
+    );
+    assert!(edge < 199.7e9 && need > 199.7e9, "{edge} {need}");
+    assert!(!run("20", false).contains("card's edge"));
+    let v: serde_json::Value = serde_json::from_str(&run("20", true)).unwrap();
+    assert!(v["fit"].get("edge").is_none());
+}

@@ -19,6 +19,9 @@ pub struct Row {
     pub label: String,
     pub measured: f64,
     pub predicted: StepTime,
+    /// The row's configuration and card.
+    pub cfg: DetailedConfig,
+    pub card: membudget::detailed::time::hardware::Gpu,
 }
 
 impl Row {
@@ -218,6 +221,8 @@ pub fn rows() -> Vec<Row> {
                 ),
                 measured,
                 predicted,
+                cfg,
+                card,
             }
         })
         .collect()
@@ -519,4 +524,88 @@ fn moe_refusal_states_the_rows_span() {
         100.0 * highest
     );
     assert!(refusal.ends_with(&span), "{refusal} / {span}");
+}
+
+/// Every published row ran, so its step fit its card. The model's
+/// tensors' peak plus the runtime overhead outside the caching allocator
+/// (CUDA context, workspaces, communication buffers; no fragmentation
+/// band) fits the card on every row but the one whose recipe the fixture
+/// does not know whole: GPT-OSS 120B on H100 at micro-batch 4 and EP 8
+/// (Megatron-Bridge 25.11, a recipe not in the repository's history, whose
+/// recomputation is not known). With the default 15 % fragmentation band
+/// (a verdict's caution, `FRAGMENTATION_PERCENT`) the rows tuned to the
+/// card's edge read "does not fit": the count is held here and in
+/// docs/validation.md.
+#[test]
+fn published_runs_fit_their_cards() {
+    use membudget::detailed::{memory::overhead::step_need, timeline, Overhead, StepOptions};
+    const UNKNOWN_RECIPE: &str = "gpt-oss-120b s4096 64×h100-sxm mb4 tp1 pp4 z1 none ep8";
+    let fixed = Overhead {
+        fragmentation_percent: 0.0,
+        ..Overhead::default()
+    };
+    let (mut banded, mut rows_seen) = (0, 0);
+    for r in rows() {
+        let t = timeline(&r.cfg, &StepOptions::default()).unwrap();
+        let card = r.card.memory_bytes();
+        let need = step_need(&r.cfg, &t, Some(&fixed));
+        rows_seen += 1;
+        if r.label == UNKNOWN_RECIPE {
+            assert!(
+                need > card,
+                "{}: fits now; drop it from the exception",
+                r.label
+            );
+            continue;
+        }
+        assert!(
+            need <= card,
+            "{} {}: {:.1} GB of {:.1}",
+            r.source,
+            r.label,
+            need / 1e9,
+            card / 1e9
+        );
+        if step_need(&r.cfg, &t, Some(&Overhead::default())) > card {
+            banded += 1;
+        }
+    }
+    assert_eq!(rows_seen, 279);
+    assert_eq!(banded, 49, "rows over the card with the 15 % band");
+}
+
+/// Probe: each row's tensors' peak and need against its card.
+#[test]
+#[ignore]
+fn print_fits() {
+    use membudget::detailed::{memory::overhead::step_need, timeline, Overhead, StepOptions};
+    for r in rows() {
+        let Ok(t) = timeline(&r.cfg, &StepOptions::default()) else {
+            println!("| {} | {} | refused |", r.source, r.label);
+            continue;
+        };
+        let card = r.card.memory_bytes();
+        let peak = t.peak_bytes();
+        let need = step_need(&r.cfg, &t, Some(&Overhead::default()));
+        let x = Overhead::expandable_segments();
+        let need_x = step_need(&r.cfg, &t, Some(&x));
+        println!(
+            "| {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {} |",
+            r.source,
+            r.label,
+            peak / 1e9,
+            need / 1e9,
+            need_x / 1e9,
+            card / 1e9,
+            if peak > card {
+                "TENSORS OVER"
+            } else if need_x > card {
+                "over with x"
+            } else if need > card {
+                "over default"
+            } else {
+                "fits"
+            }
+        );
+    }
 }

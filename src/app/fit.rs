@@ -5,7 +5,7 @@ use super::canvas::Charts;
 use super::reactive::{cond, not, on_event, text, Cond};
 use super::{browser_to_f64, Budget, DetailedTimeline, State};
 use crate::budget::Field;
-use crate::detailed::memory::overhead::step_need;
+use crate::detailed::memory::overhead::{edge_need, step_need};
 use crate::detailed::time::hardware::GPUS;
 use crate::number::read;
 use crate::state::{
@@ -197,6 +197,26 @@ fn sentence(t: f64, cap: f64, u: Unit, what: &str) -> String {
     }
 }
 
+/// When the step does not fit with the runtime overhead but would without
+/// the allocator's fragmentation band: it may run at the card's edge
+/// ([`edge_need`]).
+fn at_the_edge(state: RwSignal<PageState>, need: f64, cap: f64) -> String {
+    let DetailedTimeline(timeline) = super::context::<DetailedTimeline>();
+    let s = state.read();
+    let (Some(o), Some(t)) = (s.detailed.overhead.as_ref(), timeline.get()) else {
+        return String::new();
+    };
+    let edge = edge_need(&s.detailed_config(), &t, Some(o));
+    if s.mode != Mode::Detailed || need <= cap || edge > cap {
+        return String::new();
+    }
+    format!(
+        " Without the allocator's fragmentation band it needs {:.1} {l}, so it may run at the card's edge (PyTorch's allocator frees its cache and retries; slower).",
+        s.unit.of(edge),
+        l = s.unit.label()
+    )
+}
+
 /// The capacity as sold in bytes, the verdict (in detailed mode by the
 /// step's peak plus the runtime overhead, unless it is turned off) and, with
 /// the overhead on, its parts and the figures a trainer's log prints.
@@ -228,7 +248,7 @@ fn verdicts(state: RwSignal<PageState>) -> impl IntoView {
             (true, true) => " with the runtime overhead",
             (true, false) => " by the step's peak",
         };
-        Some(sentence(t, g.bytes(), u, what))
+        Some(sentence(t, g.bytes(), u, what) + &at_the_edge(state, t, g.bytes()))
     };
     // Detailed mode with the runtime overhead on: its parts, and which
     // figure a trainer's log prints.
