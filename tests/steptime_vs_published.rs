@@ -574,7 +574,9 @@ fn published_runs_fit_their_cards() {
     assert_eq!(banded, 49, "rows over the card with the 15 % band");
 }
 
-/// Probe: each row's tensors' peak and need against its card.
+/// Prints each row's tensors' peak and what it needs with the default
+/// band and with expandable segments against its card: the figures
+/// docs/validation.md's "Published runs fit their cards" sums.
 #[test]
 #[ignore]
 fn print_fits() {
