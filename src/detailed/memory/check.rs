@@ -556,7 +556,7 @@ fn megatron_offload(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     if cfg.parallel.pp > 1 {
         return refuse("Megatron-Core's CPU offloading runs without pipeline parallelism (\"Currently there is no support for Pipeline parallelism with CPU offloading\"): --pp 1");
     }
-    if cfg.recompute != Recompute::None {
+    if cfg.recompute != Recompute::None || !cfg.recompute_modules.names().is_empty() {
         return refuse("Megatron-Core's CPU offloading runs without recomputation (\"CPU offloading does not work when activation recomputation is enabled\"): --recompute none");
     }
     Ok(())

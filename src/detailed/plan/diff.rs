@@ -280,6 +280,16 @@ const SETTINGS: &[Setting] = &[
             String::new()
         }
     ),
+    // Megatron-Core's first layers offloaded (none: every layer's, or no
+    // offload, which --offload-activations names).
+    valued!(
+        "--offload-layers",
+        Offload,
+        |c| match c.offload.activation_layers {
+            0 => String::new(),
+            n => n.to_string(),
+        }
+    ),
     switch!("--optimizer-in-backward", None, Optimizer, |c| c
         .optimizer_in_backward),
     switch!("--compile", None, Compile, |c| c.compile),

@@ -513,6 +513,24 @@ fn feature_levers() -> Vec<Lever> {
             },
         ),
         lever(
+            "the first half of the layers' activations on the host (Megatron-Core)",
+            "those layers' saved activations cross the host link out and back each micro-batch, behind the compute (Megatron-Core's cpu_offloading_num_layers, as NVIDIA's Llama 3 70B recipe on GB200 runs 40 of 80)",
+            |c| {
+                let free = c.megatron_kernels()
+                    && c.recompute == Recompute::None
+                    && c.megatron_recompute_modules().names().is_empty()
+                    && c.parallel.pp == 1
+                    && !c.offload.activations
+                    && c.arch.layers >= 2;
+                free.then(|| {
+                    let mut n = *c;
+                    n.offload.activations = true;
+                    n.offload.activation_layers = c.arch.layers / 2;
+                    n
+                })
+            },
+        ),
+        lever(
             "the optimizer step in backward",
             "no gradient accumulation and no gradient clipping (torchtune's optimizer_in_bwd)",
             |c| {
@@ -863,5 +881,49 @@ mod tests {
         // 179 GB: only a 180 GiB card of the table holds it as it is.
         assert_eq!(smallest_card(plan.need), Some("B200 (HGX)"));
         assert!(plan.changes[0].fits && plan.changes[0].gpus == 1);
+    }
+
+    /// Megatron-Core's offload of the first half of the layers, as NVIDIA's
+    /// Llama 3 70B recipe on GB200 runs it (Megatron-FSDP, micro-batch 2
+    /// of 8,192 tokens, FP8): offered to Megatron's fused kernels without
+    /// recomputation or a pipeline, 40 of 80 layers, saving 39 layers'
+    /// activations; not offered where Megatron refuses it.
+    #[test]
+    fn megatron_offers_its_first_half_of_layers_offloaded() {
+        let name = "the first half of the layers' activations on the host (Megatron-Core)";
+        let mut c = DetailedConfig::new(preset("llama-3.1-70b").unwrap().arch, 8192, 128);
+        c.attention = AttentionKernel::Flash;
+        c.dropout = false;
+        c.micro_batch = Some(2);
+        c.parallel.dp = 64;
+        c.parallel.zero = 3;
+        c.fp8 = crate::detailed::config::Fp8::Te;
+        c.fp8_param = true;
+        let gb200 = 186.0 * (1u64 << 30) as f64;
+        let plan = make_it_fit(&c, gb200, None, None);
+        let row = plan.changes.iter().find(|r| r.name == name).unwrap();
+        assert_eq!(row.cfg.offload.activation_layers, 40);
+        assert!(row.cfg.offload.activations && row.term == "activations");
+        assert_eq!(
+            flags(&c, &row.cfg),
+            [
+                "--offload-activations",
+                "save-on-cpu",
+                "--offload-layers",
+                "40"
+            ]
+        );
+        // Alone it fits the GB200 by the step's peak: NVIDIA's recipe.
+        assert!(row.fits, "{}", row.need);
+        for refused in [
+            |c: &mut DetailedConfig| c.recompute = Recompute::Full,
+            |c: &mut DetailedConfig| c.parallel.pp = 2,
+            |c: &mut DetailedConfig| c.profile = Profile::Hf,
+        ] {
+            let mut d = c;
+            refused(&mut d);
+            let plan = make_it_fit(&d, gb200, None, None);
+            assert!(plan.changes.iter().all(|r| !r.name.contains(name)));
+        }
     }
 }
