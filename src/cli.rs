@@ -2085,21 +2085,19 @@ impl DetailedRun {
         let fit = args
             .card()?
             .map(|(gpu, capacity)| fit_report(&cfg, gpu, capacity, need, &ask))
-            .map(|f| {
-                let edge =
-                    detailed::memory::overhead::edge_need(&cfg, &timeline, settings.as_ref());
-                FitReport {
-                    paged: whole(detailed::memory::paged::paged_at_peak(
-                        &cfg,
-                        timeline.peak_event().live.optimizer_state,
-                    )),
-                    edge: if f.fits || edge > f.capacity as f64 {
-                        0
-                    } else {
-                        whole(edge)
-                    },
-                    ..f
-                }
+            .map(|f| FitReport {
+                paged: whole(detailed::memory::paged::paged_at_peak(
+                    &cfg,
+                    timeline.peak_event().live.optimizer_state,
+                )),
+                edge: detailed::memory::overhead::edge_need(
+                    &cfg,
+                    &timeline,
+                    settings.as_ref(),
+                    f.capacity as f64,
+                )
+                .map_or(0, whole),
+                ..f
             });
         let time = cluster
             .as_ref()

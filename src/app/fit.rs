@@ -200,21 +200,20 @@ fn sentence(t: f64, cap: f64, u: Unit, what: &str) -> String {
 /// When the step does not fit with the runtime overhead but would without
 /// the allocator's fragmentation band: it may run at the card's edge
 /// ([`edge_need`]).
-fn at_the_edge(state: RwSignal<PageState>, need: f64, cap: f64) -> String {
+fn at_the_edge(state: RwSignal<PageState>, cap: f64) -> String {
     let DetailedTimeline(timeline) = super::context::<DetailedTimeline>();
     let s = state.read();
-    let (Some(o), Some(t)) = (s.detailed.overhead.as_ref(), timeline.get()) else {
-        return String::new();
-    };
-    let edge = edge_need(&s.detailed_config(), &t, Some(o));
-    if s.mode != Mode::Detailed || need <= cap || edge > cap {
-        return String::new();
-    }
-    format!(
-        " Without the allocator's fragmentation band it needs {:.1} {l}, so it may run at the card's edge (PyTorch's allocator frees its cache and retries; slower).",
-        s.unit.of(edge),
-        l = s.unit.label()
-    )
+    let edge = timeline
+        .get()
+        .filter(|_| s.mode == Mode::Detailed)
+        .and_then(|t| edge_need(&s.detailed_config(), &t, s.detailed.overhead.as_ref(), cap));
+    edge.map_or_else(String::new, |edge| {
+        format!(
+            " Without the allocator's fragmentation band it needs {:.1} {l}, so it may run at the card's edge (PyTorch's allocator frees its cache and retries; slower).",
+            s.unit.of(edge),
+            l = s.unit.label()
+        )
+    })
 }
 
 /// The capacity as sold in bytes, the verdict (in detailed mode by the
@@ -248,7 +247,7 @@ fn verdicts(state: RwSignal<PageState>) -> impl IntoView {
             (true, true) => " with the runtime overhead",
             (true, false) => " by the step's peak",
         };
-        Some(sentence(t, g.bytes(), u, what) + &at_the_edge(state, t, g.bytes()))
+        Some(sentence(t, g.bytes(), u, what) + &at_the_edge(state, g.bytes()))
     };
     // Detailed mode with the runtime overhead on: its parts, and which
     // figure a trainer's log prints.

@@ -174,18 +174,26 @@ pub fn step_need(cfg: &DetailedConfig, t: &StepTimeline, overhead: Option<&Overh
     t.peak_bytes() + overhead.map_or(0.0, |o| o.for_step(cfg, t).total())
 }
 
-/// What must fit without the caching allocator's fragmentation band: the
-/// step's peak and the overhead outside the allocator (CUDA context,
-/// workspaces, communication buffers). PyTorch's caching allocator frees
-/// its cached blocks and retries an allocation that failed before it gives
-/// up (`release_cached_blocks` in `c10/cuda/CUDACachingAllocator.cpp`;
-/// `num_alloc_retries` in `torch.cuda.memory_stats`), so a step over the
-/// band but within this can run at the card's edge, slower: 49 of 278
-/// published runs read so (docs/validation.md, "Published runs fit their
-/// cards").
-pub fn edge_need(cfg: &DetailedConfig, t: &StepTimeline, overhead: Option<&Overhead>) -> f64 {
-    let bytes = overhead.map(|o| o.for_step(cfg, t));
-    t.peak_bytes() + bytes.map_or(0.0, |b| b.total() - b.fragmentation)
+/// What the step of `t` needs without the caching allocator's
+/// fragmentation band (its peak and the overhead outside the allocator:
+/// CUDA context, workspaces, communication buffers), when that fits in
+/// `capacity` and the need with the band does not; `None` otherwise.
+/// PyTorch's caching allocator frees its cached blocks and retries an
+/// allocation that failed before it gives up (`release_cached_blocks` in
+/// `c10/cuda/CUDACachingAllocator.cpp`; `num_alloc_retries` in
+/// `torch.cuda.memory_stats`), so such a step can run at the card's edge,
+/// slower: 49 of 278 published runs read so (docs/validation.md,
+/// "Published runs fit their cards").
+pub fn edge_need(
+    cfg: &DetailedConfig,
+    t: &StepTimeline,
+    overhead: Option<&Overhead>,
+    capacity: f64,
+) -> Option<f64> {
+    let bytes = overhead?.for_step(cfg, t);
+    let with_band = t.peak_bytes() + bytes.total();
+    let without = with_band - bytes.fragmentation;
+    (with_band > capacity && without <= capacity).then_some(without)
 }
 
 #[cfg(test)]

@@ -515,13 +515,10 @@ fn feature_levers() -> Vec<Lever> {
         lever(
             "the first half of the layers' activations on the host (Megatron-Core)",
             "those layers' saved activations cross the host link out and back each micro-batch, behind the compute (Megatron-Core's cpu_offloading_num_layers, as NVIDIA's Llama 3 70B recipe on GB200 runs 40 of 80)",
+            // Where Megatron-Core refuses it (recomputation, a pipeline),
+            // the check refuses the row ([`crate::detailed::memory::check`]).
             |c| {
-                let free = c.megatron_kernels()
-                    && c.recompute == Recompute::None
-                    && c.megatron_recompute_modules().names().is_empty()
-                    && c.parallel.pp == 1
-                    && !c.offload.activations
-                    && c.arch.layers >= 2;
+                let free = c.megatron_kernels() && !c.offload.activations && c.arch.layers >= 2;
                 free.then(|| {
                     let mut n = *c;
                     n.offload.activations = true;
