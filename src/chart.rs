@@ -351,7 +351,7 @@ pub fn draw<DB: DrawingBackend>(
     let tops = draw_bars(&plot_area, &plot, spec)?;
     draw_captions(&plot_area, &plot, spec, &tops, style)?;
     if let Some(cap) = spec.capacity_bytes {
-        draw_capacity(&plot_area, &plot, spec.unit.of(cap), spec.unit, style)?;
+        draw_capacity(&plot_area, &plot, spec, &tops, (spec.unit.of(cap), style))?;
     }
     if let (Some(bar), Some(legend_area)) = (legend, legend_area) {
         draw_legend(&legend_area, bar, spec.unit, style)?;
@@ -545,7 +545,7 @@ fn draw_captions<DB: DrawingBackend>(
     // length: 0.6 em a character, wider than a sans-serif's average, so
     // that estimates which do not meet leave a gap between the texts.
     let extent = |i: usize, label: &str| {
-        let half = (label.chars().count() as f64 * 0.3 * TEXT_PX * style.scale).ceil() as i32;
+        let half = half_width(label, style);
         let centre = plot.x(i as f64 + 0.5);
         (centre - half, centre + half)
     };
@@ -557,7 +557,7 @@ fn draw_captions<DB: DrawingBackend>(
         let centre = plot.x(i as f64 + 0.5);
         if spec.marked.is_none_or(|m| m == i) {
             area.draw(&Text::new(
-                format!("{:.1} {}", unit.of(bar.total()), unit.label()),
+                total_label(bar, unit),
                 (centre, plot.y(stack)),
                 style.font().pos(Pos::new(HPos::Center, VPos::Bottom)),
             ))?;
@@ -594,14 +594,27 @@ fn draw_captions<DB: DrawingBackend>(
     Ok(())
 }
 
+/// A bar's total, as drawn above it.
+fn total_label(bar: &Bar, unit: Unit) -> String {
+    format!("{:.1} {}", unit.of(bar.total()), unit.label())
+}
+
+/// Half a text's width in pixels, estimated from its length: 0.3 em a
+/// character (as the captions' extents are).
+fn half_width(text: &str, style: &ChartStyle) -> i32 {
+    (text.chars().count() as f64 * 0.3 * TEXT_PX * style.scale).ceil() as i32
+}
+
 /// The GPU's memory `v` (in the unit) as a dashed line across the plot,
-/// labelled at its right end.
+/// labelled above its right end, or above its left end where that would
+/// cover a bar's total (each bar's, or the marked one's alone, at its top
+/// in `tops`).
 fn draw_capacity<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     plot: &Plot,
-    v: f64,
-    unit: Unit,
-    style: &ChartStyle,
+    spec: &ChartSpec,
+    tops: &[f64],
+    (v, style): (f64, &ChartStyle),
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     let y = plot.y(v);
     let (dash, gap) = (style.px(8.0).max(1), style.px(5.0).max(1));
@@ -612,11 +625,33 @@ fn draw_capacity<DB: DrawingBackend>(
         area.draw(&PathElement::new(vec![(x, y), (end, y)], line))?;
         x = end + gap;
     }
-    area.draw(&Text::new(
-        format!("GPU {:.1} {}", v, unit.label()),
-        (plot.right, y),
-        style.font().pos(Pos::new(HPos::Right, VPos::Bottom)),
-    ))
+    let text = format!("GPU {:.1} {}", v, spec.unit.label());
+    let left_of_label = plot.right - 2 * half_width(&text, style);
+    // A total's text and the label share their height band and meet.
+    let covers = spec
+        .bars
+        .iter()
+        .zip(tops)
+        .enumerate()
+        .any(|(i, (bar, &top))| {
+            let right = plot.x(i as f64 + 0.5) + half_width(&total_label(bar, spec.unit), style);
+            spec.marked.is_none_or(|m| m == i)
+                && right > left_of_label
+                && (plot.y(top) - y).abs() < style.px(TEXT_PX)
+        });
+    if covers {
+        area.draw(&Text::new(
+            text,
+            (plot.left, y),
+            style.font().pos(Pos::new(HPos::Left, VPos::Bottom)),
+        ))
+    } else {
+        area.draw(&Text::new(
+            text,
+            (plot.right, y),
+            style.font().pos(Pos::new(HPos::Right, VPos::Bottom)),
+        ))
+    }
 }
 
 /// The gridline step for an axis from 0 to `top`: the smallest of 1, 2 or

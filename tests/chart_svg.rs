@@ -502,3 +502,66 @@ fn verdict_bar_is_the_peak_with_the_overhead_and_agrees_with_the_verdict() {
         );
     }
 }
+
+/// The `<text>` tag reading exactly `text`: its x, y and anchor.
+fn text_at(svg: &str, text: &str) -> (f64, f64, String) {
+    let lines: Vec<&str> = svg.lines().collect();
+    let i = lines.iter().position(|l| *l == text).expect(text);
+    let tag = lines[i - 1];
+    let anchor = tag
+        .split(" text-anchor=\"")
+        .nth(1)
+        .map_or("start", |a| a.split('"').next().unwrap())
+        .to_string();
+    (attr(tag, "x").unwrap(), attr(tag, "y").unwrap(), anchor)
+}
+
+/// The GPU line's label keeps off the bars' totals: NVIDIA's Llama 3 70B
+/// recipe on a GB200 (174.3 GB at rest, 211.1 GB at the peak with the
+/// overhead, the card's 199.7 GB between), drawn 360 px wide as a phone
+/// shows it, had the peak's total and the label over each other at the
+/// line's right end. There the label moves; with the peak well above the
+/// line it stays at the right end, above the line.
+#[test]
+fn the_gpu_label_keeps_off_the_totals() {
+    let bar = |label: &str, gb: f64| Bar {
+        label: label.into(),
+        parts: vec![membudget::chart::Part {
+            label: "Activations",
+            colour: RGBColor(0xD5, 0x5E, 0x00),
+            bytes: gb * 1e9,
+        }],
+    };
+    let spec = |peak: f64| ChartSpec {
+        bars: vec![bar("At rest", 174.3), bar("Peak + overhead", peak)],
+        unit: Unit::Gb,
+        capacity_bytes: Some(199.7e9),
+        marked: None,
+        legend: Some(1),
+        share: false,
+    };
+    for (size, peak) in [
+        ((360, 300), 211.1),
+        ((720, 360), 211.1),
+        ((360, 300), 300.0),
+    ] {
+        let svg = svg_of(&spec(peak), size);
+        let line = gpu_line_y(&svg);
+        let (gx, gy, anchor) = text_at(&svg, "GPU 199.7 GB");
+        let (tx, ty, _) = text_at(&svg, &format!("{peak:.1} GB"));
+        // Texts 12 px high, anchored at their bottoms: two whose anchors are
+        // nearer in height overlap unless they are 80 px apart sideways
+        // (the label's width, about half of it the total's).
+        let apart = |y: f64, x: f64| (y - gy).abs() >= 12.0 || (x - gx).abs() >= 80.0;
+        assert!(
+            apart(ty, tx),
+            "{size:?} {peak}: {gx},{gy} {anchor} vs {tx},{ty}"
+        );
+        if peak == 300.0 {
+            assert!(
+                anchor == "end" && gy <= line,
+                "{gx},{gy} {anchor}, line {line}"
+            );
+        }
+    }
+}
