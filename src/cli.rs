@@ -536,6 +536,13 @@ pub struct ParallelArgs {
     /// --no-tp-comm-overlap [default: on].
     #[arg(long, overrides_with = "no_tp_comm_overlap")]
     pub tp_comm_overlap: bool,
+    /// With --framework megatron and --ep 2 or more: Megatron-Core's
+    /// --overlap-moe-expert-parallel-comm (Megatron-Bridge's
+    /// moe_a2a_overlap): one micro-batch's forward run beside another's
+    /// backward, each one's expert all-to-alls behind the other's compute
+    /// [default: off, as Megatron-Core's].
+    #[arg(long, visible_alias = "moe-a2a-overlap")]
+    pub overlap_moe_expert_parallel_comm: bool,
     /// Async tensor parallelism (torchtitan's
     /// compile.enable_async_tensor_parallel, with --compile, --tp and
     /// --sp under the PyTorch frameworks): the all-gathers and
@@ -888,6 +895,7 @@ impl Args {
             || par.overlap_grad_reduce
             || par.overlap_param_gather
             || par.tp_comm_overlap
+            || par.overlap_moe_expert_parallel_comm
             || par.grad_as_bucket_view
             || par.reshard_after_forward.is_some()
             || par.fsdp_sharding.is_some()
@@ -1292,16 +1300,22 @@ impl Args {
     }
 
     /// Megatron-Core's overlaps, on unless `--no-overlap-grad-reduce`,
-    /// `--no-overlap-param-gather` or `--no-tp-comm-overlap` (Megatron only).
+    /// `--no-overlap-param-gather` or `--no-tp-comm-overlap`, and the
+    /// expert all-to-all's off unless `--overlap-moe-expert-parallel-comm`
+    /// (Megatron only).
     fn read_overlap(&self, framework: Framework) -> Result<Overlap, CliError> {
         let par = &self.parallel;
-        let off = [
+        let megatron_only = [
             (par.no_overlap_grad_reduce, "--no-overlap-grad-reduce"),
             (par.no_overlap_param_gather, "--no-overlap-param-gather"),
             (par.no_tp_comm_overlap, "--no-tp-comm-overlap"),
+            (
+                par.overlap_moe_expert_parallel_comm,
+                "--overlap-moe-expert-parallel-comm",
+            ),
         ];
         if framework != Framework::Megatron {
-            if let Some(&(_, flag)) = off.iter().find(|(given, _)| *given) {
+            if let Some(&(_, flag)) = megatron_only.iter().find(|(given, _)| *given) {
                 return Err(format!("{flag} needs --framework megatron"));
             }
         }
@@ -1309,6 +1323,7 @@ impl Args {
             grad_reduce: !par.no_overlap_grad_reduce,
             param_gather: !par.no_overlap_param_gather,
             tp_comm: !par.no_tp_comm_overlap,
+            moe_a2a: par.overlap_moe_expert_parallel_comm,
         })
     }
 

@@ -107,15 +107,17 @@ fn other_framework(flags: &[OsString], argv: &[OsString]) -> bool {
     last.is_some_and(|f| !f.eq_ignore_ascii_case("megatron"))
 }
 
-/// A Megatron-LM script's overlaps off (`--no-overlap-grad-reduce`, …,
-/// which only `--framework megatron` takes) under another framework: each
+/// A Megatron-LM script's overlap settings (`--no-overlap-grad-reduce`, …,
+/// `--overlap-moe-expert-parallel-comm`, which only `--framework megatron`
+/// takes) under another framework: each
 /// moved to the reading's ignored keys with why; the readings' flags, in
 /// order, without them.
 fn without_megatron_overlaps(read: &mut [FromRead]) -> Vec<OsString> {
-    const OFF: [&str; 3] = [
+    const OFF: [&str; 4] = [
         "--no-overlap-grad-reduce",
         "--no-overlap-param-gather",
         "--no-tp-comm-overlap",
+        "--overlap-moe-expert-parallel-comm",
     ];
     let mut flags = Vec::new();
     for r in read.iter_mut() {

@@ -33,11 +33,13 @@ use crate::url;
 
 /// Flags that are one address key with the same value: (flag, key).
 /// A switch (no value) writes `1`.
-const KEYS: [(&str, &str); 54] = [
+const KEYS: [(&str, &str); 56] = [
     ("--model", "model"),
     ("--overlap-grad-reduce", "ovgrad"),
     ("--overlap-param-gather", "ovparam"),
     ("--tp-comm-overlap", "ovtp"),
+    ("--overlap-moe-expert-parallel-comm", "ovmoe"),
+    ("--moe-a2a-overlap", "ovmoe"),
     ("--seq", "seq"),
     ("--batch", "batch"),
     ("--micro-batch", "micro"),

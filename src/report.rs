@@ -240,6 +240,11 @@ pub struct DetailedInputs {
     /// left out when all three are on, the default).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub overlaps_off: Vec<String>,
+    /// Megatron-Core's overlaps that are off by default and on here:
+    /// `moe_a2a` (`overlap_moe_expert_parallel_comm`; only under
+    /// `megatron`; left out when none is).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overlaps_on: Vec<String>,
     /// DeepSpeed's `reduce_bucket_size` in values (only under `deepspeed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reduce_bucket_size: Option<u64>,
@@ -897,7 +902,13 @@ impl DetailedReport {
     }
 }
 
-/// `first` or `later`: the optimizer step the timeline shows.
+/// Megatron-Core's overlaps off by default that are on, by their field
+/// names (none outside the Megatron framework).
+fn overlaps_on(cfg: &DetailedConfig) -> Vec<String> {
+    let on = cfg.framework == crate::detailed::Framework::Megatron && cfg.overlap.moe_a2a;
+    on.then(|| "moe_a2a".to_string()).into_iter().collect()
+}
+
 /// Megatron-Core's overlaps that are off, by their field names (none
 /// outside the Megatron framework, where they do not run).
 fn overlaps_off(cfg: &DetailedConfig) -> Vec<String> {
@@ -913,6 +924,7 @@ fn overlaps_off(cfg: &DetailedConfig) -> Vec<String> {
         .collect()
 }
 
+/// `first` or `later`: the optimizer step the timeline shows.
 fn step_name(t: &StepTimeline) -> &'static str {
     if t.first_step {
         "first"
@@ -957,6 +969,7 @@ impl DetailedInputs {
             parallel: *p,
             framework: cfg.framework.name().into(),
             overlaps_off: overlaps_off(cfg),
+            overlaps_on: overlaps_on(cfg),
             reduce_bucket_size: match cfg.framework {
                 crate::detailed::Framework::DeepSpeed {
                     reduce_bucket_size, ..

@@ -237,11 +237,12 @@ const COUNTS: [Count; 18] = [
 
 /// The detailed settings that are on or off (`1`/`0`): key, where it goes.
 type Flag = (&'static str, fn(&mut DetailedOptions) -> &mut bool);
-const FLAGS: [Flag; 20] = [
+const FLAGS: [Flag; 21] = [
     ("vllmsleep", |d| &mut d.vllm_sleep),
     ("ovgrad", |d| &mut d.overlap.grad_reduce),
     ("ovparam", |d| &mut d.overlap.param_gather),
     ("ovtp", |d| &mut d.overlap.tp_comm),
+    ("ovmoe", |d| &mut d.overlap.moe_a2a),
     ("fp8param", |d| &mut d.fp8_param),
     ("optbwd", |d| &mut d.optimizer_in_backward),
     ("compile", |d| &mut d.compile),
@@ -963,6 +964,7 @@ fn encode_parallel(d: &DetailedOptions, def: &DetailedOptions, out: &mut Query<'
     pair(out, "ovgrad", flag(d.overlap.grad_reduce), "1");
     pair(out, "ovparam", flag(d.overlap.param_gather), "1");
     pair(out, "ovtp", flag(d.overlap.tp_comm), "1");
+    pair(out, "ovmoe", flag(d.overlap.moe_a2a), "0");
     encode_deepspeed(d.framework, out);
 }
 

@@ -1555,3 +1555,73 @@ fn a_step_over_by_the_band_alone_may_run_at_the_edge() {
     let v: serde_json::Value = serde_json::from_str(&run("20", true)).unwrap();
     assert!(v["fit"].get("edge").is_none());
 }
+
+/// `--overlap-moe-expert-parallel-comm` (alias `--moe-a2a-overlap`):
+/// Megatron-Core's combined schedule hides part of the expert
+/// all-to-alls, the JSON says how much (`time.hidden.expert_parallel`) and
+/// names it on (`inputs.overlaps_on`); Megatron-Core's refusals are the
+/// command line's, with its words, and another framework refuses the flag.
+#[test]
+fn moe_a2a_overlap_flag_json_and_refusals() {
+    let base = [
+        "--model",
+        "qwen3-30b-a3b",
+        "--seq",
+        "4096",
+        "--batch",
+        "128",
+        "--micro-batch",
+        "1",
+        "--dp",
+        "16",
+        "--ep",
+        "16",
+        "--gpu",
+        "h100-sxm",
+    ];
+    let run = |extra: &[&str]| {
+        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+        membudget(&args)
+    };
+    let json = |extra: &[&str]| {
+        let (code, out, err) = run(&[extra, &["--json"]].concat());
+        assert_eq!(code, 0, "{err}");
+        serde_json::from_str::<serde_json::Value>(&out).unwrap()
+    };
+    let off = json(&[]);
+    let on = json(&["--moe-a2a-overlap"]);
+    assert!(off["inputs"]["overlaps_on"].is_null());
+    assert_eq!(on["inputs"]["overlaps_on"], serde_json::json!(["moe_a2a"]));
+    let f = |v: &serde_json::Value, k: &str, p: &str| v["time"][k][p].as_f64().unwrap();
+    assert_eq!(f(&off, "hidden", "expert_parallel"), 0.0);
+    let hidden = f(&on, "hidden", "expert_parallel");
+    assert!(hidden > 0.0);
+    let all = f(&off, "parts", "expert_parallel");
+    let shown = f(&on, "parts", "expert_parallel");
+    assert!(
+        (shown + hidden - all).abs() < 1e-9 * all,
+        "{shown} {hidden} {all}"
+    );
+    for (extra, words) in [
+        (
+            &["--ep", "1"][..],
+            "overlap_moe_expert_parallel_comm is only supported with expert model parallelism",
+        ),
+        (
+            &["--recompute", "full"],
+            "disable full recomputation when enabling overlap_moe_expert_parallel_comm",
+        ),
+        (
+            &["--ep", "8", "--dp", "8", "--pp", "2"],
+            "virtual_pipeline_model_parallel_size must be specified",
+        ),
+        (
+            &["--framework", "fsdp2", "--zero", "3"],
+            "--overlap-moe-expert-parallel-comm needs --framework megatron",
+        ),
+    ] {
+        let (code, _, err) = run(&[extra, &["--overlap-moe-expert-parallel-comm"]].concat());
+        assert_eq!(code, 2, "{extra:?}");
+        assert!(err.contains(words), "{extra:?}: {err}");
+    }
+}

@@ -146,6 +146,7 @@ fn any_detailed() -> impl Strategy<Value = DetailedOptions> {
                     grad_reduce,
                     param_gather,
                     tp_comm,
+                    moe_a2a: chunks % 13 == 4,
                 };
                 d.fp8_param = chunks % 11 == 5;
                 d.trainer = trainer;

@@ -878,6 +878,7 @@ fn megatron_scripts_read_their_overlaps() {
             grad_reduce: false,
             param_gather: false,
             tp_comm: true,
+            moe_a2a: false,
         }
     );
     assert!(on.parts.hidden.data_parallel > 0.0, "{on:?}");
@@ -1192,4 +1193,21 @@ fn llama_8b_zero1(extra: &[&str]) -> Args {
         .chain(extra),
     )
     .unwrap()
+}
+
+/// Megatron-LM's `--overlap-moe-expert-parallel-comm` reads as the flag,
+/// `--delay-wgrad-compute` beside it as time only, said. (`--emit
+/// megatron` writes dense models only, which cannot take the flag.)
+#[test]
+fn megatron_reads_its_a2a_overlap() {
+    let text = "torchrun pretrain_gpt.py --num-layers 16 --overlap-moe-expert-parallel-comm --delay-wgrad-compute";
+    let read = trainers::read("a2a.sh", text).unwrap();
+    assert_eq!(read.out.arg("--overlap-moe-expert-parallel-comm"), Some(""));
+    assert!(read
+        .out
+        .ignored
+        .iter()
+        .any(|i| i.key == "delay-wgrad-compute"));
+    let plain = trainers::read("plain.sh", "torchrun pretrain_gpt.py --num-layers 16").unwrap();
+    assert_eq!(plain.out.arg("--overlap-moe-expert-parallel-comm"), None);
 }

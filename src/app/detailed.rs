@@ -738,8 +738,9 @@ fn parallelism_group() -> impl IntoView {
     }
 }
 
-/// Megatron-Core's three communication overlaps, on by default as NVIDIA's
-/// recipes run them (Megatron-LM's own flags are off unless given), shown
+/// Megatron-Core's communication overlaps, the first three on by default as
+/// NVIDIA's recipes run them (Megatron-LM's own flags are off unless
+/// given), the expert all-to-all's off as Megatron-Core's default, shown
 /// under the Megatron framework only.
 fn megatron_overlaps() -> impl IntoView {
     let Options(opts) = super::context::<Options>();
@@ -748,6 +749,7 @@ fn megatron_overlaps() -> impl IntoView {
             {flag("ovgrad-input", "Megatron: gradient reduction overlapped", |d| d.overlap.grad_reduce, |d, on| d.overlap.grad_reduce = on)}
             {flag("ovparam-input", "Megatron: parameter gather overlapped (ZeRO 1, 2)", |d| d.overlap.param_gather, |d, on| d.overlap.param_gather = on)}
             {flag("ovtp-input", "Megatron: tensor-parallel communication overlapped (with SP)", |d| d.overlap.tp_comm, |d, on| d.overlap.tp_comm = on)}
+            {flag("ovmoe-input", "Megatron: expert all-to-alls behind another micro-batch (EP)", |d| d.overlap.moe_a2a, |d, on| d.overlap.moe_a2a = on)}
         </div>
     }
 }

@@ -720,6 +720,25 @@ test('Megatron\'s overlaps and FP8 weights are the page\'s to set, kept in the a
   await context.close();
 });
 
+test('Megatron\'s expert all-to-all overlap: off by default, its switch shortens the step, rides in the address, and a pipeline without interleaving is refused on screen', async () => {
+  const { page, problems, context } = await open('?mode=detailed&model=qwen3-30b-a3b&seq=4096&batch=128&micro=1&dp=16&ep=16&card=h100-sxm');
+  await page.evaluate(() => { for (const d of document.querySelectorAll('details')) d.open = true; });
+  const seconds = async () => {
+    const m = (await page.textContent('#step-time-summary')).match(/: ([\d.]+) (ms|s) per optimizer step/);
+    return Number(m[1]) * (m[2] === 'ms' ? 1e-3 : 1);
+  };
+  assert.equal(await page.isChecked('#ovmoe-input'), false);
+  const exposed = await seconds();
+  await page.check('#ovmoe-input');
+  await urlMatches(page, /ovmoe=1/);
+  assert.ok(await seconds() < exposed);
+  // Megatron-Core's own refusal: a pipeline needs interleaving for it.
+  await page.goto(page.url().replace('dp=16', 'dp=8').replace('ep=16', 'ep=8') + '&pp=2');
+  await page.waitForFunction(() => document.body.textContent.includes('virtual_pipeline_model_parallel_size must be specified'));
+  await context.close();
+  assert.deepEqual(problems, []);
+});
+
 test('Megatron\'s offloaded first layers: the count turns the offload on, keeps the other layers on the GPU, rides in the address, and Megatron\'s limits are said on screen', async () => {
   const { page, problems, context } = await open('?mode=detailed&model=llama-3.1-8b&seq=8192&batch=8&micro=1&dp=8&zero=1');
   const kept = await bytes(page);

@@ -928,15 +928,26 @@ pub struct Overlap {
     /// parallelism): tensor parallelism's all-gathers and reduce-scatters
     /// run inside the matrix multiplies beside them.
     pub tp_comm: bool,
+    /// `overlap_moe_expert_parallel_comm` (Megatron-Bridge's
+    /// `moe_a2a_overlap`, with `delay_wgrad_compute`): the combined 1F1B
+    /// schedule runs one micro-batch's forward beside another's backward
+    /// layer by layer, each one's expert all-to-alls behind the other's
+    /// compute (`combined_1f1b.py`, `TransformerLayerSchedulePlan.run` in
+    /// `models/common/model_chunk_schedule_plan.py`, Megatron-LM
+    /// d98e8a64). Off by default in Megatron-Core and in the recipes; some
+    /// turn it on.
+    pub moe_a2a: bool,
 }
 
 impl Default for Overlap {
-    /// All three on, as the recipes run Megatron-Core.
+    /// The three on, as the recipes run Megatron-Core; the expert
+    /// all-to-all's off, as Megatron-Core's default.
     fn default() -> Self {
         Self {
             grad_reduce: true,
             param_gather: true,
             tp_comm: true,
+            moe_a2a: false,
         }
     }
 }
@@ -949,6 +960,7 @@ impl Overlap {
         grad_reduce: false,
         param_gather: false,
         tp_comm: false,
+        moe_a2a: false,
     };
 }
 
@@ -999,6 +1011,33 @@ impl DetailedConfig {
             overlap: Overlap::default(),
             async_tp: false,
         }
+    }
+
+    /// Micro-batches whose activations pipeline rank `rank` holds at its
+    /// peak ([`Parallelism::stage_in_flight`] for this step's
+    /// micro-batches), and one more virtual stage's under Megatron-Core's
+    /// all-to-all overlap with interleaving, which schedules "one extra
+    /// micro-batch forward step before the 1f1b stages"
+    /// (`get_pp_rank_microbatches`, `pipeline_parallel/schedules.py`,
+    /// Megatron-LM d98e8a64): 1/v of a micro-batch of the stage's layers.
+    pub fn stage_in_flight(&self, rank: u64) -> f64 {
+        let p = &self.parallel;
+        let extra = if self.framework == Framework::Megatron
+            && self.overlap.moe_a2a
+            && p.pp > 1
+            && p.vp > 1
+        {
+            1.0 / p.vp as f64
+        } else {
+            0.0
+        };
+        let m = self.accumulation_steps();
+        let base = if rank == 0 {
+            p.first_stage_in_flight(m)
+        } else {
+            p.stage_in_flight(rank, m)
+        };
+        base + extra
     }
 
     /// The layers of a pipeline stage whose saved activations go to the

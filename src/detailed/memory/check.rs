@@ -40,7 +40,36 @@ pub fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     in_backward(cfg)?;
     async_tp(cfg)?;
     fp8_param(cfg)?;
+    moe_a2a_overlap(cfg)?;
     compiled(cfg)
+}
+
+/// Megatron-Core's expert all-to-all overlap
+/// (`overlap_moe_expert_parallel_comm`) where `TransformerConfig.__post_init__`
+/// (`megatron/core/transformer/transformer_config.py` at d98e8a64) allows
+/// it: expert parallelism, a virtual pipeline with a pipeline, no full
+/// recomputation, 16-bit weights; under Megatron-Core.
+fn moe_a2a_overlap(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    if !cfg.overlap.moe_a2a {
+        return Ok(());
+    }
+    let p = &cfg.parallel;
+    if cfg.framework != Framework::Megatron {
+        return refuse("--overlap-moe-expert-parallel-comm is Megatron-Core's combined 1F1B schedule: it needs --framework megatron");
+    }
+    if p.ep < 2 {
+        return refuse("Megatron-Core overlaps the expert all-to-alls only across GPUs (\"overlap_moe_expert_parallel_comm is only supported with expert model parallelism\"): give --ep 2 or more");
+    }
+    if p.pp > 1 && p.vp < 2 {
+        return refuse("with a pipeline Megatron-Core's all-to-all overlap needs interleaving (\"virtual_pipeline_model_parallel_size must be specified when pipeline_model_parallel_size > 1\"): give --vp 2 or more");
+    }
+    if cfg.recompute == Recompute::Full {
+        return refuse("Megatron-Core's all-to-all overlap runs without full recomputation (\"disable full recomputation when enabling overlap_moe_expert_parallel_comm\"): --recompute none or selective");
+    }
+    if cfg.precision == Precision::Fp32 {
+        return refuse("Megatron-Core's all-to-all overlap needs a 16-bit model (\"overlap_moe_expert_parallel_comm is only supported with bf16 or fp16 model\"): --precision mixed or bf16");
+    }
+    Ok(())
 }
 
 /// FP8 primary weights as Megatron-LM runs them (`--fp8-param-gather`,

@@ -75,7 +75,7 @@ pub fn estimate(cfg: &DetailedConfig) -> Result<DetailedBreakdown, DetailedError
         )
     } else {
         let layers = par.stage_layers(&cfg.arch);
-        let in_flight = par.first_stage_in_flight(cfg.accumulation_steps());
+        let in_flight = cfg.stage_in_flight(0);
         let first = layers * in_flight * saved.per_layer + saved.embedding;
         let last = layers * saved.per_layer + saved.head + saved.logits;
         if first >= last {
@@ -154,7 +154,6 @@ fn uneven_stages(
     saved: &activations::Saved,
 ) -> Vec<(u64, DetailedBreakdown)> {
     let par = &cfg.parallel;
-    let m = cfg.accumulation_steps();
     let mut ranks = vec![(0, split.first)];
     if par.pp > 2 {
         ranks.push((1, split.middle));
@@ -163,7 +162,7 @@ fn uneven_stages(
     let stage = |(rank, layers): (u64, u64)| {
         let (first, last) = (rank == 0, rank == par.pp - 1);
         let k = states::stage_states_scale(cfg, layers, first, last);
-        let layers = layers as f64 * par.stage_in_flight(rank, m) * saved.per_layer;
+        let layers = layers as f64 * cfg.stage_in_flight(rank) * saved.per_layer;
         let (outer, logits) = match (first, last) {
             (true, _) => (saved.embedding, 0.0),
             (_, true) => (saved.head + saved.logits, saved.logits),

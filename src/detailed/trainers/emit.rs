@@ -1015,6 +1015,8 @@ fn megatron_switches(cfg: &DetailedConfig, f: &str) -> Result<String, String> {
 /// distributed optimizer and `--overlap-grad-reduce` (`validate_args`
 /// asserts both), `--tp-comm-overlap` with `--sequence-parallel` at tp 2
 /// or more (it asserts sequence parallelism, which it turns off at tp 1).
+/// The expert all-to-all overlap needs experts, which this writer leaves
+/// out.
 /// `--from` reads an absent one as off where it applies
 /// ([`super::megatron`]).
 fn megatron_overlaps(cfg: &DetailedConfig, f: &str) -> Result<String, String> {

@@ -112,6 +112,7 @@ pub fn read(pairs: Vec<(String, Value)>) -> Result<Out, ReadError> {
     let (sp, distributed) = read_switches(&mut doc, &mut out)?;
     read_overlaps(&mut doc, &mut out, tp > 1 && sp, distributed);
     read_offload(&mut doc, &mut out)?;
+    read_a2a_overlap(&mut doc, &mut out);
     finish(&mut doc, &mut out, "Megatron-LM", IGNORED);
     Ok(out)
 }
@@ -403,6 +404,25 @@ fn read_offload(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
         None => {}
     }
     Ok(())
+}
+
+/// Megatron-Core's expert all-to-all overlap,
+/// `--overlap-moe-expert-parallel-comm` (off unless given), and
+/// `--delay-wgrad-compute`, which splits the weights' gradients off for it
+/// to schedule: the combined schedule's phases count them beside the
+/// all-to-alls already ([`crate::detailed::time::steptime`]).
+fn read_a2a_overlap(doc: &mut Doc, out: &mut Out) {
+    let key = "overlap-moe-expert-parallel-comm";
+    if doc.take(key).is_some() {
+        out.set(key, true, "--overlap-moe-expert-parallel-comm", "");
+    }
+    if doc.take("delay-wgrad-compute").is_some() {
+        out.ignore(
+            "delay-wgrad-compute",
+            true,
+            "time only, and priced with --overlap-moe-expert-parallel-comm: the weights' gradients run among the experts' backward",
+        );
+    }
 }
 
 /// Why an overlap's flag where it does not apply is ignored.

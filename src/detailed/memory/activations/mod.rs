@@ -205,7 +205,7 @@ pub(crate) struct Saved {
 pub(crate) fn offloaded(cfg: &DetailedConfig) -> f64 {
     let s = saved(cfg);
     // The first pipeline stage holds the micro-batches in flight.
-    let in_flight = cfg.parallel.first_stage_in_flight(cfg.accumulation_steps());
+    let in_flight = cfg.stage_in_flight(0);
     let layers = cfg.offloaded_layers() as f64 * in_flight * s.per_layer;
     layers + in_flight * torchtune_outside(cfg)
 }

@@ -44,7 +44,7 @@ pub(super) fn stages(cfg: &DetailedConfig) -> Vec<Stage> {
     } else if let Some(split) = par.stage_split(&cfg.arch) {
         uneven_stages(cfg, split)
     } else {
-        let in_flight = par.first_stage_in_flight(cfg.accumulation_steps());
+        let in_flight = cfg.stage_in_flight(0);
         vec![
             Stage {
                 number: 1,
@@ -74,7 +74,6 @@ pub(super) fn stages(cfg: &DetailedConfig) -> Vec<Stage> {
 /// [`Parallelism::stage_in_flight`]: crate::detailed::config::Parallelism::stage_in_flight
 fn uneven_stages(cfg: &DetailedConfig, split: StageSplit) -> Vec<Stage> {
     let par = &cfg.parallel;
-    let m = cfg.accumulation_steps();
     let mut ranks = vec![(0, split.first)];
     if par.pp > 2 {
         ranks.push((1, split.middle));
@@ -88,7 +87,7 @@ fn uneven_stages(cfg: &DetailedConfig, split: StageSplit) -> Vec<Stage> {
                 number: rank + 1,
                 first,
                 last,
-                in_flight: par.stage_in_flight(rank, m),
+                in_flight: cfg.stage_in_flight(rank),
                 uneven: Some((layers, states::stage_states_scale(cfg, layers, first, last))),
             }
         })

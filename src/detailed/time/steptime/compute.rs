@@ -193,7 +193,7 @@ fn loss_recomputed(cfg: &DetailedConfig, logits_mm: f64) -> f64 {
 }
 
 /// The attention's backward, seconds, from its forward's `fwd_attn`.
-fn backward_attention(cfg: &DetailedConfig, r: &Rates, fwd_attn: f64) -> f64 {
+pub(super) fn backward_attention(cfg: &DetailedConfig, r: &Rates, fwd_attn: f64) -> f64 {
     // FlashAttention's backward runs 2.5× the forward's products (five
     // matrix multiplies for two, Dao 2023, §3.1.2) at its own rate; eager
     // attention's backward is twice its forward, like any product.

@@ -75,6 +75,38 @@ pub(super) fn layer_forward(cfg: &DetailedConfig, moe: bool, m: f64, r: &Rates) 
     (mm, attn, mem)
 }
 
+/// A MoE layer's compute on either side of its expert all-to-alls, one
+/// micro-batch of `m` tokens, seconds: the attention before the dispatch
+/// (its projections and core) and the experts between the dispatch and
+/// the combine (the router, shared and routed experts' products), forward
+/// and backward (two products per weight; the attention core's backward
+/// as [`super::compute::backward_attention`] prices it). What Megatron-Core's
+/// combined 1F1B schedule puts beside another micro-batch's all-to-alls
+/// ([`super::model_parallel::expert_parallel`]). The memory-bound kernels
+/// are left out of it: what hides the all-to-alls is counted low, not high.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct MoeHalves {
+    pub pre_forward: f64,
+    pub mlp_forward: f64,
+    pub pre_backward: f64,
+    pub mlp_backward: f64,
+}
+
+/// [`MoeHalves`] of `cfg`'s MoE layer for `m` tokens.
+pub(super) fn moe_halves(cfg: &DetailedConfig, m: f64, r: &Rates) -> MoeHalves {
+    let w = Widths::new(cfg);
+    let proj = projections(cfg, &w, m, r);
+    let mut experts = 0.0;
+    mlp(cfg, &w, true, m, r, &mut experts);
+    let (core, _) = attention_core(cfg, &w, m, r);
+    MoeHalves {
+        pre_forward: proj + core,
+        mlp_forward: experts,
+        pre_backward: 2.0 * proj + super::compute::backward_attention(cfg, r, core),
+        mlp_backward: 2.0 * experts,
+    }
+}
+
 /// The four matrix multiplies of a dense layer beside tensor
 /// parallelism's collectives under sequence parallelism, forward seconds
 /// for `m` tokens: the attention's input projections (after an

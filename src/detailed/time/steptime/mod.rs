@@ -39,7 +39,9 @@
 //!   buckets, the last one exposed, and `overlap_param_gather` behind the
 //!   next forward); ZeRO-3 / FSDP gathers each micro-batch's
 //!   parameters and reduces its gradients behind that micro-batch's compute
-//!   (Zhao et al. 2023, §3.3, prefetching); expert all-to-alls are exposed.
+//!   (Zhao et al. 2023, §3.3, prefetching); expert all-to-alls are exposed,
+//!   or under Megatron-Core's combined 1F1B schedule run behind another
+//!   micro-batch's attention and experts (`overlap_moe_expert_parallel_comm`).
 //! - **pipeline**: the 1F1B schedule's (p−1)/v bubble of the slowest
 //!   stage's forward and backward (Narayanan et al. 2021, §2.2, Eq. 1 and
 //!   §2.2.2), and the stage-to-stage sends of each micro-batch.
@@ -146,6 +148,7 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
     let r = Rates::new(cfg, cluster, eff);
     let m = tokens(cfg);
     let (c, share) = pacing_stage(cfg, &r, m);
+    let (expert_parallel, all_to_alls) = model_parallel::expert_parallel(cfg, &r, m, share);
     let mut micro = Parts {
         matmul: c.matmul,
         attention: c.attention,
@@ -155,8 +158,9 @@ pub fn step_time(cfg: &DetailedConfig, cluster: &Cluster, eff: &Efficiency) -> S
             tensor_parallel: model_parallel::tensor_parallel_collectives(cfg, &r, m, share)
                 - model_parallel::tensor_parallel(cfg, &r, m, share),
             data_parallel: 0.0,
+            expert_parallel: all_to_alls - expert_parallel,
         },
-        expert_parallel: model_parallel::expert_parallel(cfg, &r, m, share),
+        expert_parallel,
         context_parallel: model_parallel::context_parallel(
             cfg,
             &r,

@@ -168,14 +168,80 @@ pub(super) fn async_tp_reductions(cfg: &DetailedConfig, r: &Rates, m: f64, share
 }
 
 /// Expert parallelism's all-to-alls for one micro-batch of `m` tokens on
-/// a stage holding `share` of the layers, seconds, exposed.
-pub(super) fn expert_parallel(cfg: &DetailedConfig, r: &Rates, m: f64, share: f64) -> f64 {
+/// a stage holding `share` of the layers, seconds: (exposed, all). Exposed
+/// whole, unless Megatron-Core's all-to-all overlap pairs the micro-batches
+/// ([`combined`]).
+pub(super) fn expert_parallel(cfg: &DetailedConfig, r: &Rates, m: f64, share: f64) -> (f64, f64) {
+    let layers = cfg.arch.moe_layers() as f64 * share;
+    let one_way = all_to_all_one_way(cfg, r, m);
+    let all = 4.0 * layers * one_way;
+    if cfg.framework != Framework::Megatron || !cfg.overlap.moe_a2a {
+        return (all, all);
+    }
+    (layers * combined(cfg, r, m, one_way), all)
+}
+
+/// One MoE layer's exposed all-to-alls per micro-batch under Megatron-Core's
+/// combined 1F1B schedule (`overlap_moe_expert_parallel_comm`), each of its
+/// four `one_way` seconds: [`paired`] where a forward layer runs beside
+/// another micro-batch's backward layer, all four where it runs alone. The
+/// passes the schedule leaves unpaired
+/// show all four: the first micro-batch's forward and the last's backward
+/// without a pipeline (`combined_1f1b_schedule_for_no_pipelining`), and
+/// under interleaving the first stage's warm-up forwards and as many
+/// cool-down backwards, 2·(p − 1) + (v − 1)·p + 1 of its m·v
+/// (`get_pp_rank_microbatches`, `pipeline_parallel/schedules.py`: one
+/// more warm-up micro-batch "when enabling overlap_moe_expert_parallel_comm").
+fn combined(cfg: &DetailedConfig, r: &Rates, m: f64, a: f64) -> f64 {
+    let paired = paired(&super::layer::moe_halves(cfg, m, r), a);
+    let p = &cfg.parallel;
+    let micro = cfg.accumulation_steps().max(1) as f64;
+    let (passes, unpaired) = if p.pp > 1 {
+        let (pp, vp) = (p.pp as f64, p.vp.max(1) as f64);
+        (micro * vp, 2.0 * (pp - 1.0) + (vp - 1.0) * pp + 1.0)
+    } else {
+        (micro, 1.0)
+    };
+    let alone = unpaired.min(passes) / passes;
+    alone * 4.0 * a + (1.0 - alone) * paired
+}
+
+/// The all-to-alls that show when one micro-batch's forward layer runs
+/// beside another's backward layer, each all-to-all `a` seconds, the
+/// compute `h`: two streams, each in its order, each operation waiting
+/// for what it reads (`TransformerLayerSchedulePlan.run`,
+/// `models/common/model_chunk_schedule_plan.py`, Megatron-LM d98e8a64:
+/// "comm_stream: combine_bwd | dispatch_fwd->dispatch_bwd | combine_fwd;
+/// comp_stream: pre_dispatch_fwd | mlp_bwd->mlp_bwd_dw->mlp_fwd |
+/// pre_dispatch_bwd"). The experts' backward needs the combine's
+/// gradient; the forward's dispatch the attention's forward; the
+/// backward's dispatch the experts' input gradient (`delay_wgrad_compute`
+/// runs the weights' gradient, half the experts' backward, after it); the
+/// experts' forward the dispatch; the forward's combine the experts'
+/// forward; the attention's backward the backward's dispatch. What the
+/// pair takes beyond its compute shows.
+fn paired(h: &super::layer::MoeHalves, a: f64) -> f64 {
+    let (dgrad, wgrad) = (h.mlp_backward / 2.0, h.mlp_backward / 2.0);
+    let combine_bwd = a;
+    let pre_fwd = h.pre_forward;
+    let dgrad_end = pre_fwd.max(combine_bwd) + dgrad;
+    let dispatch_fwd = combine_bwd.max(pre_fwd) + a;
+    let dispatch_bwd = dispatch_fwd.max(dgrad_end) + a;
+    let mlp_fwd = (dgrad_end + wgrad).max(dispatch_fwd) + h.mlp_forward;
+    let combine_fwd = dispatch_bwd.max(mlp_fwd) + a;
+    let pre_bwd = mlp_fwd.max(dispatch_bwd) + h.pre_backward;
+    let compute = h.pre_forward + h.mlp_backward + h.mlp_forward + h.pre_backward;
+    combine_fwd.max(pre_bwd) - compute
+}
+
+/// One MoE layer's all-to-all one way (the dispatch, the combine, or
+/// either's gradient) for one micro-batch of `m` tokens, seconds.
+fn all_to_all_one_way(cfg: &DetailedConfig, r: &Rates, m: f64) -> f64 {
     let (a, p) = (&cfg.arch, &cfg.parallel);
     let (t, ep) = (p.tp.max(1), p.ep.max(1));
-    let moe_layers = a.moe_layers();
     // Expert parallelism: dispatch and combine all-to-alls forward and
     // backward; each token's top-k copies leave for other GPUs, (ep−1)/ep.
-    if ep <= 1 || moe_layers == 0 {
+    if ep <= 1 || a.moe_layers() == 0 {
         return 0.0;
     }
     // Under sequence parallelism each tensor-parallel rank routes its
@@ -190,7 +256,7 @@ pub(super) fn expert_parallel(cfg: &DetailedConfig, r: &Rates, m: f64, share: f6
     // Megatron-LM 022bcb5afe), so EP 8 with ETP 1 stays in a node of 8
     // whatever the attention's TP.
     let stride = p.etp.max(1);
-    let one_way = match (cfg.moe_dispatcher, a.moe) {
+    match (cfg.moe_dispatcher, a.moe) {
         (MoeDispatcher::DeepEp, Some(e)) => {
             let local = r.local_members(ep, stride);
             let remote = remote_nodes(e.experts, e.top_k, ep.div_ceil(local));
@@ -198,8 +264,7 @@ pub(super) fn expert_parallel(cfg: &DetailedConfig, r: &Rates, m: f64, share: f6
             r.split_exchange(forwarded, token_bytes * remote)
         }
         _ => r.all_to_all(token_bytes * k * (ep - 1) as f64 / ep as f64, ep, stride),
-    };
-    4.0 * moe_layers as f64 * share * one_way
+    }
 }
 
 /// The remote nodes a token's `k` experts of `experts` lie on, on
@@ -280,7 +345,7 @@ fn ring(cfg: &DetailedConfig, r: &Rates, share: f64, fwd_attn: f64, bwd_attn: f6
 mod tests {
     use super::super::testing::{at, llama};
     use super::super::{step_time, Cluster, Efficiency};
-    use super::remote_nodes;
+    use super::{paired, remote_nodes};
     use crate::detailed::config::{DetailedConfig, MoeDispatcher};
     use crate::detailed::preset;
     use crate::detailed::time::hardware::gpu;
@@ -323,6 +388,60 @@ mod tests {
             ep_time(8, MoeDispatcher::DeepEp),
         );
         assert!(inside.0 > 0.0 && (inside.1 / inside.0 - 1.0).abs() < 1e-12);
+    }
+
+    /// Megatron-Core's combined schedule, one pair of layers: nothing
+    /// shows without all-to-alls, all four with no compute beside them,
+    /// none behind ample compute; in between, the dependencies: with the
+    /// attention's forward and backward 1, the experts' forward 2 and
+    /// backward 4 (input and weight gradients 2 each) and each all-to-all
+    /// 3, the backward's combine ends at 3 (the experts' backward starts
+    /// then), the input gradient at 5, the forward's dispatch at 6, the
+    /// weight gradient at 7, the backward's dispatch and the experts'
+    /// forward at 9, the attention's backward at 10, the forward's combine
+    /// at 12: 12 less 8 of compute, 4 show.
+    #[test]
+    fn the_combined_schedule_hides_what_its_order_allows() {
+        use super::super::layer::MoeHalves;
+        let h = |pre: f64, mlp: f64| MoeHalves {
+            pre_forward: pre,
+            mlp_forward: mlp,
+            pre_backward: pre,
+            mlp_backward: 2.0 * mlp,
+        };
+        assert_eq!(paired(&h(1.0, 2.0), 0.0), 0.0);
+        assert_eq!(paired(&h(0.0, 0.0), 3.0), 12.0);
+        assert_eq!(paired(&h(10.0, 10.0), 3.0), 0.0);
+        assert_eq!(paired(&h(1.0, 2.0), 3.0), 4.0);
+    }
+
+    /// The overlap's step: Qwen3-30B-A3B over 16 H100s (EP 16, two
+    /// nodes) hides part of its all-to-alls, says how much in `hidden`,
+    /// and the exposed and hidden parts add up to the all-to-alls without
+    /// it; the first micro-batch's forward and the last's backward stay
+    /// exposed (one of 8 micro-batches).
+    #[test]
+    fn a2a_overlap_hides_behind_the_other_micro_batch() {
+        let mut c = DetailedConfig::new(preset("qwen3-30b-a3b").unwrap().arch, 4096, 128);
+        c.attention = crate::detailed::AttentionKernel::Flash;
+        c.micro_batch = Some(1);
+        c.parallel.dp = 16;
+        c.parallel.ep = 16;
+        let card = gpu("h100-sxm").unwrap();
+        let time =
+            |c: &DetailedConfig| step_time(c, &Cluster::new(card, 8), &Efficiency::for_gpu(&card));
+        let off = time(&c);
+        c.overlap.moe_a2a = true;
+        let on = time(&c);
+        assert_eq!(off.parts.hidden.expert_parallel, 0.0);
+        let all = off.parts.expert_parallel;
+        let (shown, hidden) = (on.parts.expert_parallel, on.parts.hidden.expert_parallel);
+        assert!(
+            hidden > 0.0 && shown >= all / 8.0 - 1e-12,
+            "{shown} {hidden} {all}"
+        );
+        assert!((shown + hidden - all).abs() < 1e-9 * all);
+        assert!(on.step_s < off.step_s);
     }
 
     /// Tensor parallelism inside a node splits the compute and adds its

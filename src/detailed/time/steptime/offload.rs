@@ -30,7 +30,7 @@ pub(super) fn offload(cfg: &DetailedConfig, r: &Rates, w: &Weights, acc: f64, co
         // backward, behind its compute (`save_on_cpu`, torchtune's packs,
         // Unsloth's checkpoints, Megatron-Core's first layers; torchtune
         // and Transformer Engine on their own streams).
-        let in_flight = cfg.parallel.first_stage_in_flight(cfg.accumulation_steps());
+        let in_flight = cfg.stage_in_flight(0);
         let moved = crate::detailed::memory::activations::offloaded(cfg) / in_flight;
         offload += acc * (2.0 * moved / r.pcie() - compute).max(0.0);
     }

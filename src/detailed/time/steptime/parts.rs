@@ -61,6 +61,9 @@ pub struct Hidden {
     /// forward (buckets, ZeRO-3 / FSDP's prefetch, Megatron-Core's
     /// `overlap_grad_reduce` and `overlap_param_gather`).
     pub data_parallel: f64,
+    /// Expert parallelism's all-to-alls behind another micro-batch's
+    /// compute (Megatron-Core's `overlap_moe_expert_parallel_comm`).
+    pub expert_parallel: f64,
 }
 
 impl Parts {
@@ -128,6 +131,7 @@ impl Parts {
             hidden: Hidden {
                 tensor_parallel: self.hidden.tensor_parallel * k,
                 data_parallel: self.hidden.data_parallel * k,
+                expert_parallel: self.hidden.expert_parallel * k,
             },
         }
     }
