@@ -343,8 +343,10 @@ pub struct KernelArgs {
     /// norms that are modules of their own: a MoE layer's pre-MLP norm,
     /// multi-latent attention's input norm), moe_act (the routed experts'
     /// activation), mla_up_proj (multi-latent attention's up-projections
-    /// and rotary embedding); their outputs freed after use and rerun in
-    /// backward.
+    /// and rotary embedding), their outputs freed after use and rerun in
+    /// backward; mlp (a dense layer's MLP), moe (a MoE layer's MLP, its
+    /// all-to-alls again), shared_experts, checkpointed whole: their input
+    /// kept, their forward rerun in backward.
     /// Fused kernels under --framework megatron.
     #[arg(long, value_name = "LIST", value_parser = parse_recompute_modules)]
     pub recompute_modules: Option<ModulesArg>,

@@ -1421,9 +1421,9 @@ fn recompute_modules_flag_json_and_refusals() {
         err.contains("core_attn is --recompute selective, not full"),
         "{err}"
     );
-    let (code, _, err) = run(&["--recompute-modules", "mlp"]);
+    let (code, _, err) = run(&["--recompute-modules", "mhc"]);
     assert_eq!(code, 2);
-    assert!(err.contains("'mlp' is not priced"), "{err}");
+    assert!(err.contains("'mhc' is not priced"), "{err}");
     let (code, out, err) =
         membudget(&["--model", "llama-3.1-8b", "--recompute-modules", "moe_act"]);
     assert_eq!(code, 0, "{err}");
@@ -1559,8 +1559,9 @@ fn a_step_over_by_the_band_alone_may_run_at_the_edge() {
 /// `--overlap-moe-expert-parallel-comm` (alias `--moe-a2a-overlap`):
 /// Megatron-Core's combined schedule hides part of the expert
 /// all-to-alls, the JSON says how much (`time.hidden.expert_parallel`) and
-/// names it on (`inputs.overlaps_on`); Megatron-Core's refusals are the
-/// command line's, with its words, and another framework refuses the flag.
+/// names it on (`inputs.overlaps_on`); what Megatron-Core refuses
+/// (`TransformerConfig.__post_init__`) the command line refuses, saying
+/// what it needs, and another framework refuses the flag.
 #[test]
 fn moe_a2a_overlap_flag_json_and_refusals() {
     let base = [
@@ -1605,19 +1606,20 @@ fn moe_a2a_overlap_flag_json_and_refusals() {
     for (extra, words) in [
         (
             &["--ep", "1"][..],
-            "overlap_moe_expert_parallel_comm is only supported with expert model parallelism",
+            "needs expert parallelism: --ep 2 or more",
         ),
-        (
-            &["--recompute", "full"],
-            "disable full recomputation when enabling overlap_moe_expert_parallel_comm",
-        ),
+        (&["--recompute", "full"], "runs without full recomputation"),
         (
             &["--ep", "8", "--dp", "8", "--pp", "2"],
-            "virtual_pipeline_model_parallel_size must be specified",
+            "needs interleaving with a pipeline: --vp 2 or more",
+        ),
+        (
+            &["--recompute-modules", "moe"],
+            "runs without the moe module's recomputation",
         ),
         (
             &["--framework", "fsdp2", "--zero", "3"],
-            "--overlap-moe-expert-parallel-comm needs --framework megatron",
+            "needs --framework megatron",
         ),
     ] {
         let (code, _, err) = run(&[extra, &["--overlap-moe-expert-parallel-comm"]].concat());

@@ -265,7 +265,8 @@ fn each_config_json_on_the_page_survives_the_address() {
 }
 
 /// Megatron-Core's recomputed modules reach the page from a Megatron-LM
-/// line (`rmods` in the address, the three boxes) and survive the address.
+/// line (`rmods` in the address, the boxes) and survive the address; a
+/// module not priced (hyper-connections' `mhc`) is refused there.
 #[test]
 fn recomputed_modules_reach_the_page_and_its_address() {
     let text = std::fs::read_to_string(format!("{FIXTURES}/megatron_recompute.sh")).unwrap();
@@ -275,7 +276,7 @@ fn recomputed_modules_reach_the_page_and_its_address() {
     let address = encode(&page.state);
     assert!(address.contains("rmods=layernorm%2Cmoe_act"), "{address}");
     assert_eq!(decode(&address).state, page.state);
-    let bad = decode("mode=detailed&rmods=mlp");
+    let bad = decode("mode=detailed&rmods=mhc");
     assert!(
         bad.ignored.iter().any(|i| i.key == "rmods"),
         "{:?}",

@@ -1102,8 +1102,14 @@ fn megatron_reads_its_recomputed_modules() {
         (
             "--recompute-granularity selective --recompute-modules core_attn moe_act mla_up_proj mlp",
             Some("selective"),
-            Some("moe_act,mla_up_proj"),
-            Some("mlp"),
+            Some("moe_act,mla_up_proj,mlp"),
+            None,
+        ),
+        (
+            "--recompute-granularity selective --recompute-modules moe shared_experts gdn_norm_out",
+            None,
+            Some("moe,shared_experts"),
+            Some("gdn_norm_out"),
         ),
         (
             "--recompute-granularity full --recompute-modules layernorm",

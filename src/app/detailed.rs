@@ -701,6 +701,9 @@ fn attention_group(state: RwSignal<PageState>) -> impl IntoView {
             {flag("rm-norm-input", "Megatron: recompute MoE norms (layernorm)", |d| d.recompute_modules.layernorm, |d, on| d.recompute_modules.layernorm = on)}
             {flag("rm-act-input", "Megatron: recompute experts' activation (moe_act)", |d| d.recompute_modules.moe_act, |d, on| d.recompute_modules.moe_act = on)}
             {flag("rm-up-input", "Megatron: recompute MLA up-projections (mla_up_proj)", |d| d.recompute_modules.mla_up_proj, |d, on| d.recompute_modules.mla_up_proj = on)}
+            {flag("rm-mlp-input", "Megatron: recompute dense MLPs (mlp)", |d| d.recompute_modules.mlp, |d, on| d.recompute_modules.mlp = on)}
+            {flag("rm-moe-input", "Megatron: recompute MoE layers (moe)", |d| d.recompute_modules.moe, |d, on| d.recompute_modules.moe = on)}
+            {flag("rm-shared-input", "Megatron: recompute shared experts (shared_experts)", |d| d.recompute_modules.shared_experts, |d, on| d.recompute_modules.shared_experts = on)}
             {choice("impl-select", "Implementation", PROFILE_NAMES, implementation_index, |d, i| { d.profile = PROFILES[i]; d.liger = i == 3; })}
             {choice("loss-select", "Loss", LOSS_NAMES, |d| index_of(&LOSSES, d.loss), |d, i| d.loss = LOSSES[i])}
             {count("loss-chunks-input", "Loss chunks (chunked)", (1, 4096), |d| Some(d.loss_chunks), |d, v| d.loss_chunks = v.unwrap_or(8), false)}

@@ -732,9 +732,25 @@ test('Megatron\'s expert all-to-all overlap: off by default, its switch shortens
   await page.check('#ovmoe-input');
   await urlMatches(page, /ovmoe=1/);
   assert.ok(await seconds() < exposed);
-  // Megatron-Core's own refusal: a pipeline needs interleaving for it.
+  // Megatron-Core's refusal: a pipeline needs interleaving for it.
   await page.goto(page.url().replace('dp=16', 'dp=8').replace('ep=16', 'ep=8') + '&pp=2');
-  await page.waitForFunction(() => document.body.textContent.includes('virtual_pipeline_model_parallel_size must be specified'));
+  await page.waitForFunction(() => document.body.textContent.includes('needs interleaving with a pipeline: --vp 2 or more'));
+  await context.close();
+  assert.deepEqual(problems, []);
+});
+
+test('Megatron\'s whole-module recomputation from its boxes: moe keeps a MoE layer\'s input alone, rides in the address, and refuses the all-to-all overlap on screen', async () => {
+  const { page, problems, context } = await open('?mode=detailed&model=qwen3-30b-a3b&seq=4096&batch=64&micro=1&dp=8&ep=8&card=h100-sxm');
+  await page.evaluate(() => { for (const d of document.querySelectorAll('details')) d.open = true; });
+  const kept = await bytes(page);
+  assert.equal(await page.isChecked('#rm-moe-input'), false);
+  await page.check('#rm-moe-input');
+  await urlMatches(page, /rmods=moe(&|$)/);
+  const whole = await bytes(page);
+  // Qwen3-30B-A3B's 48 MoE layers: the router's logits and the experts' tensors go.
+  assert.ok(whole.activations < 0.5 * kept.activations, `${whole.activations} ${kept.activations}`);
+  await page.check('#ovmoe-input');
+  await page.waitForFunction(() => document.body.textContent.includes("runs without the moe module's recomputation"));
   await context.close();
   assert.deepEqual(problems, []);
 });

@@ -189,6 +189,15 @@ fn ignored_modules(cfg: &DetailedConfig) -> Vec<&'static str> {
             "mla_up_proj recomputes multi-latent attention's up-projections: the model has none",
         );
     }
+    if (rm.moe || rm.shared_experts) && cfg.arch.moe.is_none() {
+        out.push("moe and shared_experts: the model has no experts");
+    }
+    if rm.shared_experts && cfg.arch.moe.is_some_and(|e| e.shared_ffn == 0) {
+        out.push("shared_experts: the model has no shared experts");
+    }
+    if rm.mlp && cfg.arch.moe_layers() == cfg.arch.layers {
+        out.push("mlp: every layer here is a MoE layer");
+    }
     if rm.layernorm && cfg.arch.moe.is_none() && cfg.arch.mla.is_none() {
         out.push("layernorm recomputes the norms that are modules of their own (a MoE layer's pre-MLP norm, multi-latent attention's input norm); this model's norms are fused into their projections (LayerNormLinear): it changes nothing");
     }

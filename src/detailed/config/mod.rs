@@ -659,6 +659,9 @@ pub enum MoeDispatcher {
 /// saved it (`CheckpointWithoutOutput.discard_output_and_register_recompute`,
 /// `megatron/core/tensor_parallel/random.py`) and the module runs again
 /// before the consumer's backward. `core_attn` is [`Recompute::Selective`].
+/// `mlp`, `moe` and `shared_experts` checkpoint a whole module instead
+/// (`tensor_parallel.checkpoint`, or `te_checkpoint` under fp8): it keeps
+/// its input alone and runs its forward again before its backward.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RecomputeModules {
     /// `layernorm`: the norms that are modules of their own
@@ -682,20 +685,50 @@ pub struct RecomputeModules {
     /// the attention core has run and rebuilt from the latents before its
     /// backward).
     pub mla_up_proj: bool,
+    /// `mlp`: a dense layer's MLP, its norm fused in (`TransformerLayer`,
+    /// `transformer_layer.py`: `recompute_mlp` only `if not
+    /// self.is_moe_layer`), checkpointed whole.
+    pub mlp: bool,
+    /// `moe`: a MoE layer's MLP (`MoELayer`, `moe/moe_layer.py`:
+    /// `moe_layer_recompute`), its router, dispatch, shared and routed
+    /// experts and combine checkpointed whole: the all-to-alls run again.
+    pub moe: bool,
+    /// `shared_experts`: the shared experts (`MoELayer`:
+    /// `shared_experts_recompute`) checkpointed whole.
+    pub shared_experts: bool,
 }
 
 impl RecomputeModules {
     /// Megatron's names, as `--recompute-modules` lists them.
-    pub const NAMES: [&'static str; 3] = ["layernorm", "moe_act", "mla_up_proj"];
+    pub const NAMES: [&'static str; 6] = [
+        "layernorm",
+        "moe_act",
+        "mla_up_proj",
+        "mlp",
+        "moe",
+        "shared_experts",
+    ];
 
     /// Whether any module is recomputed.
     pub fn any(self) -> bool {
-        self.layernorm || self.moe_act || self.mla_up_proj
+        self.flags().iter().any(|on| *on)
+    }
+
+    /// Each module's switch, in [`RecomputeModules::NAMES`]' order.
+    fn flags(self) -> [bool; 6] {
+        [
+            self.layernorm,
+            self.moe_act,
+            self.mla_up_proj,
+            self.mlp,
+            self.moe,
+            self.shared_experts,
+        ]
     }
 
     /// The modules' names, in Megatron's order.
     pub fn names(self) -> Vec<&'static str> {
-        [self.layernorm, self.moe_act, self.mla_up_proj]
+        self.flags()
             .iter()
             .zip(Self::NAMES)
             .filter(|(on, _)| **on)
@@ -710,6 +743,9 @@ impl RecomputeModules {
             "layernorm" => self.layernorm = true,
             "moe_act" => self.moe_act = true,
             "mla_up_proj" => self.mla_up_proj = true,
+            "mlp" => self.mlp = true,
+            "moe" => self.moe = true,
+            "shared_experts" => self.shared_experts = true,
             _ => return false,
         }
         true

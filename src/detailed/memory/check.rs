@@ -54,22 +54,24 @@ fn moe_a2a_overlap(cfg: &DetailedConfig) -> Result<(), DetailedError> {
         return Ok(());
     }
     let p = &cfg.parallel;
-    if cfg.framework != Framework::Megatron {
-        return refuse("--overlap-moe-expert-parallel-comm is Megatron-Core's combined 1F1B schedule: it needs --framework megatron");
-    }
-    if p.ep < 2 {
-        return refuse("Megatron-Core overlaps the expert all-to-alls only across GPUs (\"overlap_moe_expert_parallel_comm is only supported with expert model parallelism\"): give --ep 2 or more");
-    }
-    if p.pp > 1 && p.vp < 2 {
-        return refuse("with a pipeline Megatron-Core's all-to-all overlap needs interleaving (\"virtual_pipeline_model_parallel_size must be specified when pipeline_model_parallel_size > 1\"): give --vp 2 or more");
-    }
-    if cfg.recompute == Recompute::Full {
-        return refuse("Megatron-Core's all-to-all overlap runs without full recomputation (\"disable full recomputation when enabling overlap_moe_expert_parallel_comm\"): --recompute none or selective");
-    }
-    if cfg.precision == Precision::Fp32 {
-        return refuse("Megatron-Core's all-to-all overlap needs a 16-bit model (\"overlap_moe_expert_parallel_comm is only supported with bf16 or fp16 model\"): --precision mixed or bf16");
-    }
-    Ok(())
+    let why = if cfg.framework != Framework::Megatron {
+        "needs --framework megatron"
+    } else if p.ep < 2 {
+        "needs expert parallelism: --ep 2 or more"
+    } else if p.pp > 1 && p.vp < 2 {
+        "needs interleaving with a pipeline: --vp 2 or more"
+    } else if cfg.recompute == Recompute::Full {
+        "runs without full recomputation"
+    } else if cfg.recompute_modules.moe {
+        "runs without the moe module's recomputation"
+    } else if cfg.precision == Precision::Fp32 {
+        "needs a 16-bit model"
+    } else {
+        return Ok(());
+    };
+    Err(DetailedError(format!(
+        "Megatron-Core's expert all-to-all overlap (--overlap-moe-expert-parallel-comm) {why}"
+    )))
 }
 
 /// FP8 primary weights as Megatron-LM runs them (`--fp8-param-gather`,

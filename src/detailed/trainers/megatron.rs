@@ -279,8 +279,9 @@ fn read_switches(doc: &mut Doc, out: &mut Out) -> Result<(bool, bool), ReadError
 /// `--recompute-granularity` and, under `selective`, `--recompute-modules`
 /// (`megatron/core/transformer/transformer_config.py` at d98e8a64: default
 /// `["core_attn"]`): `core_attn` is `--recompute selective`, `layernorm`,
-/// `moe_act` and `mla_up_proj` are priced ([`crate::detailed::config::RecomputeModules`]), the
-/// others are read as kept, saying so.
+/// `moe_act`, `mla_up_proj`, `mlp`, `moe` and `shared_experts` are priced
+/// ([`crate::detailed::config::RecomputeModules`]), the others (the gated
+/// delta-net's and hyper-connections') are read as kept, saying so.
 fn read_recompute(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
     let key = "recompute-modules";
     let modules = doc.take(key).map(|v| v.items());
@@ -300,7 +301,7 @@ fn read_recompute(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
             let mut priced = crate::detailed::config::RecomputeModules::default();
             for m in list.iter().filter(|m| *m != "core_attn") {
                 if !priced.add(m) {
-                    out.ignore(key, m, "priced as kept: of Megatron's modules only core_attn, layernorm, moe_act and mla_up_proj are modelled");
+                    out.ignore(key, m, "priced as kept: of Megatron's modules core_attn, layernorm, moe_act, mla_up_proj, mlp, moe and shared_experts are modelled (the gated delta-net's and hyper-connections' have no layer here)");
                 }
             }
             if priced.any() {

@@ -29,11 +29,21 @@ pub(super) fn block(cfg: &DetailedConfig, b: f64, moe: Option<Moe>) -> LayerActi
     // that is a module of its own: a MoE layer's pre-MLP norm (the MLP
     // input) and multi-latent attention's input norm (the QKV input)
     // ([`crate::detailed::config::RecomputeModules::layernorm`]).
-    let discarded = if cfg.megatron_recompute_modules().layernorm {
+    let rm = cfg.megatron_recompute_modules();
+    let norms = if rm.layernorm {
         f64::from(u8::from(moe.is_some()) + u8::from(a.mla.is_some()))
     } else {
         0.0
     };
+    // Megatron's `mlp` checkpoints a dense layer's MLP whole: its fused
+    // norm's output (the MLP input) goes with it; the checkpoint keeps the
+    // norm's input, already counted. `moe` checkpoints a MoE layer's MLP,
+    // whose input (the pre-MLP norm's output) it keeps.
+    let whole = match moe {
+        Some(_) => rm.moe,
+        None => rm.mlp,
+    };
+    let discarded = norms + f64::from(u8::from(whole && moe.is_none()));
     let replicated = 2.0 * nh * p + (2.0 - discarded) * nh * li + 2.0 * nh * mask;
     // Q, K and V at their own widths, and the out-projection's input
     // (Korthikanti's h, h, h and h when a·d = h without grouping).
@@ -48,6 +58,7 @@ pub(super) fn block(cfg: &DetailedConfig, b: f64, moe: Option<Moe>) -> LayerActi
         n * (qd + kvd + vd) * p
     } + n * od * li;
     let (router, mlp, experts) = match moe {
+        _ if whole => (0.0, 0.0, 0.0),
         Some(m) => moe_mlp(cfg, n, m),
         None => dense_mlp(cfg, n, li),
     };
@@ -57,7 +68,9 @@ pub(super) fn block(cfg: &DetailedConfig, b: f64, moe: Option<Moe>) -> LayerActi
         sharded: qkv + mlp + attn_extra,
         scores,
         experts,
-        experts_ffn: moe.map_or(0.0, |m| moe_ffn_bytes(cfg, n, m)),
+        experts_ffn: moe
+            .filter(|_| !whole)
+            .map_or(0.0, |m| moe_ffn_bytes(cfg, n, m)),
     }
 }
 

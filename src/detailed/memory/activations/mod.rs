@@ -257,11 +257,24 @@ pub(crate) fn saved(cfg: &DetailedConfig) -> Saved {
     let micro = cfg.sequences() as f64;
     let layer = layer_activations(cfg, micro);
     let p = act_bytes(cfg);
-    let kept = |scores: bool| {
+    let kept_of = |layer: LayerActivations, scores: bool| {
         let scores = if scores { layer.scores } else { 0.0 };
         (layer.sharded + scores) / tp
             + layer.replicated / sp_div
             + expert_bytes_on_gpu(par, layer.experts, layer.experts_ffn)
+    };
+    let kept = |scores: bool| kept_of(layer, scores);
+    // What a layer holds again in its backward: the modules Megatron
+    // checkpoints whole (`mlp`, `moe`, `shared_experts`) rerun their
+    // forward and keep their tensors until their backward has run.
+    let rm = cfg.megatron_recompute_modules();
+    let whole = if rm.mlp || rm.moe || rm.shared_experts {
+        let mut c = *cfg;
+        let rm = &mut c.recompute_modules;
+        (rm.mlp, rm.moe, rm.shared_experts) = (false, false, false);
+        kept_of(layer_activations(&c, micro), true)
+    } else {
+        kept(true)
     };
     // A DTensor plan with sequence parallelism gathers the attention's and
     // the MLP's inputs (`PrepareModuleInput`, Shard(1) to Replicate) and the
@@ -301,7 +314,7 @@ pub(crate) fn saved(cfg: &DetailedConfig) -> Saved {
     let outer = outer_activations(cfg, micro);
     Saved {
         per_layer: layer_bytes + lora,
-        per_layer_full: kept(true) + gathered + lora,
+        per_layer_full: whole + gathered + lora,
         // A DTensor plan's sequence parallelism covers the decoder layers
         // and the final norm: the position embeddings before them and the
         // output layer's gathered input after them stay whole (measured).
@@ -409,6 +422,42 @@ mod tests {
         let mut norms = dense;
         norms.recompute_modules.layernorm = true;
         assert_eq!(layer(&dense), layer(&norms));
+    }
+
+    /// Megatron's whole-module checkpoints keep a module's input alone and
+    /// hold its tensors again in its backward: `mlp` on Llama 3.1 8B at
+    /// 4,096 tokens frees the fused norm's output (the MLP input), SwiGLU's
+    /// input and output kept by the fused kernel and the down projection's
+    /// input, n·(2h + 4F + 2F) bytes; `moe` on Qwen3-30B-A3B at 8,192
+    /// tokens the router's fp32 logits (4·n·E) and the routed experts'
+    /// tensors (n·k·(2h + 3·2F + 12)); a module the model lacks changes
+    /// nothing; the layer recomputed in backward is the whole one.
+    #[test]
+    fn whole_modules_keep_their_input_alone() {
+        let dense = flash("llama-3.1-8b", 4096);
+        let mut on = dense;
+        on.recompute_modules.mlp = true;
+        let (n, h, f) = (4096.0, 4096.0, 14336.0);
+        let freed = saved(&dense).per_layer - saved(&on).per_layer;
+        assert_eq!(freed, n * (2.0 * h + 4.0 * f + 2.0 * f));
+        assert_eq!(saved(&on).per_layer_full, saved(&dense).per_layer_full);
+        on.recompute_modules.moe = true;
+        on.recompute_modules.shared_experts = true;
+        assert_eq!(saved(&dense).per_layer - saved(&on).per_layer, freed);
+        let moe = flash("qwen3-30b-a3b", 8192);
+        let mut on = moe;
+        on.recompute_modules.moe = true;
+        let (n, h, e, k, f) = (8192.0, 2048.0, 128.0, 8.0, 768.0);
+        let freed = saved(&moe).per_layer - saved(&on).per_layer;
+        assert_eq!(
+            freed,
+            4.0 * n * e + n * k * (2.0 * h + 3.0 * 2.0 * f + 12.0)
+        );
+        assert_eq!(saved(&on).per_layer_full, saved(&moe).per_layer_full);
+        let mut mlp = moe;
+        mlp.recompute_modules.mlp = true;
+        mlp.recompute_modules.shared_experts = true;
+        assert_eq!(saved(&mlp), saved(&moe));
     }
 
     /// `mla_up_proj` on DeepSeek-V3 (128 heads; q and k 192 wide a head,

@@ -59,7 +59,12 @@ pub(super) fn moe_mlp(cfg: &DetailedConfig, n: f64, m: Moe) -> (f64, f64, f64) {
     } else {
         0.0
     };
-    let shared = 4.0 * n * m.shared_ffn as f64 * p + gate;
+    // Megatron's `shared_experts` checkpoints them whole.
+    let shared = if cfg.megatron_recompute_modules().shared_experts {
+        0.0
+    } else {
+        4.0 * n * m.shared_ffn as f64 * p + gate
+    };
     match cfg.profile {
         // With a capacity factor c and padding, each expert's buffers hold
         // c·n·k/E slots whether filled or not (Megatron-Core,

@@ -215,10 +215,16 @@ fn recomputation(
     let a = &cfg.arch;
     let (fwd_mm, fwd_attn, fwd_mem) = (fwd.mm, fwd.attn, fwd.mem);
     // Megatron's single modules, beside none or the attention core.
-    let (moe_bytes, layer_bytes) = recomputed_module_bytes(cfg, &Widths::new(cfg));
-    let per_layer = a.moe_layers() as f64 * moe_bytes + a.layers as f64 * layer_bytes;
+    let (moe_bytes, dense_bytes, layer_bytes) = recomputed_module_bytes(cfg, &Widths::new(cfg));
+    let (moe_layers, dense_layers) = (a.moe_layers() as f64, (a.layers - a.moe_layers()) as f64);
+    let per_layer =
+        moe_layers * moe_bytes + dense_layers * dense_bytes + a.layers as f64 * layer_bytes;
     let modules = m * share * per_layer / r.bytes;
-    let up = mla_up_recomputed(cfg, r, m) * a.layers as f64 * share;
+    let (moe_mm, dense_mm) = super::layer::recomputed_mlp(cfg, m, r);
+    let up = (mla_up_recomputed(cfg, r, m) * a.layers as f64
+        + moe_layers * moe_mm
+        + dense_layers * dense_mm)
+        * share;
     match cfg.recompute {
         Recompute::None => (up, 0.0, modules),
         Recompute::Selective => (up, fwd_attn, modules),
@@ -304,11 +310,45 @@ mod tests {
         let (both, _) = h100_micro_batch(&c, m);
         let per = |bytes: f64| 48.0 * m * bytes / r.bytes;
         let (h, k, f) = (2048.0, 8.0, 768.0);
+        assert_eq!(super::super::layer::recomputed_mlp(&c, m, &r), (0.0, 0.0));
         let d_norm = norm.memory_bound - off.memory_bound;
         assert!((d_norm / per(4.0 * h) - 1.0).abs() < 1e-12, "{d_norm}");
         let d_act = both.memory_bound - norm.memory_bound;
         assert!((d_act / per(6.0 * k * f) - 1.0).abs() < 1e-12, "{d_act}");
         assert_eq!((both.matmul, both.attention), (off.matmul, off.attention));
+    }
+
+    /// Megatron's whole-module checkpoints rerun the module's forward in
+    /// backward: `mlp` on Llama 3.1 8B (32 dense layers, h 4,096, F 14,336)
+    /// at 4,096 tokens adds its three products a layer and its fused
+    /// norm's 4·h and SwiGLU's 6·F bytes a token; `moe` on Qwen3-30B-A3B
+    /// with EP 8 adds the router's and experts' products and runs the
+    /// forward's dispatch and combine again: the all-to-alls grow by half.
+    #[test]
+    fn whole_modules_rerun_their_forward() {
+        use super::super::testing::{h100_micro_batch, model};
+        use super::gemm;
+        let c = model("llama-3.1-8b", 4096, 1);
+        let m = 4096.0;
+        let mut on = c;
+        on.recompute_modules.mlp = true;
+        let ((a, r), (b, _)) = (h100_micro_batch(&c, m), h100_micro_batch(&on, m));
+        let (h, f) = (4096.0, 14336.0);
+        let mm = 32.0 * (gemm(m, h, 2.0 * f, r.linear, r.bytes) + gemm(m, f, h, r.linear, r.bytes));
+        assert!(((b.matmul - a.matmul) / mm - 1.0).abs() < 1e-12);
+        let bytes = 32.0 * m * (4.0 * h + 6.0 * f) / r.bytes;
+        assert!(((b.memory_bound - a.memory_bound) / bytes - 1.0).abs() < 1e-12);
+        assert_eq!(a.attention, b.attention);
+        let mut q = model("qwen3-30b-a3b", 4096, 64);
+        q.micro_batch = Some(1);
+        q.parallel.dp = 8;
+        q.parallel.ep = 8;
+        let mut whole = q;
+        whole.recompute_modules.moe = true;
+        let (off, on) = (at(&q), at(&whole));
+        let ratio = on.parts.expert_parallel / off.parts.expert_parallel;
+        assert!((ratio - 1.5).abs() < 1e-12, "{ratio}");
+        assert!(on.parts.matmul > off.parts.matmul);
     }
 
     /// `mla_up_proj` reruns DeepSeek-V3's two up-projections in each of

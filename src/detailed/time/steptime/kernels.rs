@@ -18,12 +18,23 @@ use crate::detailed::model::Router;
 /// q and k (read, write: 4 bytes an element, as [`per_token_bytes`]).
 /// `moe_act` reruns the routed experts' activation over the k·F/t elements
 /// a token's copies give this GPU (read the gate and up outputs, write
-/// the product: 2·(up + 1) bytes an element).
-pub(super) fn recomputed_module_bytes(cfg: &DetailedConfig, w: &Widths) -> (f64, f64) {
+/// the product: 2·(up + 1) bytes an element). The whole modules rerun
+/// their forward's memory-bound kernels: `mlp` a dense layer's fused norm
+/// and activation, `shared_experts` the shared experts' activation, `moe`
+/// those, the routed experts' activation and the token handling
+/// ([`moe_token_bytes`]). Returns (in each MoE layer, in each dense
+/// layer, in every layer).
+pub(super) fn recomputed_module_bytes(cfg: &DetailedConfig, w: &Widths) -> (f64, f64, f64) {
     let rm = cfg.megatron_recompute_modules();
     let sp = if cfg.parallel.sp { w.t } else { 1.0 };
     let norm = 4.0 * w.h / sp;
+    let act = |width: f64| 2.0 * (w.up + 1.0) * width / w.t;
     let (mut moe, mut every) = (0.0, 0.0);
+    let dense = if rm.mlp {
+        norm + act(cfg.arch.ffn as f64)
+    } else {
+        0.0
+    };
     if rm.layernorm {
         moe += norm;
         if cfg.arch.mla.is_some() {
@@ -35,10 +46,17 @@ pub(super) fn recomputed_module_bytes(cfg: &DetailedConfig, w: &Widths) -> (f64,
     if rm.mla_up_proj && cfg.arch.mla.is_some() {
         every += 4.0 * (w.q + w.kv) / w.t;
     }
-    if let Some(e) = cfg.arch.moe.filter(|_| rm.moe_act) {
-        moe += 2.0 * (w.up + 1.0) * (e.top_k * e.expert_ffn) as f64 / w.t;
+    if let Some(e) = cfg.arch.moe {
+        let routed = act((e.top_k * e.expert_ffn) as f64);
+        let shared = act(e.shared_ffn as f64);
+        if rm.moe {
+            moe += routed + shared + moe_token_bytes(cfg, w, true, 1.0);
+        } else {
+            moe += if rm.moe_act { routed } else { 0.0 }
+                + if rm.shared_experts { shared } else { 0.0 };
+        }
     }
-    (moe, every)
+    (moe, dense, every)
 }
 
 /// Bytes per token one layer's memory-bound kernels read and write,

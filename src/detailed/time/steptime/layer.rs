@@ -107,6 +107,27 @@ pub(super) fn moe_halves(cfg: &DetailedConfig, m: f64, r: &Rates) -> MoeHalves {
     }
 }
 
+/// The matrix multiplies Megatron's whole-module recomputation runs again
+/// in one layer for `m` tokens, seconds: (a MoE layer's: its router and
+/// experts under `moe`, its shared experts under `shared_experts`; a
+/// dense layer's MLP under `mlp`).
+pub(super) fn recomputed_mlp(cfg: &DetailedConfig, m: f64, r: &Rates) -> (f64, f64) {
+    let rm = cfg.megatron_recompute_modules();
+    let w = Widths::new(cfg);
+    let whole = |moe: bool| {
+        let mut mm = 0.0;
+        mlp(cfg, &w, moe, m, r, &mut mm);
+        mm
+    };
+    let moe = match cfg.arch.moe {
+        Some(_) if rm.moe => whole(true),
+        Some(e) if rm.shared_experts => shared_experts(&w, e, m, r),
+        _ => 0.0,
+    };
+    let dense = if rm.mlp { whole(false) } else { 0.0 };
+    (moe, dense)
+}
+
 /// The four matrix multiplies of a dense layer beside tensor
 /// parallelism's collectives under sequence parallelism, forward seconds
 /// for `m` tokens: the attention's input projections (after an
@@ -159,11 +180,8 @@ fn mlp(cfg: &DetailedConfig, w: &Widths, moe: bool, m: f64, r: &Rates, mm: &mut 
             let (routed, width) = routed_experts(cfg, w, e, m, r);
             *mm += routed;
             act_width += width;
-            if e.shared_ffn > 0 {
-                let fs = e.shared_ffn as f64 / t;
-                *mm += gemm(m, h, up * fs, r.linear, r.bytes) + gemm(m, fs, h, r.linear, r.bytes);
-                act_width += fs;
-            }
+            *mm += shared_experts(w, e, m, r);
+            act_width += e.shared_ffn as f64 / t;
         }
         None => {
             let f = a.ffn as f64 / t;
@@ -172,6 +190,17 @@ fn mlp(cfg: &DetailedConfig, w: &Widths, moe: bool, m: f64, r: &Rates, mm: &mut 
         }
     }
     act_width
+}
+
+/// A MoE layer's shared experts' products for `m` tokens, seconds (none
+/// without them): up (and gate) column-parallel, down row-parallel.
+fn shared_experts(w: &Widths, e: Moe, m: f64, r: &Rates) -> f64 {
+    if e.shared_ffn == 0 {
+        return 0.0;
+    }
+    let Widths { t, h, up, .. } = *w;
+    let fs = e.shared_ffn as f64 / t;
+    gemm(m, h, up * fs, r.linear, r.bytes) + gemm(m, fs, h, r.linear, r.bytes)
 }
 
 /// A MoE layer's router and the routed experts this GPU holds, for `m`

@@ -168,13 +168,19 @@ pub(super) fn async_tp_reductions(cfg: &DetailedConfig, r: &Rates, m: f64, share
 }
 
 /// Expert parallelism's all-to-alls for one micro-batch of `m` tokens on
-/// a stage holding `share` of the layers, seconds: (exposed, all). Exposed
-/// whole, unless Megatron-Core's all-to-all overlap pairs the micro-batches
-/// ([`combined`]).
+/// a stage holding `share` of the layers, seconds: (exposed, all). Four a
+/// MoE layer, and the forward's two again when Megatron's `moe`
+/// recomputation reruns the layer. Exposed whole, unless Megatron-Core's
+/// all-to-all overlap pairs the micro-batches ([`combined`]).
 pub(super) fn expert_parallel(cfg: &DetailedConfig, r: &Rates, m: f64, share: f64) -> (f64, f64) {
     let layers = cfg.arch.moe_layers() as f64 * share;
     let one_way = all_to_all_one_way(cfg, r, m);
-    let all = 4.0 * layers * one_way;
+    let passes = if cfg.megatron_recompute_modules().moe {
+        6.0
+    } else {
+        4.0
+    };
+    let all = passes * layers * one_way;
     if cfg.framework != Framework::Megatron || !cfg.overlap.moe_a2a {
         return (all, all);
     }
