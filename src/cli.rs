@@ -699,14 +699,16 @@ pub struct HardwareArgs {
 #[command(next_help_heading = "Step time and planning (with --gpu)")]
 pub struct TimeArgs {
     /// Search the layouts (dp × tp × pp, ZeRO, recomputation, micro-batch,
-    /// 8-bit optimizer, offload) that fit --gpu over --gpus GPUs for
-    /// --batch sequences per step, fastest first.
+    /// 8-bit optimizer, offload, Megatron's expert all-to-all overlap) that
+    /// fit --gpu over --gpus GPUs for --batch sequences per step, fastest
+    /// first.
     #[arg(long)]
     pub plan: bool,
     /// What the planner leaves as it is, comma-separated: optimizer (and
     /// --optimizer-in-backward), recompute, micro-batch, zero (and
     /// --dp-shard), offload (optimizer and activations), parallelism (dp,
-    /// tp, sp, pp, vp, schedule, cp), attention, precision, lora (and QLoRA,
+    /// tp, sp, pp, vp, schedule, cp, the expert all-to-all overlap),
+    /// attention, precision, lora (and QLoRA,
     /// --impl), batch, vllm, loss, compile. The planner never changes
     /// --framework.
     #[arg(long, value_name = "LEVERS", value_parser = Keep::parse)]

@@ -32,7 +32,7 @@ pub enum Lever {
     /// `--precision`.
     Precision,
     /// The layout: `--dp`, `--tp`, `--sp`, `--pp`, `--vp`, `--schedule`,
-    /// `--cp`.
+    /// `--cp`, and Megatron-Core's expert all-to-all overlap.
     Parallelism,
     /// `--zero`, `--dp-shard`.
     Zero,
@@ -289,6 +289,13 @@ const SETTINGS: &[Setting] = &[
             0 => String::new(),
             n => n.to_string(),
         }
+    ),
+    // The layouts only ever turn it on.
+    switch!(
+        "--overlap-moe-expert-parallel-comm",
+        None,
+        Parallelism,
+        |c| c.overlap.moe_a2a
     ),
     switch!("--optimizer-in-backward", None, Optimizer, |c| c
         .optimizer_in_backward),

@@ -8,7 +8,8 @@
 //! with two virtual stages; context parallelism from 32,768 tokens), ZeRO
 //! stage 0–3 (ZeRO-3 across nodes also hybrid, sharded within each node
 //! and replicated across them), recomputation, the
-//! micro-batch, the 8-bit optimizer and optimizer offload; it keeps the
+//! micro-batch, the 8-bit optimizer and optimizer offload, and under
+//! Megatron with expert parallelism its all-to-all overlap; it keeps the
 //! layouts whose step peak (plus the runtime overhead, when given) fits the
 //! card, and ranks them by the step time of [`crate::detailed::time::steptime`]. Every
 //! layout's memory is the detailed model's step peak, its time the
@@ -29,7 +30,7 @@
 use super::diff::Keep;
 use super::planner;
 use crate::detailed::config::{
-    DetailedConfig, Optimizer, Parallelism, Profile, Recompute, Schedule,
+    DetailedConfig, Framework, Optimizer, Parallelism, Profile, Recompute, Schedule,
 };
 use crate::detailed::memory::Overhead;
 use crate::detailed::time::steptime::{step_time, Cluster, Efficiency, StepTime};
@@ -103,7 +104,27 @@ pub fn layout_flags(cfg: &DetailedConfig) -> Vec<String> {
     if cfg.offload.optimizer {
         f.push("--offload-optimizer".into());
     }
+    if cfg.overlap.moe_a2a {
+        f.push("--overlap-moe-expert-parallel-comm".into());
+    }
     f
+}
+
+/// The expert all-to-all overlap's settings worth trying on `mesh`: also on
+/// (Megatron-Core's combined 1F1B schedule) where its experts are spread
+/// over GPUs and Megatron-Core takes it ([`crate::detailed::memory`]'s
+/// check refuses the rest); as given otherwise. The search never turns it
+/// off.
+fn a2a_overlaps(mesh: &DetailedConfig) -> &'static [bool] {
+    let p = &mesh.parallel;
+    let takes = mesh.framework == Framework::Megatron && p.ep > 1 && (p.pp == 1 || p.vp > 1);
+    if mesh.overlap.moe_a2a {
+        &[true]
+    } else if takes {
+        &[false, true]
+    } else {
+        &[false]
+    }
 }
 
 /// Powers of two up to `n`, and `n`.
@@ -274,8 +295,8 @@ fn hybrid_shard(dp: u64, tp: u64, cp: u64, gpus_per_node: u64) -> Option<u64> {
 }
 
 /// Pushes onto `out` the layouts of one parallel mesh and micro-batch
-/// (`mesh`) with every recomputation, optimizer and optimizer offload that
-/// applies: on one replica a ZeRO stage only with the offload it is there
+/// (`mesh`) with every recomputation, expert all-to-all overlap
+/// ([`a2a_overlaps`]), optimizer and optimizer offload that applies: on one replica a ZeRO stage only with the offload it is there
 /// for (see [`zero_stages`]).
 fn push_step_settings(
     out: &mut Vec<DetailedConfig>,
@@ -284,7 +305,10 @@ fn push_step_settings(
     optimizers: &[Optimizer],
 ) {
     let p = &mesh.parallel;
-    for &recompute in recomputes {
+    for (&recompute, &a2a) in recomputes
+        .iter()
+        .flat_map(|r| a2a_overlaps(mesh).iter().map(move |o| (r, o)))
+    {
         for &optimizer in optimizers {
             for offload in [false, true] {
                 // 8-bit moments are a GPU kernel's (bitsandbytes):
@@ -301,6 +325,7 @@ fn push_step_settings(
                 c.recompute = recompute;
                 c.optimizer = optimizer;
                 c.offload.optimizer = offload;
+                c.overlap.moe_a2a = a2a;
                 out.push(c);
             }
         }
@@ -403,6 +428,43 @@ mod tests {
             dropout: false,
             ..DetailedConfig::new(preset("llama-3.1-8b").unwrap().arch, seq, batch)
         }
+    }
+
+    /// Megatron-Core's expert all-to-all overlap is a layout the search
+    /// tries where Megatron-Core takes it: Qwen3-30B-A3B over two nodes of
+    /// H100s (EP 16) runs fastest with it, the row names its flag; held
+    /// with the layout (`--keep parallelism`), no row turns it on; and no
+    /// pipeline without interleaving carries it.
+    #[test]
+    fn the_a2a_overlap_is_searched_where_megatron_takes_it() {
+        let mut cfg = DetailedConfig::new(preset("qwen3-30b-a3b").unwrap().arch, 4096, 64);
+        cfg.attention = AttentionKernel::Flash;
+        cfg.micro_batch = Some(1);
+        cfg.parallel.dp = 16;
+        cfg.parallel.ep = 16;
+        let eff = Efficiency::default();
+        let plan = search(&cfg, &cluster(), 16, None, &eff);
+        let best = &plan.rows[0];
+        assert!(best.cfg.overlap.moe_a2a);
+        assert!(best
+            .flags()
+            .contains(&"--overlap-moe-expert-parallel-comm".to_string()));
+        assert!(super::super::diff::changes(&cfg, &best.cfg)
+            .contains(&"--overlap-moe-expert-parallel-comm".to_string()));
+        assert!(plan
+            .rows
+            .iter()
+            .all(|r| !r.cfg.overlap.moe_a2a || r.cfg.parallel.pp == 1 || r.cfg.parallel.vp > 1));
+        let kept = search_keeping(
+            &cfg,
+            &cluster(),
+            16,
+            None,
+            &eff,
+            Keep::NONE.with(super::super::diff::Lever::Parallelism),
+        );
+        assert!(!kept.rows.is_empty());
+        assert!(kept.rows.iter().all(|r| !r.cfg.overlap.moe_a2a));
     }
 
     /// Brute force on a small space: every layout that fits is a row, and

@@ -189,15 +189,14 @@ pub(super) fn expert_parallel(cfg: &DetailedConfig, r: &Rates, m: f64, share: f6
 
 /// One MoE layer's exposed all-to-alls per micro-batch under Megatron-Core's
 /// combined 1F1B schedule (`overlap_moe_expert_parallel_comm`), each of its
-/// four `one_way` seconds: [`paired`] where a forward layer runs beside
-/// another micro-batch's backward layer, all four where it runs alone. The
-/// passes the schedule leaves unpaired
-/// show all four: the first micro-batch's forward and the last's backward
-/// without a pipeline (`combined_1f1b_schedule_for_no_pipelining`), and
-/// under interleaving the first stage's warm-up forwards and as many
-/// cool-down backwards, 2·(p − 1) + (v − 1)·p + 1 of its m·v
-/// (`get_pp_rank_microbatches`, `pipeline_parallel/schedules.py`: one
-/// more warm-up micro-batch "when enabling overlap_moe_expert_parallel_comm").
+/// four `a` seconds: [`paired`] where a forward layer runs beside another
+/// micro-batch's backward layer, all four where a pass runs alone. The
+/// schedule leaves unpaired the first micro-batch's forward and the last's
+/// backward without a pipeline (`combined_1f1b_schedule_for_no_pipelining`),
+/// and under interleaving the first stage's warm-up forwards and as many
+/// cool-down backwards, 2·(p − 1) + (v − 1)·p + 1 of its m·v passes
+/// (`get_pp_rank_microbatches`, `pipeline_parallel/schedules.py`: one more
+/// warm-up micro-batch "when enabling overlap_moe_expert_parallel_comm").
 fn combined(cfg: &DetailedConfig, r: &Rates, m: f64, a: f64) -> f64 {
     let paired = paired(&super::layer::moe_halves(cfg, m, r), a);
     let p = &cfg.parallel;
