@@ -297,3 +297,32 @@ fn offloaded_layers_reach_the_page_and_its_address() {
     assert!(address.contains("offlayers=8"), "{address}");
     assert_eq!(decode(&address).state, page.state);
 }
+
+/// Megatron-LM's `--overlap-moe-expert-parallel-comm` reaches the page
+/// (`ovmoe` in the address, the Megatron overlap box) and survives the
+/// address; a line without it leaves the overlap off, as Megatron-Core's
+/// default.
+#[test]
+fn the_a2a_overlap_reaches_the_page_and_its_address() {
+    let line = |extra: &str| {
+        format!(
+            "torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 16 --hidden-size 2048 \
+             --ffn-hidden-size 8192 --num-attention-heads 16 --vocab-size 32000 --swiglu \
+             --seq-length 4096 --micro-batch-size 1 --global-batch-size 32 --bf16 \
+             --num-experts 8 --moe-router-topk 2 --expert-model-parallel-size 8 {extra}"
+        )
+    };
+    let on = read_file(
+        &on_80gib(),
+        "a2a.sh",
+        &line("--overlap-moe-expert-parallel-comm"),
+    )
+    .unwrap();
+    assert!(on.state.detailed.overlap.moe_a2a);
+    let address = encode(&on.state);
+    assert!(address.contains("ovmoe=1"), "{address}");
+    assert_eq!(decode(&address).state, on.state);
+    let off = read_file(&on_80gib(), "plain.sh", &line("")).unwrap();
+    assert!(!off.state.detailed.overlap.moe_a2a);
+    assert!(!encode(&off.state).contains("ovmoe"));
+}

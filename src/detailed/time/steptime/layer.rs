@@ -86,9 +86,13 @@ pub(super) fn layer_forward(cfg: &DetailedConfig, moe: bool, m: f64, r: &Rates) 
 /// are left out of it: what hides the all-to-alls is counted low, not high.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct MoeHalves {
+    /// The attention's forward, before the dispatch.
     pub pre_forward: f64,
+    /// The experts' forward, between the dispatch and the combine.
     pub mlp_forward: f64,
+    /// The attention's backward, after the dispatch's gradient.
     pub pre_backward: f64,
+    /// The experts' backward: the input's gradient and the weights'.
     pub mlp_backward: f64,
 }
 
