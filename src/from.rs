@@ -109,11 +109,10 @@ fn other_framework(flags: &[OsString], argv: &[OsString]) -> bool {
 
 /// A Megatron-LM script's overlap settings (`--no-overlap-grad-reduce`, …,
 /// `--overlap-moe-expert-parallel-comm`, which only `--framework megatron`
-/// takes) under another framework: each
-/// moved to the reading's ignored keys with why; the readings' flags, in
-/// order, without them.
+/// takes) under another framework: each moved to the reading's ignored
+/// keys with why; the readings' flags, in order, without them.
 fn without_megatron_overlaps(read: &mut [FromRead]) -> Vec<OsString> {
-    const OFF: [&str; 4] = [
+    const MEGATRON_ONLY: [&str; 4] = [
         "--no-overlap-grad-reduce",
         "--no-overlap-param-gather",
         "--no-tp-comm-overlap",
@@ -122,9 +121,12 @@ fn without_megatron_overlaps(read: &mut [FromRead]) -> Vec<OsString> {
     let mut flags = Vec::new();
     for r in read.iter_mut() {
         let out = &mut r.reading.out;
-        let (off, kept): (Vec<_>, Vec<_>) = out.set.drain(..).partition(|s| OFF.contains(&s.flag));
+        let (megatron, kept): (Vec<_>, Vec<_>) = out
+            .set
+            .drain(..)
+            .partition(|s| MEGATRON_ONLY.contains(&s.flag));
         out.set = kept;
-        for s in off {
+        for s in megatron {
             out.ignore(
                 &s.key,
                 &s.value,

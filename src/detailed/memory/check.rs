@@ -48,7 +48,8 @@ pub fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
 /// (`overlap_moe_expert_parallel_comm`) where `TransformerConfig.__post_init__`
 /// (`megatron/core/transformer/transformer_config.py` at d98e8a64) allows
 /// it: expert parallelism, a virtual pipeline with a pipeline, no full
-/// recomputation, 16-bit weights; under Megatron-Core.
+/// recomputation and no `moe` module recomputed, 16-bit weights; under
+/// Megatron-Core.
 fn moe_a2a_overlap(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     if !cfg.overlap.moe_a2a {
         return Ok(());
@@ -587,7 +588,7 @@ fn megatron_offload(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     if cfg.parallel.pp > 1 {
         return refuse("Megatron-Core's CPU offloading runs without pipeline parallelism (\"Currently there is no support for Pipeline parallelism with CPU offloading\"): --pp 1");
     }
-    if cfg.recompute != Recompute::None || !cfg.recompute_modules.names().is_empty() {
+    if cfg.recompute != Recompute::None || cfg.recompute_modules.any() {
         return refuse("Megatron-Core's CPU offloading runs without recomputation (\"CPU offloading does not work when activation recomputation is enabled\"): --recompute none");
     }
     Ok(())

@@ -111,10 +111,12 @@ pub fn layout_flags(cfg: &DetailedConfig) -> Vec<String> {
 }
 
 /// The expert all-to-all overlap's settings worth trying on `mesh`: also on
-/// (Megatron-Core's combined 1F1B schedule) where its experts are spread
-/// over GPUs and Megatron-Core takes it ([`crate::detailed::memory`]'s
-/// check refuses the rest); as given otherwise. The search never turns it
-/// off.
+/// (Megatron-Core's combined 1F1B schedule) under Megatron where its
+/// experts are spread over GPUs and Megatron-Core takes it (no pipeline, or
+/// interleaved: the one refusal of the check that depends on the layout,
+/// [`crate::detailed::memory::check`], read here so that the layouts tried
+/// are the ones Megatron-Core runs); as given otherwise. The search never
+/// turns it off.
 fn a2a_overlaps(mesh: &DetailedConfig) -> &'static [bool] {
     let p = &mesh.parallel;
     let takes = mesh.framework == Framework::Megatron && p.ep > 1 && (p.pp == 1 || p.vp > 1);
@@ -296,7 +298,8 @@ fn hybrid_shard(dp: u64, tp: u64, cp: u64, gpus_per_node: u64) -> Option<u64> {
 
 /// Pushes onto `out` the layouts of one parallel mesh and micro-batch
 /// (`mesh`) with every recomputation, expert all-to-all overlap
-/// ([`a2a_overlaps`]), optimizer and optimizer offload that applies: on one replica a ZeRO stage only with the offload it is there
+/// ([`a2a_overlaps`]), optimizer and optimizer offload that applies: on
+/// one replica a ZeRO stage only with the offload it is there
 /// for (see [`zero_stages`]).
 fn push_step_settings(
     out: &mut Vec<DetailedConfig>,

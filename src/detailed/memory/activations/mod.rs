@@ -555,7 +555,6 @@ mod tests {
             moe::moe_mlp(&cfg, 4096.0, m).2,
             4096.0 * 2.0 * (4096.0 * 2.0 + 4.0 * 14336.0 * 2.0 + 12.0)
         );
-        cfg.capacity_factor = Some(1.25);
         cfg.capacity_factor = Some(f64::NAN);
         assert!(estimate(&cfg).is_err());
     }
