@@ -733,7 +733,7 @@ test('Megatron\'s expert all-to-all overlap: off by default, its switch shortens
   await urlMatches(page, /ovmoe=1/);
   assert.ok(await seconds() < exposed);
   // Megatron-Core's refusal: a pipeline needs interleaving for it.
-  await page.goto(page.url().replace('dp=16', 'dp=8').replace('ep=16', 'ep=8') + '&pp=2');
+  await setCount(page, 'pp-input', 2);
   await page.waitForFunction(() => document.body.textContent.includes('needs interleaving with a pipeline: --vp 2 or more'));
   await context.close();
   assert.deepEqual(problems, []);
