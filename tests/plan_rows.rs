@@ -159,7 +159,9 @@ proptest! {
 /// The page: Llama-3.1-70B on 64 H100s (dp 8, tp 8 with SP, ZeRO-1,
 /// full recomputation). Two rows of *Faster and still fits* both read
 /// "--recompute none --zero 3 --tp 4" before, one of them setting pp 2 and
-/// ZB-H1: each row names its pipeline and schedule, and no two read alike.
+/// ZB-H1: each row names its pipeline and a schedule other than the page's,
+/// and no two read alike. (Since the compute slowed by hidden collectives
+/// is priced, ZeRO-2 rows lead where ZeRO-3 ones did.)
 #[test]
 fn the_70b_pages_faster_rows_name_their_pipeline() {
     let s = membudget::url::decode(
@@ -177,16 +179,19 @@ fn the_70b_pages_faster_rows_name_their_pipeline() {
         .collect();
     assert_eq!(texts.len(), 6);
     assert!(
-        texts.contains(&"--recompute none --zero 3 --tp 4 --pp 2 --schedule zb-h1".to_string()),
+        texts.contains(&"--recompute none --zero 2 --tp 4 --pp 2 --schedule zb-h1".to_string()),
         "{texts:#?}"
     );
-    assert!(
-        texts
-            .iter()
-            .filter(|t| t.contains("--pp"))
-            .all(|t| t.contains("--schedule")),
-        "{texts:#?}"
-    );
+    // A row that changes the schedule names it; 1F1B, the page's own,
+    // goes unnamed.
+    for (r, t) in rows.iter().zip(&texts) {
+        let named = t.contains("--schedule");
+        assert_eq!(
+            named,
+            r.cfg.parallel.schedule != from.parallel.schedule,
+            "{t}"
+        );
+    }
     for (i, t) in texts.iter().enumerate() {
         assert!(!texts[..i].contains(t), "{t} twice");
     }

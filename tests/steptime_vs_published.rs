@@ -347,18 +347,22 @@ fn bounded_sources_within_bounds() {
 /// MoE model zoo's "+1f1b overlap" row (+24.1 %: the overlap hides more
 /// in the model than the measurement gained) and took the host-paced rows
 /// of 16 experts a GPU further fast (B300's Qwen3-235B-A22B +92.9 →
-/// +124.6 %, H100's Qwen3-30B-A3B +342.7 → +433.7 %).
+/// +124.6 %, H100's Qwen3-30B-A3B +342.7 → +433.7 %). Pricing the compute
+/// that hidden collectives slow (18.9 %, Lee et al. 2025) moved every
+/// bound but GB300's median toward the measurements, and they were
+/// tightened to it: mbridge-h100 14.1 → 11.8 % (worst 416.3 %), the dense
+/// rows 8.3 → 8.2 % (worst 25.0 %).
 #[test]
 fn recipe_sources_within_their_bounds() {
     let rows = rows();
     for (source, n, median, worst) in [
-        ("mbridge-h100", 10, 0.15, 4.34),
+        ("mbridge-h100", 10, 0.12, 4.17),
         ("mbridge-b200", 11, 0.25, 1.89),
-        ("mbridge-b300", 4, 0.40, 1.25),
-        ("mbridge-gb200", 13, 0.18, 0.66),
-        ("mbridge-gb300", 14, 0.06, 0.35),
-        ("moe-zoo-h100", 5, 0.25, 0.67),
-        ("mcore-moe", 1, 0.05, 0.05),
+        ("mbridge-b300", 4, 0.39, 1.19),
+        ("mbridge-gb200", 13, 0.18, 0.60),
+        ("mbridge-gb300", 14, 0.06, 0.32),
+        ("moe-zoo-h100", 5, 0.22, 0.66),
+        ("mcore-moe", 1, 0.04, 0.04),
     ] {
         let (rows_n, med, wst) = summary(&rows, source);
         assert_eq!(rows_n, n, "{source}");
@@ -372,7 +376,7 @@ fn recipe_sources_within_their_bounds() {
         .collect();
     assert_eq!(dense.len(), 21);
     let worst = dense.iter().cloned().fold(0.0, f64::max);
-    assert!(median(dense) <= 0.084 && worst <= 0.35);
+    assert!(median(dense) <= 0.083 && worst <= 0.35);
 }
 
 /// The number after `key` in a row's label (" pp8 " → 8), 1 without it.

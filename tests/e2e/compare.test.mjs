@@ -34,10 +34,10 @@ const ZERO1_VS_ZERO3 = {
   master_weights: ['Master weights', '4.4', '4.4', '0.0'],
   total: ['Total at rest', '50.4', '19.5', '−30.9'],
   need: ['Peak with the runtime overhead', '59.6', '24.7', '−35.0'],
-  step_s: ['Step time', '72.11 s', '76.93 s', '+4.82 s'],
-  mfu: ['MFU', '44.2 %', '41.5 %', '−2.8 pt'],
-  days: ['Days', '199.0', '212.3', '+13.3'],
-  cost: ['Cost', '611,283', '652,172', '+40,889'],
+  step_s: ['Step time', '74.96 s', '90.67 s', '+15.71 s'],
+  mfu: ['MFU', '42.5 %', '35.2 %', '−7.4 pt'],
+  days: ['Days', '206.9', '250.2', '+43.3'],
+  cost: ['Cost', '635,465', '768,623', '+133,158'],
 };
 
 test('pin ZeRO-1, switch to ZeRO-3: both side by side, term by term and in time; the link keeps the pin', async () => {
@@ -84,13 +84,13 @@ test('"Compare" on a planner row shows it beside the page without applying it', 
   await page.waitForSelector('#plan-compare-0');
   assert.equal(await page.textContent('#plan-title'), 'Faster and still fits');
   const row = await page.textContent('#make-it-fit li:first-child .plan-summary');
-  assert.match(row, /^--micro-batch 2 --recompute none: /);
+  assert.match(row, /^--micro-batch 2 --recompute none --zero 2: /);
   await page.click('#plan-compare-0');
   await page.waitForSelector('#compare-table', { state: 'visible' });
   // The row's own flags, as the row names them, from the page to the row.
-  assert.equal(await page.textContent('#compare-what'), 'Pinned: now with --micro-batch 2 --recompute none.');
+  assert.equal(await page.textContent('#compare-what'), 'Pinned: now with --micro-batch 2 --recompute none --zero 2.');
   // Not applied: the controls and the address keep the page's own.
-  await urlMatches(page, /recompute=full&.*dbase=micro\.2\*recompute$/);
+  await urlMatches(page, /recompute=full&.*dbase=zero\.2\*micro\.2\*recompute$/);
   assert.equal(await page.inputValue('#zero-input'), '3');
   const [label, pinned, now, change] = await line(page, 'step_s');
   assert.equal(label, 'Step time');

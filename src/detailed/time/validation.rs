@@ -26,7 +26,7 @@
 //!   the card's sources, named (DDP, DeepSpeed);
 //! - the model: every row is a dense model's. A mixture of experts is
 //!   "not validated": the published MoE rows (Megatron-Core on H100 and
-//!   Blackwell) run from 15 % slow to 434 % fast, too far apart to bound
+//!   Blackwell) run from 21 % slow to 416 % fast, too far apart to bound
 //!   a figure.
 
 use crate::detailed::config::{DetailedConfig, Framework};
@@ -65,7 +65,7 @@ pub struct Validation {
 /// performance summary (NVIDIA-NeMo/Megatron-Bridge
 /// `docs/performance-summary.md` @ df0289c1) on H100 and on Blackwell.
 pub const VALIDATION: [Validation; 9] = [
-    source("mpt", "MPT", "A100", "fsdp1", 139, [4.7, 46.7, -16.8, 46.7]),
+    source("mpt", "MPT", "A100", "fsdp1", 139, [4.2, 41.3, -16.8, 41.3]),
     source(
         "korthikanti",
         "Korthikanti",
@@ -88,16 +88,16 @@ pub const VALIDATION: [Validation; 9] = [
         "A100",
         "fsdp2",
         6,
-        [5.3, 14.3, 2.9, 14.3],
+        [2.8, 8.5, 0.5, 8.5],
     ),
-    source("ibm", "IBM", "A100", "fsdp1", 4, [8.3, 31.5, -2.3, 31.5]),
+    source("ibm", "IBM", "A100", "fsdp1", 4, [5.7, 16.8, -4.1, 16.8]),
     source(
         "mpt-h100",
         "MPT",
         "H100 SXM",
         "fsdp1",
         52,
-        [12.9, 43.3, 2.0, 43.3],
+        [12.4, 39.6, 1.9, 39.6],
     ),
     source(
         "ibm-h100",
@@ -105,7 +105,7 @@ pub const VALIDATION: [Validation; 9] = [
         "H100 SXM",
         "fsdp1",
         3,
-        [25.1, 39.9, 22.8, 39.9],
+        [14.4, 29.2, 11.9, 29.2],
     ),
     source(
         "mbridge-h100-dense",
@@ -113,7 +113,7 @@ pub const VALIDATION: [Validation; 9] = [
         "H100 SXM",
         "megatron",
         4,
-        [7.7, 18.5, -1.2, 18.5],
+        [6.9, 14.9, -3.1, 14.9],
     ),
     source(
         "mbridge-blackwell-dense",
@@ -121,7 +121,7 @@ pub const VALIDATION: [Validation; 9] = [
         "Blackwell",
         "megatron",
         17,
-        [8.3, 28.6, -6.8, 28.6],
+        [8.2, 25.0, -6.9, 25.0],
     ),
 ];
 
@@ -217,7 +217,7 @@ pub fn range(cfg: &DetailedConfig, card: &str) -> Result<Range, String> {
         ));
     };
     if cfg.arch.moe.is_some() {
-        return Err("not validated for a mixture of experts: docs/steptime.md's published MoE rows run from 15 % slow to 434 % fast".to_string());
+        return Err("not validated for a mixture of experts: docs/steptime.md's published MoE rows run from 21 % slow to 416 % fast".to_string());
     }
     let on_card = || VALIDATION.iter().filter(|v| v.card == group);
     let framework = framework_key(&cfg.framework);
@@ -265,7 +265,7 @@ mod tests {
         assert_eq!(h100.sources, ["mpt-h100", "ibm-h100"]);
         assert_eq!(h100.basis, "the validation on H100 SXM");
         assert_eq!(h100.names, "MPT, IBM");
-        assert_eq!((h100.lowest, h100.highest), (0.02, 0.433));
+        assert_eq!((h100.lowest, h100.highest), (0.019, 0.396));
         let h200 = range(&c, "h200").unwrap();
         assert_eq!(
             h200.basis,
@@ -282,7 +282,7 @@ mod tests {
         c.framework = Framework::Megatron;
         let h100 = range(&c, "h100-sxm").unwrap();
         assert_eq!(h100.sources, ["mbridge-h100-dense"]);
-        assert_eq!((h100.lowest, h100.highest), (-0.012, 0.185));
+        assert_eq!((h100.lowest, h100.highest), (-0.031, 0.149));
         let b200 = range(&c, "b200").unwrap();
         assert_eq!(b200.sources, ["mbridge-blackwell-dense"]);
         assert_eq!(b200.rows, 17);
@@ -309,8 +309,8 @@ mod tests {
         };
         let r = range(&c, "h100-sxm").unwrap();
         let (lo, hi) = r.time(100.0);
-        assert!((lo - 102.0).abs() < 1e-9 && (hi - 143.3).abs() < 1e-9);
-        let (lo, hi) = r.rate(143.3);
-        assert!((lo - 100.0).abs() < 1e-9 && hi < 143.3);
+        assert!((lo - 101.9).abs() < 1e-9 && (hi - 139.6).abs() < 1e-9);
+        let (lo, hi) = r.rate(139.6);
+        assert!((lo - 100.0).abs() < 1e-9 && hi < 139.6);
     }
 }

@@ -42,6 +42,11 @@ pub struct Parts {
     /// them: the part the GPU's work does not hide ([`super::host`]).
     #[serde(default)]
     pub host: f64,
+    /// Compute slowed by the collectives hidden behind it: their kernels
+    /// take streaming multiprocessors and memory bandwidth from it
+    /// ([`super::contention`]).
+    #[serde(default)]
+    pub overlap_slowdown: f64,
     /// Collectives that ran behind compute, beside the exposed parts above
     /// and not in the step's total (the JSON shows it as `time.hidden`, so
     /// that `time.parts` adds up to the step).
@@ -82,10 +87,11 @@ impl Parts {
             + self.offload
             + self.generation
             + self.host
+            + self.overlap_slowdown
     }
 
     /// Each part with its name, in the order above.
-    pub fn named(&self) -> [(&'static str, f64); 13] {
+    pub fn named(&self) -> [(&'static str, f64); 14] {
         [
             ("matmul", self.matmul),
             ("attention", self.attention),
@@ -100,6 +106,7 @@ impl Parts {
             ("offload", self.offload),
             ("generation", self.generation),
             ("host overhead", self.host),
+            ("overlap slowdown", self.overlap_slowdown),
         ]
     }
 
@@ -128,6 +135,7 @@ impl Parts {
             offload: self.offload * k,
             generation: self.generation * k,
             host: self.host * k,
+            overlap_slowdown: self.overlap_slowdown * k,
             hidden: Hidden {
                 tensor_parallel: self.hidden.tensor_parallel * k,
                 data_parallel: self.hidden.data_parallel * k,
