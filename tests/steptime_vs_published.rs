@@ -351,16 +351,22 @@ fn bounded_sources_within_bounds() {
 /// that hidden collectives slow (18.9 %, Lee et al. 2025) moved every
 /// bound but GB300's median toward the measurements, and they were
 /// tightened to it: mbridge-h100 14.1 → 11.8 % (worst 416.3 %), the dense
-/// rows 8.3 → 8.2 % (worst 25.0 %).
+/// rows 8.3 → 8.2 % (worst 25.0 %). Then Transformer Engine's casts as
+/// Megatron-Core runs current scaling and MXFP8 (every linear layer's
+/// input cast in a kernel of its own, twice under MXFP8) took the dense
+/// rows to 7.8 % (worst 21.9 %), B200 24.3 → 19.5 %, GB200 17.1 → 11.8 %,
+/// and GB300's median, whose rows the model already priced slow, from 5.4
+/// to 7.1 %: its bound loosened to 7.2 % on purpose, said in
+/// docs/steptime.md.
 #[test]
 fn recipe_sources_within_their_bounds() {
     let rows = rows();
     for (source, n, median, worst) in [
-        ("mbridge-h100", 10, 0.12, 4.17),
-        ("mbridge-b200", 11, 0.25, 1.89),
-        ("mbridge-b300", 4, 0.39, 1.19),
-        ("mbridge-gb200", 13, 0.18, 0.60),
-        ("mbridge-gb300", 14, 0.06, 0.32),
+        ("mbridge-h100", 10, 0.12, 3.91),
+        ("mbridge-b200", 11, 0.20, 1.71),
+        ("mbridge-b300", 4, 0.37, 1.09),
+        ("mbridge-gb200", 13, 0.12, 0.60),
+        ("mbridge-gb300", 14, 0.072, 0.32),
         ("moe-zoo-h100", 5, 0.22, 0.66),
         ("mcore-moe", 1, 0.04, 0.04),
     ] {
@@ -376,7 +382,7 @@ fn recipe_sources_within_their_bounds() {
         .collect();
     assert_eq!(dense.len(), 21);
     let worst = dense.iter().cloned().fold(0.0, f64::max);
-    assert!(median(dense) <= 0.083 && worst <= 0.35);
+    assert!(median(dense) <= 0.079 && worst <= 0.35);
 }
 
 /// The number after `key` in a row's label (" pp8 " → 8), 1 without it.

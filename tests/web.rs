@@ -254,9 +254,9 @@ async fn detailed_pin_shows_both_and_the_change() {
     assert_eq!(cells("params"), ["Parameters", "17.6", "2.2", "−15.4"]);
     assert_eq!(
         cells("step_s"),
-        ["Step time", "72.11 s", "76.93 s", "+4.82 s"]
+        ["Step time", "74.96 s", "90.67 s", "+15.71 s"]
     );
-    assert_eq!(cells("cost"), ["Cost", "611,283", "652,172", "+40,889"]);
+    assert_eq!(cells("cost"), ["Cost", "635,465", "768,623", "+133,158"]);
     assert_eq!(
         find::<HtmlElement>(&root, "#compare-what")
             .text_content()

@@ -213,20 +213,63 @@ pub(super) fn fp8_cast_bytes(cfg: &DetailedConfig, w: &Widths, moe: bool, m: f64
         None => h * (q + 2.0 * kv) + o * h + (up + 1.0) * h * a.ffn as f64,
     };
     if matches!(cfg.fp8, Fp8::Te | Fp8::TeMxfp8) {
-        return p16 * te_cast_elements(cfg, o, m, weights) / t;
+        let inputs = te_cast_inputs(cfg, w, moe);
+        return te_cast_bytes(cfg) * te_cast_elements(cfg, inputs, m, weights) / t;
     }
     p16 * (m * widths + weights) / t
 }
 
+/// The widths, per token, of the inputs Transformer Engine casts to fp8 in
+/// a kernel of their own, as Megatron-Core runs its recipes (current
+/// scaling and MXFP8): every linear layer's input. The two norms' outputs
+/// (the attention's and the MLP's input, `TELayerNormColumnParallelLinear`)
+/// are quantized after the norm, not by it: under current scaling the
+/// norm writes its 16-bit output and its amax, then `quantize_with_amax`
+/// casts it (`FUSED_NORM_AMAX_FP8`); under MXFP8 the norm runs unfused and
+/// the quantizer casts after it (`UNFUSED`, unless `NVTE_NORM_FWD_USE_CUDNN`
+/// is set; `layernorm_fwd`/`rmsnorm_fwd`,
+/// `transformer_engine/pytorch/csrc/extensions/normalization.cpp`,
+/// TransformerEngine d0067d0: only delayed scaling writes fp8 from the
+/// norm's kernel). The attention's output and the MLP's activation reach
+/// `TERowParallelLinear` in 16 bits, the activation from Megatron-Core's
+/// own fused kernel (`bias_swiglu_impl`, `use_te_activation_func` off:
+/// `megatron/core/transformer/mlp.py`, Megatron-LM d98e8a64), and are cast
+/// there. A MoE layer casts its shared experts' inputs and each routed
+/// token's, k of them, at the grouped linear layers (`TEGroupedMLP`).
+fn te_cast_inputs(cfg: &DetailedConfig, w: &Widths, moe: bool) -> f64 {
+    let a = &cfg.arch;
+    let attention = w.h + w.o;
+    match a.moe.filter(|_| moe) {
+        Some(e) => {
+            let shared = if e.shared_ffn > 0 {
+                w.h + e.shared_ffn as f64
+            } else {
+                0.0
+            };
+            attention + shared + e.top_k as f64 * (w.h + e.expert_ffn as f64)
+        }
+        None => attention + w.h + a.ffn as f64,
+    }
+}
+
+/// Bytes one element of TE's casts moves: read in 16 bits, written in fp8
+/// once under current scaling (Blackwell's fp8 GEMMs take either layout;
+/// Hopper's transposes are not priced apart), twice under MXFP8, whose
+/// scales run along the rows for one GEMM and the columns for the other
+/// (`MXFP8Quantizer` with row- and column-wise usage; its scales, one
+/// byte per 32, left out).
+fn te_cast_bytes(cfg: &DetailedConfig) -> f64 {
+    let p16 = crate::detailed::memory::bytes::act_bytes(cfg);
+    match cfg.fp8 {
+        Fp8::TeMxfp8 => p16 + 2.0,
+        _ => p16 + 1.0,
+    }
+}
+
 /// Elements Transformer Engine casts to fp8 in one layer's forward for
 /// `m` tokens, counted so that the forward-and-backward factor of three
-/// the caller applies gives the step's casts. The inputs of the q, k, v
-/// and MLP projections are written in fp8 by the norm before them
-/// (`LayerNormLinear`, `LayerNormMLP`: the norm's kernel emits the fp8
-/// output, `transformer_engine/pytorch/module/layernorm_linear.py`), and
-/// the down projection's by the activation kernel (`LayerNormMLP`,
-/// `activation` into fp8): only the attention's output is cast before the
-/// output projection (`Linear`), width `o`. The `weights` are cast once
+/// the caller applies gives the step's casts: the linear layers' inputs,
+/// `inputs` wide a token ([`te_cast_inputs`]). The `weights` are cast once
 /// per optimizer step: Megatron-Core passes `is_first_microbatch` to TE's
 /// modules (`megatron/core/extensions/transformer_engine.py`,
 /// `TELinear.forward`), which cast the weights and their transposes on
@@ -235,9 +278,9 @@ pub(super) fn fp8_cast_bytes(cfg: &DetailedConfig, w: &Widths, moe: bool, m: f64
 ///
 /// Under `--fp8-param` the weights are fp8 already and not cast by TE
 /// ([`te_weight_cast_per_step`]).
-fn te_cast_elements(cfg: &DetailedConfig, o: f64, m: f64, weights: f64) -> f64 {
+fn te_cast_elements(cfg: &DetailedConfig, inputs: f64, m: f64, weights: f64) -> f64 {
     let acc = cfg.accumulation_steps() as f64;
-    m * o + weights * te_weight_cast_per_step(cfg) / (3.0 * acc)
+    m * inputs + weights * te_weight_cast_per_step(cfg) / (3.0 * acc)
 }
 
 /// The weights' casts once per optimizer step, as elements of the three
