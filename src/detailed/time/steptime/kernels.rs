@@ -347,6 +347,34 @@ mod tests {
         assert!(torchao.parts.memory_bound > mem(2) + once);
     }
 
+    /// Transformer Engine as Megatron-Core runs it casts every linear
+    /// layer's input: Llama 3.1 8B's q/k/v input, attention output, MLP
+    /// input and activation, 4,096 + 4,096 + 4,096 + 14,336 elements a
+    /// token; a Qwen3-30B-A3B MoE layer its q/k/v input and attention
+    /// output (2,048 + 4,096) and each of its 8 routed copies' expert
+    /// inputs (2,048 + 768). Three bytes an element, four under MXFP8.
+    #[test]
+    fn te_casts_every_linear_input() {
+        use super::super::layer::Widths;
+        use super::{te_cast_bytes, te_cast_inputs};
+        use crate::detailed::model::preset;
+        let mut c = llama(4096, 1);
+        c.fp8 = Fp8::Te;
+        assert_eq!(te_cast_inputs(&c, &Widths::new(&c), false), 26_624.0);
+        assert_eq!(te_cast_bytes(&c), 3.0);
+        c.fp8 = Fp8::TeMxfp8;
+        assert_eq!(te_cast_bytes(&c), 4.0);
+        let q = crate::detailed::config::DetailedConfig::new(
+            preset("qwen3-30b-a3b").unwrap().arch,
+            4096,
+            8,
+        );
+        assert_eq!(
+            te_cast_inputs(&q, &Widths::new(&q), true),
+            2048.0 + 4096.0 + 8.0 * (2048.0 + 768.0)
+        );
+    }
+
     /// `--fp8-param` (per-tensor recipe) over 8 GPUs: TE no longer casts
     /// the weights (3 bytes an element, once per step); the distributed
     /// optimizer casts its eighth of them from fp32 (9 bytes an element)
