@@ -49,7 +49,8 @@ pub struct Parts {
     pub overlap_slowdown: f64,
     /// Collectives that ran behind compute, beside the exposed parts above
     /// and not in the step's total (the JSON shows it as `time.hidden`, so
-    /// that `time.parts` adds up to the step).
+    /// that `time.parts` adds up to the step); what they cost the compute
+    /// beside them is [`Parts::overlap_slowdown`].
     #[serde(skip)]
     pub hidden: Hidden,
 }
