@@ -26,7 +26,7 @@
 //!   the card's sources, named (DDP, DeepSpeed);
 //! - the model: every row is a dense model's. A mixture of experts is
 //!   "not validated": the published MoE rows (Megatron-Core on H100 and
-//!   Blackwell) run from 21 % slow to 391 % fast, too far apart to bound
+//!   Blackwell) run from 21 % slow to 414 % fast, too far apart to bound
 //!   a figure.
 
 use crate::detailed::config::{DetailedConfig, Framework};
@@ -220,7 +220,7 @@ pub fn range(cfg: &DetailedConfig, card: &str) -> Result<Range, String> {
         ));
     };
     if cfg.arch.moe.is_some() {
-        return Err("not validated for a mixture of experts: docs/steptime.md's published MoE rows run from 21 % slow to 391 % fast".to_string());
+        return Err("not validated for a mixture of experts: docs/steptime.md's published MoE rows run from 21 % slow to 414 % fast".to_string());
     }
     let on_card = || VALIDATION.iter().filter(|v| v.card == group);
     let framework = framework_key(&cfg.framework);

@@ -234,20 +234,16 @@ pub(super) fn fp8_cast_bytes(cfg: &DetailedConfig, w: &Widths, moe: bool, m: f64
 /// `TERowParallelLinear` in 16 bits, the activation from Megatron-Core's
 /// own fused kernel (`bias_swiglu_impl`, `use_te_activation_func` off:
 /// `megatron/core/transformer/mlp.py`, Megatron-LM d98e8a64), and are cast
-/// there. A MoE layer casts its shared experts' inputs and each routed
-/// token's, k of them, at the grouped linear layers (`TEGroupedMLP`).
+/// there. A MoE layer casts its shared experts' inputs; its routed
+/// experts, which the model prices at the bf16 rate (`layer::routed_experts`:
+/// their fp8 rate waits for a source for small grouped GEMMs), are not
+/// charged the casts of an fp8 GEMM either.
 fn te_cast_inputs(cfg: &DetailedConfig, w: &Widths, moe: bool) -> f64 {
     let a = &cfg.arch;
     let attention = w.h + w.o;
     match a.moe.filter(|_| moe) {
-        Some(e) => {
-            let shared = if e.shared_ffn > 0 {
-                w.h + e.shared_ffn as f64
-            } else {
-                0.0
-            };
-            attention + shared + e.top_k as f64 * (w.h + e.expert_ffn as f64)
-        }
+        Some(e) if e.shared_ffn > 0 => attention + w.h + e.shared_ffn as f64,
+        Some(_) => attention,
         None => attention + w.h + a.ffn as f64,
     }
 }
@@ -351,8 +347,8 @@ mod tests {
     /// layer's input: Llama 3.1 8B's q/k/v input, attention output, MLP
     /// input and activation, 4,096 + 4,096 + 4,096 + 14,336 elements a
     /// token; a Qwen3-30B-A3B MoE layer its q/k/v input and attention
-    /// output (2,048 + 4,096) and each of its 8 routed copies' expert
-    /// inputs (2,048 + 768). Three bytes an element, four under MXFP8.
+    /// output (2,048 + 4,096), its routed experts priced at the bf16 rate
+    /// and so not cast. Three bytes an element, four under MXFP8.
     #[test]
     fn te_casts_every_linear_input() {
         use super::super::layer::Widths;
@@ -369,10 +365,7 @@ mod tests {
             4096,
             8,
         );
-        assert_eq!(
-            te_cast_inputs(&q, &Widths::new(&q), true),
-            2048.0 + 4096.0 + 8.0 * (2048.0 + 768.0)
-        );
+        assert_eq!(te_cast_inputs(&q, &Widths::new(&q), true), 2048.0 + 4096.0);
     }
 
     /// `--fp8-param` (per-tensor recipe) over 8 GPUs: TE no longer casts
