@@ -383,7 +383,10 @@ pub fn source(key: &str) -> Option<&'static str> {
     SOURCES.iter().find(|(k, _)| *k == key).map(|(_, s)| *s)
 }
 
-/// The Blackwell cards, which run MXFP8.
+/// The Blackwell cards, which run MXFP8, and whose fp8 GEMMs take their
+/// operands in either layout (TransformerEngine's
+/// `nvte_is_non_tn_fp8_gemm_supported`: Hopper's take one, so a tensor a
+/// GEMM reads transposed is cast into a transposed copy too).
 pub const BLACKWELL: [&str; 4] = ["b200", "gb200", "b300", "gb300"];
 
 /// GPUs one NVLink domain joins: the NVL72 racks' 72 (GB200 and GB300

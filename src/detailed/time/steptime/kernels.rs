@@ -179,8 +179,15 @@ pub(super) fn moe_token_bytes(cfg: &DetailedConfig, w: &Widths, moe: bool, m: f6
 }
 
 /// Bytes float8's casts read and write in one layer's forward for `m`
-/// tokens (a MoE layer's when `moe`): none without float8.
-pub(super) fn fp8_cast_bytes(cfg: &DetailedConfig, w: &Widths, moe: bool, m: f64) -> f64 {
+/// tokens (a MoE layer's when `moe`) on a card whose fp8 GEMMs take
+/// either layout or not (`any_layout`): none without float8.
+pub(super) fn fp8_cast_bytes(
+    cfg: &DetailedConfig,
+    w: &Widths,
+    moe: bool,
+    m: f64,
+    any_layout: bool,
+) -> f64 {
     let a = &cfg.arch;
     let Widths {
         t,
@@ -214,7 +221,7 @@ pub(super) fn fp8_cast_bytes(cfg: &DetailedConfig, w: &Widths, moe: bool, m: f64
     };
     if matches!(cfg.fp8, Fp8::Te | Fp8::TeMxfp8) {
         let inputs = te_cast_inputs(cfg, w, moe);
-        return te_cast_bytes(cfg) * te_cast_elements(cfg, inputs, m, weights) / t;
+        return te_casts(cfg, inputs, m, weights, te_cast_bytes(cfg, any_layout)) / t;
     }
     p16 * (m * widths + weights) / t
 }
@@ -248,24 +255,29 @@ fn te_cast_inputs(cfg: &DetailedConfig, w: &Widths, moe: bool) -> f64 {
     }
 }
 
-/// Bytes one element of TE's casts moves: read in 16 bits, written in fp8
-/// once under current scaling (Blackwell's fp8 GEMMs take either layout;
-/// Hopper's transposes are not priced apart), twice under MXFP8, whose
-/// scales run along the rows for one GEMM and the columns for the other
-/// (`MXFP8Quantizer` with row- and column-wise usage; its scales, one
-/// byte per 32, left out).
-fn te_cast_bytes(cfg: &DetailedConfig) -> f64 {
+/// Bytes one element of TE's casts moves: read in 16 bits, written in
+/// fp8 once, or twice where a second GEMM reads it in the other layout.
+/// Under MXFP8 always: its scales run along the rows for one GEMM and the
+/// columns for the other (`MXFP8Quantizer` with row- and column-wise
+/// usage; its scales, one byte per 32, left out). Under current scaling on
+/// Hopper, whose fp8 GEMMs take one layout: the quantizer writes a
+/// transposed copy beside the data (`with_transpose = columnwise_usage &&
+/// !is_non_tn_fp8_gemm_supported`, `Float8CurrentScalingQuantizer`,
+/// `transformer_engine/pytorch/csrc/quantizer.cpp`, TransformerEngine
+/// d0067d0); on Blackwell (`any_layout`) once.
+fn te_cast_bytes(cfg: &DetailedConfig, any_layout: bool) -> f64 {
     let p16 = crate::detailed::memory::bytes::act_bytes(cfg);
     match cfg.fp8 {
-        Fp8::TeMxfp8 => p16 + 2.0,
-        _ => p16 + 1.0,
+        Fp8::Te if any_layout => p16 + 1.0,
+        _ => p16 + 2.0,
     }
 }
 
-/// Elements Transformer Engine casts to fp8 in one layer's forward for
-/// `m` tokens, counted so that the forward-and-backward factor of three
-/// the caller applies gives the step's casts: the linear layers' inputs,
-/// `inputs` wide a token ([`te_cast_inputs`]). The `weights` are cast once
+/// Bytes Transformer Engine's casts move in one layer's forward for `m`
+/// tokens, counted so that the forward-and-backward factor of three the
+/// caller applies gives the step's casts: the linear layers' inputs,
+/// `inputs` wide a token ([`te_cast_inputs`]), `per` bytes an element
+/// ([`te_cast_bytes`]). The `weights` are cast once
 /// per optimizer step: Megatron-Core passes `is_first_microbatch` to TE's
 /// modules (`megatron/core/extensions/transformer_engine.py`,
 /// `TELinear.forward`), which cast the weights and their transposes on
@@ -274,13 +286,14 @@ fn te_cast_bytes(cfg: &DetailedConfig) -> f64 {
 ///
 /// Under `--fp8-param` the weights are fp8 already and not cast by TE
 /// ([`te_weight_cast_per_step`]).
-fn te_cast_elements(cfg: &DetailedConfig, inputs: f64, m: f64, weights: f64) -> f64 {
+fn te_casts(cfg: &DetailedConfig, inputs: f64, m: f64, weights: f64, per: f64) -> f64 {
     let acc = cfg.accumulation_steps() as f64;
-    m * inputs + weights * te_weight_cast_per_step(cfg) / (3.0 * acc)
+    m * inputs * per + weights * te_weight_cast_per_step(cfg, per) / (3.0 * acc)
 }
 
-/// The weights' casts once per optimizer step, as elements of the three
-/// bytes (read two, write one) each of TE's cast of a 16-bit weight.
+/// The weights' casts once per optimizer step, bytes per weight: `per`,
+/// TE's cast of a 16-bit weight (with its transpose where the card needs
+/// one).
 /// Under `--fp8-param` with the per-tensor recipe the distributed
 /// optimizer casts its own shard of the fp32 main weights
 /// (`quantize_param_shard`, `megatron/core/fp8_utils.py`, Megatron-LM
@@ -298,12 +311,12 @@ fn te_cast_elements(cfg: &DetailedConfig, inputs: f64, m: f64, weights: f64) -> 
 /// in bf16 and are cast whole on every GPU after the gather
 /// (`_post_param_sync`, `copy_tensors_to_quantized_params`), as TE casts
 /// them without `--fp8-param`: unchanged.
-fn te_weight_cast_per_step(cfg: &DetailedConfig) -> f64 {
+fn te_weight_cast_per_step(cfg: &DetailedConfig, per: f64) -> f64 {
     if !cfg.fp8_param || cfg.fp8 != Fp8::Te {
-        return 1.0;
+        return per;
     }
     let dp = cfg.parallel.data_group() as f64;
-    (9.0 / dp + 2.0) / 3.0
+    9.0 / dp + 2.0
 }
 
 #[cfg(test)]
@@ -315,11 +328,36 @@ mod tests {
 
     /// Transformer Engine casts each weight once per optimizer step (the
     /// cached fp8 copies), so the step's casts are a per-micro-batch part
-    /// (the attention output's) times the micro-batches plus the weights'
-    /// once: 3 bytes an element (read 2, write 1) of every projection.
+    /// (the linear layers' inputs) times the micro-batches plus the
+    /// weights' once: on H100 4 bytes an element of every projection (read
+    /// 2, write 1 and the transposed copy 1), on B200 3.
     #[test]
     fn te_casts_weights_once_per_step() {
+        for (key, per) in [("h100-sxm", 4.0), ("b200", 3.0)] {
+            weights_cast_once(key, per);
+        }
+        // torchao casts every weight and input on every micro-batch.
         let card = gpu("h100-sxm").unwrap();
+        let mem = |acc: u64| {
+            let mut c = llama(4096, acc);
+            c.micro_batch = Some(1);
+            c.fp8 = Fp8::Te;
+            step_time(&c, &Cluster::new(card, 8), &Efficiency::default())
+                .parts
+                .memory_bound
+        };
+        let once = 2.0 * mem(1) - mem(2);
+        let mut c = llama(4096, 2);
+        c.micro_batch = Some(1);
+        c.fp8 = Fp8::Tensorwise;
+        let torchao = step_time(&c, &Cluster::new(card, 8), &Efficiency::default());
+        assert!(torchao.parts.memory_bound > mem(2) + once);
+    }
+
+    /// The weights' share of TE's casts on the card `key`: `per` bytes a
+    /// weight of every projection, once a step.
+    fn weights_cast_once(key: &str, per: f64) {
+        let card = gpu(key).unwrap();
         let mem = |acc: u64| {
             let mut c = llama(4096, acc);
             c.micro_batch = Some(1);
@@ -333,14 +371,8 @@ mod tests {
         let (h, f) = (a.hidden as f64, a.ffn as f64);
         let weights = h * (a.q_dim() + 2 * a.kv_dim()) as f64 + a.o_dim() as f64 * h + 3.0 * h * f;
         let rate = card.memory_gbps * 1e9 * Efficiency::default().memory;
-        let want = a.layers as f64 * 3.0 * weights / rate;
-        assert!((once / want - 1.0).abs() < 1e-6, "{once} {want}");
-        // torchao casts every weight and input on every micro-batch.
-        let mut c = llama(4096, 2);
-        c.micro_batch = Some(1);
-        c.fp8 = Fp8::Tensorwise;
-        let torchao = step_time(&c, &Cluster::new(card, 8), &Efficiency::default());
-        assert!(torchao.parts.memory_bound > mem(2) + once);
+        let want = a.layers as f64 * per * weights / rate;
+        assert!((once / want - 1.0).abs() < 1e-6, "{key}: {once} {want}");
     }
 
     /// Transformer Engine as Megatron-Core runs it casts every linear
@@ -348,7 +380,8 @@ mod tests {
     /// input and activation, 4,096 + 4,096 + 4,096 + 14,336 elements a
     /// token; a Qwen3-30B-A3B MoE layer its q/k/v input and attention
     /// output (2,048 + 4,096), its routed experts priced at the bf16 rate
-    /// and so not cast. Three bytes an element, four under MXFP8.
+    /// and so not cast. Three bytes an element on Blackwell, four under
+    /// MXFP8 or on Hopper.
     #[test]
     fn te_casts_every_linear_input() {
         use super::super::layer::Widths;
@@ -357,9 +390,12 @@ mod tests {
         let mut c = llama(4096, 1);
         c.fp8 = Fp8::Te;
         assert_eq!(te_cast_inputs(&c, &Widths::new(&c), false), 26_624.0);
-        assert_eq!(te_cast_bytes(&c), 3.0);
+        // Blackwell's fp8 GEMMs take either layout; Hopper's need a
+        // transposed copy as well.
+        assert_eq!(te_cast_bytes(&c, true), 3.0);
+        assert_eq!(te_cast_bytes(&c, false), 4.0);
         c.fp8 = Fp8::TeMxfp8;
-        assert_eq!(te_cast_bytes(&c), 4.0);
+        assert_eq!(te_cast_bytes(&c, true), 4.0);
         let q = crate::detailed::config::DetailedConfig::new(
             preset("qwen3-30b-a3b").unwrap().arch,
             4096,
@@ -368,12 +404,12 @@ mod tests {
         assert_eq!(te_cast_inputs(&q, &Widths::new(&q), true), 2048.0 + 4096.0);
     }
 
-    /// `--fp8-param` (per-tensor recipe) over 8 GPUs: TE no longer casts
-    /// the weights (3 bytes an element, once per step); the distributed
-    /// optimizer casts its eighth of them from fp32 (9 bytes an element)
-    /// and every GPU transposes the gathered fp8 weights (2 bytes an
-    /// element): 9/8 + 2 − 3 = 1/8 byte more per weight of the layers'
-    /// projections. The update writes no bf16 copy of them: 2 bytes per
+    /// `--fp8-param` (per-tensor recipe) over 8 H100s: TE no longer casts
+    /// the weights (4 bytes an element with their transposes, once per
+    /// step); the distributed optimizer casts its eighth of them from fp32
+    /// (9 bytes an element) and every GPU transposes the gathered fp8
+    /// weights (2 bytes an element): 9/8 + 2 − 4 = 7/8 byte less per
+    /// weight of the layers' projections. The update writes no bf16 copy of them: 2 bytes per
     /// linear weight (6,979,321,856 in Llama 3.1 8B) fewer. Under MXFP8
     /// the cast is TE's, unchanged.
     #[test]
@@ -394,7 +430,7 @@ mod tests {
         let (h, f) = (a.hidden as f64, a.ffn as f64);
         let weights = h * (a.q_dim() + 2 * a.kv_dim()) as f64 + a.o_dim() as f64 * h + 3.0 * h * f;
         let rate = card.memory_gbps * 1e9 * Efficiency::default().memory;
-        let cast = a.layers as f64 * weights * (9.0 / 8.0 + 2.0 - 3.0) / rate;
+        let cast = a.layers as f64 * weights * (9.0 / 8.0 + 2.0 - 4.0) / rate;
         let got = on.memory_bound - off.memory_bound;
         assert!((got / cast - 1.0).abs() < 1e-6, "{got} {cast}");
         let update = off.optimizer - on.optimizer;

@@ -63,7 +63,7 @@ pub(super) fn layer_forward(cfg: &DetailedConfig, moe: bool, m: f64, r: &Rates) 
     let act_width = mlp(cfg, &w, moe, m, r, &mut mm);
     let (mut attn, scores_bytes) = attention_core(cfg, &w, m, r);
     let mut per_token = per_token_bytes(cfg, &w, act_width);
-    let cast = fp8_cast_bytes(cfg, &w, moe, m);
+    let cast = fp8_cast_bytes(cfg, &w, moe, m, r.fp8_any_layout);
     let routing = moe_token_bytes(cfg, &w, moe, m);
     if let Some(mx) = cfg.arch.ssm {
         let (matmul, scan, bytes) = mixer(cfg, &w, mx, m, r);

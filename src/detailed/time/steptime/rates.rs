@@ -68,6 +68,9 @@ pub(super) struct Rates {
     pub attention: f64,
     pub attention_backward: f64,
     pub bytes: f64,
+    /// The card's fp8 GEMMs take either operand layout (Blackwell,
+    /// [`crate::detailed::time::hardware::BLACKWELL`]).
+    pub fp8_any_layout: bool,
     /// The card, for its links.
     gpu: Gpu,
     /// GPUs per node ([`Cluster::gpus_per_node`]).
@@ -118,6 +121,7 @@ impl Rates {
             attention: peak * eff.attention_forward,
             attention_backward: peak * eff.attention_backward,
             bytes: gpu.memory_gbps * 1e9 * eff.memory,
+            fp8_any_layout: crate::detailed::time::hardware::BLACKWELL.contains(&gpu.key),
             gpu: *gpu,
             gpus_per_node: cluster.gpus_per_node,
             eff: *eff,
