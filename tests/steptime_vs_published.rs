@@ -354,7 +354,7 @@ fn bounded_sources_within_bounds() {
 /// rows 8.3 → 8.2 % (worst 25.0 %). Then Transformer Engine's casts as
 /// Megatron-Core runs current scaling and MXFP8 (every linear layer's
 /// input cast in a kernel of its own, twice under MXFP8) took the dense
-/// rows to 7.8 % (worst 21.9 %), B200 24.3 → 23.1 %, GB200 17.1 → 12.7 %,
+/// rows to 7.8 % (worst 22.3 %), B200 24.3 → 23.1 %, GB200 17.1 → 12.7 %,
 /// and GB300's median, whose rows the model already priced slow, from 5.4
 /// to 7.1 %: its bound loosened to 7.2 % on purpose, said in
 /// docs/steptime.md.

@@ -221,7 +221,8 @@ pub(super) fn fp8_cast_bytes(
     };
     if matches!(cfg.fp8, Fp8::Te | Fp8::TeMxfp8) {
         let inputs = te_cast_inputs(cfg, w, moe);
-        return te_casts(cfg, inputs, m, weights, te_cast_bytes(cfg, any_layout)) / t;
+        let per = te_cast_bytes(cfg, any_layout);
+        return te_casts(cfg, inputs, m, weights, per, any_layout) / t;
     }
     p16 * (m * widths + weights) / t
 }
@@ -286,9 +287,16 @@ fn te_cast_bytes(cfg: &DetailedConfig, any_layout: bool) -> f64 {
 ///
 /// Under `--fp8-param` the weights are fp8 already and not cast by TE
 /// ([`te_weight_cast_per_step`]).
-fn te_casts(cfg: &DetailedConfig, inputs: f64, m: f64, weights: f64, per: f64) -> f64 {
+fn te_casts(
+    cfg: &DetailedConfig,
+    inputs: f64,
+    m: f64,
+    weights: f64,
+    per: f64,
+    any_layout: bool,
+) -> f64 {
     let acc = cfg.accumulation_steps() as f64;
-    m * inputs * per + weights * te_weight_cast_per_step(cfg, per) / (3.0 * acc)
+    m * inputs * per + weights * te_weight_cast_per_step(cfg, per, any_layout) / (3.0 * acc)
 }
 
 /// The weights' casts once per optimizer step, bytes per weight: `per`,
@@ -306,17 +314,20 @@ fn te_casts(cfg: &DetailedConfig, inputs: f64, m: f64, weights: f64, per: f64) -
 /// current scaling reads the bf16 shard once more for its amax,
 /// `_cast_master_weights_to_fp8_current_scaling`: not priced apart);
 /// after the all-gather every
-/// GPU makes the whole weight's transpose (`post_all_gather_processing`,
-/// `_create_transpose`: read 1, write 1). Under MXFP8 the weights arrive
+/// GPU makes the whole weight's transpose where its fp8 GEMMs need one
+/// (`post_all_gather_processing`: `_create_transpose` unless
+/// `is_non_tn_fp8_gemm_supported()`, read 1, write 1; not on Blackwell,
+/// `any_layout`). Under MXFP8 the weights arrive
 /// in bf16 and are cast whole on every GPU after the gather
 /// (`_post_param_sync`, `copy_tensors_to_quantized_params`), as TE casts
 /// them without `--fp8-param`: unchanged.
-fn te_weight_cast_per_step(cfg: &DetailedConfig, per: f64) -> f64 {
+fn te_weight_cast_per_step(cfg: &DetailedConfig, per: f64, any_layout: bool) -> f64 {
     if !cfg.fp8_param || cfg.fp8 != Fp8::Te {
         return per;
     }
     let dp = cfg.parallel.data_group() as f64;
-    9.0 / dp + 2.0
+    let transpose = if any_layout { 0.0 } else { 2.0 };
+    9.0 / dp + transpose
 }
 
 #[cfg(test)]
@@ -409,9 +420,10 @@ mod tests {
     /// step); the distributed optimizer casts its eighth of them from fp32
     /// (9 bytes an element) and every GPU transposes the gathered fp8
     /// weights (2 bytes an element): 9/8 + 2 − 4 = 7/8 byte less per
-    /// weight of the layers' projections. The update writes no bf16 copy of them: 2 bytes per
-    /// linear weight (6,979,321,856 in Llama 3.1 8B) fewer. Under MXFP8
-    /// the cast is TE's, unchanged.
+    /// weight of the layers' projections; on B200, no transposes, 9/8 − 3.
+    /// The update writes no bf16 copy of them: 2 bytes per linear weight
+    /// (6,979,321,856 in Llama 3.1 8B) fewer. Under MXFP8 the cast is
+    /// TE's, unchanged.
     #[test]
     fn fp8_param_casts_the_shard_and_transposes() {
         let card = gpu("h100-sxm").unwrap();
@@ -440,6 +452,21 @@ mod tests {
         let mx_on = at(&c).memory_bound;
         c.fp8_param = false;
         assert_eq!(mx_on, at(&c).memory_bound);
+        // On B200, whose fp8 GEMMs take either layout: TE's cast is 3 bytes
+        // and nothing is transposed after the gather, 9/8 − 3 a weight.
+        let b200 = gpu("b200").unwrap();
+        let on_b200 = |param: bool| {
+            let mut c = c;
+            c.fp8 = Fp8::Te;
+            c.fp8_param = param;
+            step_time(&c, &Cluster::new(b200, 8), &Efficiency::default())
+                .parts
+                .memory_bound
+        };
+        let rate = b200.memory_gbps * 1e9 * Efficiency::default().memory;
+        let cast = a.layers as f64 * weights * (9.0 / 8.0 - 3.0) / rate;
+        let got = on_b200(true) - on_b200(false);
+        assert!((got / cast - 1.0).abs() < 1e-6, "{got} {cast}");
     }
 
     /// Megatron-Core's MoE token handling, counted by hand for one
