@@ -15,6 +15,18 @@ fn membudget(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// `membudget` with the flags `base`, then `extra`.
+fn membudget_with(base: &[&str], extra: &[&str]) -> (i32, String, String) {
+    membudget(&[base, extra].concat())
+}
+
+/// The JSON of a run with the flags `base`, then `extra`, that succeeds.
+fn json_with(base: &[&str], extra: &[&str]) -> serde_json::Value {
+    let (code, out, err) = membudget_with(base, &[extra, &["--json"]].concat());
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str(&out).unwrap()
+}
+
 const LESSON: &str = "\
 params_gb                14.0 GB
 grads_gb                 14.0 GB
@@ -901,10 +913,7 @@ fn framework_options_are_the_named_frameworks() {
         assert_eq!(run(options), run(named), "{options:?}");
     }
     // And they change the figures: the buckets' second copy of the gradients.
-    let run = |extra: &[&str]| {
-        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
-        membudget(&args).1
-    };
+    let run = |extra: &[&str]| membudget_with(&base, extra).1;
     assert_ne!(
         run(&["--framework", "ddp"]),
         run(&["--framework", "ddp", "--grad-as-bucket-view"])
@@ -1396,15 +1405,8 @@ fn recompute_modules_flag_json_and_refusals() {
         "--dp",
         "8",
     ];
-    let run = |extra: &[&str]| {
-        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
-        membudget(&args)
-    };
-    let json = |extra: &[&str]| {
-        let (code, out, err) = run(&[extra, &["--json"]].concat());
-        assert_eq!(code, 0, "{err}");
-        serde_json::from_str::<serde_json::Value>(&out).unwrap()
-    };
+    let run = |extra: &[&str]| membudget_with(&base, extra);
+    let json = |extra: &[&str]| json_with(&base, extra);
     let off = json(&[]);
     assert!(off["inputs"]["recompute_modules"].is_null());
     let on = json(&["--recompute-modules", "core_attn,moe_act,layernorm"]);
@@ -1580,15 +1582,8 @@ fn moe_a2a_overlap_flag_json_and_refusals() {
         "--gpu",
         "h100-sxm",
     ];
-    let run = |extra: &[&str]| {
-        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
-        membudget(&args)
-    };
-    let json = |extra: &[&str]| {
-        let (code, out, err) = run(&[extra, &["--json"]].concat());
-        assert_eq!(code, 0, "{err}");
-        serde_json::from_str::<serde_json::Value>(&out).unwrap()
-    };
+    let run = |extra: &[&str]| membudget_with(&base, extra);
+    let json = |extra: &[&str]| json_with(&base, extra);
     let off = json(&[]);
     let on = json(&["--moe-a2a-overlap"]);
     assert!(off["inputs"]["overlaps_on"].is_null());

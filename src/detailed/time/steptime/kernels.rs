@@ -349,35 +349,30 @@ mod tests {
         }
         // torchao casts every weight and input on every micro-batch.
         let card = gpu("h100-sxm").unwrap();
-        let mem = |acc: u64| {
-            let mut c = llama(4096, acc);
-            c.micro_batch = Some(1);
-            c.fp8 = Fp8::Te;
-            step_time(&c, &Cluster::new(card, 8), &Efficiency::default())
-                .parts
-                .memory_bound
-        };
-        let once = 2.0 * mem(1) - mem(2);
+        let once = 2.0 * te_memory_bound(card, 1) - te_memory_bound(card, 2);
         let mut c = llama(4096, 2);
         c.micro_batch = Some(1);
         c.fp8 = Fp8::Tensorwise;
         let torchao = step_time(&c, &Cluster::new(card, 8), &Efficiency::default());
-        assert!(torchao.parts.memory_bound > mem(2) + once);
+        assert!(torchao.parts.memory_bound > te_memory_bound(card, 2) + once);
+    }
+
+    /// The memory-bound seconds of Llama 3.1 8B under `--fp8 te` on eight
+    /// of `card`, one sequence of 4,096 tokens a micro-batch, `acc` of them.
+    fn te_memory_bound(card: crate::detailed::time::hardware::Gpu, acc: u64) -> f64 {
+        let mut c = llama(4096, acc);
+        c.micro_batch = Some(1);
+        c.fp8 = Fp8::Te;
+        step_time(&c, &Cluster::new(card, 8), &Efficiency::default())
+            .parts
+            .memory_bound
     }
 
     /// The weights' share of TE's casts on the card `key`: `per` bytes a
     /// weight of every projection, once a step.
     fn weights_cast_once(key: &str, per: f64) {
         let card = gpu(key).unwrap();
-        let mem = |acc: u64| {
-            let mut c = llama(4096, acc);
-            c.micro_batch = Some(1);
-            c.fp8 = Fp8::Te;
-            step_time(&c, &Cluster::new(card, 8), &Efficiency::default())
-                .parts
-                .memory_bound
-        };
-        let once = 2.0 * mem(1) - mem(2);
+        let once = 2.0 * te_memory_bound(card, 1) - te_memory_bound(card, 2);
         let a = llama(4096, 1).arch;
         let (h, f) = (a.hidden as f64, a.ffn as f64);
         let weights = h * (a.q_dim() + 2 * a.kv_dim()) as f64 + a.o_dim() as f64 * h + 3.0 * h * f;
