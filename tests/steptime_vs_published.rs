@@ -5,6 +5,7 @@
 //! of efficiencies ([`Efficiency::default`]) for every row, each source's
 //! rows checked on their own.
 
+use membudget::detailed::config::LoraDtype;
 use membudget::detailed::time::hardware::gpu;
 use membudget::detailed::time::steptime::{step_time, Cluster, Efficiency, StepTime};
 use membudget::detailed::{
@@ -111,6 +112,13 @@ pub fn rows() -> Vec<Row> {
             cfg.offload.activation_layers = num(30);
             // Megatron-Core's combined 1F1B schedule (0: off, its default).
             cfg.overlap.moe_a2a = c[31] == "1";
+            // LoRA, "rank:targets" ("-": full training), its adapters in
+            // the model's bf16 as Megatron-Bridge keeps them.
+            if let Some((rank, targets)) = c[32].split_once(':') {
+                cfg.lora_rank = Some(rank.parse().unwrap());
+                cfg.lora_targets = targets.parse().unwrap();
+                cfg.lora_dtype = LoraDtype::Bf16;
+            }
             cfg.fp8 = match c[23] {
                 "te" => Fp8::Te,
                 "te-mxfp8" => Fp8::TeMxfp8,
@@ -220,6 +228,7 @@ pub fn rows() -> Vec<Row> {
                         .chain((c[29] == "tp_comm").then(|| " no-tp-overlap".to_string()))
                         .chain((num(30) > 0).then(|| format!(" offload{}", num(30))))
                         .chain((c[31] == "1").then(|| " a2a-overlap".to_string()))
+                        .chain((c[32] != "-").then(|| format!(" lora{}", c[32])))
                         .collect::<String>()
                 ),
                 measured,
@@ -258,7 +267,7 @@ const BOUNDED: [&str; 4] = ["mpt", "korthikanti", "narayanan", "torchtitan"];
 /// Every source, in the order docs/steptime.md shows them: the bounded
 /// ones, then IBM's (whose 7B and 13B rows the model runs fast, see
 /// docs/steptime.md) and the H100 rows.
-const SOURCES: [&str; 14] = [
+const SOURCES: [&str; 15] = [
     "mpt",
     "korthikanti",
     "narayanan",
@@ -271,6 +280,7 @@ const SOURCES: [&str; 14] = [
     "mbridge-b300",
     "mbridge-gb200",
     "mbridge-gb300",
+    "mbridge-ft",
     "moe-zoo-h100",
     "mcore-moe",
 ];
@@ -357,7 +367,11 @@ fn bounded_sources_within_bounds() {
 /// rows to 7.8 % (worst 22.3 %), B200 24.3 → 23.1 %, GB200 17.1 → 12.7 %,
 /// and GB300's median, whose rows the model already priced slow, from 5.4
 /// to 7.1 %: its bound loosened to 7.2 % on purpose, said in
-/// docs/steptime.md.
+/// docs/steptime.md. Megatron-Bridge's fine-tuning tables (26.06: Llama 3
+/// 70B, full fine-tuning on 32 GPUs and LoRA on 8) came in as they were
+/// priced, with LoRA over an fp8 base (their recipes' `fp8_param`) the one
+/// change made for them: 6.4 % (worst 11.0 %), the dense
+/// rows with them 7.5 % over 31.
 #[test]
 fn recipe_sources_within_their_bounds() {
     let rows = rows();
@@ -367,6 +381,7 @@ fn recipe_sources_within_their_bounds() {
         ("mbridge-b300", 4, 0.38, 1.18),
         ("mbridge-gb200", 13, 0.13, 0.60),
         ("mbridge-gb300", 14, 0.072, 0.32),
+        ("mbridge-ft", 10, 0.064, 0.11),
         ("moe-zoo-h100", 5, 0.22, 0.66),
         ("mcore-moe", 1, 0.04, 0.04),
     ] {
@@ -380,9 +395,9 @@ fn recipe_sources_within_their_bounds() {
         .filter(|r| r.source.starts_with("mbridge-") && r.label.starts_with("llama"))
         .map(|r| r.error().abs())
         .collect();
-    assert_eq!(dense.len(), 21);
+    assert_eq!(dense.len(), 31);
     let worst = dense.iter().cloned().fold(0.0, f64::max);
-    assert!(median(dense) <= 0.079 && worst <= 0.35);
+    assert!(median(dense) <= 0.075 && worst <= 0.35);
 }
 
 /// The number after `key` in a row's label (" pp8 " → 8), 1 without it.
@@ -429,9 +444,15 @@ fn uneven_splits_are_the_recipes() {
 
 /// The groups of Megatron-Bridge's rows that set a range beside the
 /// figures (`src/detailed/time/validation.rs`): the dense Llama rows of
-/// each card group; the mixture-of-experts rows set none.
-const RANGE_GROUPS: [(&str, &[&str]); 2] = [
-    ("mbridge-h100-dense", &["mbridge-h100"]),
+/// each card group, its pre-training and fine-tuning tables' alike; the
+/// mixture-of-experts rows set none. Each group: its key, its sources and
+/// its cards.
+const RANGE_GROUPS: [(&str, &[&str], &[&str]); 2] = [
+    (
+        "mbridge-h100-dense",
+        &["mbridge-h100", "mbridge-ft"],
+        &["h100-sxm"],
+    ),
     (
         "mbridge-blackwell-dense",
         &[
@@ -439,15 +460,18 @@ const RANGE_GROUPS: [(&str, &[&str]); 2] = [
             "mbridge-b300",
             "mbridge-gb200",
             "mbridge-gb300",
+            "mbridge-ft",
         ],
+        &["b200", "b300", "gb200", "gb300"],
     ),
 ];
 
 /// One range group's line of docs/steptime.md's per-source table.
-fn group_line(rows: &[Row], group: &str, sources: &[&str]) -> String {
+fn group_line(rows: &[Row], group: &str, sources: &[&str], cards: &[&str]) -> String {
     let dense: Vec<Row> = rows
         .iter()
         .filter(|r| sources.contains(&r.source.as_str()) && r.label.starts_with("llama"))
+        .filter(|r| cards.iter().any(|c| r.label.contains(&format!("×{c} "))))
         .map(|r| Row {
             source: group.to_string(),
             ..r.clone()
@@ -463,8 +487,8 @@ fn range_groups_are_their_rows() {
     let rows = rows();
     let doc =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/steptime.md")).unwrap();
-    for (group, sources) in RANGE_GROUPS {
-        let line = group_line(&rows, group, sources);
+    for (group, sources, cards) in RANGE_GROUPS {
+        let line = group_line(&rows, group, sources, cards);
         assert!(doc.contains(&line), "docs/steptime.md lacks {line}");
     }
 }
@@ -505,8 +529,8 @@ fn print_table() {
     for source in SOURCES {
         println!("{}", source_line(&rows, source));
     }
-    for (group, sources) in RANGE_GROUPS {
-        println!("{}", group_line(&rows, group, sources));
+    for (group, sources, cards) in RANGE_GROUPS {
+        println!("{}", group_line(&rows, group, sources, cards));
     }
     for r in &rows {
         println!(
@@ -518,6 +542,9 @@ fn print_table() {
             100.0 * r.error(),
             r.predicted.parts.dominant()
         );
+        if std::env::var("PARTS").is_ok_and(|f| r.label.contains(&f) || r.source == f) {
+            println!("   {:?}", r.predicted.parts);
+        }
     }
 }
 
@@ -589,7 +616,7 @@ fn published_runs_fit_their_cards() {
             banded += 1;
         }
     }
-    assert_eq!(rows_seen, 280);
+    assert_eq!(rows_seen, 290);
     assert_eq!(banded, 50, "rows over the card with the 15 % band");
 }
 

@@ -414,6 +414,30 @@ fn what_a_format_cannot_say_is_refused() {
     assert!(emit(&moe, Target::Megatron)
         .unwrap_err()
         .contains("only dense models"));
+    // LoRA over an fp8 base, as Megatron-Bridge's fine-tuning recipes run
+    // it: Megatron-LM's launch line has no adapters, and says that (not a
+    // PEFT dtype rule).
+    let lora = config(&strings(&[
+        "--model",
+        "llama-3.1-8b",
+        "--dp",
+        "8",
+        "--zero",
+        "1",
+        "--fp8",
+        "te",
+        "--fp8-param",
+        "--impl",
+        "fused",
+        "--lora-rank",
+        "16",
+        "--lora-dtype",
+        "bf16",
+    ]))
+    .unwrap();
+    assert!(emit(&lora, Target::Megatron)
+        .unwrap_err()
+        .contains("pretrain_gpt.py trains the whole model"));
 }
 
 fn pick(options: &'static [&'static str]) -> impl Strategy<Value = &'static str> {

@@ -101,8 +101,14 @@ fn fp8_param(cfg: &DetailedConfig) -> Result<(), DetailedError> {
         return refuse("--fp8-param is priced under Megatron's distributed optimizer (--zero 1 or 2) or Megatron-FSDP (--zero 3), which keep the fp32 main weights and cast them to fp8 after each step; Megatron refuses it without one");
     }
     let offloaded = cfg.offload.optimizer || cfg.offload.params;
-    if cfg.precision != Precision::Mixed || cfg.lora_rank.is_some() || offloaded {
-        return refuse("--fp8-param keeps the fp32 main weights in Megatron's distributed optimizer on the GPU: it needs --precision mixed, full training (no LoRA) and no offloading");
+    if cfg.precision != Precision::Mixed || offloaded {
+        return refuse("--fp8-param keeps the fp32 main weights in Megatron's distributed optimizer on the GPU: it needs --precision mixed and no offloading");
+    }
+    // LoRA: the frozen base built in fp8 (Megatron-Bridge's fine-tuning
+    // recipes set `fp8_param_gather`, which sets `fp8_param`, beside their
+    // adapters), priced under the distributed optimizer only.
+    if cfg.lora_rank.is_some() && (cfg.parallel.zero >= 3 || cfg.base_quant != BaseQuant::None) {
+        return refuse("--fp8-param with LoRA keeps the frozen base in fp8 under Megatron's distributed optimizer: it needs --zero 1 or 2 and no --quant-base");
     }
     Ok(())
 }

@@ -449,9 +449,32 @@ mod tests {
         );
         refused(&|c| c.parallel.zero = 0, "--zero 1 or 2");
         refused(&|c| c.precision = Precision::Bf16, "--precision mixed");
-        refused(&|c| c.lora_rank = Some(16), "no LoRA");
+        refused(
+            &|c| {
+                c.lora_rank = Some(16);
+                c.parallel.zero = 3;
+            },
+            "--zero 1 or 2 and no --quant-base",
+        );
         base.parallel.zero = 2;
         assert!(estimate(&base).is_ok());
+        // LoRA over a frozen fp8 base, as Megatron-Bridge's fine-tuning
+        // recipes run it: the base's two bytes a weight become its fp8 data
+        // and transpose, the adapters alone train.
+        let mut lora = base;
+        lora.lora_rank = Some(16);
+        let bf16 = estimate(&DetailedConfig {
+            fp8_param: false,
+            ..lora
+        })
+        .unwrap();
+        let fp8 = estimate(&lora).unwrap();
+        assert_eq!(bf16.master_weights, fp8.master_weights);
+        let cache = te_weight_workspace(&lora);
+        assert!(cache > 0.0);
+        let dropped = te_weights_16bit_dropped(&lora);
+        assert!((bf16.params - fp8.params - dropped).abs() < 1.0);
+        assert!((dropped - cache).abs() < 1.0);
     }
 
     /// Float8 casts 16-bit activations; fp32 is refused.

@@ -63,7 +63,9 @@ pub struct Validation {
 /// foundation-model-stack/fms-fsdp README and the PyTorch blog of
 /// 2024-03-13 (FSDP), and the dense Llama rows of Megatron-Bridge's
 /// performance summary (NVIDIA-NeMo/Megatron-Bridge
-/// `docs/performance-summary.md` @ df0289c1) on H100 and on Blackwell.
+/// `docs/performance-summary.md` @ df0289c1: pre-training) and its archive
+/// (`docs/performance-summary-archive.md` @ 067f987df, the 26.06 tables:
+/// full fine-tuning and LoRA) on H100 and on Blackwell.
 ///
 /// The first is MPT's A100 rows, the largest source, whose median the
 /// page's step-time note quotes.
@@ -115,15 +117,15 @@ pub const VALIDATION: [Validation; 9] = [
         "Megatron-Bridge",
         "H100 SXM",
         "megatron",
-        4,
-        [7.1, 12.6, -5.6, 12.6],
+        6,
+        [5.6, 12.6, -5.6, 12.6],
     ),
     source(
         "mbridge-blackwell-dense",
         "Megatron-Bridge",
         "Blackwell",
         "megatron",
-        17,
+        25,
         [7.8, 22.3, -10.0, 22.3],
     ),
 ];
@@ -282,15 +284,17 @@ mod tests {
         assert_eq!(a100.rows, 18);
         c.framework = Framework::DEEPSPEED;
         assert_eq!(range(&c, "a100-40gb").unwrap().sources.len(), 5);
-        // Megatron on H100: its four dense rows (Llama 3.1 70B and 405B)
-        // set the range alone.
+        // Megatron on H100: its six dense rows (Llama 3.1 70B and 405B
+        // pre-training, Llama 3 70B full fine-tuning and LoRA) set the
+        // range alone.
         c.framework = Framework::Megatron;
         let h100 = range(&c, "h100-sxm").unwrap();
         assert_eq!(h100.sources, ["mbridge-h100-dense"]);
         assert!((h100.lowest + 0.056).abs() < 1e-12 && (h100.highest - 0.126).abs() < 1e-12);
+        assert_eq!(h100.rows, 6);
         let b200 = range(&c, "b200").unwrap();
         assert_eq!(b200.sources, ["mbridge-blackwell-dense"]);
-        assert_eq!(b200.rows, 17);
+        assert_eq!(b200.rows, 25);
         assert_eq!(
             range(&c, "b300").unwrap().basis,
             "the validation on Blackwell, the same architecture"

@@ -185,7 +185,8 @@ fn refuse_features(cfg: &DetailedConfig, format: &str) -> Result<(), String> {
                     "torchtune keeps the adapters in the model's dtype",
                 ))
             }
-            (false, LoraDtype::Bf16) => {
+            // Megatron-LM's arguments write no LoRA at all: refused below.
+            (false, LoraDtype::Bf16) if format != "megatron" => {
                 return Err(cannot(format, "PEFT keeps the adapters in fp32"))
             }
             _ => {}

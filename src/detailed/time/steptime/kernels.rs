@@ -321,7 +321,13 @@ fn te_casts(
 /// in bf16 and are cast whole on every GPU after the gather
 /// (`_post_param_sync`, `copy_tensors_to_quantized_params`), as TE casts
 /// them without `--fp8-param`: unchanged.
+/// With LoRA the base is frozen and built in fp8 under either recipe
+/// (`fp8_model_init`): no optimizer step writes it and no gather brings
+/// it, so it is never cast again.
 fn te_weight_cast_per_step(cfg: &DetailedConfig, per: f64, any_layout: bool) -> f64 {
+    if cfg.fp8_param && cfg.lora_rank.is_some() {
+        return 0.0;
+    }
     if !cfg.fp8_param || cfg.fp8 != Fp8::Te {
         return per;
     }
@@ -461,6 +467,20 @@ mod tests {
         let rate = b200.memory_gbps * 1e9 * Efficiency::default().memory;
         let cast = a.layers as f64 * weights * (9.0 / 8.0 - 3.0) / rate;
         let got = on_b200(true) - on_b200(false);
+        assert!((got / cast - 1.0).abs() < 1e-6, "{got} {cast}");
+        // LoRA: the frozen fp8 base is cast never, where without
+        // `--fp8-param` TE casts it once a step (3 bytes a weight on B200).
+        let lora = |param: bool| {
+            let mut c = c;
+            c.fp8 = Fp8::Te;
+            c.fp8_param = param;
+            c.lora_rank = Some(16);
+            step_time(&c, &Cluster::new(b200, 8), &Efficiency::default())
+                .parts
+                .memory_bound
+        };
+        let cast = a.layers as f64 * weights * 3.0 / rate;
+        let got = lora(false) - lora(true);
         assert!((got / cast - 1.0).abs() < 1e-6, "{got} {cast}");
     }
 
