@@ -66,11 +66,28 @@ pub(super) fn block(cfg: &DetailedConfig, b: f64, moe: Option<Moe>) -> LayerActi
     LayerActivations {
         replicated: replicated + router,
         sharded: qkv + mlp + attn_extra,
-        scores,
+        scores: scores + te_attention_output(n, od, li, p),
         experts,
         experts_ffn: moe
             .filter(|_| !whole)
             .map_or(0.0, |m| moe_ffn_bytes(cfg, n, m)),
+    }
+}
+
+/// Under Transformer Engine's fp8 the attention's output is kept twice:
+/// the attention saves it in 16 bits for its own backward (`FusedAttnFunc`
+/// saves `q, k, v, out_f16`, `attention/dot_product_attention/backends.py`,
+/// TransformerEngine d0067d0) and the out-projection its fp8 cast for the
+/// weight's gradient (`linear.py`: `saved_inputmat`, the quantized
+/// input), the `od · li` already counted. Without fp8 they are one tensor.
+/// Recomputing the attention core (`--recompute selective`, Megatron's
+/// `core_attn`) reruns the attention in backward, so its 16-bit copy goes
+/// with the scores.
+fn te_attention_output(n: f64, od: f64, li: f64, p: f64) -> f64 {
+    if li < p {
+        n * od * p
+    } else {
+        0.0
     }
 }
 
