@@ -584,11 +584,10 @@ fn moe_refusal_states_the_rows_span() {
 /// does not know whole: GPT-OSS 120B on H100 at micro-batch 4 and EP 8
 /// (Megatron-Bridge 25.11, a recipe not in the repository's history, whose
 /// recomputation is not known); and MLPerf's Llama 2 70B LoRA on 8 H200s
-/// (TP 1, CP 2), the one Megatron LoRA row whose base fills the card: the
-/// model keeps a Megatron layer's saved inputs under LoRA as in full
-/// training (its frozen projections' too, an upper bound) and, as
-/// today's Transformer Engine builds fp8 primary weights, a transpose
-/// beside each (NeMo 24.09's kept one byte a weight). With the default 15 % fragmentation band
+/// (TP 1, CP 2), the one Megatron LoRA row whose base fills the card: as
+/// today's Transformer Engine builds fp8 primary weights the model keeps
+/// a transpose beside each (69 GB here; NeMo 24.09's kept one byte a
+/// weight, and without it the row fits). With the default 15 % fragmentation band
 /// (a verdict's caution, `FRAGMENTATION_PERCENT`) the rows tuned to the
 /// card's edge read "does not fit": the count is held here and in
 /// docs/validation.md.
