@@ -190,7 +190,7 @@ fn lora(cfg: &DetailedConfig) -> Result<(), DetailedError> {
         if cfg.lora_targets.count() == 0 {
             return refuse("LoRA needs at least one target projection");
         }
-        if a.family == Family::Gpt2 && cfg.lora_targets.0 & LoraTargets::GATE != 0 {
+        if a.family == Family::Gpt2 && cfg.lora_targets.any(LoraTargets::GATE) {
             return refuse("GPT-2 has no gate projection");
         }
     }
@@ -497,7 +497,9 @@ fn experts(cfg: &DetailedConfig) -> Result<(), DetailedError> {
             return refuse("expert parallelism must divide the experts");
         }
         if cfg.lora_rank.is_some()
-            && cfg.lora_targets.0 & (LoraTargets::GATE | LoraTargets::UP | LoraTargets::DOWN) != 0
+            && cfg
+                .lora_targets
+                .any(LoraTargets::GATE | LoraTargets::UP | LoraTargets::DOWN)
         {
             return refuse(
                 "LoRA on experts' MLPs is not modelled: choose attention targets (q, k, v, o)",

@@ -600,7 +600,7 @@ impl LoraTargets {
         Self::NAMES
             .into_iter()
             .map(|(_, bit)| bit)
-            .filter(move |bit| self.0 & bit != 0)
+            .filter(move |bit| self.any(*bit))
     }
 
     /// How many projections per layer.
@@ -608,14 +608,19 @@ impl LoraTargets {
         u64::from((self.0 & Self::LAYERS).count_ones())
     }
 
+    /// Whether any of the projections `bits` names is adapted.
+    pub fn any(self, bits: u16) -> bool {
+        self.0 & bits != 0
+    }
+
     /// Whether the output layer is adapted.
     pub fn lm_head(self) -> bool {
-        self.0 & Self::LM_HEAD != 0
+        self.any(Self::LM_HEAD)
     }
 
     /// Whether the embedding is adapted.
     pub fn embed(self) -> bool {
-        self.0 & Self::EMBED != 0
+        self.any(Self::EMBED)
     }
 
     /// `q,v` style.

@@ -110,13 +110,7 @@ fn kept_inputs(cfg: &DetailedConfig, moe: bool, li: f64, p: f64) -> KeptInputs {
             down: li,
         };
     }
-    let adapted = |bits: u16| {
-        if cfg.lora_targets.0 & bits != 0 {
-            p
-        } else {
-            0.0
-        }
-    };
+    let adapted = |bits: u16| if cfg.lora_targets.any(bits) { p } else { 0.0 };
     KeptInputs {
         qkv: adapted(T::Q | T::K | T::V),
         mlp: adapted(T::GATE | T::UP),
@@ -130,12 +124,13 @@ fn kept_inputs(cfg: &DetailedConfig, moe: bool, li: f64, p: f64) -> KeptInputs {
 /// saves `q, k, v, out_f16`, `attention/dot_product_attention/backends.py`,
 /// TransformerEngine d0067d0) and the out-projection its fp8 cast for the
 /// weight's gradient (`linear.py`: `saved_inputmat`, the quantized
-/// input), the `od · li` already counted. Without fp8 they are one tensor.
-/// Recomputing the attention core (`--recompute selective`, Megatron's
-/// `core_attn`) reruns the attention in backward, so its 16-bit copy goes
-/// with the scores.
-fn te_attention_output(n: f64, od: f64, li: f64, p: f64) -> f64 {
-    if 0.0 < li && li < p {
+/// input), the `od · out` already counted (`out`: [`KeptInputs::out`]).
+/// Without fp8 they are one tensor; under LoRA the frozen projection keeps
+/// no copy and `out` is the attention's own 16 bits. Recomputing the
+/// attention core (`--recompute selective`, Megatron's `core_attn`) reruns
+/// the attention in backward, so its 16-bit copy goes with the scores.
+fn te_attention_output(n: f64, od: f64, out: f64, p: f64) -> f64 {
+    if out < p {
         n * od * p
     } else {
         0.0

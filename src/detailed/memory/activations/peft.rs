@@ -23,11 +23,6 @@ pub(super) fn peft_llama(cfg: &DetailedConfig) -> bool {
         && !a.sandwich_norms
 }
 
-/// Whether LoRA adapts any of the projections `bits` names.
-fn has(cfg: &DetailedConfig, bits: u16) -> bool {
-    cfg.lora_targets.0 & bits != 0
-}
-
 /// A frozen RMSNorm over `rows` rows of width w: its weight needs no
 /// gradient, so it keeps its fp32 input and reciprocal root, not its
 /// output.
@@ -58,8 +53,11 @@ pub(super) fn peft_layer(cfg: &DetailedConfig, n: f64, first: bool) -> LayerActi
     let (qd, kd) = (a.q_dim() as f64, a.kv_dim() as f64);
     let heads = a.heads as f64;
     let rg_in = !first;
-    let rg_attn = rg_in || has(cfg, T::Q) || has(cfg, T::K) || has(cfg, T::V);
-    let rg_mid = rg_attn || has(cfg, T::O);
+    let rg_attn = rg_in
+        || cfg.lora_targets.any(T::Q)
+        || cfg.lora_targets.any(T::K)
+        || cfg.lora_targets.any(T::V);
+    let rg_mid = rg_attn || cfg.lora_targets.any(T::O);
     let mut replicated = 0.0;
     if rg_in {
         replicated += frozen_rms(h, n);
@@ -67,7 +65,7 @@ pub(super) fn peft_layer(cfg: &DetailedConfig, n: f64, first: bool) -> LayerActi
     if rg_mid {
         replicated += frozen_rms(h, n);
     }
-    let rg_down = rg_mid || has(cfg, T::GATE) || has(cfg, T::UP);
+    let rg_down = rg_mid || cfg.lora_targets.any(T::GATE) || cfg.lora_targets.any(T::UP);
     let adapters = adapters(cfg, n, [rg_in, rg_attn, rg_mid, rg_down]);
     let qk_norm = if a.qk_norm && rg_attn {
         frozen_rms(qd / heads, n * heads)
@@ -76,7 +74,7 @@ pub(super) fn peft_layer(cfg: &DetailedConfig, n: f64, first: bool) -> LayerActi
         0.0
     };
     let (attn, scores) = attention(cfg, n, first, rg_attn);
-    let mlp = if rg_mid || has(cfg, T::GATE) || has(cfg, T::UP) {
+    let mlp = if rg_mid || cfg.lora_targets.any(T::GATE) || cfg.lora_targets.any(T::UP) {
         3.0 * n * f * p
     } else {
         0.0
@@ -202,7 +200,11 @@ fn attention(cfg: &DetailedConfig, n: f64, first: bool, rg_attn: bool) -> (f64, 
     // Which of q, k, v require grad: all after the first layer; in it, the
     // adapted ones. A matmul keeps an operand only for the other's gradient.
     let (q_rg, k_rg, v_rg) = if first {
-        (has(cfg, T::Q), has(cfg, T::K), has(cfg, T::V))
+        (
+            cfg.lora_targets.any(T::Q),
+            cfg.lora_targets.any(T::K),
+            cfg.lora_targets.any(T::V),
+        )
     } else {
         (true, true, true)
     };
