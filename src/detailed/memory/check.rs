@@ -97,7 +97,10 @@ fn fp8_param(cfg: &DetailedConfig) -> Result<(), DetailedError> {
             "--fp8-param is Megatron-LM's --fp8-param-gather: it needs --framework megatron",
         );
     }
-    if cfg.parallel.zero == 0 {
+    // LoRA's frozen base needs no main weights to cast from: NeMo builds it
+    // in fp8 under plain data parallelism too (AMD's MLPerf LoRA runs,
+    // `fp8_params` with `fused_adam`).
+    if cfg.parallel.zero == 0 && cfg.lora_rank.is_none() {
         return refuse("--fp8-param is priced under Megatron's distributed optimizer (--zero 1 or 2) or Megatron-FSDP (--zero 3), which keep the fp32 main weights and cast them to fp8 after each step; Megatron refuses it without one");
     }
     let offloaded = cfg.offload.optimizer || cfg.offload.params;
@@ -106,9 +109,9 @@ fn fp8_param(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     }
     // LoRA: the frozen base built in fp8 (Megatron-Bridge's fine-tuning
     // recipes set `fp8_param_gather`, which sets `fp8_param`, beside their
-    // adapters), priced under the distributed optimizer only.
+    // adapters), priced with each GPU holding the whole base.
     if cfg.lora_rank.is_some() && (cfg.parallel.zero >= 3 || cfg.base_quant != BaseQuant::None) {
-        return refuse("--fp8-param with LoRA keeps the frozen base in fp8 under Megatron's distributed optimizer: it needs --zero 1 or 2 and no --quant-base");
+        return refuse("--fp8-param with LoRA keeps the whole frozen base in fp8 on each GPU: it needs --zero 0, 1 or 2 and no --quant-base");
     }
     Ok(())
 }

@@ -456,10 +456,22 @@ mod tests {
                 c.lora_rank = Some(16);
                 c.parallel.zero = 3;
             },
-            "--zero 1 or 2 and no --quant-base",
+            "--zero 0, 1 or 2 and no --quant-base",
         );
         base.parallel.zero = 2;
         assert!(estimate(&base).is_ok());
+        // Plain data parallelism holds a LoRA's frozen fp8 base (AMD's
+        // MLPerf runs: NeMo's `fp8_params` with `fused_adam`), not full
+        // training's fp8 weights.
+        let plain = DetailedConfig {
+            lora_rank: Some(16),
+            parallel: crate::detailed::config::Parallelism {
+                zero: 0,
+                ..base.parallel
+            },
+            ..base
+        };
+        assert!(estimate(&plain).is_ok());
         // LoRA over a frozen fp8 base, as Megatron-Bridge's fine-tuning
         // recipes run it: the base's two bytes a weight become its fp8 data
         // and transpose, the adapters alone train.

@@ -95,7 +95,7 @@ const C2C: f64 = 225.0;
 /// The table. Columns: key, name, memory as sold (GiB), dense TFLOPS
 /// [fp32, tf32, bf16, fp8], memory GB/s, intra-node, network, PCIe (GB/s
 /// per direction); each row's source is in [`SOURCES`].
-pub const GPUS: [Gpu; 23] = [
+pub const GPUS: [Gpu; 24] = [
     Gpu {
         key: "a100-40gb",
         name: "A100 SXM 40GB",
@@ -257,6 +257,16 @@ pub const GPUS: [Gpu; 23] = [
         pcie_gbps: PCIE5,
     },
     Gpu {
+        key: "mi350x",
+        name: "Instinct MI350X",
+        memory_gib: 288.0,
+        tflops: [Some(144.2), None, Some(2306.9), Some(4613.8)],
+        memory_gbps: 8000.0,
+        intra_node_gbps: 537.6,
+        inter_node_gbps: NDR,
+        pcie_gbps: PCIE5,
+    },
+    Gpu {
         key: "mi355x",
         name: "Instinct MI355X",
         memory_gib: 288.0,
@@ -352,7 +362,7 @@ pub fn memory_of(key: &str) -> Option<(&'static str, f64)> {
 /// Where each card's figures come from, by key: apart from [`GPUS`] so
 /// that the page, which prices with the figures, does not ship the
 /// citations (the command line and docs/hardware.md show them).
-pub const SOURCES: [(&str, &str); 23] = [
+pub const SOURCES: [(&str, &str); 24] = [
     ("a100-40gb", "NVIDIA A100 Tensor Core GPU data sheet (2021): FP32 19.5, TF32 312 sparse, BF16 624 sparse; HBM2 1,555 GB/s; NVLink 600 GB/s; PCIe Gen4 64 GB/s"),
     ("a100-80gb", "NVIDIA A100 Tensor Core GPU data sheet (2021): HBM2e 2,039 GB/s; otherwise as the 40GB"),
     ("h100-sxm", "NVIDIA H100 Tensor Core GPU data sheet: FP32 67, TF32 989, BF16 1,979, FP8 3,958 sparse (Hopper whitepaper: 989.4 dense BF16); HBM3 3.35 TB/s; NVLink 900 GB/s; PCIe Gen5 128 GB/s"),
@@ -369,6 +379,7 @@ pub const SOURCES: [(&str, &str); 23] = [
     ("rtx-3090", "NVIDIA Ampere GA102 GPU architecture whitepaper, appendix A (RTX 3090): FP32 35.6; TF32 35.6, BF16 with FP32 accumulate 71 dense; GDDR6X 936 GB/s; NVLink bridge 112.5 GB/s"),
     ("mi300x", "AMD Instinct MI300X data sheet: FP32 163.4, TF32 653.7, BF16 1,307.4, FP8 2,614.9 dense; HBM3 192 GB, 5.3 TB/s; Infinity Fabric 7 links, 896 GB/s; PCIe Gen5 x16"),
     ("mi325x", "AMD Instinct MI325X data sheet: compute as MI300X; HBM3E 256 GB, 6 TB/s; Infinity Fabric 896 GB/s"),
+    ("mi350x", "AMD Instinct MI350X data sheet: FP32 144.2, BF16 2,306.9, FP8 4,613.8 dense (twice the BF16 rate; CDNA 4 has no TF32); HBM3E 288 GB, 8 TB/s; the MI355X's Infinity Fabric, PCIe and network; air-cooled at 1,000 W against the MI355X's 1,400 W"),
     ("mi355x", "AMD Instinct MI355X data sheet: FP32 157.3, BF16 2,516.6, FP8 5,033.2 dense (CDNA 4 has no TF32: fp32 matmuls at the FP32 rate); HBM3E 288 GB, 8 TB/s; Infinity Fabric 7 links of 153.6 GB/s; PCIe Gen5 x16; 400 GbE per GPU (AMD Pensando Pollara 400)"),
     ("a10", "NVIDIA A10 Tensor Core GPU data sheet: FP32 31.2, TF32 125, BF16 250 sparse; GDDR6 24 GB, 600 GB/s; PCIe Gen4 64 GB/s; no NVLink"),
     ("a10g", "No NVIDIA data sheet is published for AWS's A10G: Baseten, \"NVIDIA A10 vs A10G for ML model inference\" (2023), spec table: FP32 35, TF32 35, BF16 70 dense; GDDR6 24 GB, 600 GB/s as the A10; PCIe Gen4, no NVLink (EC2 G5)"),
@@ -440,6 +451,7 @@ mod tests {
             ("gb200", 2500.0, 186.0, 8000.0),
             ("b300", 2250.0, 288.0, 7700.0),
             ("gb300", 2500.0, 288.0, 8000.0),
+            ("mi350x", 2306.9, 288.0, 8000.0),
             ("mi355x", 2516.6, 288.0, 8000.0),
             ("a10", 125.0, 24.0, 600.0),
             ("a10g", 70.0, 24.0, 600.0),

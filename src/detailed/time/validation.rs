@@ -65,11 +65,14 @@ pub struct Validation {
 /// performance summary (NVIDIA-NeMo/Megatron-Bridge
 /// `docs/performance-summary.md` @ df0289c1: pre-training) and its archive
 /// (`docs/performance-summary-archive.md` @ 067f987df, the 26.06 tables:
-/// full fine-tuning and LoRA) on H100 and on Blackwell.
+/// full fine-tuning and LoRA) on H100 and on Blackwell, and AMD's own
+/// MLPerf Training v5.1 submissions (mlcommons/training_results_v5.1 @
+/// 4da2d1cd71: Llama 2 70B LoRA on MI325X, MI350X and MI355X, Llama 3.1 8B
+/// on MI350X and MI355X).
 ///
 /// The first is MPT's A100 rows, the largest source, whose median the
 /// page's step-time note quotes.
-pub const VALIDATION: [Validation; 9] = [
+pub const VALIDATION: [Validation; 10] = [
     source("mpt", "MPT", "A100", "fsdp1", 139, [4.2, 41.3, -16.8, 41.3]),
     source(
         "korthikanti",
@@ -128,6 +131,14 @@ pub const VALIDATION: [Validation; 9] = [
         25,
         [7.8, 22.3, -10.0, 22.3],
     ),
+    source(
+        "mlperf-amd",
+        "MLPerf (AMD)",
+        "AMD Instinct",
+        "megatron",
+        5,
+        [11.7, 16.9, -3.1, 16.9],
+    ),
 ];
 
 /// The fewest rows of a card's own framework that set its range alone.
@@ -158,7 +169,7 @@ const fn source(
 
 /// The card groups the validation covers: the group, the cards measured,
 /// and the cards it speaks for by their architecture.
-pub const CARDS: [(&str, &[&str], &[&str]); 3] = [
+pub const CARDS: [(&str, &[&str], &[&str]); 4] = [
     ("A100", &["a100-40gb", "a100-80gb"], &[]),
     (
         "H100 SXM",
@@ -166,6 +177,7 @@ pub const CARDS: [(&str, &[&str], &[&str]); 3] = [
         &["h100-pcie", "h100-nvl", "h100-hbm2e", "h200"],
     ),
     ("Blackwell", &["b200", "gb200", "gb300"], &["b300"]),
+    ("AMD Instinct", &["mi325x", "mi350x", "mi355x"], &["mi300x"]),
 ];
 
 /// The range of a step's time the validation supports.
@@ -216,9 +228,9 @@ pub fn range(cfg: &DetailedConfig, card: &str) -> Result<Range, String> {
         .iter()
         .find(|(_, measured, alike)| measured.contains(&card) || alike.contains(&card))
     else {
-        let [a, h, b] = CARDS.map(|c| c.0);
+        let [a, h, b, m] = CARDS.map(|c| c.0);
         return Err(format!(
-            "not validated on this card: docs/steptime.md's published rows ran on {a}, {h} and {b} only"
+            "not validated on this card: docs/steptime.md's published rows ran on {a}, {h}, {b} and {m} only"
         ));
     };
     if cfg.arch.moe.is_some() {

@@ -74,6 +74,7 @@ pub const FLASH_ATTENTION_2: [(&[&str], f64); 2] = [
             "rtx-4090",
             "mi300x",
             "mi325x",
+            "mi350x",
             "mi355x",
         ],
         0.50,
@@ -87,8 +88,8 @@ pub const FLASH_ATTENTION_2: [(&[&str], f64); 2] = [
 /// TFLOPS, H100 SXM 794.5 of 989, "H200 is the same", B200 1745 of 2250,
 /// MI300X 668.4 of 1300, MI325X 784.9 of 1300). Cards it does not list take
 /// their architecture's, an assumption: the H100 PCIe, NVL and 96 GB HBM2e
-/// the H100 SXM's; GB200, B300 and GB300 the B200's; the MI355X (CDNA 4)
-/// the MI325X's, its nearest; with none, the A100's.
+/// the H100 SXM's; GB200, B300 and GB300 the B200's; the MI350X and
+/// MI355X (CDNA 4) the MI325X's, their nearest; with none, the A100's.
 pub const MATMUL_MAMF: [(&[&str], f64); 5] = [
     (
         &["h100-sxm", "h100-pcie", "h100-nvl", "h100-hbm2e", "h200"],
@@ -96,7 +97,7 @@ pub const MATMUL_MAMF: [(&[&str], f64); 5] = [
     ),
     (&["b200", "gb200", "b300", "gb300"], 1745.0 / 2250.0),
     (&["mi300x"], 668.4 / 1300.0),
-    (&["mi325x", "mi355x"], 784.9 / 1300.0),
+    (&["mi325x", "mi350x", "mi355x"], 784.9 / 1300.0),
     (
         &["a100-40gb", "a100-80gb", "rtx-3090", "l40s", "rtx-4090"],
         271.2 / 312.0,
