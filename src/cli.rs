@@ -289,8 +289,9 @@ pub struct PrecisionArgs {
     /// distributed optimizer casting its fp32 main weights to fp8 after
     /// each step and gathering them in fp8 (bf16 under te-mxfp8); under
     /// --zero 3 Megatron-FSDP's fp8 shards; with LoRA the frozen base in
-    /// fp8, never cast again (--zero 1 or 2). Needs --fp8 te or te-mxfp8,
-    /// --framework megatron and --zero 1, 2 or 3.
+    /// fp8, never cast again (--zero 0, 1 or 2). Needs --fp8 te or
+    /// te-mxfp8, --framework megatron and --zero 1, 2 or 3 (any but 3 with
+    /// LoRA).
     #[arg(long)]
     pub fp8_param: bool,
     /// The optimizer; paged-* are bitsandbytes' paged versions [default: adamw].
