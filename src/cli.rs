@@ -294,6 +294,13 @@ pub struct PrecisionArgs {
     /// LoRA).
     #[arg(long)]
     pub fp8_param: bool,
+    /// Megatron-LM's --disable-parameter-transpose-cache with --fp8-param:
+    /// each fp8 weight's transpose made for its backward and dropped, not
+    /// kept (Transformer Engine 1.x and ROCm's fork, as MLPerf's LoRA runs
+    /// set it): one byte a weight kept instead of two, and the transposes
+    /// made every micro-batch.
+    #[arg(long)]
+    pub disable_parameter_transpose_cache: bool,
     /// The optimizer; paged-* are bitsandbytes' paged versions [default: adamw].
     #[arg(long, value_name = "OPTIMIZER", value_parser = one_of::<Optimizer>(Optimizer::NAMES), ignore_case = true)]
     pub optimizer: Option<Optimizer>,
@@ -352,6 +359,12 @@ pub struct KernelArgs {
     /// Fused kernels under --framework megatron.
     #[arg(long, value_name = "LIST", value_parser = parse_recompute_modules)]
     pub recompute_modules: Option<ModulesArg>,
+    /// With --recompute full under --framework megatron: recompute only the
+    /// first N layers of each pipeline stage's model chunk, the rest
+    /// keeping everything (Megatron-Core's --recompute-method block
+    /// --recompute-num-layers N) [default: 0, every layer].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(0..=4096))]
+    pub recompute_layers: Option<u64>,
     /// Whose kernels: fused (Megatron), hf (stock transformers) or liger
     /// (stock transformers with Liger's RMSNorm, SwiGLU and RoPE kernels,
     /// and its fused loss unless --loss says otherwise) [default: hf with
@@ -868,6 +881,7 @@ impl Args {
             || p.grad_fp32
             || p.fp8.is_some()
             || p.fp8_param
+            || p.disable_parameter_transpose_cache
             || p.optimizer.is_some()
             || p.optimizer_in_backward
             || p.adam.is_some()
@@ -877,6 +891,7 @@ impl Args {
             || k.compile_scope.is_some()
             || k.recompute.is_some()
             || k.recompute_modules.is_some()
+            || k.recompute_layers.is_some()
             || k.implementation.is_some()
             || k.loss.is_some()
             || k.loss_chunks.is_some()
@@ -1211,6 +1226,7 @@ impl Args {
         cfg.fp32_grads = p.grad_fp32;
         cfg.fp8 = p.fp8.unwrap_or(Fp8::None);
         cfg.fp8_param = p.fp8_param;
+        cfg.no_transpose_cache = p.disable_parameter_transpose_cache;
         cfg.optimizer = p.optimizer.unwrap_or(Optimizer::AdamW);
         cfg.optimizer_in_backward = p.optimizer_in_backward;
     }
@@ -1240,6 +1256,7 @@ impl Args {
     /// `core_attn` as selective recomputation (refused beside another
     /// `--recompute`).
     fn read_recompute_modules(&self, cfg: &mut DetailedConfig) -> Result<(), CliError> {
+        cfg.recompute_layers = self.kernels.recompute_layers.unwrap_or(0);
         let Some(arg) = self.kernels.recompute_modules else {
             return Ok(());
         };

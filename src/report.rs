@@ -190,6 +190,10 @@ pub struct DetailedInputs {
     /// FP8 primary weights (`--fp8-param`); written only when on.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fp8_param: bool,
+    /// Its transposes made per use (`--disable-parameter-transpose-cache`);
+    /// written only when on.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub disable_parameter_transpose_cache: bool,
     /// The optimizer.
     pub optimizer: String,
     /// The optimizer's step in backward (`--optimizer-in-backward`);
@@ -206,6 +210,10 @@ pub struct DetailedInputs {
     /// (`--recompute-modules`), when any.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub recompute_modules: Vec<String>,
+    /// Megatron-Core's block method: the first layers of each model chunk
+    /// recomputed (`--recompute-layers`), when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recompute_layers: Option<u64>,
     /// The kernel profile, `fused` or `hf`.
     pub profile: String,
     /// Why this profile: `"chosen"`, or the default's reason.
@@ -946,6 +954,7 @@ impl DetailedInputs {
             precision: cfg.precision.name().into(),
             grad_fp32: cfg.fp32_grads,
             fp8_param: cfg.fp8_param,
+            disable_parameter_transpose_cache: cfg.no_transpose_cache,
             optimizer: cfg.optimizer.name().into(),
             optimizer_in_backward: cfg.optimizer_in_backward,
             attention: cfg.attention.name().into(),
@@ -957,6 +966,7 @@ impl DetailedInputs {
                 .into_iter()
                 .map(String::from)
                 .collect(),
+            recompute_layers: (cfg.recompute_layers > 0).then_some(cfg.recompute_layers),
             profile: cfg.profile.name().into(),
             profile_reason: parts.profile_reason.into(),
             liger_kernels: cfg.liger,

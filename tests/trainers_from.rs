@@ -1217,3 +1217,59 @@ fn megatron_reads_its_a2a_overlap() {
     let plain = trainers::read("plain.sh", "torchrun pretrain_gpt.py --num-layers 16").unwrap();
     assert_eq!(plain.out.arg("--overlap-moe-expert-parallel-comm"), None);
 }
+
+/// Megatron-LM's full recomputation needs a method and a count
+/// (`TransformerConfig.__post_init__`): `--recompute-method block
+/// --recompute-num-layers N` reads as `--recompute-layers N`, and the
+/// uniform method of one layer a unit as every layer (`--recompute full`
+/// alone); other counts are named as priced that way. `--emit megatron`
+/// writes both forms, and they read back.
+#[test]
+fn megatron_reads_and_writes_its_recompute_method() {
+    let line = |extra: &str| {
+        let text = format!("torchrun pretrain_gpt.py --num-layers 16 {extra}");
+        trainers::read("recompute.sh", &text).unwrap()
+    };
+    let block =
+        line("--recompute-granularity full --recompute-method block --recompute-num-layers 5");
+    assert_eq!(block.out.arg("--recompute"), Some("full"));
+    assert_eq!(block.out.arg("--recompute-layers"), Some("5"));
+    let every =
+        line("--recompute-granularity full --recompute-method uniform --recompute-num-layers 1");
+    assert_eq!(every.out.arg("--recompute-layers"), None);
+    // Read, and priced as it is: listed as asking for nothing more.
+    assert!(every
+        .out
+        .ignored
+        .iter()
+        .all(|i| i.reason.contains("as priced")));
+    let units =
+        line("--recompute-granularity full --recompute-method uniform --recompute-num-layers 4");
+    assert_eq!(units.out.arg("--recompute-layers"), None);
+    assert!(units
+        .out
+        .ignored
+        .iter()
+        .any(|i| i.key == "recompute-num-layers" && i.value == "4"));
+    for (extra, written, layers) in [
+        (
+            &["--recompute", "full", "--recompute-layers", "3"][..],
+            "--recompute-granularity full --recompute-method block --recompute-num-layers 3",
+            Some("3"),
+        ),
+        (
+            &["--recompute", "full"][..],
+            "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1",
+            None,
+        ),
+    ] {
+        let emitted = run(&llama_8b_zero1(
+            &[extra, &["--emit", "megatron"][..]].concat(),
+        ))
+        .unwrap();
+        assert!(emitted.contains(written), "{emitted}");
+        let back = trainers::read("launch.sh", &emitted).unwrap();
+        assert_eq!(back.out.arg("--recompute"), Some("full"));
+        assert_eq!(back.out.arg("--recompute-layers"), layers);
+    }
+}

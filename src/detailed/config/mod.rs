@@ -860,6 +860,15 @@ pub struct DetailedConfig {
     /// Megatron-Core's `fp8_param`, TE's `fp8_model_init`). See
     /// [`crate::detailed::memory::fp8::te_weights_16bit_dropped`].
     pub fp8_param: bool,
+    /// Megatron-LM's `--disable-parameter-transpose-cache` beside
+    /// [`DetailedConfig::fp8_param`]: Megatron-Core then passes
+    /// `is_first_microbatch=None` to Transformer Engine
+    /// (`megatron/core/extensions/transformer_engine.py`), whose fp8
+    /// parameters of the 1.x releases and ROCm's fork make each transpose
+    /// for its use and do not keep it. See
+    /// [`crate::detailed::memory::fp8::te_weight_workspace`].
+    #[cfg(not(target_arch = "wasm32"))]
+    pub no_transpose_cache: bool,
     /// Keep gradients in fp32 under mixed or bf16 precision.
     pub fp32_grads: bool,
     /// The optimizer.
@@ -880,6 +889,12 @@ pub struct DetailedConfig {
     /// Megatron-Core's output-discarding recomputation of single modules
     /// beside [`DetailedConfig::recompute`] ("fused" profile).
     pub recompute_modules: RecomputeModules,
+    /// Full recomputation of only the first this many layers of each
+    /// pipeline stage's model chunk, the rest keeping everything
+    /// (Megatron-Core's `--recompute-method block --recompute-num-layers`,
+    /// `TransformerBlock._checkpointed_forward`); 0: every layer.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub recompute_layers: u64,
     /// Kernel profile.
     pub profile: Profile,
     /// Device (details of the "hf" profile).
@@ -1004,6 +1019,13 @@ impl Overlap {
 /// `torchtune/modules/loss/ce_chunked_output_loss.py`, 0.6.1).
 pub const LOSS_CHUNKS: u64 = 8;
 
+/// Settings only the command line gives (`--recompute-layers`,
+/// `--disable-parameter-transpose-cache`): the page has no control or
+/// address key for them, so its configurations never hold them, and its
+/// wasm leaves their fields and code out (`cfg(target_arch = "wasm32")`:
+/// 1.4 KB of the page, gzip, measured on 2026-12-07).
+pub const COMMAND_LINE_ONLY: bool = !cfg!(target_arch = "wasm32");
+
 impl DetailedConfig {
     /// Mixed precision AdamW, eager attention with dropout, no
     /// recomputation, fused kernels on CUDA, one GPU.
@@ -1016,6 +1038,8 @@ impl DetailedConfig {
             precision: Precision::Mixed,
             fp8: Fp8::None,
             fp8_param: false,
+            #[cfg(not(target_arch = "wasm32"))]
+            no_transpose_cache: false,
             fp32_grads: false,
             optimizer: Optimizer::AdamW,
             optimizer_in_backward: false,
@@ -1023,6 +1047,8 @@ impl DetailedConfig {
             dropout: true,
             recompute: Recompute::None,
             recompute_modules: RecomputeModules::default(),
+            #[cfg(not(target_arch = "wasm32"))]
+            recompute_layers: 0,
             profile: Profile::Fused,
             device: Device::Cuda,
             parallel: Parallelism::default(),
@@ -1074,6 +1100,55 @@ impl DetailedConfig {
             p.stage_in_flight(rank, m)
         };
         base + extra
+    }
+
+    /// Of `stage` layers walked in order (a pipeline stage's, its virtual
+    /// chunks one after another), whether layer `i` is recomputed whole:
+    /// every layer under full recomputation, or, with
+    /// [`DetailedConfig::recompute_layers`], the first that many of each
+    /// model chunk (Megatron-Core's block method).
+    pub fn recomputes_layer(&self, i: u64, stage: u64) -> bool {
+        if self.recompute != Recompute::Full {
+            return false;
+        }
+        let chunk = (stage / self.parallel.vp.max(1)).max(1);
+        let n = self.block_layers();
+        n == 0 || i % chunk < n
+    }
+
+    /// [`DetailedConfig::recompute_layers`], 0 (every layer) on the page.
+    pub fn block_layers(&self) -> u64 {
+        #[cfg(not(target_arch = "wasm32"))]
+        return self.recompute_layers;
+        #[cfg(target_arch = "wasm32")]
+        0
+    }
+
+    /// `--disable-parameter-transpose-cache` beside `--fp8-param`: the fp8
+    /// weights' transposes made per use (a command-line setting,
+    /// [`COMMAND_LINE_ONLY`]).
+    pub fn transposes_per_use(&self) -> bool {
+        #[cfg(not(target_arch = "wasm32"))]
+        return self.fp8_param && self.no_transpose_cache;
+        #[cfg(target_arch = "wasm32")]
+        false
+    }
+
+    /// The share of a stage's layers recomputed whole: 1 under full
+    /// recomputation of every layer, 0 without it.
+    pub fn recomputed_share(&self) -> f64 {
+        if self.recompute != Recompute::Full {
+            return 0.0;
+        }
+        let n = self.block_layers();
+        if n == 0 {
+            return 1.0;
+        }
+        let stage = self.parallel.stage_layers(&self.arch).max(1.0) as u64;
+        let chunk = (stage / self.parallel.vp.max(1)).max(1);
+        let n = n.min(chunk);
+        let count = stage / chunk * n + (stage % chunk).min(n);
+        count as f64 / stage as f64
     }
 
     /// The layers of a pipeline stage whose saved activations go to the

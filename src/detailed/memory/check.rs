@@ -41,7 +41,29 @@ pub fn check(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     async_tp(cfg)?;
     fp8_param(cfg)?;
     moe_a2a_overlap(cfg)?;
+    recompute_layers(cfg)?;
     compiled(cfg)
+}
+
+/// Megatron-Core's block method (`--recompute-layers`): full recomputation
+/// of the first layers of each model chunk, which Megatron bounds by the
+/// layers a pipeline stage holds ("recompute_num_layers must be between 1
+/// and num_layers_per_pipeline_rank", `transformer_config.py`).
+fn recompute_layers(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    let n = cfg.block_layers();
+    if n == 0 {
+        return Ok(());
+    }
+    if cfg.recompute != Recompute::Full || cfg.framework != Framework::Megatron {
+        return refuse("--recompute-layers is Megatron-Core's block method (--recompute-method block): it needs --recompute full and --framework megatron");
+    }
+    let chunk = cfg.parallel.stage_layers(&cfg.arch) as u64 / cfg.parallel.vp.max(1);
+    if n > chunk {
+        return Err(DetailedError(format!(
+            "--recompute-layers {n} is more than the {chunk} layers of a pipeline stage's model chunk: give 1 to {chunk}, or drop it to recompute every layer"
+        )));
+    }
+    Ok(())
 }
 
 /// Megatron-Core's expert all-to-all overlap
@@ -86,6 +108,10 @@ fn moe_a2a_overlap(cfg: &DetailedConfig) -> Result<(), DetailedError> {
 /// keeps them in its float8 buffers
 /// ([`super::fp8::te_weight_workspace`]). FSDP2's are not modelled.
 fn fp8_param(cfg: &DetailedConfig) -> Result<(), DetailedError> {
+    #[cfg(not(target_arch = "wasm32"))]
+    if cfg.no_transpose_cache && (!cfg.fp8_param || cfg.parallel.zero >= 3) {
+        return refuse("--disable-parameter-transpose-cache is priced beside --fp8-param under --zero 0, 1 or 2 (fp8 parameters' transposes made per use); without them Transformer Engine's per-micro-batch weight copies saved for backward are not modelled");
+    }
     if !cfg.fp8_param {
         return Ok(());
     }

@@ -5,7 +5,7 @@ use super::activations;
 use super::check::{check, within_bytes};
 use super::states::{self, ModelStates};
 use crate::detailed::config::parallel::StageSplit;
-use crate::detailed::config::{DetailedConfig, DetailedError};
+use crate::detailed::config::{DetailedConfig, DetailedError, Recompute};
 
 /// The budget per GPU, in bytes.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -124,6 +124,18 @@ fn states_and_saved(cfg: &DetailedConfig) -> (ModelStates, activations::Saved) {
         states.grads = 0.0;
     }
     let saved = activations::saved(cfg);
+    // Megatron-Core's block method: the first layers of each chunk keep
+    // their input, the rest everything ([`DetailedConfig::recomputes_layer`]).
+    let block = cfg.block_layers() > 0;
+    let saved = if block && cfg.recompute == Recompute::Full {
+        let share = cfg.recomputed_share();
+        activations::Saved {
+            per_layer: share * saved.per_layer + (1.0 - share) * saved.per_layer_full,
+            ..saved
+        }
+    } else {
+        saved
+    };
     let saved = if cfg.offload.activations {
         // The layers not offloaded and one in flight on the GPU; the rest
         // on the host.

@@ -65,6 +65,15 @@ pub(crate) fn te_bytes_per_value(cfg: &DetailedConfig) -> Option<f64> {
 /// with the gathered layer: the gather's transient, priced as the 16-bit
 /// layer it replaces. MXFP8's column-wise copy is taken to follow the
 /// transpose (no published layout of that helper buffer was read).
+///
+/// With `--disable-parameter-transpose-cache` beside `--fp8-param`
+/// ([`DetailedConfig::no_transpose_cache`]) the weights keep their data
+/// alone: Transformer Engine 1.x makes an fp8 parameter's transpose for
+/// each backward and drops it (`Float8Tensor.transpose_2d(cache=False)`
+/// when `is_first_microbatch` is `None`), one layer's at a time
+/// ([`te_transpose_transient`]). MLPerf's Llama 2 70B LoRA runs set it
+/// (NVIDIA's on NeMo 24.09, AMD's on ROCm's fork) and fit their cards only
+/// so: 69 GB of transposes over a 141 GB H200 or a 192 GB MI300X.
 pub(crate) fn te_weight_workspace(cfg: &DetailedConfig) -> f64 {
     let Some(bytes) = te_bytes_per_value(cfg) else {
         return 0.0;
@@ -72,7 +81,20 @@ pub(crate) fn te_weight_workspace(cfg: &DetailedConfig) -> f64 {
     if fsdp_fp8_param(cfg) {
         return bytes * te_linear_weights_sharded(cfg);
     }
-    2.0 * bytes * te_linear_weights(cfg)
+    let copies = if cfg.transposes_per_use() { 1.0 } else { 2.0 };
+    copies * bytes * te_linear_weights(cfg)
+}
+
+/// One layer's fp8 weight transposes while its backward runs, made and
+/// dropped there under `--disable-parameter-transpose-cache` beside
+/// `--fp8-param` ([`te_weight_workspace`]); 0 otherwise.
+pub(crate) fn te_transpose_transient(cfg: &DetailedConfig) -> f64 {
+    match te_bytes_per_value(cfg) {
+        Some(bytes) if cfg.transposes_per_use() && !fsdp_fp8_param(cfg) => {
+            bytes * te_linear_weights(cfg) / cfg.parallel.stage_layers(&cfg.arch).max(1.0)
+        }
+        _ => 0.0,
+    }
 }
 
 /// `--fp8-param` under Megatron-FSDP (`--zero 3`).

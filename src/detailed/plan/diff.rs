@@ -224,6 +224,10 @@ const SETTINGS: &[Setting] = &[
     },
     valued!("--attention", Attention, |c| c.attention.name().into()),
     valued!("--recompute", Recompute, |c| c.recompute.name().into()),
+    // Megatron's block method's count, 0 for every layer.
+    valued!("--recompute-layers", Recompute, |c| c
+        .block_layers()
+        .to_string()),
     valued!("--optimizer", Optimizer, |c| c.optimizer.name().into()),
     valued!("--precision", Precision, |c| c.precision.name().into()),
     valued!("--dp", Parallelism, |c| c.parallel.dp.to_string()),

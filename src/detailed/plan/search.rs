@@ -326,6 +326,16 @@ fn push_step_settings(
                 }
                 let mut c = *mesh;
                 c.recompute = recompute;
+                // Megatron's block method keeps its count where the layout
+                // still holds it, and goes with full recomputation.
+                #[cfg(not(target_arch = "wasm32"))]
+                {
+                    let chunk = c.parallel.stage_layers(&c.arch) as u64 / c.parallel.vp.max(1);
+                    c.recompute_layers = match recompute {
+                        Recompute::Full => mesh.recompute_layers.min(chunk.max(1)),
+                        _ => 0,
+                    };
+                }
                 c.optimizer = optimizer;
                 c.offload.optimizer = offload;
                 c.overlap.moe_a2a = a2a;

@@ -186,7 +186,7 @@ pub fn step_flops(cfg: &DetailedConfig) -> StepFlops {
     let model = (1.0 + backward) * weights + 3.0 * (layers.attention + layers.scan + adapters);
     let (recompute_weights, recompute_rest) = recomputed(cfg, &layers);
     let recompute_adapters = match cfg.recompute {
-        Recompute::Full => adapters,
+        Recompute::Full => adapters * cfg.recomputed_share(),
         _ => 0.0,
     };
     StepFlops {
@@ -216,7 +216,11 @@ fn recomputed(cfg: &DetailedConfig, layers: &LayerFlops) -> (f64, f64) {
     match cfg.recompute {
         Recompute::None => (up, 0.0),
         Recompute::Selective => (up, layers.attention),
-        Recompute::Full => (layers.weights, layers.attention + layers.scan),
+        // Megatron-Core's block method: its share of the layers.
+        Recompute::Full => {
+            let k = cfg.recomputed_share();
+            (k * layers.weights, k * (layers.attention + layers.scan))
+        }
         // The even-numbered bias-free projections, and under eager
         // attention its products (dense layers only, `super::sac`).
         Recompute::SelectiveOp => (

@@ -963,7 +963,18 @@ fn megatron_switches(cfg: &DetailedConfig, f: &str) -> Result<String, String> {
         Recompute::None => {
             out += &format!(" --recompute-granularity selective --recompute-modules {modules}")
         }
-        Recompute::Full => out += " --recompute-granularity full",
+        // Megatron-Core needs a method and a count beside full
+        // (`TransformerConfig.__post_init__`): every layer is uniform units
+        // of one layer; the block method its first layers of each chunk.
+        Recompute::Full => match cfg.block_layers() {
+            0 => out +=
+                " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1",
+            n => {
+                out += &format!(
+                " --recompute-granularity full --recompute-method block --recompute-num-layers {n}"
+            )
+            }
+        },
         Recompute::Selective if modules.is_empty() => out += " --recompute-granularity selective",
         Recompute::Selective => {
             out += &format!(
@@ -996,6 +1007,9 @@ fn megatron_switches(cfg: &DetailedConfig, f: &str) -> Result<String, String> {
     // FP8 primary weights: `--fp8-param-gather` (`megatron/training/arguments.py`).
     if cfg.fp8_param {
         out += " --fp8-param-gather";
+    }
+    if cfg.transposes_per_use() {
+        out += " --disable-parameter-transpose-cache";
     }
     match cfg.optimizer {
         Optimizer::AdamW => {}

@@ -251,12 +251,17 @@ fn read_switches(doc: &mut Doc, out: &mut Out) -> Result<(bool, bool), ReadError
     if on(doc, "fp8-param-gather") {
         out.set("fp8-param-gather", true, "--fp8-param", "");
     }
-    read_recompute(doc, out)?;
-    for k in ["recompute-method", "recompute-num-layers"] {
-        if let Some(v) = doc.take(k) {
-            out.ignore(k, v, "which layers recompute: every layer is priced");
-        }
+    // Its transposes made per use (store_true).
+    if on(doc, "disable-parameter-transpose-cache") {
+        out.set(
+            "disable-parameter-transpose-cache",
+            true,
+            "--disable-parameter-transpose-cache",
+            "",
+        );
     }
+    read_recompute(doc, out)?;
+    read_recompute_layers(doc, out)?;
     if let Some(o) = doc.text("optimizer")? {
         let opt = if o == "sgd" { "sgd" } else { "adamw" };
         out.set("optimizer", &o, "--optimizer", opt);
@@ -320,6 +325,33 @@ fn read_recompute(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
                     m.join(" "),
                     "without --recompute-granularity selective Megatron recomputes none of them",
                 );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `--recompute-method` and `--recompute-num-layers` beside full
+/// recomputation: the block method's count is `--recompute-layers`; the
+/// uniform method of one layer a unit is every layer's input kept, as
+/// priced; of more, fewer inputs kept and more recomputed at once, read as
+/// one layer a unit, saying so.
+fn read_recompute_layers(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
+    let method = doc.text("recompute-method")?;
+    let layers = doc.take("recompute-num-layers");
+    let full = out.arg("--recompute") == Some("full");
+    match (method.as_deref(), layers) {
+        (Some("block"), Some(n)) if full => {
+            let n = n.text().unwrap_or_default();
+            out.set("recompute-num-layers", &n, "--recompute-layers", &n);
+        }
+        (Some("uniform"), Some(n)) if full && n.text().as_deref() == Some("1") => {}
+        (m, n) => {
+            if let Some(m) = m {
+                out.ignore("recompute-method", m, "priced as every layer's input kept (--recompute-method uniform --recompute-num-layers 1)");
+            }
+            if let Some(n) = n {
+                out.ignore("recompute-num-layers", n, "priced as every layer's input kept (--recompute-method uniform --recompute-num-layers 1)");
             }
         }
     }

@@ -223,6 +223,91 @@ mod tests {
         assert!(walked > 60, "{walked}");
     }
 
+    /// Megatron-Core's block method (`--recompute-layers k`): the step at
+    /// rest keeps k layers' inputs and the rest whole, k L-th of full
+    /// recomputation's reruns; the timeline's peak lies between none and
+    /// full, k equal to a stage's layers is full, and under a virtual
+    /// pipeline the count is per chunk. Its time reruns k / L of the
+    /// forward.
+    #[test]
+    fn block_recomputation_keeps_the_rest_whole() {
+        use crate::detailed::config::Recompute;
+        use crate::detailed::time::hardware::gpu;
+        use crate::detailed::time::steptime::{step_time, Cluster, Efficiency};
+        let mut cfg = DetailedConfig::new(preset("llama-3.1-8b").unwrap().arch, 4096, 8);
+        cfg.attention = AttentionKernel::Flash;
+        cfg.dropout = false;
+        cfg.micro_batch = Some(1);
+        let at = |recompute, layers| {
+            let c = DetailedConfig {
+                recompute,
+                recompute_layers: layers,
+                ..cfg
+            };
+            let b = estimate(&c).unwrap();
+            let p = timeline(&c, &StepOptions::default()).unwrap().peak_bytes();
+            let h100 = gpu("h100-sxm").unwrap();
+            let t = step_time(&c, &Cluster::new(h100, 8), &Efficiency::for_gpu(&h100));
+            (b.activations, p, t.step_s)
+        };
+        let none = at(Recompute::None, 0);
+        let full = at(Recompute::Full, 0);
+        let block = at(Recompute::Full, 8);
+        assert_eq!(at(Recompute::Full, 32), full);
+        // 8 of 32 layers keep their input, 24 keep everything (the
+        // embedding's and the head's bytes are alike in all three).
+        let mixed = (8.0 * full.0 + 24.0 * none.0) / 32.0;
+        assert!((mixed - block.0).abs() < 1.0, "{mixed} {}", block.0);
+        assert!(
+            none.1 > block.1 && block.1 > full.1,
+            "{none:?} {block:?} {full:?}"
+        );
+        assert!(none.2 < block.2 && block.2 < full.2);
+        // A quarter of full recomputation's extra time, within rounding.
+        let quarter = (block.2 - none.2) / (full.2 - none.2);
+        assert!((quarter - 0.25).abs() < 0.02, "{quarter}");
+        // Two virtual chunks of 16 layers a stage: 4 a chunk is 8 a stage.
+        cfg.parallel.pp = 2;
+        cfg.parallel.vp = 2;
+        cfg.batch = 16;
+        let chunked = DetailedConfig {
+            recompute: Recompute::Full,
+            recompute_layers: 4,
+            ..cfg
+        };
+        assert!((chunked.recomputed_share() - 0.5).abs() < 1e-12);
+        assert!((0..16)
+            .filter(|&i| chunked.recomputes_layer(i, 16))
+            .eq([0, 1, 2, 3, 8, 9, 10, 11]));
+        // Refused in words: without full recomputation, past a chunk's
+        // layers, outside Megatron.
+        let refused = |c: DetailedConfig, says: &str| {
+            let e = estimate(&c).unwrap_err().to_string();
+            assert!(e.contains(says), "{e}");
+        };
+        refused(
+            DetailedConfig {
+                recompute: Recompute::Selective,
+                ..chunked
+            },
+            "--recompute full",
+        );
+        refused(
+            DetailedConfig {
+                recompute_layers: 9,
+                ..chunked
+            },
+            "the 8 layers",
+        );
+        refused(
+            DetailedConfig {
+                framework: Framework::Ddp { bucket_view: true },
+                ..chunked
+            },
+            "--framework megatron",
+        );
+    }
+
     /// Under a pipeline both end stages are walked, the first holding the
     /// micro-batches in flight, the last the loss; `timeline` is the one
     /// with the higher peak.

@@ -170,7 +170,8 @@ pub(super) fn pieces(cfg: &DetailedConfig) -> Pieces {
         layer_backward: layer_backward(cfg, &s)
             + dequant
             + 2.0 * ring
-            + fp8::backward_extra(cfg, s.n),
+            + fp8::backward_extra(cfg, s.n)
+            + fp8::te_transpose_transient(cfg),
         loss_forward,
         loss_backward,
         head_backward,

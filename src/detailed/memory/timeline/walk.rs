@@ -22,6 +22,11 @@ pub(super) struct Start {
     /// One micro-batch's pieces; under FSDP2 without the outer weights,
     /// which its root holds instead.
     pieces: Pieces,
+    /// Under Megatron-Core's block method, the pieces of the layers it does
+    /// not recompute ([`DetailedConfig::recomputes_layer`]); a command-line
+    /// setting ([`crate::detailed::config::COMMAND_LINE_ONLY`]).
+    #[cfg(not(target_arch = "wasm32"))]
+    kept: Option<Pieces>,
     /// FSDP2: the root's unsharded parameters, 0 under other frameworks.
     root: f64,
     /// Layers on one pipeline stage.
@@ -91,6 +96,20 @@ impl Start {
         } else {
             0.0
         };
+        #[cfg(not(target_arch = "wasm32"))]
+        let kept = (cfg.recompute_layers > 0
+            && cfg.recompute == crate::detailed::config::Recompute::Full)
+            .then(|| {
+                let whole = DetailedConfig {
+                    recompute: crate::detailed::config::Recompute::None,
+                    recompute_layers: 0,
+                    ..*cfg
+                };
+                Pieces {
+                    gathered_outer: pc.gathered_outer,
+                    ..pieces(&whole)
+                }
+            });
         let stage_layers = par.stage_layers(&cfg.arch) as u64;
         let micro_batches = cfg.batch / (cfg.micro() * par.dp);
         let adam = opts.adam.unwrap_or_else(|| super::default_adam(cfg));
@@ -122,6 +141,8 @@ impl Start {
         Start {
             states,
             pieces: pc,
+            #[cfg(not(target_arch = "wasm32"))]
+            kept,
             root,
             stage_layers,
             micro_batches,
@@ -159,6 +180,12 @@ impl Start {
 pub(super) struct Walk<'a> {
     cfg: &'a DetailedConfig,
     pieces: &'a Pieces,
+    /// The pieces of the layers Megatron-Core's block method keeps whole.
+    #[cfg(not(target_arch = "wasm32"))]
+    kept: Option<&'a Pieces>,
+    /// Layers on this pipeline stage.
+    #[cfg(not(target_arch = "wasm32"))]
+    stage_layers: u64,
     events: Vec<Event>,
     /// Every event kept, or only the highest so far (the planner's
     /// [`super::peak`]).
@@ -218,6 +245,10 @@ impl<'a> Walk<'a> {
         let mut walk = Walk {
             cfg,
             pieces: pc,
+            #[cfg(not(target_arch = "wasm32"))]
+            kept: start.kept.as_ref(),
+            #[cfg(not(target_arch = "wasm32"))]
+            stage_layers: start.stage_layers,
             events: Vec::new(),
             every_event,
             held: 0.0,
@@ -430,7 +461,11 @@ impl<'a> Walk<'a> {
         let pc = self.pieces;
         self.phase = Phase::Forward;
         // Offloaded layers of the others are on the host.
-        let resident = layers.saturating_sub(self.cfg.offloaded_layers()) as f64 * pc.per_layer;
+        let on_gpu = self.cfg.offloaded_layers().min(layers)..layers;
+        #[cfg(not(target_arch = "wasm32"))]
+        let resident: f64 = on_gpu.map(|i| self.layer_pieces(i).per_layer).sum();
+        #[cfg(target_arch = "wasm32")]
+        let resident = on_gpu.count() as f64 * pc.per_layer;
         let others = (in_flight - 1.0) * (resident + if first { pc.embedding } else { 0.0 });
         self.live.activations = others + pc.ids;
         self.record(Moment::Start, 0.0);
@@ -454,10 +489,10 @@ impl<'a> Walk<'a> {
 
     /// The layers' forward, each saving its activations.
     fn forward_layers(&mut self, layers: u64) {
-        let pc = self.pieces;
         // Offloaded activations: one layer's stay on the GPU at a time.
         let offloaded = self.cfg.offloaded_layers();
         for i in 0..layers {
+            let pc = self.layer_pieces(i);
             if i >= offloaded || i == 0 {
                 self.live.activations += pc.per_layer;
             }
@@ -548,10 +583,44 @@ impl<'a> Walk<'a> {
         self.live.activations -= pc.head;
     }
 
+    /// The pieces of layer `i`: the step's, or under Megatron-Core's block
+    /// method those of a layer kept whole when it is not recomputed.
+    #[cfg(not(target_arch = "wasm32"))]
+    fn layer_pieces(&self, i: u64) -> &'a Pieces {
+        match self.kept {
+            Some(kept) if !self.cfg.recomputes_layer(i, self.stage_layers) => kept,
+            _ => self.pieces,
+        }
+    }
+
+    /// Every layer's pieces are the step's on the page.
+    #[cfg(target_arch = "wasm32")]
+    fn layer_pieces(&self, _: u64) -> &'a Pieces {
+        self.pieces
+    }
+
+    /// Layer `i`'s backward with its own pieces ([`Walk::layer_pieces`]).
+    #[cfg(not(target_arch = "wasm32"))]
+    fn layer_backward(&mut self, i: u64) {
+        if self.kept.is_none() {
+            return self.layer_backward_of(i);
+        }
+        let step = self.pieces;
+        self.pieces = self.layer_pieces(i);
+        self.layer_backward_of(i);
+        self.pieces = step;
+    }
+
+    /// Layer `i`'s backward on the page: the step's pieces.
+    #[cfg(target_arch = "wasm32")]
+    fn layer_backward(&mut self, i: u64) {
+        self.layer_backward_of(i)
+    }
+
     /// Layer `i`'s backward: its activation gradients, its recomputed
     /// activations and its weight gradients, then its saved activations
     /// freed.
-    fn layer_backward(&mut self, i: u64) {
+    fn layer_backward_of(&mut self, i: u64) {
         let pc = self.pieces;
         let on_gpu = i >= self.cfg.offloaded_layers() || i == 0;
         if let Some(ib) = self.in_backward {

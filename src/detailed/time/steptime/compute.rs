@@ -228,7 +228,11 @@ fn recomputation(
     match cfg.recompute {
         Recompute::None => (up, 0.0, modules),
         Recompute::Selective => (up, fwd_attn, modules),
-        Recompute::Full => (fwd_mm, fwd_attn, fwd_mem),
+        Recompute::Full => {
+            // Megatron-Core's block method reruns its share of the layers.
+            let k = cfg.recomputed_share();
+            (k * fwd_mm, k * fwd_attn, k * fwd_mem)
+        }
         // Per-operator checkpointing (torchtitan): the even-numbered
         // bias-free projections (each rank's shard under tensor
         // parallelism: a column-parallel one's outputs, a row-parallel

@@ -93,7 +93,7 @@ pub fn exposed(cfg: &DetailedConfig, share: f64, gpu: f64) -> f64 {
     }
     let (per_layer, forward) = layer_host(cfg);
     let again = if cfg.recompute == Recompute::Full {
-        forward
+        forward * cfg.recomputed_share()
     } else {
         0.0
     };

@@ -324,16 +324,28 @@ fn te_casts(
 /// With LoRA the base is frozen and built in fp8 under either recipe
 /// (`fp8_model_init`): no optimizer step writes it and no gather brings
 /// it, so it is never cast again.
+///
+/// Under `--disable-parameter-transpose-cache` an fp8 parameter's
+/// transpose is made for every micro-batch's backward where the card needs
+/// one (read a byte, write a byte), not once a step: the micro-batches'
+/// transposes, with LoRA's frozen base too.
 fn te_weight_cast_per_step(cfg: &DetailedConfig, per: f64, any_layout: bool) -> f64 {
+    let transpose = if any_layout { 0.0 } else { 2.0 };
+    // Made for every micro-batch's backward and dropped, or once a step.
+    let per_use = cfg.transposes_per_use();
+    let transposes = if per_use {
+        transpose * cfg.accumulation_steps() as f64
+    } else {
+        transpose
+    };
     if cfg.fp8_param && cfg.lora_rank.is_some() {
-        return 0.0;
+        return if per_use { transposes } else { 0.0 };
     }
     if !cfg.fp8_param || cfg.fp8 != Fp8::Te {
         return per;
     }
     let dp = cfg.parallel.data_group() as f64;
-    let transpose = if any_layout { 0.0 } else { 2.0 };
-    9.0 / dp + transpose
+    9.0 / dp + transposes
 }
 
 #[cfg(test)]

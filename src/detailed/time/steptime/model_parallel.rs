@@ -21,7 +21,7 @@ use crate::detailed::config::{DetailedConfig, Framework, MoeDispatcher, Recomput
 /// two all-gathers (half the forward's), without it both all-reduces.
 fn collectives_per_layer(cfg: &DetailedConfig) -> f64 {
     match cfg.recompute {
-        Recompute::Full => 6.0,
+        Recompute::Full => 4.0 + 2.0 * cfg.recomputed_share(),
         Recompute::SelectiveOp if cfg.parallel.sp => 5.0,
         Recompute::SelectiveOp => 6.0,
         _ => 4.0,
@@ -157,7 +157,7 @@ pub(super) fn async_tp_reductions(cfg: &DetailedConfig, r: &Rates, m: f64, share
     }
     let a = &cfg.arch;
     let forwards = if cfg.recompute == Recompute::Full {
-        2.0
+        1.0 + cfg.recomputed_share()
     } else {
         1.0
     };
