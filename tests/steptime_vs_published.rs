@@ -121,9 +121,13 @@ pub fn rows() -> Vec<Row> {
             cfg.overlap.moe_a2a = c[31] == "1";
             // Megatron-Core's block method: the first layers of each chunk
             // recomputed (0: every layer under full recomputation).
-            cfg.recompute_layers = num(33);
-            // Megatron's --disable-parameter-transpose-cache.
-            cfg.no_transpose_cache = c[34] == "1";
+            // (Command-line settings: the page's wasm has no such fields.)
+            #[cfg(not(target_arch = "wasm32"))]
+            {
+                cfg.recompute_layers = num(33);
+                // Megatron's --disable-parameter-transpose-cache.
+                cfg.no_transpose_cache = c[34] == "1";
+            }
             // LoRA, "rank:targets" ("-": full training), its adapters in
             // the model's bf16 as NeMo and Megatron-Bridge keep them.
             if let Some((rank, targets)) = c[32].split_once(':') {

@@ -230,6 +230,7 @@ mod tests {
     /// pipeline the count is per chunk. Its time reruns k / L of the
     /// forward.
     #[test]
+    #[cfg(not(target_arch = "wasm32"))]
     fn block_recomputation_keeps_the_rest_whole() {
         use crate::detailed::config::Recompute;
         use crate::detailed::time::hardware::gpu;
