@@ -1111,9 +1111,21 @@ impl DetailedConfig {
         if self.recompute != Recompute::Full {
             return false;
         }
-        let chunk = (stage / self.parallel.vp.max(1)).max(1);
         let n = self.block_layers();
-        n == 0 || i % chunk < n
+        n == 0 || i % self.chunk_layers(stage) < n
+    }
+
+    /// The layers of one model chunk of a stage of `stage` layers: the
+    /// stage's over its virtual stages, the unit Megatron-Core's block
+    /// method counts in.
+    pub fn chunk_layers(&self, stage: u64) -> u64 {
+        (stage / self.parallel.vp.max(1)).max(1)
+    }
+
+    /// Megatron-Core's block method in force: full recomputation of only
+    /// the first [`DetailedConfig::block_layers`] of each chunk.
+    pub fn block_recompute(&self) -> bool {
+        self.recompute == Recompute::Full && self.block_layers() > 0
     }
 
     /// [`DetailedConfig::recompute_layers`], 0 (every layer) on the page.
@@ -1145,7 +1157,7 @@ impl DetailedConfig {
             return 1.0;
         }
         let stage = self.parallel.stage_layers(&self.arch).max(1.0) as u64;
-        let chunk = (stage / self.parallel.vp.max(1)).max(1);
+        let chunk = self.chunk_layers(stage);
         let n = n.min(chunk);
         let count = stage / chunk * n + (stage % chunk).min(n);
         count as f64 / stage as f64

@@ -57,7 +57,7 @@ fn recompute_layers(cfg: &DetailedConfig) -> Result<(), DetailedError> {
     if cfg.recompute != Recompute::Full || cfg.framework != Framework::Megatron {
         return refuse("--recompute-layers is Megatron-Core's block method (--recompute-method block): it needs --recompute full and --framework megatron");
     }
-    let chunk = cfg.parallel.stage_layers(&cfg.arch) as u64 / cfg.parallel.vp.max(1);
+    let chunk = cfg.chunk_layers(cfg.parallel.stage_layers(&cfg.arch) as u64);
     if n > chunk {
         return Err(DetailedError(format!(
             "--recompute-layers {n} is more than the {chunk} layers of a pipeline stage's model chunk: give 1 to {chunk}, or drop it to recompute every layer"

@@ -5,7 +5,7 @@ use super::activations;
 use super::check::{check, within_bytes};
 use super::states::{self, ModelStates};
 use crate::detailed::config::parallel::StageSplit;
-use crate::detailed::config::{DetailedConfig, DetailedError, Recompute};
+use crate::detailed::config::{DetailedConfig, DetailedError};
 
 /// The budget per GPU, in bytes.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -126,8 +126,7 @@ fn states_and_saved(cfg: &DetailedConfig) -> (ModelStates, activations::Saved) {
     let saved = activations::saved(cfg);
     // Megatron-Core's block method: the first layers of each chunk keep
     // their input, the rest everything ([`DetailedConfig::recomputes_layer`]).
-    let block = cfg.block_layers() > 0;
-    let saved = if block && cfg.recompute == Recompute::Full {
+    let saved = if cfg.block_recompute() {
         let share = cfg.recomputed_share();
         activations::Saved {
             per_layer: share * saved.per_layer + (1.0 - share) * saved.per_layer_full,

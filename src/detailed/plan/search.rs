@@ -330,9 +330,9 @@ fn push_step_settings(
                 // still holds it, and goes with full recomputation.
                 #[cfg(not(target_arch = "wasm32"))]
                 {
-                    let chunk = c.parallel.stage_layers(&c.arch) as u64 / c.parallel.vp.max(1);
+                    let chunk = c.chunk_layers(c.parallel.stage_layers(&c.arch) as u64);
                     c.recompute_layers = match recompute {
-                        Recompute::Full => mesh.recompute_layers.min(chunk.max(1)),
+                        Recompute::Full => mesh.recompute_layers.min(chunk),
                         _ => 0,
                     };
                 }

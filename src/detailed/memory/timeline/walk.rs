@@ -97,19 +97,17 @@ impl Start {
             0.0
         };
         #[cfg(not(target_arch = "wasm32"))]
-        let kept = (cfg.recompute_layers > 0
-            && cfg.recompute == crate::detailed::config::Recompute::Full)
-            .then(|| {
-                let whole = DetailedConfig {
-                    recompute: crate::detailed::config::Recompute::None,
-                    recompute_layers: 0,
-                    ..*cfg
-                };
-                Pieces {
-                    gathered_outer: pc.gathered_outer,
-                    ..pieces(&whole)
-                }
-            });
+        let kept = cfg.block_recompute().then(|| {
+            let whole = DetailedConfig {
+                recompute: crate::detailed::config::Recompute::None,
+                recompute_layers: 0,
+                ..*cfg
+            };
+            Pieces {
+                gathered_outer: pc.gathered_outer,
+                ..pieces(&whole)
+            }
+        });
         let stage_layers = par.stage_layers(&cfg.arch) as u64;
         let micro_batches = cfg.batch / (cfg.micro() * par.dp);
         let adam = opts.adam.unwrap_or_else(|| super::default_adam(cfg));
