@@ -68,11 +68,13 @@ pub struct Validation {
 /// full fine-tuning and LoRA) on H100 and on Blackwell, and AMD's own
 /// MLPerf Training v5.1 submissions (mlcommons/training_results_v5.1 @
 /// 4da2d1cd71: Llama 2 70B LoRA on MI325X, MI350X and MI355X, Llama 3.1 8B
-/// on MI350X and MI355X).
+/// on MI350X and MI355X), and Megatron-LM's README's H100 weak-scaling
+/// table (NVIDIA/Megatron-LM @ f2e5db402c, `images/model_table.png`:
+/// Megatron-Core r0.8.0, BF16 GPT models from 1.7B to 462B).
 ///
 /// The first is MPT's A100 rows, the largest source, whose median the
 /// page's step-time note quotes.
-pub const VALIDATION: [Validation; 10] = [
+pub const VALIDATION: [Validation; 11] = [
     source("mpt", "MPT", "A100", "fsdp1", 139, [4.2, 41.3, -16.8, 41.3]),
     source(
         "korthikanti",
@@ -122,6 +124,14 @@ pub const VALIDATION: [Validation; 10] = [
         "megatron",
         6,
         [5.6, 12.6, -5.6, 12.6],
+    ),
+    source(
+        "mcore-h100",
+        "Megatron-Core",
+        "H100 SXM",
+        "megatron",
+        9,
+        [4.1, 16.1, -12.1, 16.1],
     ),
     source(
         "mbridge-blackwell-dense",
@@ -300,14 +310,16 @@ mod tests {
         assert_eq!(a100.rows, 18);
         c.framework = Framework::DEEPSPEED;
         assert_eq!(range(&c, "a100-40gb").unwrap().sources.len(), 5);
-        // Megatron on H100: its six dense rows (Llama 3.1 70B and 405B
-        // pre-training, Llama 3 70B full fine-tuning and LoRA) set the
-        // range alone.
+        // Megatron on H100: Megatron-Bridge's six dense rows (Llama 3.1
+        // 70B and 405B pre-training, Llama 3 70B full fine-tuning and
+        // LoRA) and Megatron-Core's nine weak-scaling rows set the range,
+        // the lowest error the latter's 32B, the highest its 1.7B.
         c.framework = Framework::Megatron;
         let h100 = range(&c, "h100-sxm").unwrap();
-        assert_eq!(h100.sources, ["mbridge-h100-dense"]);
-        assert!((h100.lowest + 0.056).abs() < 1e-12 && (h100.highest - 0.126).abs() < 1e-12);
-        assert_eq!(h100.rows, 6);
+        assert_eq!(h100.sources, ["mbridge-h100-dense", "mcore-h100"]);
+        assert_eq!(h100.names, "Megatron-Bridge, Megatron-Core");
+        assert!((h100.lowest + 0.121).abs() < 1e-12 && (h100.highest - 0.161).abs() < 1e-12);
+        assert_eq!(h100.rows, 15);
         let b200 = range(&c, "b200").unwrap();
         assert_eq!(b200.sources, ["mbridge-blackwell-dense"]);
         assert_eq!(b200.rows, 25);
