@@ -186,7 +186,63 @@ fn trainer_defaults(trainer: &str, flags: &[OsString], argv: &[OsString]) -> Rea
             .out
             .trainer_default(&key, path, "--quant-path", path, source);
     }
+    if trainer == "torchtitan" {
+        torchtitan_split(&later, &mut reading);
+    }
     reading
+}
+
+/// torchtitan splits a pipeline's layers itself (the embedding and the
+/// output each weigh a layer): under `--trainer torchtitan` with `--pp`
+/// and no split given, its uneven split becomes `--first-stage-layers`
+/// and `--last-stage-layers` where the GPUs between are alike
+/// ([`trainers::torchtitan::torchtitan_split`]), as a torchtitan file's
+/// reading has it. The model's layers come from
+/// `--layers` or `--model`'s preset.
+fn torchtitan_split(later: &[String], reading: &mut Reading) {
+    let value_of = |flag: &str| {
+        later
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| match f.strip_prefix(flag) {
+                Some("") => later.get(i + 1).cloned(),
+                Some(v) => v.strip_prefix('=').map(String::from),
+                None => None,
+            })
+            .next_back()
+    };
+    let uint = |flag: &str| value_of(flag).and_then(|v| v.parse::<u64>().ok());
+    if value_of("--first-stage-layers").is_some() || value_of("--last-stage-layers").is_some() {
+        return;
+    }
+    let layers = uint("--layers").or_else(|| {
+        value_of("--model")
+            .and_then(|m| crate::detailed::preset(&m))
+            .map(|p| p.arch.layers)
+    });
+    let Some(layers) = layers else {
+        return;
+    };
+    let (pp, vp) = (uint("--pp").unwrap_or(1), uint("--vp").unwrap_or(1));
+    let counts = trainers::torchtitan::torchtitan_split(layers, pp, vp);
+    let (Some(&first), Some(&last)) = (counts.first(), counts.last()) else {
+        return;
+    };
+    let middle = &counts[1..counts.len() - 1];
+    let even = counts.iter().all(|&c| c == first);
+    if even || !middle.iter().all(|m| Some(m) == middle.first()) {
+        return;
+    }
+    let (key, _, source) = trainers::torchtitan::DEFAULTS[6];
+    let value = format!("1 and 1: layers per GPU {counts:?}");
+    for (flag, n) in [
+        ("--first-stage-layers", first),
+        ("--last-stage-layers", last),
+    ] {
+        reading
+            .out
+            .trainer_default(key, &value, flag, &n.to_string(), source);
+    }
 }
 
 /// Each setting's flag, parsed alone: a value the command line refuses is

@@ -989,6 +989,69 @@ fn torchtitan_pipelines_split_layers_and_batches_as_torchtitan() {
         .all(|i| !i.key.contains("microbatches")));
 }
 
+/// `--trainer torchtitan` on the command line splits a pipeline as
+/// torchtitan does, as its file's reading does: Llama 3.1 405B's 126
+/// layers over 8 GPUs of two stages each are 15, 16 × 6, 15 (refused as
+/// an even split, 126 not dividing into 16 stages), a split given on the
+/// command line wins, and an even or inexpressible split sets nothing.
+#[test]
+fn the_torchtitan_choice_splits_a_pipeline_as_torchtitan() {
+    let base = [
+        "--model",
+        "llama-3.1-405b",
+        "--dp",
+        "8",
+        "--tp",
+        "8",
+        "--sp",
+        "--pp",
+        "8",
+        "--vp",
+        "2",
+        "--seq",
+        "8192",
+        "--batch",
+        "64",
+        "--micro-batch",
+        "1",
+        "--recompute",
+        "full",
+    ];
+    let err = cli(&base).unwrap_err();
+    assert!(err.contains("divisible"), "{err}");
+    let with = |extra: &[&str]| {
+        let mut args = base.to_vec();
+        args.extend_from_slice(&["--trainer", "torchtitan"]);
+        args.extend_from_slice(extra);
+        cli(&args)
+    };
+    let out = with(&[]).unwrap();
+    let first = out.lines().next().unwrap();
+    assert!(
+        first.ends_with("--first-stage-layers 15 --last-stage-layers 15"),
+        "{first}"
+    );
+    let given = with(&["--first-stage-layers", "9", "--last-stage-layers", "9"]);
+    let first = given.unwrap().lines().next().unwrap().to_string();
+    assert!(!first.contains("--first-stage-layers"), "{first}");
+    // Llama 3.1 8B over 2 GPUs: 34 weighted, 16 and 16, even; over 4
+    // GPUs 8, 9, 8, 7, the middle unlike: neither is set.
+    for pp in ["2", "4"] {
+        let out = cli(&[
+            "--model",
+            "llama-3.1-8b",
+            "--pp",
+            pp,
+            "--batch",
+            "8",
+            "--trainer",
+            "torchtitan",
+        ])
+        .unwrap();
+        assert!(!out.contains("--first-stage-layers"), "{out}");
+    }
+}
+
 /// torchtitan's H100 stacks (float8, per-operator checkpointing, compile;
 /// its async-TP benchmark's with TP 8 and async TP, the key under
 /// `[parallelism]` as 2025's files have it) keep `--compile` where
