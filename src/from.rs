@@ -150,36 +150,18 @@ fn trainer_defaults(trainer: &str, flags: &[OsString], argv: &[OsString]) -> Rea
     let lora = later
         .iter()
         .any(|f| f == "--lora-rank" || f.starts_with("--lora-rank="));
-    let mut given =
-        later
-            .iter()
-            .enumerate()
-            .filter_map(|(i, f)| match f.strip_prefix("--precision") {
-                Some("") => later.get(i + 1).cloned(),
-                Some(v) => v.strip_prefix('=').map(String::from),
-                None => None,
-            });
     let own = trainers::choice::defaults(trainer, false, false)
         .and_then(|r| r.out.set.into_iter().find(|s| s.flag == "--precision"))
         .map(|s| s.arg);
-    let bf16 = given
-        .next_back()
+    let bf16 = last_value(&later, "--precision")
         .or(own)
         .is_some_and(|p| p.eq_ignore_ascii_case("bf16"));
     let mut reading = trainers::choice::defaults(trainer, lora, bf16).unwrap_or(Reading {
         format: trainers::Format::TrainerDefaults,
         out: Default::default(),
     });
-    let quantized = later
-        .iter()
-        .enumerate()
-        .filter_map(|(i, f)| match f.strip_prefix("--quant-base") {
-            Some("") => later.get(i + 1).cloned(),
-            Some(v) => v.strip_prefix('=').map(String::from),
-            None => None,
-        })
-        .next_back()
-        .is_some_and(|q| !q.eq_ignore_ascii_case("none"));
+    let quantized =
+        last_value(&later, "--quant-base").is_some_and(|q| !q.eq_ignore_ascii_case("none"));
     if let Some((path, source)) = trainers::choice::quant_path(trainer).filter(|_| quantized) {
         let key = format!("({trainer})");
         reading
@@ -192,6 +174,19 @@ fn trainer_defaults(trainer: &str, flags: &[OsString], argv: &[OsString]) -> Rea
     reading
 }
 
+/// The last value given to `flag` in `args` (`--flag value` or
+/// `--flag=value`): the one that wins.
+fn last_value(args: &[String], flag: &str) -> Option<String> {
+    args.iter()
+        .enumerate()
+        .filter_map(|(i, f)| match f.strip_prefix(flag) {
+            Some("") => args.get(i + 1).cloned(),
+            Some(v) => v.strip_prefix('=').map(String::from),
+            None => None,
+        })
+        .next_back()
+}
+
 /// torchtitan splits a pipeline's layers itself (the embedding and the
 /// output each weigh a layer): under `--trainer torchtitan` with `--pp`
 /// and no split given, its uneven split becomes `--first-stage-layers`
@@ -200,17 +195,7 @@ fn trainer_defaults(trainer: &str, flags: &[OsString], argv: &[OsString]) -> Rea
 /// reading has it. The model's layers come from
 /// `--layers` or `--model`'s preset.
 fn torchtitan_split(later: &[String], reading: &mut Reading) {
-    let value_of = |flag: &str| {
-        later
-            .iter()
-            .enumerate()
-            .filter_map(|(i, f)| match f.strip_prefix(flag) {
-                Some("") => later.get(i + 1).cloned(),
-                Some(v) => v.strip_prefix('=').map(String::from),
-                None => None,
-            })
-            .next_back()
-    };
+    let value_of = |flag: &str| last_value(later, flag);
     let uint = |flag: &str| value_of(flag).and_then(|v| v.parse::<u64>().ok());
     if value_of("--first-stage-layers").is_some() || value_of("--last-stage-layers").is_some() {
         return;

@@ -996,31 +996,14 @@ fn torchtitan_pipelines_split_layers_and_batches_as_torchtitan() {
 /// command line wins, and an even or inexpressible split sets nothing.
 #[test]
 fn the_torchtitan_choice_splits_a_pipeline_as_torchtitan() {
-    let base = [
-        "--model",
-        "llama-3.1-405b",
-        "--dp",
-        "8",
-        "--tp",
-        "8",
-        "--sp",
-        "--pp",
-        "8",
-        "--vp",
-        "2",
-        "--seq",
-        "8192",
-        "--batch",
-        "64",
-        "--micro-batch",
-        "1",
-        "--recompute",
-        "full",
-    ];
+    let base: Vec<&str> = "--model llama-3.1-405b --dp 8 --tp 8 --sp --pp 8 --vp 2 \
+         --seq 8192 --batch 64 --micro-batch 1 --recompute full"
+        .split_whitespace()
+        .collect();
     let err = cli(&base).unwrap_err();
     assert!(err.contains("divisible"), "{err}");
     let with = |extra: &[&str]| {
-        let mut args = base.to_vec();
+        let mut args = base.clone();
         args.extend_from_slice(&["--trainer", "torchtitan"]);
         args.extend_from_slice(extra);
         cli(&args)
