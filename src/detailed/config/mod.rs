@@ -1146,21 +1146,21 @@ impl DetailedConfig {
         false
     }
 
-    /// The share of a stage's layers recomputed whole: 1 under full
+    /// The share of a stage's layers recomputed whole
+    /// ([`DetailedConfig::recomputes_layer`] over the stage): 1 under full
     /// recomputation of every layer, 0 without it.
     pub fn recomputed_share(&self) -> f64 {
         if self.recompute != Recompute::Full {
             return 0.0;
         }
-        let n = self.block_layers();
-        if n == 0 {
+        if !self.block_recompute() {
             return 1.0;
         }
         let stage = self.parallel.stage_layers(&self.arch).max(1.0) as u64;
-        let chunk = self.chunk_layers(stage);
-        let n = n.min(chunk);
-        let count = stage / chunk * n + (stage % chunk).min(n);
-        count as f64 / stage as f64
+        let recomputed = (0..stage)
+            .filter(|&i| self.recomputes_layer(i, stage))
+            .count();
+        recomputed as f64 / stage as f64
     }
 
     /// The layers of a pipeline stage whose saved activations go to the
