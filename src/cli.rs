@@ -216,6 +216,17 @@ pub struct ModelArgs {
     /// Vocabulary, 1–2²⁴ [default: 50257 for gpt2, 32000 for llama].
     #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=1 << 24))]
     pub vocab: Option<u64>,
+    /// Learned position embeddings, gpt2 only (Megatron-LM's
+    /// --max-position-embeddings under --position-embedding-type
+    /// learned_absolute); 0: rotary positions, none learned (rope), 0–2²⁰
+    /// [default: 1024 for gpt2, 0 for llama].
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(0..=1 << 20))]
+    pub positions: Option<u64>,
+    /// An output layer of its own instead of the input embedding's
+    /// (Megatron-LM's --untie-embeddings-and-output-weights) [default:
+    /// tied for gpt2, untied for llama].
+    #[arg(long)]
+    pub untie_embeddings_and_output_weights: bool,
 }
 
 /// Sequence, batch and objective.
@@ -871,6 +882,8 @@ impl Args {
             || m.kv_heads.is_some()
             || m.ffn.is_some()
             || m.vocab.is_some()
+            || m.positions.is_some()
+            || m.untie_embeddings_and_output_weights
             || t.micro_batch.is_some()
             || t.objective.is_some()
             || t.completion.is_some()
@@ -1115,6 +1128,16 @@ impl Args {
         }
         if let Some(v) = m.vocab {
             arch.vocab = v;
+        }
+        match m.positions {
+            Some(v) if v > 0 && arch.family != Family::Gpt2 => {
+                return Err("--positions: the llama family's positions are rotary (0)".into())
+            }
+            Some(v) => arch.positions = v,
+            None => {}
+        }
+        if m.untie_embeddings_and_output_weights {
+            arch.tied_embeddings = false;
         }
         Ok((arch, m.config.is_some()))
     }

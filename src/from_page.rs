@@ -33,7 +33,7 @@ use crate::url;
 
 /// Flags that are one address key with the same value: (flag, key).
 /// A switch (no value) writes `1`.
-const KEYS: [(&str, &str); 56] = [
+const KEYS: [(&str, &str); 57] = [
     ("--model", "model"),
     ("--overlap-grad-reduce", "ovgrad"),
     ("--overlap-param-gather", "ovparam"),
@@ -90,13 +90,15 @@ const KEYS: [(&str, &str); 56] = [
     ("--kv-heads", "kv"),
     ("--ffn", "ffn"),
     ("--vocab", "vocab"),
+    ("--positions", "pos"),
 ];
 
 /// Switches that turn an address key off: (flag, key), written `0`.
-const OFF: [(&str, &str); 3] = [
+const OFF: [(&str, &str); 4] = [
     ("--no-overlap-grad-reduce", "ovgrad"),
     ("--no-overlap-param-gather", "ovparam"),
     ("--no-tp-comm-overlap", "ovtp"),
+    ("--untie-embeddings-and-output-weights", "tied"),
 ];
 
 /// Flags the page sets after the pairs, from the whole reading (their

@@ -212,8 +212,9 @@ fn repaired_batch(state: &PageState, batch: u64) -> Option<(u64, String)> {
 /// The detailed settings that are a whole number in a range: key, least,
 /// most, and where it goes.
 type Count = (&'static str, u64, u64, fn(&mut DetailedOptions) -> &mut u64);
-const COUNTS: [Count; 18] = [
+const COUNTS: [Count; 19] = [
     ("heads", 1, 1024, |d| &mut d.arch.heads),
+    ("pos", 0, 1 << 20, |d| &mut d.arch.positions),
     ("kv", 1, 1024, |d| &mut d.arch.kv_heads),
     ("ffn", 1, 1 << 20, |d| &mut d.arch.ffn),
     ("vocab", 1, 1 << 22, |d| &mut d.arch.vocab),
@@ -847,6 +848,9 @@ fn encode_arch(a: &Architecture, out: &mut Query<'_>) {
     let gpt2 = a.family == Family::Gpt2;
     if a.tied_embeddings != gpt2 {
         out.append_pair("tied", flag(a.tied_embeddings));
+    }
+    if a.positions != Architecture::gpt2(1, 1, 1, 1).positions * u64::from(gpt2) {
+        out.append_pair("pos", &a.positions.to_string());
     }
     if a.qkv_bias != gpt2 {
         out.append_pair("qkvbias", flag(a.qkv_bias));

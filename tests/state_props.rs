@@ -309,7 +309,7 @@ proptest! {
     #[test]
     fn known_keys_apply_or_report(
         key in prop::sample::select(vec!["params", "batch", "seq", "hidden", "layers", "mixed", "base", "gpu", "unit", "sweep", "embed", "ex",
-            "mode", "model", "arch", "heads", "kv", "ffn", "vocab", "tied", "qkvbias", "prec", "opt", "attn",
+            "mode", "model", "arch", "heads", "kv", "ffn", "vocab", "tied", "pos", "qkvbias", "prec", "opt", "attn",
             "dropout", "recompute", "impl", "dp", "zero", "tp", "sp", "pp", "micro", "lora", "both", "loss", "lchunks", "keep", "trainer"]),
         value in "[0-9a-z.,-]{0,12}|llama-2-7b|gpt2|detailed|flash|selective|hf|bf16|adam8bit|liger|chunked|cce|optimizer[.]zero|torchtune|trl",
     ) {

@@ -517,7 +517,7 @@ proptest! {
     }
 
     #[test]
-    fn megatron_round_trips(model in pick(&["llama-3.1-8b", "llama-2-7b", "gpt2"]), dp in pick(&["1", "2", "8"]), tp in pick(&["1", "2", "4"]),
+    fn megatron_round_trips(model in pick(&["llama-3.1-8b", "llama-2-7b", "gpt2", "nemotron-4-15b"]), dp in pick(&["1", "2", "8"]), tp in pick(&["1", "2", "4"]),
                             pp in pick(&["1", "2"]), zero in 0u8..2, sp in any::<bool>(), recompute in pick(&["none", "full", "selective"]),
                             precision in pick(&["mixed", "fp32"]), micro in 1u64..3, accum in 1u64..5, off in 0u8..8, fp8 in 0u8..3) {
         let dpn: u64 = dp.parse().unwrap();

@@ -1319,3 +1319,52 @@ fn megatron_reads_and_writes_its_recompute_method() {
         assert_eq!(back.out.arg("--recompute-layers"), layers);
     }
 }
+
+/// A Megatron-Core GPT that is not Llama-shaped, as NeMo's Nemotron-4 340B
+/// runs it (`Nemotron4Config340B`): grouped queries, untied embeddings and
+/// rotary positions without `--swiglu` read as the gpt2 shape with those,
+/// the `nemotron-4-340b` preset to the parameter; Megatron's default,
+/// learned positions, reads `--max-position-embeddings` as their rows.
+#[test]
+fn megatron_reads_a_gpt_with_grouped_queries_untied_and_rotary() {
+    let shape = "--num-layers 96 --hidden-size 18432 --ffn-hidden-size 73728 --num-attention-heads 96 --vocab-size 256000 --seq-length 4096";
+    let line = |extra: &str| {
+        let text = format!("torchrun pretrain_gpt.py {shape} {extra}");
+        let r = trainers::read("nemotron.sh", &text).unwrap();
+        let mut argv = vec!["membudget".to_string()];
+        argv.extend(r.flags());
+        let args = Args::try_parse_from(argv).unwrap();
+        (r, args.detailed_config().unwrap().0.arch)
+    };
+    let nemotron = membudget::detailed::preset("nemotron-4-340b").unwrap().arch;
+    let (r, arch) = line("--group-query-attention --num-query-groups 8 --untie-embeddings-and-output-weights --position-embedding-type rope --max-position-embeddings 4096 --squared-relu");
+    assert_eq!(arch, nemotron);
+    assert_eq!(arch.params(), 341_041_876_992);
+    assert_eq!(r.out.arg("--positions"), Some("0"));
+    let named: Vec<&str> = r.out.ignored.iter().map(|i| i.key.as_str()).collect();
+    assert!(named.contains(&"max-position-embeddings"), "{named:?}");
+    assert!(named.contains(&"squared-relu"), "{named:?}");
+    // Without them: tied, 96 heads of keys and values, learned positions.
+    let (_, plain) = line("--max-position-embeddings 4096");
+    assert_eq!(
+        (plain.kv_heads, plain.tied_embeddings, plain.positions),
+        (96, true, 4096)
+    );
+    // 96 layers × (h·3h − h·(h + 2·8·192)) and their biases, less the
+    // output layer, plus 4,096 learned positions.
+    let (gqa, output, positions) = (
+        96 * (18432 + 1) * (3 * 18432 - 21504),
+        256_000 * 18432,
+        4096 * 18432,
+    );
+    assert_eq!(plain.params() - nemotron.params(), gqa - output + positions);
+    // The older switch says rope too; a llama shape's positions are named.
+    let (_, older) = line("--use-rotary-position-embeddings");
+    assert_eq!(older.positions, 0);
+    let (r, _) = line("--swiglu --position-embedding-type rope");
+    assert!(r
+        .out
+        .ignored
+        .iter()
+        .any(|i| i.key == "position-embedding-type"));
+}

@@ -52,7 +52,7 @@ use crate::detailed::model::{Architecture, Family};
 pub fn layer_projections(a: &Architecture) -> Vec<(u64, u64)> {
     let (h, f) = (a.hidden, a.ffn);
     match (a.family, a.mla) {
-        (Family::Gpt2, _) => vec![(h, 3 * h), (h, h), (h, f), (f, h)],
+        (Family::Gpt2, _) => vec![(h, a.qkv_width()), (h, h), (h, f), (f, h)],
         (Family::Llama, Some(m)) => {
             let qk = m.nope_dim + m.rope_dim;
             let mut p = if m.q_rank > 0 {

@@ -253,6 +253,12 @@ impl Architecture {
         }
     }
 
+    /// Width of the fused q, k and v projection's output: q + 2·kv (3h
+    /// without grouping).
+    pub fn qkv_width(&self) -> u64 {
+        self.q_dim() + 2 * self.kv_dim()
+    }
+
     /// Width of V and of the output projection's input.
     pub fn v_dim(&self) -> u64 {
         match self.mla {
@@ -334,9 +340,15 @@ impl Architecture {
     pub fn layer_param_split(&self, moe_layer: bool) -> LayerParams {
         let (h, f) = (self.hidden, self.ffn);
         match self.family {
-            // ln_1, c_attn (h → 3h, bias), c_proj (bias), ln_2, c_fc (bias), c_proj (bias).
+            // ln_1, c_attn (h → 3h, bias), c_proj (bias), ln_2, c_fc (bias),
+            // c_proj (bias); under grouped-query attention (Megatron-Core's
+            // GPT with `--group-query-attention`: Nemotron-4) c_attn is
+            // h → h + 2·kv (`linear_qkv`, `attention.py`).
             Family::Gpt2 => LayerParams {
-                dense: (h * 3 * h + 3 * h) + (h * h + h) + (h * f + f) + (f * h + h),
+                dense: (h * self.qkv_width() + self.qkv_width())
+                    + (h * h + h)
+                    + (h * f + f)
+                    + (f * h + h),
                 experts: 0,
                 replicated: 4 * h,
             },
@@ -504,7 +516,7 @@ impl Architecture {
         let (h, f, q, kv) = (self.hidden, self.ffn, self.q_dim(), self.kv_dim());
         Some(match self.family {
             // Conv1D weights are (in, out): c_attn, c_proj, c_fc, c_proj.
-            Family::Gpt2 => vec![(h, 3 * h), (h, h), (h, f), (f, h)],
+            Family::Gpt2 => vec![(h, self.qkv_width()), (h, h), (h, f), (f, h)],
             // q, k, v, o; gate, up, down (`nn.Linear` weights are (out, in)).
             Family::Llama => vec![(q, h), (kv, h), (kv, h), (h, q), (f, h), (f, h), (h, f)],
         })

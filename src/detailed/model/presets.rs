@@ -246,6 +246,24 @@ const fn falcon_h1(
     }
 }
 
+/// Nemotron-4 (Parmar et al. 2024, "Nemotron-4 15B Technical Report",
+/// Table 1; Nvidia 2024, "Nemotron-4 340B Technical Report", Table 1;
+/// NeMo's `Nemotron4Config15B` and `Nemotron4Config340B`,
+/// `nemo/collections/llm/gpt/model/nemotron.py`): Megatron-Core's GPT with
+/// grouped-query attention (8 groups), a squared-ReLU MLP of 4h, LayerNorm,
+/// rotary positions, untied embeddings and 256,000 tokens. Priced as the
+/// gpt2 shape, whose MLP keeps what squared ReLU keeps (its input and the
+/// second linear's); its linear layers have no biases, which the gpt2
+/// shape counts (0.004 % of the parameters).
+const fn nemotron4(layers: u64, hidden: u64, heads: u64) -> Architecture {
+    Architecture {
+        kv_heads: 8,
+        positions: 0,
+        tied_embeddings: false,
+        ..Architecture::gpt2(layers, hidden, heads, 256_000)
+    }
+}
+
 /// Published configurations (the models' `config.json`).
 pub const PRESETS: &[Preset] = &[
     Preset {
@@ -287,6 +305,14 @@ pub const PRESETS: &[Preset] = &[
     Preset {
         name: "llama-3.1-405b",
         arch: Architecture::llama(126, 16384, 128, 8, 53248, 128256),
+    },
+    Preset {
+        name: "nemotron-4-15b",
+        arch: nemotron4(32, 6144, 48),
+    },
+    Preset {
+        name: "nemotron-4-340b",
+        arch: nemotron4(96, 18432, 96),
     },
     Preset {
         name: "mistral-7b",
@@ -489,6 +515,19 @@ mod tests {
         let scout = preset("llama-4-scout").unwrap().arch;
         let active = scout.active_params() as f64;
         assert!((active / 17.0e9 - 1.0).abs() < 0.03, "{active}");
+        // Nemotron-4: "12.5 billion non-embedding parameters" (15B report,
+        // §2) and "331.6 billion non-embedding parameters" and "9.4 billion
+        // embedding parameters" (340B report, §2.1): grouped-query attention
+        // and untied embeddings, or the 340B would count 60 billion more.
+        for (name, layers_b) in [("nemotron-4-15b", 12.5e9), ("nemotron-4-340b", 331.6e9)] {
+            let a = preset(name).unwrap().arch;
+            let embedding = 2.0 * (a.vocab * a.hidden) as f64;
+            let layers = a.params() as f64 - embedding;
+            // To the printed digit: within half of 0.1 billion.
+            assert!((layers - layers_b).abs() < 0.05e9, "{name}: {layers}");
+        }
+        let big = preset("nemotron-4-340b").unwrap().arch;
+        assert_eq!(2 * big.vocab * big.hidden, 9_437_184_000);
         // Llama-3.2-3B's model card: 3.21 B.
         let l3 = preset("llama-3.2-3b").unwrap().arch.params() as f64;
         assert!((l3 / 3.21e9 - 1.0).abs() < 0.005, "{l3}");

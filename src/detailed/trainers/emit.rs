@@ -861,9 +861,14 @@ fn megatron(cfg: &DetailedConfig) -> Result<String, String> {
         Family::Llama => crate::detailed::model::Architecture::llama(
             a.layers, a.hidden, a.heads, a.kv_heads, a.ffn, a.vocab,
         ),
-        Family::Gpt2 => {
-            crate::detailed::model::Architecture::gpt2(a.layers, a.hidden, a.heads, a.vocab)
-        }
+        // The reader's gpt2 shape with what Megatron's flags say of it:
+        // grouped queries, untied embeddings, the positions.
+        Family::Gpt2 => crate::detailed::model::Architecture {
+            kv_heads: a.kv_heads,
+            tied_embeddings: a.tied_embeddings,
+            positions: a.positions,
+            ..crate::detailed::model::Architecture::gpt2(a.layers, a.hidden, a.heads, a.vocab)
+        },
     };
     if shaped != *a {
         return Err(cannot(f, "Megatron's shape flags written here do not say all of this model (tied embeddings, biases, norms): give the shape with --arch"));
@@ -883,6 +888,8 @@ fn megatron(cfg: &DetailedConfig) -> Result<String, String> {
             "    --swiglu --group-query-attention --num-query-groups {} \\\n",
             a.kv_heads
         );
+    } else {
+        out += &gpt2_shape_flags(a);
     }
     out += &format!(
         "    --micro-batch-size {} --global-batch-size {} --seq-length {} \\\n",
@@ -897,6 +904,31 @@ fn megatron(cfg: &DetailedConfig) -> Result<String, String> {
     out += &megatron_pipeline_split(cfg, f)?;
     out += &megatron_switches(cfg, f)?;
     Ok(out + "\n")
+}
+
+/// The gpt2 shape's flags beyond its sizes, each where it is not the
+/// reader's default: grouped queries, untied embeddings, rotary or more
+/// learned positions.
+fn gpt2_shape_flags(a: &crate::detailed::model::Architecture) -> String {
+    let mut flags = Vec::new();
+    if a.kv_heads != a.heads {
+        flags.push(format!(
+            "--group-query-attention --num-query-groups {}",
+            a.kv_heads
+        ));
+    }
+    if !a.tied_embeddings {
+        flags.push("--untie-embeddings-and-output-weights".to_string());
+    }
+    match a.positions {
+        0 => flags.push("--position-embedding-type rope".to_string()),
+        1024 => {}
+        n => flags.push(format!("--max-position-embeddings {n}")),
+    }
+    if flags.is_empty() {
+        return String::new();
+    }
+    format!("    {} \\\n", flags.join(" "))
 }
 
 /// An uneven pipeline split as Megatron-LM takes it: the first and last

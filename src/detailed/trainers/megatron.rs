@@ -33,14 +33,6 @@ pub const IGNORED: &[(&str, &str)] = &[
         "cache emptying: the allocator, not the tensors",
     ),
     (
-        "max-position-embeddings",
-        "positions by RoPE: no parameters",
-    ),
-    (
-        "position-embedding-type",
-        "RoPE or learned: the shape reads the family",
-    ),
-    (
         "attention-dropout",
         "dropout 0 or not: membudget's --dropout",
     ),
@@ -210,13 +202,72 @@ fn read_shape(doc: &mut Doc, out: &mut Out) -> Result<Option<u64>, ReadError> {
         }
     }
     if let Some(v) = doc.take("untie-embeddings-and-output-weights") {
+        if swiglu {
+            out.ignore(
+                "untie-embeddings-and-output-weights",
+                v,
+                "the shape's llama family is untied already",
+            );
+        } else {
+            out.set(
+                "untie-embeddings-and-output-weights",
+                true,
+                "--untie-embeddings-and-output-weights",
+                "",
+            );
+        }
+    }
+    read_positions(doc, out, swiglu)?;
+    Ok(Some(layers))
+}
+
+/// `--position-embedding-type` (Megatron-LM's default `learned_absolute`,
+/// `arguments.py`; the older `--use-rotary-position-embeddings` says
+/// `rope`) and `--max-position-embeddings`, the learned table's rows →
+/// `--positions` for the gpt2 shape; a llama shape's are rotary.
+fn read_positions(doc: &mut Doc, out: &mut Out, swiglu: bool) -> Result<(), ReadError> {
+    let kind = doc.text("position-embedding-type")?;
+    let rotary = doc.take("use-rotary-position-embeddings");
+    let max = doc.uint("max-position-embeddings")?;
+    if swiglu {
+        let why = "the llama shape's positions are rotary: no parameters";
+        if let Some(k) = kind {
+            out.ignore("position-embedding-type", k, why);
+        }
+        if let Some(v) = rotary {
+            out.ignore("use-rotary-position-embeddings", v, why);
+        }
+        if let Some(n) = max {
+            out.ignore("max-position-embeddings", n, why);
+        }
+        return Ok(());
+    }
+    match (kind.as_deref(), rotary) {
+        (Some("rope"), _) => out.set("position-embedding-type", "rope", "--positions", 0),
+        (None, Some(_)) => out.set("use-rotary-position-embeddings", true, "--positions", 0),
+        (None | Some("learned_absolute"), _) => return Ok(learned(out, max)),
+        (Some(k), _) => out.ignore(
+            "position-embedding-type",
+            k,
+            "membudget's gpt2 shape has learned_absolute or rope positions",
+        ),
+    }
+    if let Some(n) = max {
         out.ignore(
-            "untie-embeddings-and-output-weights",
-            v,
-            "the shape's llama family is untied already",
+            "max-position-embeddings",
+            n,
+            "no learned positions: no parameters",
         );
     }
-    Ok(Some(layers))
+    Ok(())
+}
+
+/// Learned positions: `--max-position-embeddings` rows, the gpt2 shape's
+/// 1,024 when not given.
+fn learned(out: &mut Out, max: Option<u64>) {
+    if let Some(n) = max {
+        out.set("max-position-embeddings", n, "--positions", n);
+    }
 }
 
 /// The switches; returns whether the file asks for sequence parallelism

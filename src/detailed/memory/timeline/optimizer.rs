@@ -142,7 +142,7 @@ pub(super) fn largest_in_layer(cfg: &DetailedConfig, tp: f64) -> f64 {
     let a = &cfg.arch;
     let (h, f, kv) = (a.hidden, a.ffn, a.kv_dim());
     let layer_max = match a.family {
-        Family::Gpt2 => (h * 3 * h).max(h * f),
+        Family::Gpt2 => (h * a.qkv_width()).max(h * f),
         Family::Llama => (h * f).max(h * h).max(h * kv),
     };
     // `transformers` 5.x fuses each layer's experts into one 3-D
