@@ -660,7 +660,7 @@ pub fn make_it_fit_keeping(
     }
     changes.extend(pairs);
     let mut changes = fewest_gpus(changes);
-    changes.sort_by(rank);
+    super::sort_stably(&mut changes, rank);
     // Two ways to one configuration read the same: the first is kept.
     let mut seen: Vec<DetailedConfig> = Vec::new();
     changes.retain(|c| {

@@ -382,7 +382,7 @@ pub fn search_keeping(
             })
         })
         .collect();
-    rows.sort_by(|a, b| {
+    super::sort_stably(&mut rows, |a, b| {
         a.time
             .step_s
             .total_cmp(&b.time.step_s)

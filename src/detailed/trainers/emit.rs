@@ -866,7 +866,7 @@ fn megatron(cfg: &DetailedConfig) -> Result<String, String> {
         Family::Gpt2 => crate::detailed::model::Architecture {
             kv_heads: a.kv_heads,
             tied_embeddings: a.tied_embeddings,
-            positions: a.positions,
+            positions: if a.positions == 0 { 0 } else { 1024 },
             ..crate::detailed::model::Architecture::gpt2(a.layers, a.hidden, a.heads, a.vocab)
         },
     };
@@ -883,14 +883,7 @@ fn megatron(cfg: &DetailedConfig) -> Result<String, String> {
     };
     let mut out = format!("# Written by membudget --emit megatron.\ntorchrun --nproc_per_node {nproc} --nnodes {nodes} pretrain_gpt.py \\\n");
     out += &format!("    --num-layers {} --hidden-size {} --num-attention-heads {} --ffn-hidden-size {} --vocab-size {} \\\n", a.layers, a.hidden, a.heads, a.ffn, a.vocab);
-    if a.family == Family::Llama {
-        out += &format!(
-            "    --swiglu --group-query-attention --num-query-groups {} \\\n",
-            a.kv_heads
-        );
-    } else {
-        out += &gpt2_shape_flags(a);
-    }
+    out += &shape_flags(a);
     out += &format!(
         "    --micro-batch-size {} --global-batch-size {} --seq-length {} \\\n",
         cfg.micro(),
@@ -906,29 +899,28 @@ fn megatron(cfg: &DetailedConfig) -> Result<String, String> {
     Ok(out + "\n")
 }
 
-/// The gpt2 shape's flags beyond its sizes, each where it is not the
-/// reader's default: grouped queries, untied embeddings, rotary or more
-/// learned positions.
-fn gpt2_shape_flags(a: &crate::detailed::model::Architecture) -> String {
-    let mut flags = Vec::new();
-    if a.kv_heads != a.heads {
-        flags.push(format!(
-            "--group-query-attention --num-query-groups {}",
-            a.kv_heads
-        ));
+/// The shape's flags beyond its sizes: a llama shape's SwiGLU and grouped
+/// queries; a gpt2 shape's where not the reader's default (grouped
+/// queries, untied embeddings, rotary or more learned positions).
+fn shape_flags(a: &crate::detailed::model::Architecture) -> String {
+    let llama = a.family == Family::Llama;
+    let mut s = String::new();
+    if llama {
+        s += " --swiglu";
     }
-    if !a.tied_embeddings {
-        flags.push("--untie-embeddings-and-output-weights".to_string());
+    if llama || a.kv_heads != a.heads {
+        s += &format!(" --group-query-attention --num-query-groups {}", a.kv_heads);
     }
-    match a.positions {
-        0 => flags.push("--position-embedding-type rope".to_string()),
-        1024 => {}
-        n => flags.push(format!("--max-position-embeddings {n}")),
+    if !llama && !a.tied_embeddings {
+        s += " --untie-embeddings-and-output-weights";
     }
-    if flags.is_empty() {
-        return String::new();
+    if !llama && a.positions == 0 {
+        s += " --position-embedding-type rope";
     }
-    format!("    {} \\\n", flags.join(" "))
+    if s.is_empty() {
+        return s;
+    }
+    format!("   {s} \\\n")
 }
 
 /// An uneven pipeline split as Megatron-LM takes it: the first and last

@@ -223,8 +223,11 @@ fn read_shape(doc: &mut Doc, out: &mut Out) -> Result<Option<u64>, ReadError> {
 
 /// `--position-embedding-type` (Megatron-LM's default `learned_absolute`,
 /// `arguments.py`; the older `--use-rotary-position-embeddings` says
-/// `rope`) and `--max-position-embeddings`, the learned table's rows →
-/// `--positions` for the gpt2 shape; a llama shape's are rotary.
+/// `rope`) → `--positions 0` for the gpt2 shape under rope; learned
+/// positions are its 1,024 rows whatever `--max-position-embeddings` says
+/// (named: 2,048 rows of GPT-3's 12,288 are 0.007 % of its parameters),
+/// so that `--emit megatron` says the shape it reads. A llama shape's are
+/// rotary.
 fn read_positions(doc: &mut Doc, out: &mut Out, swiglu: bool) -> Result<(), ReadError> {
     let kind = doc.text("position-embedding-type")?;
     let rotary = doc.take("use-rotary-position-embeddings");
@@ -245,7 +248,16 @@ fn read_positions(doc: &mut Doc, out: &mut Out, swiglu: bool) -> Result<(), Read
     match (kind.as_deref(), rotary) {
         (Some("rope"), _) => out.set("position-embedding-type", "rope", "--positions", 0),
         (None, Some(_)) => out.set("use-rotary-position-embeddings", true, "--positions", 0),
-        (None | Some("learned_absolute"), _) => return Ok(learned(out, max)),
+        (None | Some("learned_absolute"), _) => {
+            if let Some(n) = max {
+                out.ignore(
+                    "max-position-embeddings",
+                    n,
+                    "learned positions: priced as the gpt2 shape's 1,024 rows, a small table",
+                );
+            }
+            return Ok(());
+        }
         (Some(k), _) => out.ignore(
             "position-embedding-type",
             k,
@@ -260,14 +272,6 @@ fn read_positions(doc: &mut Doc, out: &mut Out, swiglu: bool) -> Result<(), Read
         );
     }
     Ok(())
-}
-
-/// Learned positions: `--max-position-embeddings` rows, the gpt2 shape's
-/// 1,024 when not given.
-fn learned(out: &mut Out, max: Option<u64>) {
-    if let Some(n) = max {
-        out.set("max-position-embeddings", n, "--positions", n);
-    }
 }
 
 /// The switches; returns whether the file asks for sequence parallelism
