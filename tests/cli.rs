@@ -1622,3 +1622,53 @@ fn moe_a2a_overlap_flag_json_and_refusals() {
         assert!(err.contains(words), "{extra:?}: {err}");
     }
 }
+
+/// A Megatron GPT that is not Llama-shaped (Nemotron-4): priced under
+/// Megatron's kernels, refused in words under `transformers`' GPT-2 modules,
+/// which have no grouped-query attention; `--positions` is the gpt2
+/// shape's alone; the shape flags give the preset to the parameter.
+#[test]
+fn a_megatron_gpt_shape_is_priced_fused_and_refused_under_hf() {
+    let (code, out, err) = membudget(&["--model", "nemotron-4-15b", "--seq", "4096"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("15630217216 parameters"), "{out}");
+    let (code, _, err) = membudget(&["--model", "nemotron-4-15b", "--impl", "hf"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("transformers' GPT-2 has no grouped-query attention"),
+        "{err}"
+    );
+    let (code, _, err) = membudget(&["--model", "llama-3.1-8b", "--positions", "4096"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--positions: the llama family's positions are rotary"),
+        "{err}"
+    );
+    let shape = [
+        "--arch",
+        "gpt2",
+        "--layers",
+        "32",
+        "--hidden",
+        "6144",
+        "--heads",
+        "48",
+        "--kv-heads",
+        "8",
+        "--vocab",
+        "256000",
+        "--positions",
+        "0",
+        "--untie-embeddings-and-output-weights",
+        "--seq",
+        "4096",
+        "--json",
+    ];
+    let (preset, own) = (
+        json_with(&["--model", "nemotron-4-15b", "--seq", "4096"], &[]),
+        json_with(&shape[..shape.len() - 1], &[]),
+    );
+    assert_eq!(own["inputs"]["shape"]["preset"], "nemotron-4-15b");
+    assert_eq!(own["bytes"], preset["bytes"]);
+    assert_eq!(own["parameters"], preset["parameters"]);
+}

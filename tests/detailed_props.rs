@@ -50,6 +50,11 @@ fn any_config() -> impl Strategy<Value = DetailedConfig> {
                     AttentionKernel::Eager
                 };
                 cfg.dropout = dropout;
+                // A gpt2 shape with grouped queries is Megatron's GPT
+                // alone (Nemotron-4; refused under hf elsewhere).
+                let megatron_gpt = cfg.arch.kv_heads != cfg.arch.heads
+                    && cfg.arch.family == membudget::detailed::Family::Gpt2;
+                let hf = hf && !megatron_gpt;
                 cfg.profile = if hf { Profile::Hf } else { Profile::Fused };
                 cfg.device = if cpu { Device::Cpu } else { Device::Cuda };
                 cfg.recompute = recompute;

@@ -466,6 +466,11 @@ fn family(cfg: &DetailedConfig) -> Result<(), DetailedError> {
             "experts, latent attention, sandwich norms and Mamba-2 mixers need the Llama family",
         );
     }
+    // The hf profile prices `transformers`' GPT-2 modules, whose fused
+    // c_attn has as many key/value heads as query heads.
+    if a.family == Family::Gpt2 && a.kv_heads != a.heads && cfg.profile != Profile::Fused {
+        return refuse("transformers' GPT-2 has no grouped-query attention: the gpt2 shape with fewer kv heads is Megatron's GPT (fused kernels)");
+    }
     Ok(())
 }
 
