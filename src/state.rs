@@ -763,17 +763,28 @@ pub fn max_micro_batch(
 
 /// The largest sequence length (up to the detailed model's 1,048,576) for which the
 /// peak of a training step of `cfg` (plus `overhead`) fits in
-/// `capacity_bytes`, or `None` when even 1 token does not fit.
+/// `capacity_bytes`, or `None` when even the shortest does not fit. Under
+/// context parallelism the lengths searched are multiples of 2 × cp, the
+/// only ones it runs.
 pub fn max_detailed_seq(
     cfg: &DetailedConfig,
     capacity_bytes: f64,
     overhead: Option<&Overhead>,
 ) -> Option<u64> {
-    let max = Field::SeqLen.range_in(true).1 as u64;
-    largest_fitting(max, |seq| {
-        let c = DetailedConfig { seq, ..*cfg };
+    let unit = if cfg.parallel.cp > 1 {
+        2 * cfg.parallel.cp
+    } else {
+        1
+    };
+    let max = Field::SeqLen.range_in(true).1 as u64 / unit;
+    largest_fitting(max, |k| {
+        let c = DetailedConfig {
+            seq: k * unit,
+            ..*cfg
+        };
         detailed_need(&c, overhead).is_some_and(|need| need <= capacity_bytes)
     })
+    .map(|k| k * unit)
 }
 
 /// The largest value of `field` (batch or sequence length) for which the
@@ -921,5 +932,30 @@ mod tests {
         // Plenty of room: capped at the range's maximum.
         assert_eq!(max_fitting(&lesson, Field::Batch, 1e15), Some(1024));
         assert_eq!(max_fitting(&lesson, Field::SeqLen, 1e15), Some(131_072));
+    }
+
+    /// Under context parallelism the longest sequence is searched among
+    /// the lengths it runs (multiples of 2 × cp): before, a search from one
+    /// token answered none for a step that fits at 262,144.
+    #[test]
+    fn the_longest_sequence_under_context_parallelism_is_a_multiple_of_2_cp() {
+        let mut cfg = DetailedConfig::new(
+            crate::detailed::preset("llama-3.1-8b").unwrap().arch,
+            262_144,
+            1,
+        );
+        cfg.parallel.cp = 8;
+        cfg.parallel.zero = 3;
+        cfg.recompute = crate::detailed::Recompute::Full;
+        cfg.attention = crate::detailed::AttentionKernel::Flash;
+        let cap = 141.0 * Unit::Gb.bytes();
+        let need = |seq| detailed_need(&DetailedConfig { seq, ..cfg }, None).unwrap();
+        assert!(need(262_144) < cap);
+        let longest = max_detailed_seq(&cfg, cap, None).unwrap();
+        assert_eq!(longest % 16, 0);
+        assert!(longest >= 262_144 && need(longest) <= cap, "{longest}");
+        if longest < 1 << 20 {
+            assert!(need(longest + 16) > cap, "{longest}");
+        }
     }
 }
