@@ -849,7 +849,7 @@ fn encode_arch(a: &Architecture, out: &mut Query<'_>) {
     if a.tied_embeddings != gpt2 {
         out.append_pair("tied", flag(a.tied_embeddings));
     }
-    if a.positions != Architecture::gpt2(1, 1, 1, 1).positions * u64::from(gpt2) {
+    if a.positions != Architecture::GPT2_POSITIONS * u64::from(gpt2) {
         out.append_pair("pos", &a.positions.to_string());
     }
     if a.qkv_bias != gpt2 {

@@ -161,6 +161,10 @@ impl LayerParams {
 }
 
 impl Architecture {
+    /// GPT-2's learned positions (`n_positions`), the gpt2 shape's unless
+    /// said otherwise.
+    pub const GPT2_POSITIONS: u64 = 1024;
+
     /// A GPT-2 style model (ffn = 4h, 1024 positions, tied embeddings).
     pub const fn gpt2(layers: u64, hidden: u64, heads: u64, vocab: u64) -> Self {
         Self {
@@ -171,7 +175,7 @@ impl Architecture {
             kv_heads: heads,
             ffn: 4 * hidden,
             vocab,
-            positions: 1024,
+            positions: Self::GPT2_POSITIONS,
             tied_embeddings: true,
             qkv_bias: true,
             head_width: 0,

@@ -862,11 +862,16 @@ fn megatron(cfg: &DetailedConfig) -> Result<String, String> {
             a.layers, a.hidden, a.heads, a.kv_heads, a.ffn, a.vocab,
         ),
         // The reader's gpt2 shape with what Megatron's flags say of it:
-        // grouped queries, untied embeddings, the positions.
+        // grouped queries, untied embeddings, rotary positions (learned
+        // ones are the shape's own rows).
         Family::Gpt2 => crate::detailed::model::Architecture {
             kv_heads: a.kv_heads,
             tied_embeddings: a.tied_embeddings,
-            positions: if a.positions == 0 { 0 } else { 1024 },
+            positions: if a.positions == 0 {
+                0
+            } else {
+                crate::detailed::model::Architecture::GPT2_POSITIONS
+            },
             ..crate::detailed::model::Architecture::gpt2(a.layers, a.hidden, a.heads, a.vocab)
         },
     };
@@ -901,7 +906,7 @@ fn megatron(cfg: &DetailedConfig) -> Result<String, String> {
 
 /// The shape's flags beyond its sizes: a llama shape's SwiGLU and grouped
 /// queries; a gpt2 shape's where not the reader's default (grouped
-/// queries, untied embeddings, rotary or more learned positions).
+/// queries, untied embeddings, rotary positions).
 fn shape_flags(a: &crate::detailed::model::Architecture) -> String {
     let llama = a.family == Family::Llama;
     let mut s = String::new();

@@ -225,7 +225,7 @@ fn read_shape(doc: &mut Doc, out: &mut Out) -> Result<Option<u64>, ReadError> {
 /// `arguments.py`; the older `--use-rotary-position-embeddings` says
 /// `rope`) → `--positions 0` for the gpt2 shape under rope; learned
 /// positions are its 1,024 rows whatever `--max-position-embeddings` says
-/// (named: 2,048 rows of GPT-3's 12,288 are 0.007 % of its parameters),
+/// (named: GPT-3 175B's 2,048 are 12.6 million parameters more, 0.007 %),
 /// so that `--emit megatron` says the shape it reads. A llama shape's are
 /// rotary.
 fn read_positions(doc: &mut Doc, out: &mut Out, swiglu: bool) -> Result<(), ReadError> {
