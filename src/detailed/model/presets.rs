@@ -196,6 +196,21 @@ const LLAMA_4_SCOUT: Architecture = Architecture {
     ..Architecture::llama(48, 5120, 40, 8, 16384, 202048)
 };
 
+/// Llama 4 Maverick (`meta-llama/Llama-4-Maverick-17B-128E`'s
+/// `text_config`): Scout's layers with 128 experts in every second layer
+/// (`interleave_moe_layer_step` 2), the other 24 dense at
+/// `intermediate_size_mlp`; priced as leading dense layers, as the
+/// config.json reader prices them (the layers' averages do not depend on
+/// where the dense ones sit).
+const LLAMA_4_MAVERICK: Architecture = Architecture {
+    moe: Some(Moe {
+        experts: 128,
+        first_dense: 24,
+        ..LLAMA_4_SCOUT.moe.unwrap()
+    }),
+    ..LLAMA_4_SCOUT
+};
+
 const DEEPSEEK_V3: Architecture = Architecture {
     mla: Some(Mla {
         q_rank: 1536,
@@ -415,6 +430,10 @@ pub const PRESETS: &[Preset] = &[
         arch: LLAMA_4_SCOUT,
     },
     Preset {
+        name: "llama-4-maverick",
+        arch: LLAMA_4_MAVERICK,
+    },
+    Preset {
         name: "deepseek-v3",
         arch: DEEPSEEK_V3,
     },
@@ -515,6 +534,13 @@ mod tests {
         let scout = preset("llama-4-scout").unwrap().arch;
         let active = scout.active_params() as f64;
         assert!((active / 17.0e9 - 1.0).abs() < 0.03, "{active}");
+        // Llama 4 Maverick: "17B active, 400B total" (the model card, the
+        // vision encoder in the total).
+        let maverick = preset("llama-4-maverick").unwrap().arch;
+        let (total, active) = (maverick.params() as f64, maverick.active_params() as f64);
+        assert!((active / 17.0e9 - 1.0).abs() < 0.03, "{active}");
+        assert!((total / 400.0e9 - 1.0).abs() < 0.01, "{total}");
+        assert_eq!(maverick.moe_layers(), 24);
         // Nemotron-4: "12.5 billion non-embedding parameters" (15B report,
         // §2) and "331.6 billion non-embedding parameters" and "9.4 billion
         // embedding parameters" (340B report, §2.1): grouped-query attention
