@@ -1129,12 +1129,8 @@ impl Args {
         if let Some(v) = m.vocab {
             arch.vocab = v;
         }
-        match m.positions {
-            Some(v) if v > 0 && arch.family != Family::Gpt2 => {
-                return Err("--positions: the llama family's positions are rotary (0)".into())
-            }
-            Some(v) => arch.positions = v,
-            None => {}
+        if let Some(v) = m.positions {
+            arch.positions = v;
         }
         if m.untie_embeddings_and_output_weights {
             arch.tied_embeddings = false;

@@ -1641,8 +1641,17 @@ fn a_megatron_gpt_shape_is_priced_fused_and_refused_under_hf() {
     let (code, _, err) = membudget(&["--model", "llama-3.1-8b", "--positions", "4096"]);
     assert_eq!(code, 2, "{err}");
     assert!(
-        err.contains("--positions: the llama family's positions are rotary"),
+        err.contains("the llama family's are rotary (positions 0)"),
         "{err}"
+    );
+    // The same refusal for a link that gives a llama shape learned rows.
+    let link = membudget::url::decode("mode=detailed&model=llama-3.1-8b&pos=4096");
+    let refused = membudget::detailed::estimate(&link.state.detailed_config()).unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("the llama family's are rotary (positions 0)"),
+        "{refused}"
     );
     let shape = [
         "--arch",

@@ -466,6 +466,13 @@ fn family(cfg: &DetailedConfig) -> Result<(), DetailedError> {
             "experts, latent attention, sandwich norms and Mamba-2 mixers need the Llama family",
         );
     }
+    // Only the gpt2 shape counts learned positions
+    // ([`crate::detailed::model::Architecture::outer_matrices`]).
+    if a.family == Family::Llama && a.positions > 0 {
+        return refuse(
+            "learned positions are the gpt2 shape's: the llama family's are rotary (positions 0)",
+        );
+    }
     // The hf profile prices `transformers`' GPT-2 modules, whose fused
     // c_attn has as many key/value heads as query heads.
     if a.family == Family::Gpt2 && a.kv_heads != a.heads && cfg.profile != Profile::Fused {
