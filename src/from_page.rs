@@ -31,67 +31,72 @@ use crate::number::ToF64;
 use crate::state::{Mode, PageState};
 use crate::url;
 
-/// Flags that are one address key with the same value: (flag, key).
-/// A switch (no value) writes `1`.
-const KEYS: [(&str, &str); 57] = [
-    ("--model", "model"),
-    ("--overlap-grad-reduce", "ovgrad"),
-    ("--overlap-param-gather", "ovparam"),
-    ("--tp-comm-overlap", "ovtp"),
-    ("--overlap-moe-expert-parallel-comm", "ovmoe"),
-    ("--moe-a2a-overlap", "ovmoe"),
-    ("--seq", "seq"),
-    ("--batch", "batch"),
-    ("--micro-batch", "micro"),
-    ("--precision", "prec"),
-    ("--fp8", "fp8"),
-    ("--fp8-param", "fp8param"),
-    ("--optimizer", "opt"),
-    ("--optimizer-in-backward", "optbwd"),
-    ("--compile", "compile"),
-    ("--compile-scope", "cscope"),
-    ("--async-tp", "asynctp"),
-    ("--attention", "attn"),
-    ("--dropout", "dropout"),
-    ("--recompute", "recompute"),
-    ("--recompute-modules", "rmods"),
-    ("--impl", "impl"),
-    ("--loss", "loss"),
-    ("--loss-chunks", "lchunks"),
-    ("--dp", "dp"),
-    ("--zero", "zero"),
-    ("--tp", "tp"),
-    ("--sp", "sp"),
-    ("--pp", "pp"),
-    ("--vp", "vp"),
-    ("--first-stage-layers", "ppfirst"),
-    ("--last-stage-layers", "pplast"),
-    ("--ep", "ep"),
-    ("--etp", "etp"),
-    ("--cp", "cp"),
-    ("--cp-comm", "cpcomm"),
-    ("--tp-plan", "tpplan"),
-    ("--schedule", "schedule"),
-    ("--framework", "framework"),
-    ("--dp-shard", "shard"),
-    ("--lora-rank", "lora"),
-    ("--lora-targets", "lorat"),
-    ("--lora-dtype", "loradtype"),
-    ("--quant-base", "quant"),
-    ("--offload-optimizer", "offopt"),
-    ("--offload-params", "offparams"),
-    ("--objective", "objective"),
-    ("--completion", "completion"),
-    ("--generations", "gens"),
-    ("--arch", "arch"),
-    ("--layers", "layers"),
-    ("--hidden", "hidden"),
-    ("--heads", "heads"),
-    ("--kv-heads", "kv"),
-    ("--ffn", "ffn"),
-    ("--vocab", "vocab"),
-    ("--positions", "pos"),
-];
+/// Flags that are one address key with the same value, a line each (flag,
+/// space, key: one string, which the page's wasm holds in fewer bytes than
+/// a table of pairs). A switch (no value) writes `1`.
+const KEYS: &str = "\
+--model model
+--overlap-grad-reduce ovgrad
+--overlap-param-gather ovparam
+--tp-comm-overlap ovtp
+--overlap-moe-expert-parallel-comm ovmoe
+--moe-a2a-overlap ovmoe
+--seq seq
+--batch batch
+--micro-batch micro
+--precision prec
+--fp8 fp8
+--fp8-param fp8param
+--optimizer opt
+--optimizer-in-backward optbwd
+--compile compile
+--compile-scope cscope
+--async-tp asynctp
+--attention attn
+--dropout dropout
+--recompute recompute
+--recompute-modules rmods
+--impl impl
+--loss loss
+--loss-chunks lchunks
+--dp dp
+--zero zero
+--tp tp
+--sp sp
+--pp pp
+--vp vp
+--first-stage-layers ppfirst
+--last-stage-layers pplast
+--ep ep
+--etp etp
+--cp cp
+--cp-comm cpcomm
+--tp-plan tpplan
+--schedule schedule
+--framework framework
+--dp-shard shard
+--lora-rank lora
+--lora-targets lorat
+--lora-dtype loradtype
+--quant-base quant
+--offload-optimizer offopt
+--offload-params offparams
+--objective objective
+--completion completion
+--generations gens
+--arch arch
+--layers layers
+--hidden hidden
+--heads heads
+--kv-heads kv
+--ffn ffn
+--vocab vocab
+--positions pos";
+
+/// [`KEYS`]'s lines as (flag, key).
+fn keys() -> impl Iterator<Item = (&'static str, &'static str)> {
+    KEYS.lines().filter_map(|l| l.split_once(' '))
+}
 
 /// Switches that turn an address key off: (flag, key), written `0`.
 const OFF: [(&str, &str); 4] = [
@@ -124,7 +129,7 @@ const WHOLE: [&str; 15] = [
 /// Whether the page sets `flag` (a flag of a reading); the others are
 /// named in [`Applied::said`].
 pub fn on_page(flag: &str) -> bool {
-    KEYS.iter().chain(&OFF).any(|(f, _)| *f == flag) || WHOLE.contains(&flag)
+    keys().chain(OFF).any(|(f, _)| f == flag) || WHOLE.contains(&flag)
 }
 
 /// What a reading did to the page.
@@ -231,7 +236,7 @@ pub fn apply(state: &PageState, reading: &Reading, to_f64: ToF64) -> Result<Appl
             query.append_pair(key, "0");
             continue;
         }
-        match KEYS.iter().find(|(flag, _)| *flag == s.flag) {
+        match keys().find(|(flag, _)| *flag == s.flag) {
             Some((_, key)) if s.arg.is_empty() => {
                 query.append_pair(key, "1");
             }
@@ -246,10 +251,9 @@ pub fn apply(state: &PageState, reading: &Reading, to_f64: ToF64) -> Result<Appl
     // flags (accumulation, the launcher's GPUs) have set the batch.
     let decoded = url::decode_keys(&query.finish(), to_f64);
     if let Some(bad) = decoded.ignored.first() {
-        let from = set.iter().find(|s| {
-            KEYS.iter()
-                .any(|(flag, key)| *key == bad.key && *flag == s.flag)
-        });
+        let from = set
+            .iter()
+            .find(|s| keys().any(|(flag, key)| key == bad.key && flag == s.flag));
         return Err(match from {
             Some(s) => format!(
                 "{} = {} gives {} {}, which is refused: {}",

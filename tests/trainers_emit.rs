@@ -517,7 +517,7 @@ proptest! {
     }
 
     #[test]
-    fn megatron_round_trips(model in pick(&["llama-3.1-8b", "llama-2-7b", "gpt2", "nemotron-4-15b"]), dp in pick(&["1", "2", "8"]), tp in pick(&["1", "2", "4"]),
+    fn megatron_round_trips(model in pick(&["llama-3.1-8b", "llama-2-7b", "gpt2", "gpt3-175b", "nemotron-4-15b"]), dp in pick(&["1", "2", "8"]), tp in pick(&["1", "2", "4"]),
                             pp in pick(&["1", "2"]), zero in 0u8..2, sp in any::<bool>(), recompute in pick(&["none", "full", "selective"]),
                             precision in pick(&["mixed", "fp32"]), micro in 1u64..3, accum in 1u64..5, off in 0u8..8, fp8 in 0u8..3) {
         let dpn: u64 = dp.parse().unwrap();
@@ -564,4 +564,53 @@ proptest! {
             prop_assert!(e.contains(&format!("--quant-path {own}")), "{}", e);
         }
     }
+}
+
+/// Every preset is written into a `transformers` trainer's file as its hub
+/// checkpoint, which the readers take back to the same preset; a preset
+/// with no such checkpoint (Nemotron-4, GPT-3) is refused in words rather
+/// than written under a name no hub holds.
+#[test]
+fn presets_are_written_as_their_hub_checkpoints() {
+    use membudget::detailed::model::presets::PRESETS;
+    use membudget::detailed::trainers::{emit::hub_checkpoints, models};
+    let mut written = 0;
+    for p in PRESETS {
+        let cfg = config(&strings(&["--model", p.name, "--precision", "bf16"])).unwrap();
+        let out = emit(&cfg, Target::Axolotl);
+        let id = out.as_ref().ok().and_then(|f| {
+            f.lines()
+                .find_map(|l| l.strip_prefix("base_model: "))
+                .map(str::to_string)
+        });
+        match id {
+            Some(id) => {
+                assert!(
+                    hub_checkpoints().any(|c| c == (p.name, id.as_str())),
+                    "{id}"
+                );
+                assert_eq!(models::hub(&id), Some(p.name), "{id}");
+                written += 1;
+            }
+            None => {
+                let e = out.unwrap_err();
+                assert!(
+                    e.contains("has no checkpoint that transformers loads"),
+                    "{e}"
+                );
+                let e = emit(&cfg, Target::Trl).unwrap_err();
+                assert!(e.contains(&format!("{} has no checkpoint", p.name)), "{e}");
+            }
+        }
+    }
+    assert_eq!(
+        written,
+        hub_checkpoints().count(),
+        "a hub entry names no preset"
+    );
+    assert_eq!(
+        PRESETS.len() - written,
+        3,
+        "presets without a hub checkpoint"
+    );
 }

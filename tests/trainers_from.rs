@@ -539,6 +539,7 @@ const REAL: &[(&str, &[&str])] = &[
         "megatron-lm/train_gpt3_175b_distributed.args.txt",
         &[
             "--arch gpt2",
+            "--positions 2048",
             "--tp 8",
             "--pp 16",
             "--batch 1536",
@@ -895,6 +896,11 @@ fn megatron_scripts_read_their_overlaps() {
     // 64 nodes: dp 4 over tp 8 × pp 16.
     let (read, off) = timed(&["--from", gpt3, "--nnodes", "64"]);
     assert_eq!(read.parallel.data_group(), 4);
+    // Its shape is GPT-3 175B's, its 2,048 learned positions included.
+    assert_eq!(
+        read.arch,
+        membudget::detailed::preset("gpt3-175b").unwrap().arch
+    );
     assert_eq!(
         read.overlap,
         Overlap {
@@ -1324,8 +1330,7 @@ fn megatron_reads_and_writes_its_recompute_method() {
 /// runs it (`Nemotron4Config340B`): grouped queries, untied embeddings and
 /// rotary positions without `--swiglu` read as the gpt2 shape with those,
 /// the `nemotron-4-340b` preset to the parameter; Megatron's default,
-/// learned positions, is the gpt2 shape's 1,024 rows, its
-/// `--max-position-embeddings` named.
+/// learned positions, is `--max-position-embeddings` rows.
 #[test]
 fn megatron_reads_a_gpt_with_grouped_queries_untied_and_rotary() {
     let shape = "--num-layers 96 --hidden-size 18432 --ffn-hidden-size 73728 --num-attention-heads 96 --vocab-size 256000 --seq-length 4096";
@@ -1349,14 +1354,14 @@ fn megatron_reads_a_gpt_with_grouped_queries_untied_and_rotary() {
     let (_, plain) = line("--max-position-embeddings 4096");
     assert_eq!(
         (plain.kv_heads, plain.tied_embeddings, plain.positions),
-        (96, true, 1024)
+        (96, true, 4096)
     );
     // 96 layers × (h·3h − h·(h + 2·8·192)) and their biases, less the
-    // output layer, plus 1,024 learned positions.
+    // output layer, plus 4,096 learned positions.
     let (gqa, output, positions) = (
         96 * (18432 + 1) * (3 * 18432 - 21504),
         256_000 * 18432,
-        1024 * 18432,
+        4096 * 18432,
     );
     assert_eq!(plain.params() - nemotron.params(), gqa - output + positions);
     // The older switch says rope too; a llama shape's positions are named.

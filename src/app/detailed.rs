@@ -56,7 +56,7 @@ type SetIndex = fn(&mut DetailedOptions, usize);
 fn choice(
     id: &'static str,
     label: &'static str,
-    options: &'static [&'static str],
+    options: &'static str,
     get: GetIndex,
     set: SetIndex,
 ) -> impl IntoView {
@@ -69,15 +69,15 @@ fn choice(
             id=id
             prop:value=text(move || get(&opts.read()).to_string())
             on:change=on_event(move |ev| {
-                if let Some(i) = event_target_value(&ev).parse::<usize>().ok().filter(|&i| i < options.len()) {
+                if let Some(i) = event_target_value(&ev).parse::<usize>().ok().filter(|&i| i < options.lines().count()) {
                     charts.change(state, |s| set(&mut s.detailed, i));
                 }
             })
         >
             {options
-                .iter()
+                .lines()
                 .enumerate()
-                .map(|(i, text)| view! { <option value=i.to_string()>{*text}</option> })
+                .map(|(i, text)| view! { <option value=i.to_string()>{text}</option> })
                 .collect_view()}
         </select>
     }
@@ -223,7 +223,10 @@ fn overhead_input(
 }
 
 const PRECISIONS: [Precision; 3] = [Precision::Mixed, Precision::Bf16, Precision::Fp32];
-const PRECISION_NAMES: &[&str] = &["Mixed: bf16 + fp32 master", "Pure bf16", "fp32"];
+const PRECISION_NAMES: &str = "\
+Mixed: bf16 + fp32 master
+Pure bf16
+fp32";
 const OPTIMIZERS: [Optimizer; 9] = [
     Optimizer::AdamW,
     Optimizer::Sgd,
@@ -235,17 +238,16 @@ const OPTIMIZERS: [Optimizer; 9] = [
     Optimizer::Muon,
     Optimizer::Adafactor,
 ];
-const OPTIMIZER_NAMES: &[&str] = &[
-    "AdamW",
-    "SGD",
-    "SGD with momentum",
-    "8-bit Adam",
-    "Paged AdamW (bitsandbytes)",
-    "Paged 8-bit AdamW (bitsandbytes)",
-    "Lion",
-    "Muon (AdamW on embeddings, head, norms)",
-    "Adafactor",
-];
+const OPTIMIZER_NAMES: &str = "\
+AdamW
+SGD
+SGD with momentum
+8-bit Adam
+Paged AdamW (bitsandbytes)
+Paged 8-bit AdamW (bitsandbytes)
+Lion
+Muon (AdamW on embeddings, head, norms)
+Adafactor";
 const QUANTS: [BaseQuant; 4] = [
     BaseQuant::None,
     BaseQuant::Nf4 { double_quant: true },
@@ -254,25 +256,24 @@ const QUANTS: [BaseQuant; 4] = [
     },
     BaseQuant::Int8,
 ];
-const LORA_DTYPE_NAMES: &[&str] = &["fp32 (PEFT)", "bf16 (torchtune, litgpt)"];
-const QUANT_PATH_NAMES: &[&str] = &[
-    "PEFT (fp32 casts)",
-    "bitsandbytes (Lightning, litgpt)",
-    "torchao NF4 (torchtune)",
-    "FSDP-QLoRA (bf16 storage)",
-];
-const QUANT_NAMES: &[&str] = &[
-    "Not quantized",
-    "NF4, double quantization (QLoRA)",
-    "NF4",
-    "int8 (LLM.int8())",
-];
-const TARGET_NAMES: &[&str] = &[
-    "q, v",
-    "All projections",
-    "All projections and lm_head",
-    "All projections, lm_head and embed",
-];
+const LORA_DTYPE_NAMES: &str = "\
+fp32 (PEFT)
+bf16 (torchtune, litgpt)";
+const QUANT_PATH_NAMES: &str = "\
+PEFT (fp32 casts)
+bitsandbytes (Lightning, litgpt)
+torchao NF4 (torchtune)
+FSDP-QLoRA (bf16 storage)";
+const QUANT_NAMES: &str = "\
+Not quantized
+NF4, double quantization (QLoRA)
+NF4
+int8 (LLM.int8())";
+const TARGET_NAMES: &str = "\
+q, v
+All projections
+All projections and lm_head
+All projections, lm_head and embed";
 /// The targets the select offers, in its order.
 const TARGETS: [LoraTargets; 4] = [
     LoraTargets(LoraTargets::Q | LoraTargets::V),
@@ -287,13 +288,12 @@ const FP8S: [crate::detailed::Fp8; 5] = [
     crate::detailed::Fp8::Te,
     crate::detailed::Fp8::TeMxfp8,
 ];
-const FP8_NAMES: &[&str] = &[
-    "None (the precision's dtype)",
-    "torchao, tensorwise scales",
-    "torchao, rowwise scales",
-    "Transformer Engine (Megatron)",
-    "Transformer Engine MXFP8 (Blackwell)",
-];
+const FP8_NAMES: &str = "\
+None (the precision's dtype)
+torchao, tensorwise scales
+torchao, rowwise scales
+Transformer Engine (Megatron)
+Transformer Engine MXFP8 (Blackwell)";
 const OBJECTIVES: [Objective; 5] = [
     Objective::Sft,
     Objective::Dpo {
@@ -305,13 +305,12 @@ const OBJECTIVES: [Objective; 5] = [
     Objective::Grpo { kl: false },
     Objective::Grpo { kl: true },
 ];
-const OBJECTIVE_NAMES: &[&str] = &[
-    "Supervised (next token)",
-    "DPO, reference model on the GPUs",
-    "DPO, reference log-probs precomputed",
-    "GRPO (TRL), no KL: generate, then train",
-    "GRPO (TRL) with KL: reference model too",
-];
+const OBJECTIVE_NAMES: &str = "\
+Supervised (next token)
+DPO, reference model on the GPUs
+DPO, reference log-probs precomputed
+GRPO (TRL), no KL: generate, then train
+GRPO (TRL) with KL: reference model too";
 const ATTENTION: [AttentionKernel; 2] = [AttentionKernel::Flash, AttentionKernel::Eager];
 const SCHEDULES: [Schedule; 2] = [Schedule::OneFOneB, Schedule::ZbH1];
 const CP_COMMS: [CpComm; 2] = [CpComm::P2p, CpComm::A2a];
@@ -320,32 +319,27 @@ const COMPILE_SCOPES: [CompileScope; 3] = [
     CompileScope::Layers,
     CompileScope::LayersLoss,
 ];
-const COMPILE_SCOPE_NAMES: &[&str] = &[
-    "Whole model (torch.compile(model))",
-    "Each layer, loss eager (torchtitan 2024-12)",
-    "Each layer and the loss (torchtitan, torchtune)",
-];
+const COMPILE_SCOPE_NAMES: &str = "\
+Whole model (torch.compile(model))
+Each layer, loss eager (torchtitan 2024-12)
+Each layer and the loss (torchtitan, torchtune)";
 const STAGES_SHOWN: [ShownStage; 3] = [ShownStage::Highest, ShownStage::First, ShownStage::Last];
-const STAGE_SHOWN_NAMES: &[&str] = &[
-    "The one with the higher peak",
-    "First (embedding, micro-batches in flight)",
-    "Last (logits and loss)",
-];
-const CP_COMM_NAMES: &[&str] = &[
-    "Ring attention (p2p, overlapped)",
-    "All-to-all (a2a, Ulysses; heads divisible by cp)",
-];
-const TP_PLAN_NAMES: &[&str] = &[
-    "Megatron (vocabulary-parallel embedding, output, loss)",
-    "transformers tp_plan=auto (logits gathered; no SP)",
-    "torchtitan (logits gathered; needs SP)",
-    "torchtitan with loss_parallel (needs SP)",
-    "Layers only (embedding, output, logits whole)",
-];
-const SCHEDULE_NAMES: &[&str] = &[
-    "1F1B (interleaved with virtual stages)",
-    "Zero Bubble ZB-H1 (weight gradients fill the bubble)",
-];
+const STAGE_SHOWN_NAMES: &str = "\
+The one with the higher peak
+First (embedding, micro-batches in flight)
+Last (logits and loss)";
+const CP_COMM_NAMES: &str = "\
+Ring attention (p2p, overlapped)
+All-to-all (a2a, Ulysses; heads divisible by cp)";
+const TP_PLAN_NAMES: &str = "\
+Megatron (vocabulary-parallel embedding, output, loss)
+transformers tp_plan=auto (logits gathered; no SP)
+torchtitan (logits gathered; needs SP)
+torchtitan with loss_parallel (needs SP)
+Layers only (embedding, output, logits whole)";
+const SCHEDULE_NAMES: &str = "\
+1F1B (interleaved with virtual stages)
+Zero Bubble ZB-H1 (weight gradients fill the bubble)";
 const FRAMEWORKS: [Framework; 9] = [
     Framework::Megatron,
     Framework::Ddp { bucket_view: false },
@@ -367,23 +361,23 @@ const FRAMEWORKS: [Framework; 9] = [
         sharding: FsdpSharding::NoShard,
     },
 ];
-const FRAMEWORK_NAMES: &[&str] = &[
-    "Megatron-LM (gradient buffers, ZeRO)",
-    "PyTorch DDP (buckets: a second copy of the gradients)",
-    "PyTorch DDP, gradient_as_bucket_view",
-    "PyTorch FSDP2 (ZeRO-3)",
-    "PyTorch FSDP2, reshard_after_forward=False",
-    "DeepSpeed (fp32 partition, 5e8-value bucket)",
-    "PyTorch FSDP1 FULL_SHARD (accelerate, flat parameters)",
-    "PyTorch FSDP1 SHARD_GRAD_OP",
-    "PyTorch FSDP1 NO_SHARD (--zero 0)",
-];
-const ATTENTION_NAMES: &[&str] = &["Flash / SDPA (the default)", "Eager (keeps a·s² scores)"];
-const OVERLAP_NAMES: &[&str] = &[
-    "DeepSpeed's default (on at ZeRO-3 only)",
-    "On (stages 1-2: two buckets)",
-    "Off (ZeRO-1: whole gradients through backward)",
-];
+const FRAMEWORK_NAMES: &str = "\
+Megatron-LM (gradient buffers, ZeRO)
+PyTorch DDP (buckets: a second copy of the gradients)
+PyTorch DDP, gradient_as_bucket_view
+PyTorch FSDP2 (ZeRO-3)
+PyTorch FSDP2, reshard_after_forward=False
+DeepSpeed (fp32 partition, 5e8-value bucket)
+PyTorch FSDP1 FULL_SHARD (accelerate, flat parameters)
+PyTorch FSDP1 SHARD_GRAD_OP
+PyTorch FSDP1 NO_SHARD (--zero 0)";
+const ATTENTION_NAMES: &str = "\
+Flash / SDPA (the default)
+Eager (keeps a·s² scores)";
+const OVERLAP_NAMES: &str = "\
+DeepSpeed's default (on at ZeRO-3 only)
+On (stages 1-2: two buckets)
+Off (ZeRO-1: whole gradients through backward)";
 
 /// DeepSpeed's `sub_group_size`, or with `persist` its persistence
 /// threshold; none under other frameworks.
@@ -437,24 +431,22 @@ const RECOMPUTE: [Recompute; 4] = [
     Recompute::SelectiveOp,
     Recompute::Full,
 ];
-const RECOMPUTE_NAMES: &[&str] = &[
-    "None",
-    "Selective (Megatron: attention scores)",
-    "Per-operator (torchtitan's selective op)",
-    "Full",
-];
+const RECOMPUTE_NAMES: &str = "\
+None
+Selective (Megatron: attention scores)
+Per-operator (torchtitan's selective op)
+Full";
 const PROFILES: [Option<Profile>; 4] = [
     None,
     Some(Profile::Fused),
     Some(Profile::Hf),
     Some(Profile::Hf),
 ];
-const PROFILE_NAMES: &[&str] = &[
-    "Automatic (follows the set-up)",
-    "Fused kernels (Megatron)",
-    "Stock Hugging Face",
-    "Hugging Face with Liger's kernels",
-];
+const PROFILE_NAMES: &str = "\
+Automatic (follows the set-up)
+Fused kernels (Megatron)
+Stock Hugging Face
+Hugging Face with Liger's kernels";
 
 /// The implementation's index in [`PROFILES`]: Liger's kernels are the last.
 fn implementation_index(d: &DetailedOptions) -> usize {
@@ -472,15 +464,16 @@ const LOSSES: [Option<Loss>; 5] = [
     Some(Loss::Liger),
     Some(Loss::Cce),
 ];
-const LOSS_NAMES: &[&str] = &[
-    "Automatic (full; Liger's under its kernels)",
-    "Full logits",
-    "Chunked (torchtune)",
-    "Liger's fused linear cross entropy",
-    "Cut Cross-Entropy (Apple)",
-];
+const LOSS_NAMES: &str = "\
+Automatic (full; Liger's under its kernels)
+Full logits
+Chunked (torchtune)
+Liger's fused linear cross entropy
+Cut Cross-Entropy (Apple)";
 const FAMILIES: [Family; 2] = [Family::Llama, Family::Gpt2];
-const FAMILY_NAMES: &[&str] = &["Llama style", "GPT-2 style"];
+const FAMILY_NAMES: &str = "\
+Llama style
+GPT-2 style";
 
 /// Switches the architecture's family, keeping its sizes.
 fn set_family(d: &mut DetailedOptions, i: usize) {
@@ -792,11 +785,10 @@ fn objective_group() -> impl IntoView {
     }
 }
 
-const ACT_OFFLOAD_NAMES: &[&str] = &[
-    "save_on_cpu (one copy of each saved tensor)",
-    "torchtune OffloadActivations (needs full recomputation)",
-    "Offloaded checkpoints (Unsloth; full recomputation)",
-];
+const ACT_OFFLOAD_NAMES: &str = "\
+save_on_cpu (one copy of each saved tensor)
+torchtune OffloadActivations (needs full recomputation)
+Offloaded checkpoints (Unsloth; full recomputation)";
 
 /// The offload to host memory group.
 fn offload_group() -> impl IntoView {

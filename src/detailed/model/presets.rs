@@ -297,6 +297,17 @@ pub const PRESETS: &[Preset] = &[
         name: "gpt2-xl",
         arch: gpt2(48, 1600, 25),
     },
+    // GPT-3 175B (Brown et al. 2020, "Language Models are Few-Shot
+    // Learners", Table 2.1 and §2.1: GPT-2's model, tokenizer and tied
+    // embeddings; 96 layers of 12,288, 96 heads, a 2,048-token context
+    // learned as positions): 174.6 billion parameters against its "175.0B".
+    Preset {
+        name: "gpt3-175b",
+        arch: Architecture {
+            positions: 2048,
+            ..gpt2(96, 12288, 96)
+        },
+    },
     Preset {
         name: "llama-2-7b",
         arch: Architecture::llama(32, 4096, 32, 32, 11008, 32000),
@@ -552,6 +563,9 @@ mod tests {
             // To the printed digit: within half of 0.1 billion.
             assert!((layers - layers_b).abs() < 0.05e9, "{name}: {layers}");
         }
+        // GPT-3 175B: "175.0B" (Brown et al. 2020, Table 2.1), to its digit.
+        let gpt3 = preset("gpt3-175b").unwrap().arch.params() as f64;
+        assert!((gpt3 / 175.0e9 - 1.0).abs() < 0.005, "{gpt3}");
         let big = preset("nemotron-4-340b").unwrap().arch;
         assert_eq!(2 * big.vocab * big.hidden, 9_437_184_000);
         // Llama-3.2-3B's model card: 3.21 B.

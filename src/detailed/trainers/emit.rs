@@ -508,39 +508,71 @@ fn recompute_on(cfg: &DetailedConfig, f: &str) -> Result<bool, String> {
     }
 }
 
-/// A hub name for a preset, as the trainers name models.
-fn hub(name: &str) -> String {
-    const HUB: &[(&str, &str)] = &[
-        ("llama-2-7b", "meta-llama/Llama-2-7b-hf"),
-        ("llama-2-13b", "meta-llama/Llama-2-13b-hf"),
-        ("llama-2-70b", "meta-llama/Llama-2-70b-hf"),
-        ("llama-3.1-8b", "meta-llama/Llama-3.1-8B"),
-        ("llama-3.1-70b", "meta-llama/Llama-3.1-70B"),
-        ("llama-3.1-405b", "meta-llama/Llama-3.1-405B"),
-        ("llama-3.2-1b", "meta-llama/Llama-3.2-1B"),
-        ("llama-3.2-3b", "meta-llama/Llama-3.2-3B"),
-        ("mistral-7b", "mistralai/Mistral-7B-v0.1"),
-        ("qwen2.5-0.5b", "Qwen/Qwen2.5-0.5B"),
-        ("qwen2.5-1.5b", "Qwen/Qwen2.5-1.5B"),
-        ("qwen2.5-3b", "Qwen/Qwen2.5-3B"),
-        ("qwen2.5-7b", "Qwen/Qwen2.5-7B"),
-        ("qwen2.5-14b", "Qwen/Qwen2.5-14B"),
-        ("qwen2.5-32b", "Qwen/Qwen2.5-32B"),
-        ("qwen2.5-72b", "Qwen/Qwen2.5-72B"),
-        ("qwen3-0.6b", "Qwen/Qwen3-0.6B"),
-        ("qwen3-1.7b", "Qwen/Qwen3-1.7B"),
-        ("qwen3-4b", "Qwen/Qwen3-4B"),
-        ("qwen3-8b", "Qwen/Qwen3-8B"),
-        ("qwen3-14b", "Qwen/Qwen3-14B"),
-        ("qwen3-32b", "Qwen/Qwen3-32B"),
-        (
-            "tinyllama-1.1b",
-            "TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T",
-        ),
-    ];
-    HUB.iter()
+/// The Hugging Face hub checkpoint of each preset, as `transformers` (and so
+/// TRL and axolotl) loads it by name, a line each (preset, space,
+/// checkpoint: one string, which the page's wasm holds in fewer bytes than
+/// a table of pairs); [`super::models::hub`] reads each back to its
+/// preset. Presets with no such checkpoint are missing: Nemotron-4 (NVIDIA
+/// published it for NeMo alone) and GPT-3 (never released).
+const HUB: &str = "\
+gpt2 openai-community/gpt2
+gpt2-medium openai-community/gpt2-medium
+gpt2-large openai-community/gpt2-large
+gpt2-xl openai-community/gpt2-xl
+llama-2-7b meta-llama/Llama-2-7b-hf
+llama-2-13b meta-llama/Llama-2-13b-hf
+llama-2-70b meta-llama/Llama-2-70b-hf
+llama-3.1-8b meta-llama/Llama-3.1-8B
+llama-3.1-70b meta-llama/Llama-3.1-70B
+llama-3.1-405b meta-llama/Llama-3.1-405B
+llama-3.2-1b meta-llama/Llama-3.2-1B
+llama-3.2-3b meta-llama/Llama-3.2-3B
+mistral-7b mistralai/Mistral-7B-v0.1
+qwen2.5-0.5b Qwen/Qwen2.5-0.5B
+qwen2.5-1.5b Qwen/Qwen2.5-1.5B
+qwen2.5-3b Qwen/Qwen2.5-3B
+qwen2.5-7b Qwen/Qwen2.5-7B
+qwen2.5-14b Qwen/Qwen2.5-14B
+qwen2.5-32b Qwen/Qwen2.5-32B
+qwen2.5-72b Qwen/Qwen2.5-72B
+qwen3-0.6b Qwen/Qwen3-0.6B
+qwen3-1.7b Qwen/Qwen3-1.7B
+qwen3-4b Qwen/Qwen3-4B
+qwen3-8b Qwen/Qwen3-8B
+qwen3-14b Qwen/Qwen3-14B
+qwen3-32b Qwen/Qwen3-32B
+tinyllama-1.1b TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T
+mixtral-8x7b mistralai/Mixtral-8x7B-v0.1
+mixtral-8x22b mistralai/Mixtral-8x22B-v0.1
+qwen3-30b-a3b Qwen/Qwen3-30B-A3B
+qwen3-235b-a22b Qwen/Qwen3-235B-A22B
+glm-4.5-air zai-org/GLM-4.5-Air
+gpt-oss-20b openai/gpt-oss-20b
+gpt-oss-120b openai/gpt-oss-120b
+llama-4-scout meta-llama/Llama-4-Scout-17B-16E
+llama-4-maverick meta-llama/Llama-4-Maverick-17B-128E
+deepseek-v3 deepseek-ai/DeepSeek-V3-Base
+falcon-h1-7b tiiuae/Falcon-H1-7B-Base
+falcon-h1-34b tiiuae/Falcon-H1-34B-Base";
+
+/// The presets' hub checkpoints, [`HUB`]'s lines as (preset, checkpoint).
+pub fn hub_checkpoints() -> impl Iterator<Item = (&'static str, &'static str)> {
+    HUB.lines().filter_map(|l| l.split_once(' '))
+}
+
+/// The hub checkpoint `cfg`'s preset names, for `format`'s file (a
+/// `transformers` loader), or why there is none.
+fn hub(cfg: &DetailedConfig, format: &str) -> Result<&'static str, String> {
+    let name = preset(cfg, format)?;
+    hub_checkpoints()
         .find(|(p, _)| *p == name)
-        .map_or_else(|| name.to_string(), |(_, h)| h.to_string())
+        .map(|(_, h)| h)
+        .ok_or_else(|| {
+            cannot(
+                format,
+                format!("{name} has no checkpoint that transformers loads (emit megatron)"),
+            )
+        })
 }
 
 /// A TRL config (SFTConfig and ModelConfig keys), as `trl sft --config` reads it.
@@ -555,7 +587,7 @@ fn trl(cfg: &DetailedConfig) -> Result<String, String> {
             "ZeRO and FSDP live in the DeepSpeed or accelerate file: emit deepspeed for them",
         ));
     }
-    let name = hub(preset(cfg, f)?);
+    let name = hub(cfg, f)?;
     let mut out = format!("# Written by membudget --emit trl. Run: trl sft --config THIS_FILE\nmodel_name_or_path: {name}\n");
     out += &format!(
         "per_device_train_batch_size: {}\ngradient_accumulation_steps: {}\nmax_length: {}\n",
@@ -625,7 +657,7 @@ fn axolotl(cfg: &DetailedConfig) -> Result<String, String> {
             "its file holds no pipeline or expert parallelism",
         ));
     }
-    let name = hub(preset(cfg, f)?);
+    let name = hub(cfg, f)?;
     let mut out = format!(
         "# Written by membudget --emit axolotl. Run: axolotl train THIS_FILE\nbase_model: {name}\n"
     );
@@ -862,16 +894,11 @@ fn megatron(cfg: &DetailedConfig) -> Result<String, String> {
             a.layers, a.hidden, a.heads, a.kv_heads, a.ffn, a.vocab,
         ),
         // The reader's gpt2 shape with what Megatron's flags say of it:
-        // grouped queries, untied embeddings, rotary positions (learned
-        // ones are the shape's own rows).
+        // grouped queries, untied embeddings, rotary or learned positions.
         Family::Gpt2 => crate::detailed::model::Architecture {
             kv_heads: a.kv_heads,
             tied_embeddings: a.tied_embeddings,
-            positions: if a.positions == 0 {
-                0
-            } else {
-                crate::detailed::model::Architecture::GPT2_POSITIONS
-            },
+            positions: a.positions,
             ..crate::detailed::model::Architecture::gpt2(a.layers, a.hidden, a.heads, a.vocab)
         },
     };
@@ -888,7 +915,7 @@ fn megatron(cfg: &DetailedConfig) -> Result<String, String> {
     };
     let mut out = format!("# Written by membudget --emit megatron.\ntorchrun --nproc_per_node {nproc} --nnodes {nodes} pretrain_gpt.py \\\n");
     out += &format!("    --num-layers {} --hidden-size {} --num-attention-heads {} --ffn-hidden-size {} --vocab-size {} \\\n", a.layers, a.hidden, a.heads, a.ffn, a.vocab);
-    out += &shape_flags(a);
+    out += &shape_flags(a, cfg.seq);
     out += &format!(
         "    --micro-batch-size {} --global-batch-size {} --seq-length {} \\\n",
         cfg.micro(),
@@ -906,8 +933,11 @@ fn megatron(cfg: &DetailedConfig) -> Result<String, String> {
 
 /// The shape's flags beyond its sizes: a llama shape's SwiGLU and grouped
 /// queries; a gpt2 shape's where not the reader's default (grouped
-/// queries, untied embeddings, rotary positions).
-fn shape_flags(a: &crate::detailed::model::Architecture) -> String {
+/// queries, untied embeddings, rotary positions); and the positions
+/// Megatron-LM requires (`validate_args` checks `max_position_embeddings`
+/// beside the layers, hidden size and heads): a learned table's rows, or
+/// under rotary positions the sequence.
+fn shape_flags(a: &crate::detailed::model::Architecture, seq: u64) -> String {
     let llama = a.family == Family::Llama;
     let mut s = String::new();
     if llama {
@@ -922,10 +952,12 @@ fn shape_flags(a: &crate::detailed::model::Architecture) -> String {
     if !llama && a.positions == 0 {
         s += " --position-embedding-type rope";
     }
-    if s.is_empty() {
-        return s;
-    }
-    format!("   {s} \\\n")
+    let rows = if llama || a.positions == 0 {
+        seq
+    } else {
+        a.positions
+    };
+    format!("   {s} --max-position-embeddings {rows} \\\n")
 }
 
 /// An uneven pipeline split as Megatron-LM takes it: the first and last

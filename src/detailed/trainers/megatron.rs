@@ -224,10 +224,8 @@ fn read_shape(doc: &mut Doc, out: &mut Out) -> Result<Option<u64>, ReadError> {
 /// `--position-embedding-type` (Megatron-LM's default `learned_absolute`,
 /// `arguments.py`; the older `--use-rotary-position-embeddings` says
 /// `rope`) → `--positions 0` for the gpt2 shape under rope; learned
-/// positions are its 1,024 rows whatever `--max-position-embeddings` says
-/// (named: GPT-3 175B's 2,048 are 12.6 million parameters more, 0.007 %),
-/// so that `--emit megatron` says the shape it reads. A llama shape's are
-/// rotary.
+/// positions are `--max-position-embeddings` rows (GPT-3 175B's 2,048),
+/// the gpt2 shape's 1,024 without it. A llama shape's are rotary.
 fn read_positions(doc: &mut Doc, out: &mut Out, swiglu: bool) -> Result<(), ReadError> {
     let kind = doc.text("position-embedding-type")?;
     let rotary = doc.take("use-rotary-position-embeddings");
@@ -250,11 +248,7 @@ fn read_positions(doc: &mut Doc, out: &mut Out, swiglu: bool) -> Result<(), Read
         (None, Some(_)) => out.set("use-rotary-position-embeddings", true, "--positions", 0),
         (None | Some("learned_absolute"), _) => {
             if let Some(n) = max {
-                out.ignore(
-                    "max-position-embeddings",
-                    n,
-                    "learned positions: priced as the gpt2 shape's 1,024 rows, a small table",
-                );
+                out.set("max-position-embeddings", n, "--positions", n);
             }
             return Ok(());
         }
@@ -278,10 +272,10 @@ fn read_positions(doc: &mut Doc, out: &mut Out, swiglu: bool) -> Result<(), Read
 /// and the distributed optimizer (which the overlaps need).
 fn read_switches(doc: &mut Doc, out: &mut Out) -> Result<(bool, bool), ReadError> {
     let on = |doc: &mut Doc, k: &str| doc.take(k).is_some();
-    if on(doc, "bf16") || on(doc, "fp16") {
-        // Megatron keeps fp32 main parameters and Adam states
-        // (megatron/core/optimizer/optimizer.py, Float16OptimizerWithFloat16Params).
-        out.set("bf16", true, "--precision", "mixed");
+    // Megatron keeps fp32 main parameters and Adam states under either
+    // (megatron/core/optimizer/optimizer.py, Float16OptimizerWithFloat16Params).
+    if let Some(k) = ["bf16", "fp16"].into_iter().find(|k| on(doc, k)) {
+        out.set(k, true, "--precision", "mixed");
     } else {
         out.trainer_default(
             "bf16",
