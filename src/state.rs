@@ -765,7 +765,8 @@ pub fn max_micro_batch(
 /// peak of a training step of `cfg` (plus `overhead`) fits in
 /// `capacity_bytes`, or `None` when even the shortest does not fit. Under
 /// context parallelism the lengths searched are multiples of 2 × cp, the
-/// only ones it runs.
+/// only ones it runs; a model with learned positions (the gpt2 shape's)
+/// runs none longer than its table (GPT-3's 2,048 tokens).
 pub fn max_detailed_seq(
     cfg: &DetailedConfig,
     capacity_bytes: f64,
@@ -776,8 +777,11 @@ pub fn max_detailed_seq(
     } else {
         1
     };
-    let max = Field::SeqLen.range_in(true).1 as u64 / unit;
-    largest_fitting(max, |k| {
+    let mut max = Field::SeqLen.range_in(true).1 as u64;
+    if cfg.arch.family == crate::detailed::Family::Gpt2 && cfg.arch.positions > 0 {
+        max = max.min(cfg.arch.positions);
+    }
+    largest_fitting(max / unit, |k| {
         let c = DetailedConfig {
             seq: k * unit,
             ..*cfg
@@ -957,5 +961,28 @@ mod tests {
         if longest < 1 << 20 {
             assert!(need(longest + 16) > cap, "{longest}");
         }
+    }
+
+    /// A model with learned positions runs no sequence longer than its
+    /// table: GPT-3 175B over 128 H100s fits 10,720 tokens of memory but
+    /// has 2,048 positions; a model with rotary positions is not capped.
+    #[test]
+    fn the_longest_sequence_stops_at_the_learned_positions() {
+        let mut cfg = DetailedConfig::new(
+            crate::detailed::preset("gpt3-175b").unwrap().arch,
+            2048,
+            1536,
+        );
+        cfg.micro_batch = Some(1);
+        cfg.parallel.tp = 8;
+        cfg.parallel.sp = true;
+        cfg.parallel.pp = 16;
+        cfg.attention = crate::detailed::AttentionKernel::Flash;
+        let cap = 80.0 * Unit::Gb.bytes();
+        let need = |seq| detailed_need(&DetailedConfig { seq, ..cfg }, None).unwrap();
+        assert!(need(8192) < cap);
+        assert_eq!(max_detailed_seq(&cfg, cap, None), Some(2048));
+        cfg.arch.positions = 0;
+        assert!(max_detailed_seq(&cfg, cap, None).unwrap() > 8192);
     }
 }
