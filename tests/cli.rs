@@ -1681,3 +1681,18 @@ fn a_megatron_gpt_shape_is_priced_fused_and_refused_under_hf() {
     assert_eq!(own["bytes"], preset["bytes"]);
     assert_eq!(own["parameters"], preset["parameters"]);
 }
+
+/// A sequence longer than the model's learned positions is priced as given
+/// with a note that no trainer runs it; within the table, no note.
+#[test]
+fn a_sequence_past_the_learned_positions_is_noted() {
+    let (code, _, err) = membudget(&["--model", "gpt2"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("the model has 1,024 learned positions, fewer than the 2,048-token sequence"),
+        "{err}"
+    );
+    let (code, _, err) = membudget(&["--model", "gpt3-175b", "--seq", "2048"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("learned positions"), "{err}");
+}
