@@ -306,8 +306,9 @@ fn offloaded_layers_reach_the_page_and_its_address() {
 fn the_a2a_overlap_reaches_the_page_and_its_address() {
     let line = |extra: &str| {
         format!(
-            "torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 16 --hidden-size 2048 \
-             --ffn-hidden-size 8192 --num-attention-heads 16 --vocab-size 32000 --swiglu \
+            "torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 32 --hidden-size 4096 \
+             --ffn-hidden-size 14336 --num-attention-heads 32 --group-query-attention \
+             --num-query-groups 8 --vocab-size 32000 --swiglu \
              --seq-length 4096 --micro-batch-size 1 --global-batch-size 32 --bf16 \
              --num-experts 8 --moe-router-topk 2 --expert-model-parallel-size 8 {extra}"
         )

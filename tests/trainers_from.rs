@@ -1374,3 +1374,40 @@ fn megatron_reads_a_gpt_with_grouped_queries_untied_and_rotary() {
         .iter()
         .any(|i| i.key == "position-embedding-type"));
 }
+
+/// A Megatron line's mixture of experts (`--num-experts`) is read as the
+/// preset with its experts, router, widths, layers and hidden size, so
+/// that NeMo's Mixtral and DeepSeek-V3 lines price their experts; before,
+/// `--num-experts` was ignored and the line priced as a dense model (or
+/// refused under `--expert-model-parallel-size`). A layout that is no
+/// preset's is refused in words.
+#[test]
+fn megatron_reads_a_mixture_of_experts_as_its_preset() {
+    let read = |text: &str| {
+        let r = trainers::read("moe.sh", &format!("torchrun pretrain_gpt.py {text}"))?;
+        let mut argv = vec!["membudget".to_string()];
+        argv.extend(r.flags());
+        let args = Args::try_parse_from(argv).unwrap();
+        Ok::<_, trainers::value::ReadError>(args.detailed_config().unwrap().0)
+    };
+    let mixtral = "--num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32 --group-query-attention --num-query-groups 8 --swiglu --vocab-size 32000 --seq-length 4096 --micro-batch-size 1 --global-batch-size 256 --num-experts 8 --moe-router-topk 2 --moe-grouped-gemm --expert-model-parallel-size 8 --pipeline-model-parallel-size 4 --nproc-per-node 8 --nnodes 4";
+    let cfg = read(mixtral).unwrap();
+    assert_eq!(
+        cfg.arch,
+        membudget::detailed::preset("mixtral-8x7b").unwrap().arch
+    );
+    assert_eq!(cfg.parallel.ep, 8);
+    // DeepSeek-V3: three dense layers first, a shared expert, 8 of 256.
+    let deepseek = "--num-layers 61 --hidden-size 7168 --ffn-hidden-size 18432 --num-attention-heads 128 --swiglu --vocab-size 129280 --seq-length 4096 --micro-batch-size 1 --global-batch-size 64 --num-experts 256 --moe-router-topk 8 --moe-ffn-hidden-size 2048 --moe-shared-expert-intermediate-size 2048 --moe-layer-freq ([0]*3+[1]*58) --multi-latent-attention";
+    let cfg = read(deepseek).unwrap();
+    assert_eq!(cfg.arch.params(), 671_026_404_352);
+    // Top-4 routing is no preset's Mixtral.
+    let e = read(&mixtral.replace("--moe-router-topk 2", "--moe-router-topk 4")).unwrap_err();
+    assert_eq!(e.key, "num-experts");
+    assert!(
+        e.message
+            .contains("8 experts (top-4) of this shape are no preset's"),
+        "{}",
+        e.message
+    );
+}

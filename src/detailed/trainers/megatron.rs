@@ -69,6 +69,7 @@ pub fn read(pairs: Vec<(String, Value)>) -> Result<Out, ReadError> {
     );
     let mut out = Out::default();
     let layers = read_shape(&mut doc, &mut out)?;
+    read_experts(&mut doc, &mut out)?;
     let (mut pp, mut tp) = (None, 1);
     for (key, flag) in [
         ("micro-batch-size", "--micro-batch"),
@@ -219,6 +220,83 @@ fn read_shape(doc: &mut Doc, out: &mut Out) -> Result<Option<u64>, ReadError> {
     }
     read_positions(doc, out, swiglu)?;
     Ok(Some(layers))
+}
+
+/// `--num-experts`: a mixture of experts (`megatron/training/arguments.py`:
+/// `--moe-router-topk` 2 by default, `--moe-ffn-hidden-size` the dense
+/// `--ffn-hidden-size` by default, `--moe-shared-expert-intermediate-size`
+/// none, `--moe-layer-freq` 1, every layer, or `([0]*N+[1]*M)`, N dense
+/// layers first). The command line takes an expert layout from a preset
+/// or a config.json only, so a line is read as the preset with its
+/// experts, router, widths, layers and hidden size (NeMo's and
+/// Megatron-Bridge's Mixtral, Qwen3 and DeepSeek-V3 recipes), and refused
+/// in words otherwise: read as a dense model it would price the experts
+/// as one MLP. A line without a shape leaves the model to `--model`.
+fn read_experts(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
+    let Some(experts) = doc.uint("num-experts")? else {
+        return Ok(());
+    };
+    let num = |out: &Out, flag: &str| out.arg(flag).and_then(|a| a.parse::<u64>().ok());
+    if num(out, "--layers").is_none() {
+        out.ignore(
+            "num-experts",
+            experts,
+            "the line gives no shape (--num-layers): the model's experts come from --model or --config",
+        );
+        return Ok(());
+    }
+    let mut given = |doc: &mut Doc, key: &str| -> Result<Option<u64>, ReadError> {
+        let n = doc.uint(key)?;
+        if let Some(n) = n {
+            out.ignore(key, n, "read with --num-experts: the preset's experts");
+        }
+        Ok(n)
+    };
+    let top_k = given(doc, "moe-router-topk")?.unwrap_or(2);
+    let width = given(doc, "moe-ffn-hidden-size")?;
+    let shared = given(doc, "moe-shared-expert-intermediate-size")?.unwrap_or(0);
+    let width = width.or(num(out, "--ffn"));
+    let freq = doc.text("moe-layer-freq")?;
+    if let Some(f) = &freq {
+        out.ignore(
+            "moe-layer-freq",
+            f,
+            "read with --num-experts: the preset's experts",
+        );
+    }
+    let dense = match freq.as_deref().map(|f| f.replace(' ', "")) {
+        None => Some(0),
+        Some(f) if f == "1" => Some(0),
+        Some(f) => f
+            .strip_prefix("([0]*")
+            .and_then(|r| r.split_once("+[1]*"))
+            .and_then(|(n, _)| n.parse().ok()),
+    };
+    let (layers, hidden) = (num(out, "--layers"), num(out, "--hidden"));
+    let vocab = num(out, "--vocab");
+    let found = crate::detailed::model::presets::PRESETS.iter().find(|p| {
+        let a = &p.arch;
+        a.moe.is_some_and(|m| {
+            (
+                m.experts,
+                m.top_k,
+                Some(m.expert_ffn),
+                m.shared_ffn,
+                Some(m.first_dense),
+            ) == (experts, top_k, width, shared, dense)
+        }) && (Some(a.layers), Some(a.hidden)) == (layers, hidden)
+            && vocab.is_none_or(|v| v == a.vocab)
+    });
+    match found {
+        Some(p) => out.set("num-experts", experts, "--model", p.name),
+        None => {
+            return Err(ReadError::at(
+                "num-experts",
+                format!("{experts} experts (top-{top_k}) of this shape are no preset's: give the model with --model or --config (a mixture of experts is read from a Megatron line only as a preset)"),
+            ))
+        }
+    }
+    Ok(())
 }
 
 /// `--position-embedding-type` (Megatron-LM's default `learned_absolute`,
