@@ -33,7 +33,7 @@ use crate::url;
 
 /// Flags that are one address key with the same value, a line each (flag,
 /// space, key: one string, which the page's wasm holds in fewer bytes than
-/// a table of pairs). A switch (no value) writes `1`.
+/// a table of pairs; a short list such as [`WHOLE`] does not gain). A switch (no value) writes `1`.
 const KEYS: &str = "\
 --model model
 --overlap-grad-reduce ovgrad

@@ -614,3 +614,36 @@ fn presets_are_written_as_their_hub_checkpoints() {
         "presets without a hub checkpoint"
     );
 }
+
+/// A Megatron launch line says every part of the shape where Megatron-LM's
+/// defaults differ (LayerNorm, biases, learned positions, tied embeddings):
+/// a Llama is written as NVIDIA's own Llama 3 scripts write it, and the
+/// position table Megatron-LM requires is always there.
+#[test]
+fn a_megatron_line_says_what_megatron_would_build_otherwise() {
+    let llama = config(&strings(&["--model", "llama-3.1-8b", "--seq", "8192"])).unwrap();
+    let line = emit(&llama, Target::Megatron).unwrap();
+    for flag in [
+        " --swiglu",
+        " --normalization RMSNorm",
+        " --disable-bias-linear",
+        " --untie-embeddings-and-output-weights",
+        " --position-embedding-type rope",
+        " --max-position-embeddings 8192",
+    ] {
+        assert!(line.contains(flag), "{flag}: {line}");
+    }
+    // GPT-2 is Megatron's defaults but its learned table's rows.
+    let gpt2 = config(&strings(&["--model", "gpt2", "--seq", "1024"])).unwrap();
+    let line = emit(&gpt2, Target::Megatron).unwrap();
+    assert!(line.contains(" --max-position-embeddings 1024 "), "{line}");
+    for flag in [
+        "--swiglu",
+        "--normalization",
+        "--untie",
+        "rope",
+        "--disable-bias",
+    ] {
+        assert!(!line.contains(flag), "{flag}: {line}");
+    }
+}

@@ -931,32 +931,32 @@ fn megatron(cfg: &DetailedConfig) -> Result<String, String> {
     Ok(out + "\n")
 }
 
-/// The shape's flags beyond its sizes: a llama shape's SwiGLU and grouped
-/// queries; a gpt2 shape's where not the reader's default (grouped
-/// queries, untied embeddings, rotary positions); and the positions
-/// Megatron-LM requires (`validate_args` checks `max_position_embeddings`
-/// beside the layers, hidden size and heads): a learned table's rows, or
-/// under rotary positions the sequence.
+/// The shape's flags beyond its sizes, where not Megatron-LM's defaults
+/// (LayerNorm, biases, learned positions, tied embeddings, as GPT-2):
+/// a llama shape's SwiGLU, RMSNorm, no biases, grouped queries, rotary
+/// positions and untied output layer, as NVIDIA's Llama 3 scripts write
+/// them (`examples/llama/train_llama3_8b_h100_fp8.sh`); a gpt2 shape's
+/// grouped queries, untied embeddings and rotary positions where it has
+/// them; and the positions Megatron-LM requires (`validate_args` checks
+/// `max_position_embeddings` beside the layers, hidden size and heads): a
+/// learned table's rows, or under rotary positions the sequence.
 fn shape_flags(a: &crate::detailed::model::Architecture, seq: u64) -> String {
     let llama = a.family == Family::Llama;
+    let rotary = llama || a.positions == 0;
     let mut s = String::new();
     if llama {
-        s += " --swiglu";
+        s += " --swiglu --normalization RMSNorm --disable-bias-linear";
     }
     if llama || a.kv_heads != a.heads {
         s += &format!(" --group-query-attention --num-query-groups {}", a.kv_heads);
     }
-    if !llama && !a.tied_embeddings {
+    if llama || !a.tied_embeddings {
         s += " --untie-embeddings-and-output-weights";
     }
-    if !llama && a.positions == 0 {
+    if rotary {
         s += " --position-embedding-type rope";
     }
-    let rows = if llama || a.positions == 0 {
-        seq
-    } else {
-        a.positions
-    };
+    let rows = if rotary { seq } else { a.positions };
     format!("   {s} --max-position-embeddings {rows} \\\n")
 }
 
