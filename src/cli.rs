@@ -2085,14 +2085,12 @@ fn run_detailed(args: &Args) -> Result<String, CliError> {
     let priced = DetailedRun::new(args).map_err(|e| crate::from::explain(e, read))?;
     // A learned position table shorter than the sequence: priced as given,
     // but no trainer runs it (`state::max_detailed_seq` stops at the table).
-    let a = &priced.cfg.arch;
-    if a.family == crate::detailed::Family::Gpt2 && a.positions > 0 && priced.cfg.seq > a.positions
-    {
+    let seq = priced.cfg.seq;
+    if let Some(rows) = priced.cfg.arch.learned_positions().filter(|&p| seq > p) {
         eprintln!(
-            "note: the model has {} learned positions, fewer than the {}-token sequence: transformers and Megatron-LM run none longer (priced as given; --seq {} fits the table)",
-            crate::number::grouped(a.positions),
-            crate::number::grouped(priced.cfg.seq),
-            a.positions
+            "note: the model has {} learned positions, fewer than the {}-token sequence: transformers and Megatron-LM run none longer (priced as given; --seq {rows} fits the table)",
+            crate::number::grouped(rows),
+            crate::number::grouped(seq),
         );
     }
     Ok(if args.output.json {

@@ -777,10 +777,8 @@ pub fn max_detailed_seq(
     } else {
         1
     };
-    let mut max = Field::SeqLen.range_in(true).1 as u64;
-    if cfg.arch.family == crate::detailed::Family::Gpt2 && cfg.arch.positions > 0 {
-        max = max.min(cfg.arch.positions);
-    }
+    let max = Field::SeqLen.range_in(true).1 as u64;
+    let max = cfg.arch.learned_positions().map_or(max, |p| max.min(p));
     largest_fitting(max / unit, |k| {
         let c = DetailedConfig {
             seq: k * unit,

@@ -412,6 +412,15 @@ impl Architecture {
         }
     }
 
+    /// The longest sequence the model's positions run: its learned table's
+    /// rows (the gpt2 shape's; the llama family's are rotary, `check`
+    /// refuses a table there), `None` under rotary positions.
+    /// `transformers`' GPT-2 indexes `wpe` no further; Megatron-LM asserts
+    /// `max_position_embeddings >= seq_length`.
+    pub fn learned_positions(&self) -> Option<u64> {
+        (self.positions > 0).then_some(self.positions)
+    }
+
     /// Input embedding parameters (and learned positions).
     pub fn embedding_params(&self) -> u64 {
         (self.vocab + self.positions) * self.hidden

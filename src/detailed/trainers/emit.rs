@@ -942,7 +942,7 @@ fn megatron(cfg: &DetailedConfig) -> Result<String, String> {
 /// learned table's rows, or under rotary positions the sequence.
 fn shape_flags(a: &crate::detailed::model::Architecture, seq: u64) -> String {
     let llama = a.family == Family::Llama;
-    let rotary = llama || a.positions == 0;
+    let rows = a.learned_positions();
     let mut s = String::new();
     if llama {
         s += " --swiglu --normalization RMSNorm --disable-bias-linear";
@@ -953,10 +953,10 @@ fn shape_flags(a: &crate::detailed::model::Architecture, seq: u64) -> String {
     if llama || !a.tied_embeddings {
         s += " --untie-embeddings-and-output-weights";
     }
-    if rotary {
+    if rows.is_none() {
         s += " --position-embedding-type rope";
     }
-    let rows = if rotary { seq } else { a.positions };
+    let rows = rows.unwrap_or(seq);
     format!("   {s} --max-position-embeddings {rows} \\\n")
 }
 
