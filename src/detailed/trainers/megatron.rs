@@ -236,8 +236,7 @@ fn read_experts(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
     let Some(experts) = doc.uint("num-experts")? else {
         return Ok(());
     };
-    let num = |out: &Out, flag: &str| out.arg(flag).and_then(|a| a.parse::<u64>().ok());
-    if num(out, "--layers").is_none() {
+    if out.uint_arg("--layers").is_none() {
         out.ignore(
             "num-experts",
             experts,
@@ -255,7 +254,7 @@ fn read_experts(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
     let top_k = given(doc, "moe-router-topk")?.unwrap_or(2);
     let width = given(doc, "moe-ffn-hidden-size")?;
     let shared = given(doc, "moe-shared-expert-intermediate-size")?.unwrap_or(0);
-    let width = width.or(num(out, "--ffn"));
+    let width = width.or(out.uint_arg("--ffn"));
     let freq = doc.text("moe-layer-freq")?;
     if let Some(f) = &freq {
         out.ignore(
@@ -272,8 +271,8 @@ fn read_experts(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
             .and_then(|r| r.split_once("+[1]*"))
             .and_then(|(n, _)| n.parse().ok()),
     };
-    let (layers, hidden) = (num(out, "--layers"), num(out, "--hidden"));
-    let vocab = num(out, "--vocab");
+    let (layers, hidden) = (out.uint_arg("--layers"), out.uint_arg("--hidden"));
+    let vocab = out.uint_arg("--vocab");
     let found = crate::detailed::model::presets::PRESETS.iter().find(|p| {
         let a = &p.arch;
         a.moe.is_some_and(|m| {

@@ -339,7 +339,7 @@ fn read_schedule(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
 /// `pipeline_parallel_microbatch_size` (2025-08, default 1): the local
 /// batch becomes `--micro-batch` × `--grad-accum`.
 fn pipeline_batches(doc: &mut Doc, out: &mut Out) -> Result<(), ReadError> {
-    let pp = out.arg("--pp").and_then(|a| a.parse().ok()).unwrap_or(1);
+    let pp = out.uint_arg("--pp").unwrap_or(1);
     let mut count = None;
     for key in [
         "experimental.pipeline_parallel_microbatches",
@@ -404,7 +404,6 @@ pub fn torchtitan_split(layers: u64, pp: u64, vp: u64) -> Vec<u64> {
 /// `--last-stage-layers` where it is of that form (the GPUs between alike),
 /// named as priced even where it is not.
 fn pipeline_split(out: &mut Out) {
-    let uint = |flag: &str| out.arg(flag).and_then(|a| a.parse::<u64>().ok());
     let Some(layers) = out
         .arg("--model")
         .and_then(crate::detailed::model::presets::preset)
@@ -412,7 +411,10 @@ fn pipeline_split(out: &mut Out) {
     else {
         return;
     };
-    let (pp, vp) = (uint("--pp").unwrap_or(1), uint("--vp").unwrap_or(1));
+    let (pp, vp) = (
+        out.uint_arg("--pp").unwrap_or(1),
+        out.uint_arg("--vp").unwrap_or(1),
+    );
     let counts = torchtitan_split(layers, pp, vp);
     let Some((&first, rest)) = counts.split_first() else {
         return;

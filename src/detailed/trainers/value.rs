@@ -307,6 +307,11 @@ impl Out {
             .map(|s| s.arg.as_str())
     }
 
+    /// The last value set for `flag`, as a whole number.
+    pub fn uint_arg(&self, flag: &str) -> Option<u64> {
+        self.arg(flag).and_then(|a| a.parse().ok())
+    }
+
     /// `key` (written `value`) sets `flag arg`.
     pub fn set(
         &mut self,
